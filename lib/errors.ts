@@ -1,0 +1,90 @@
+/**
+ * The one error table of scriptable-api: every error the router answers with has a numeric
+ * `code` (the `code` field of the default error body), an HTTP status and a message.
+ * The README's "Errors" section lists the same table.
+ */
+export const ERRORS = {
+  /** A script threw an error without a numeric `code`. */
+  SCRIPT_ERROR: { code: 270000, status: 500, message: 'The script failed' },
+  /** `platform.app.abort(message[, status])` ended the call. */
+  ABORTED: { code: 270001, status: 500, message: 'The call was aborted' },
+  /** No API is configured at `<appId>/<path>` (or the app is unknown). */
+  API_NOT_FOUND: { code: 270100, status: 404, message: 'No API at this path' },
+  /** The API does not accept this HTTP method (see `methods`). */
+  METHOD_NOT_ALLOWED: { code: 270101, status: 405, message: 'Method not allowed for this API' },
+  /** The request body is larger than the `bodyLimit` option. */
+  BODY_TOO_LARGE: { code: 270102, status: 413, message: 'Request body too large' },
+  /** The request body could not be read (bad multipart data, aborted upload). */
+  BAD_REQUEST: { code: 270103, status: 400, message: 'Malformed request' },
+  /** The script ran past `scriptTimeoutMs`. */
+  SCRIPT_TIMEOUT: { code: 270200, status: 500, message: 'The script timed out' },
+  /** The script used more than `scriptMemoryLimitMb`. */
+  SCRIPT_OUT_OF_MEMORY: { code: 270201, status: 500, message: 'The script ran out of memory' },
+  /** The registry has no script of the name the API refers to. */
+  SCRIPT_NOT_FOUND: { code: 270202, status: 500, message: 'Script not found' },
+  /** The script module does not export the configured function. */
+  FUNCTION_NOT_FOUND: { code: 270203, status: 500, message: 'Exported function not found' },
+  /** The script source has a syntax error or failed while loading. */
+  SCRIPT_COMPILE_ERROR: { code: 270204, status: 500, message: 'The script could not be compiled' },
+  /** The worker running the script died (crash, resource limit) and the call could not finish. */
+  ENGINE_FAILURE: { code: 270205, status: 500, message: 'The script engine failed' },
+  /** The script's promise never settled. */
+  SCRIPT_STALLED: { code: 270206, status: 500, message: 'The script returned a promise that never settled' },
+  /** The result does not fit the return type (Redirect without a string, File without a path...). */
+  INVALID_RESULT: { code: 270300, status: 500, message: 'The result does not fit the return type' },
+  /** File return type: the path is empty or the file does not exist. */
+  FILE_NOT_FOUND: { code: 270301, status: 404, message: 'File not found' },
+  /** A path given by a script leaves its sandbox (`../`, absolute paths, links out). */
+  PATH_OUTSIDE_SANDBOX: { code: 270302, status: 400, message: 'Path leaves the sandbox' },
+  /** A file operation needs `sandboxDir` / `storageDir`, which the host did not configure. */
+  FILES_NOT_CONFIGURED: { code: 270303, status: 500, message: 'File storage is not configured' },
+  /** Rate limited: the wait for a slot would exceed the rule's `timeoutMs`. */
+  RATE_LIMITED: { code: 270400, status: 429, message: 'Too many requests' },
+  /** Rate limited: too many requests are already waiting across all rules. */
+  RATE_LIMIT_QUEUE_FULL: { code: 270401, status: 429, message: 'Too many requests waiting' },
+  /** `platform.http.request`: the destination is not allowed (private network, not in allowHosts). */
+  OUTBOUND_BLOCKED: { code: 270500, status: 500, message: 'Outbound request blocked' },
+  /** `platform.http.request`: the request failed (DNS, connection, timeout, body too large). */
+  OUTBOUND_FAILED: { code: 270501, status: 500, message: 'Outbound request failed' },
+  /** The API definition returned by the registry is invalid. */
+  INVALID_API_DEFINITION: { code: 270600, status: 500, message: 'Invalid API definition' },
+  /** The API calls an automation but no `automations` runner is configured, or it is unknown. */
+  AUTOMATION_UNAVAILABLE: { code: 270601, status: 501, message: 'Automation unavailable' },
+  /** A host helper (`accounts`, the registry...) threw. */
+  HOST_ERROR: { code: 270602, status: 500, message: 'A host service failed' },
+} as const;
+
+export type ErrorName = keyof typeof ERRORS;
+
+/** An error that carries one of the table's codes. Thrown inside the library; safe to show. */
+export class ApiError extends Error {
+  readonly code: number;
+  readonly status: number;
+  readonly errorName: string;
+  constructor(name: ErrorName, message?: string, options?: { status?: number; code?: number; cause?: unknown }) {
+    const entry = ERRORS[name];
+    super(message ?? entry.message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ApiError';
+    this.errorName = name;
+    this.code = options?.code ?? entry.code;
+    this.status = options?.status ?? entry.status;
+  }
+}
+
+/** The default error body of the spec: `{ requestId, message, code }`. */
+export interface ErrorBody {
+  requestId: string;
+  message: string;
+  code: number;
+}
+
+/** Thrown at startup or registration for invalid options or API definitions. */
+export class ConfigError extends TypeError {
+  /** Dotted name of the offending field, e.g. `rateLimit.requestsPerSecond`. */
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(`scriptable-api: invalid ${field}: ${message}`);
+    this.name = 'ConfigError';
+    this.field = field;
+  }
+}

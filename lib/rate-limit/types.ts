@@ -1,0 +1,21 @@
+/**
+ * Rate-limit store contract. A store keeps one theoretical arrival time (TAT) per bucket key and
+ * does the GCRA reservation atomically. Implement it to put buckets in your own database.
+ */
+
+/** The outcome of one reservation. */
+export type Reservation =
+  /** Admitted: wait `waitMs` (0 = run now) before running. */
+  | { admitted: true; waitMs: number }
+  /** Rejected at once: the wait would exceed the rule's maximum; `retryAfterMs` until a slot frees. */
+  | { admitted: false; retryAfterMs: number };
+
+export interface RateLimitStore {
+  /**
+   * GCRA reservation for bucket `key`: `wait = max(tat, now) - now`; if `wait > maxWaitMs` reject,
+   * else `tat = max(tat, now) + intervalMs` and admit after `wait`. Must be atomic per key.
+   */
+  reserve(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation>;
+  /** Release connections and timers. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,180 @@
+/**
+ * Data shapes that cross the sandbox boundary. Everything here is plain JSON: the host builds a
+ * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/adapter.js) builds ctx from it, and
+ * response effects and attributes come back in one batch (StageOutput).
+ */
+
+/** An uploaded file, as the sandbox sees it (its bytes stay on the host). */
+export interface PartInfo {
+  /** Host-side handle, used by save / saveStorage / saveAttachment host calls. */
+  id: string;
+  /** Form field name. */
+  name: string;
+  contentType: string;
+  size: number;
+  submittedFileName: string | null;
+}
+
+/** A copy of the request, made on the host, from which ctx is built inside the sandbox. */
+export interface RequestSnapshot {
+  requestId: string;
+  appId: string;
+  /** The configured API path, e.g. `orders/list`. */
+  path: string;
+  method: string;
+  /** The original URL (`req.originalUrl`), with query string. */
+  url: string;
+  /** Lower-case names; repeated headers joined with `, ` (cookies with `; `). */
+  headers: Record<string, string>;
+  /** Every value of every header, lower-case names, in arrival order. */
+  headerLists: Record<string, string[]>;
+  cookies: Record<string, string>;
+  /** String, or array of strings for a repeated key. */
+  query: Record<string, string | string[]>;
+  /** Raw query string without `?`, or null. */
+  queryString: string | null;
+  /** Raw body text, '' when none (and for multipart). */
+  body: string;
+  /** Fields of an urlencoded or multipart form body. */
+  form: Record<string, string[]>;
+  /** e.g. `HTTP/1.1`. */
+  protocol: string;
+  scheme: 'http' | 'https';
+  serverName: string;
+  serverPort: number;
+  remoteAddr: string;
+  remoteHost: string;
+  remotePort: number;
+  contentType: string | null;
+  characterEncoding: string | null;
+  /** Scheme of the Authorization header (`Bearer`, `Basic`), or null. */
+  authType: string | null;
+  /** Mount path of the router (`req.baseUrl`), e.g. `/web0/api`. */
+  contextPath: string;
+  /** `/<appId>`. */
+  servletPath: string;
+  /** `/<path>`. */
+  pathInfo: string;
+  /** Path part of the URL, without query string. */
+  requestURI: string;
+  parts: PartInfo[];
+}
+
+/** One chunk of buffered response body: text (`t`) or base64 bytes (`b`). */
+export type BodyChunk = { t: string } | { b: string };
+
+/** Response effects recorded by ctx.response, carried from stage to stage. */
+export interface ResponseState {
+  status: number;
+  /** Header list in order; `setHeader` replaces every entry of that name (case-insensitive). */
+  headers: Array<[string, string]>;
+  contentType: string | null;
+  characterEncoding: string | null;
+  contentLength: number | null;
+  bufferSize: number;
+  chunks: BodyChunk[];
+  /** The script wrote to the body: the response is what it wrote. */
+  written: boolean;
+  /** flushBuffer() was called, the buffer overflowed, or sendError / sendRedirect ran. */
+  committed: boolean;
+  /** Set by sendError(sc[, msg]). */
+  error: { status: number; message: string | null } | null;
+  /** Set by sendRedirect(location). */
+  redirect: string | null;
+}
+
+/** State shared by the stages of one request. */
+export interface CarriedState {
+  /** Request attributes (JSON copies; Dates become ms timestamps). */
+  attributes: Record<string, unknown>;
+  response: ResponseState;
+}
+
+export type Stage = 'before' | 'call' | 'after' | 'onError';
+
+/** The APIError of the spec, passed to onError. */
+export interface ApiErrorInfo {
+  requestId: string;
+  message: string;
+  code: number;
+}
+
+/** What the adapter's `invoke` receives (as a JSON string). */
+export interface StageInput {
+  stage: Stage;
+  returnType: 'JSON' | 'Text' | 'File' | 'Redirect';
+  request: RequestSnapshot;
+  state: CarriedState;
+  /** For `after`: the call's result (a JSON copy; absent = undefined). */
+  result?: unknown;
+  hasResult?: boolean;
+  /** For `onError`. */
+  error?: ApiErrorInfo;
+  /** Include `value` (the JSON copy of the return value) in the output. */
+  wantValue: boolean;
+}
+
+/** The return value serialized for the API's return type, inside the sandbox. */
+export type SerializedOutput =
+  | { type: 'JSON'; json: string }
+  | { type: 'Text'; text: string }
+  | { type: 'Redirect'; location: string }
+  | { type: 'File'; file: { path: string | null; storagePath: string | null; name: string | null; contentDisposition: string | null } }
+  | { type: 'invalid'; message: string };
+
+/** An error thrown by a script, as the adapter reports it. */
+export interface ThrownError {
+  name: string;
+  message: string;
+  /** Numeric `code` carried by the thrown value, if any. */
+  code?: number;
+  /** HTTP status (set for abort with a status). */
+  status?: number;
+  stack?: string;
+}
+
+/** What the adapter's `collect` returns (as a JSON string). */
+export interface StageOutput {
+  status: 'value' | 'error' | 'pending';
+  /** The function returned something other than undefined. */
+  hasValue: boolean;
+  value?: unknown;
+  output?: SerializedOutput;
+  error?: ThrownError;
+  state: CarriedState;
+}
+
+/**
+ * Host operations a script can reach through the sandbox's one bridge function
+ * `__host(op, argsJson) -> resultJson` (synchronous from the script's point of view).
+ * Result JSON: `{"ok":true,"value":...}` or `{"ok":false,"error":{name,message,code}}`.
+ */
+export type HostOp =
+  | 'app.abort' // { message, status? } — recorded outside the sandbox; the adapter then throws
+  | 'console' // { level, message } — fire and forget
+  | 'utils.stringToBytes' // { text, charset } -> number[]
+  | 'system.getAccountByToken' // { token } -> Account | null
+  | 'http.request' // { url, method, headers, body, timeoutMs } -> { id, status, headers, url }
+  | 'http.body' // { id } -> string (the body as text)
+  | 'http.saveBodyAsFile' // { id, path } -> { path, size }
+  | 'part.save' // { id, path } -> { path, size }
+  | 'part.saveStorage' // { id, path } -> { path, size }
+  | 'part.saveAttachment'; // { id, tableId, fieldId } -> TableAttachment
+
+export const DEFAULT_BUFFER_SIZE = 8192;
+
+export function newResponseState(): ResponseState {
+  return {
+    status: 200,
+    headers: [],
+    contentType: null,
+    characterEncoding: null,
+    contentLength: null,
+    bufferSize: DEFAULT_BUFFER_SIZE,
+    chunks: [],
+    written: false,
+    committed: false,
+    error: null,
+    redirect: null,
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * Public types of scriptable-api: the registry contract, API definitions and router options.
+ * Script-author types (APIContext, platform...) live in `types/` at the package root.
+ */
+import type { Request } from 'express';
+import type { RateLimitStore } from './rate-limit/types';
+import type { ScriptEngine } from './runtime/engine';
+
+/** A value or a promise of it. */
+export type Awaitable<T> = T | Promise<T>;
+
+/** A function exported by a script module: `{ script: 'orders.js', function: 'list' }`. */
+export interface ScriptRef {
+  /** Script name as the registry knows it (`getScript(appId, name)`); `.ts` names are type-stripped. */
+  script: string;
+  /** Exported function name; `default` for `export default`. */
+  function: string;
+}
+
+/** An automation (a host-run program without interactive steps), by id. */
+export interface AutomationRef {
+  automation: string;
+}
+
+/** Per-API rate limiting (GCRA: admissions spaced by 1000 / requestsPerSecond ms). */
+export interface RateLimitRule {
+  /** Requests admitted per second; fractions allowed (0.5 = one every 2 s); 0 = no limit. */
+  requestsPerSecond: number;
+  /** Longest a request may wait for its turn, in ms (negative counts as 0). Default 0. */
+  timeoutMs?: number;
+  /**
+   * Bucket key template. Default `{ip}`. Placeholders: `{ip}`, `{header.NAME}`, `{query.NAME}`,
+   * `{cookie.NAME}`, `{attr.NAME}` (a request attribute set by the before script). Other text is
+   * literal: `"global"` is one bucket for every caller.
+   */
+  identifier?: string;
+}
+
+export type ReturnType = 'JSON' | 'Text' | 'File' | 'Redirect';
+
+/** One configured API of an app. */
+export interface ApiDefinition {
+  /** Configured path, e.g. `orders/list` (no leading slash). */
+  path: string;
+  /** The call type: a script function or an automation. */
+  call: ScriptRef | AutomationRef;
+  /** How the result is sent. */
+  returnType: ReturnType;
+  /** "Execute before calling": its non-undefined return value is the response. */
+  before?: ScriptRef;
+  /** "Execute after calling": its non-undefined return value replaces the result. */
+  after?: ScriptRef | AutomationRef;
+  /** "Execute after calling error": runs on an error of the call; may write its own response. */
+  onError?: ScriptRef;
+  /** Rate limiting for this API. */
+  rateLimit?: RateLimitRule;
+  /** Accepted HTTP methods (upper case). Default: all. */
+  methods?: string[];
+}
+
+/** An automation program as the registry stores it; run by the `automations` option. */
+export interface AutomationDefinition {
+  id: string;
+  [key: string]: unknown;
+}
+
+/** Where API definitions and scripts live. Implement it over your database, files, or CMS. */
+export interface ApiRegistry {
+  getApi(appId: string, path: string): Awaitable<ApiDefinition | null | undefined>;
+  /** ES module source of a script. */
+  getScript(appId: string, name: string): Awaitable<string | null | undefined>;
+  getAutomation?(appId: string, id: string): Awaitable<AutomationDefinition | null | undefined>;
+}
+
+/** The account object of the spec, returned by `platform.system.getAccountByToken`. */
+export interface Account {
+  id: string;
+  name?: string;
+  userName?: string;
+  email?: string;
+  mobileNo?: string;
+  avatar?: string;
+  companyId?: string;
+  createTime?: number;
+  updateTime?: number;
+  isValid?: boolean;
+  valid?: boolean;
+  [key: string]: unknown;
+}
+
+/** Account lookups for `platform.system.getAccountByToken(token)`. */
+export interface AccountService {
+  getAccountByToken(token: string): Awaitable<Account | null | undefined>;
+}
+
+/** What an automation runner receives. */
+export interface AutomationInvocation {
+  appId: string;
+  requestId: string;
+  automation: AutomationDefinition;
+  /** `call` or `after`. */
+  stage: 'call' | 'after';
+  /** A JSON copy of the request (headers, query, body...) and, for `after`, the call's result. */
+  input: { request: Record<string, unknown>; result?: unknown; attributes: Record<string, unknown> };
+}
+
+/** Runs automation programs (host code). */
+export interface AutomationRunner {
+  run(invocation: AutomationInvocation): Awaitable<unknown>;
+}
+
+/** Outbound HTTP for `platform.http.request`. Private networks are refused unless allowed. */
+export interface OutboundOptions {
+  /** Allow loopback, private, link-local and unspecified addresses. Default false. */
+  allowPrivateNetworks?: boolean;
+  /** If set, only these host names (exact, or `*.example.com`) may be called. */
+  allowHosts?: string[];
+  /** Per-request timeout in ms. Default 10000. */
+  timeoutMs?: number;
+  /** Largest response body read, in bytes. Default 10 MiB. */
+  maxBodyBytes?: number;
+  /** Most redirects followed. Default 5. */
+  maxRedirects?: number;
+}
+
+/** Where script console output and router diagnostics go. */
+export interface Logger {
+  debug?(message: string, meta?: Record<string, unknown>): void;
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+  error(message: string, meta?: Record<string, unknown>): void;
+}
+
+/** Options of the rate limiter. */
+export interface RateLimitOptions {
+  /** Where buckets live. Default: an in-memory store for this router. */
+  store?: RateLimitStore;
+  /** When the store fails: `memory` (default) falls back to an in-memory limiter, `open` admits. */
+  onStoreError?: 'memory' | 'open';
+  /** Most requests waiting for a slot across all buckets. Default 1000. */
+  maxWaiting?: number;
+  /** IPv6 subnet prefix length grouped into one `{ip}` key. Default 56. */
+  ipv6Subnet?: number;
+}
+
+/** Options of `createApiRouter`. Everything but `registry` is optional. */
+export interface ApiRouterOptions {
+  registry: ApiRegistry;
+  /** `quickjs` (default), `vm2`, or your own engine. */
+  engine?: 'quickjs' | 'vm2' | ScriptEngine;
+  /** Wall-clock limit of one call (before + call + after + onError), ms. Default 10000. */
+  scriptTimeoutMs?: number;
+  /** Memory limit of one script context, MiB. Default 64. */
+  scriptMemoryLimitMb?: number;
+  /** Worker threads kept running scripts. Default: the number of CPUs. */
+  workers?: number;
+  /** Most worker threads, counting ones grown while scripts wait on host calls. Default 64. */
+  maxWorkers?: number;
+  /** Most concurrent script calls of one app; more wait in line. Default 16. */
+  maxConcurrentPerApp?: number;
+  /** Pass header names that contain `_`. Default false. */
+  allowUnderscoreHeaders?: boolean;
+  /** Root of the apps' local file sandboxes (`<sandboxDir>/<appId>/`). */
+  sandboxDir?: string;
+  /** Root of shared storage (`<storageDir>/<appId>/`). */
+  storageDir?: string;
+  /** Account lookups for `platform.system.getAccountByToken`. */
+  accounts?: AccountService;
+  /** Runs automations referred to by `call` / `after`. */
+  automations?: AutomationRunner;
+  /** Largest request body, bytes or a string like `'1mb'`. Default `'1mb'`. */
+  bodyLimit?: number | string;
+  /** `platform.http.request` settings. */
+  outbound?: OutboundOptions;
+  /** Rate limiter settings. */
+  rateLimit?: RateLimitOptions;
+  /** Script console output and diagnostics. Default: nothing under NODE_ENV=test, else console. */
+  logger?: Logger | false;
+}
+
+/** The Express router returned by `createApiRouter`, plus `close()`. */
+export interface ApiRouter {
+  (req: Request, res: unknown, next: (err?: unknown) => void): void;
+  /** Stops the workers and closes the stores the router created. */
+  close(): Promise<void>;
+}
