@@ -56,6 +56,8 @@ export interface ApiDefinition {
   rateLimit?: RateLimitRule;
   /** Accepted HTTP methods (upper case). Default: all. */
   methods?: string[];
+  /** `false` makes the API answer as unknown (404). Default true. */
+  enabled?: boolean;
 }
 
 /** An automation program as the registry stores it; run by the `automations` option. */
@@ -107,6 +109,21 @@ export interface AutomationInvocation {
 /** Runs automation programs (host code). */
 export interface AutomationRunner {
   run(invocation: AutomationInvocation): Awaitable<unknown>;
+}
+
+/** The file an uploaded Part hands to `saveAttachment(tableId, fieldId)`. */
+export interface AttachmentFile {
+  fieldName: string;
+  fileName: string | null;
+  contentType: string;
+  size: number;
+  data: Buffer;
+}
+
+/** Stores uploaded files as table attachments for `Part.saveAttachment(tableId, fieldId)`. */
+export interface AttachmentService {
+  /** Returns the TableAttachment record the script receives (any JSON value). */
+  save(appId: string, tableId: string, fieldId: string, file: AttachmentFile): Awaitable<unknown>;
 }
 
 /** Outbound HTTP for `platform.http.request`. Private networks are refused unless allowed. */
@@ -166,6 +183,8 @@ export interface ApiRouterOptions {
   storageDir?: string;
   /** Account lookups for `platform.system.getAccountByToken`. */
   accounts?: AccountService;
+  /** Stores uploads for `Part.saveAttachment(tableId, fieldId)`. */
+  attachments?: AttachmentService;
   /** Runs automations referred to by `call` / `after`. */
   automations?: AutomationRunner;
   /** Largest request body, bytes or a string like `'1mb'`. Default `'1mb'`. */

@@ -1,0 +1,109 @@
+/**
+ * Reads the request body once, within `bodyLimit`: raw text for ctx.body, form fields for
+ * getParameter, and uploaded files (multipart, via multer) kept on the host as Parts.
+ */
+import type { Request, Response } from 'express';
+import multer from 'multer';
+import { ApiError } from '../errors';
+
+export interface UploadedPart {
+  fieldName: string;
+  fileName: string | null;
+  contentType: string;
+  size: number;
+  data: Buffer;
+}
+
+export interface RequestBody {
+  text: string;
+  form: Record<string, string[]>;
+  parts: UploadedPart[];
+}
+
+const EMPTY: RequestBody = Object.freeze({ text: '', form: Object.freeze({}) as Record<string, string[]>, parts: [] }) as RequestBody;
+
+function charsetOf(contentType: string | undefined): BufferEncoding {
+  const m = contentType ? /charset=["']?([\w-]+)/i.exec(contentType) : null;
+  const cs = m ? m[1].toLowerCase() : 'utf-8';
+  if (cs === 'iso-8859-1' || cs === 'latin1') return 'latin1';
+  if (cs === 'us-ascii' || cs === 'ascii') return 'ascii';
+  if (cs === 'utf-16le' || cs === 'ucs-2') return 'utf16le';
+  return 'utf8';
+}
+
+export function parseForm(text: string, into: Record<string, string[]> = {}): Record<string, string[]> {
+  for (const [k, v] of new URLSearchParams(text)) (into[k] ??= []).push(v);
+  return into;
+}
+
+function hasBody(req: Request): boolean {
+  const len = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
+}
+
+function readRaw(req: Request, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    return Promise.reject(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (e: ApiError) => {
+      req.removeListener('data', onData);
+      req.resume();
+      reject(e);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return fail(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    req.once('error', () => fail(new ApiError('BAD_REQUEST', 'The request body could not be read')));
+  });
+}
+
+function readMultipart(req: Request, res: Response, limit: number): Promise<RequestBody> {
+  const upload = multer({ storage: multer.memoryStorage(), limits: { fileSize: limit, fieldSize: limit } }).any();
+  return new Promise((resolve, reject) => {
+    upload(req, res, (err?: unknown) => {
+      if (err) {
+        const e = err as { code?: string; message?: string };
+        if (e.code === 'LIMIT_FILE_SIZE' || e.code === 'LIMIT_FIELD_VALUE') return reject(new ApiError('BODY_TOO_LARGE', `An upload is larger than ${limit} bytes`));
+        return reject(new ApiError('BAD_REQUEST', `Malformed multipart body: ${e.message ?? String(err)}`));
+      }
+      const files = (req.files ?? []) as Express.Multer.File[];
+      const form: Record<string, string[]> = {};
+      for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) form[k] = Array.isArray(v) ? v.map(String) : [String(v)];
+      resolve({
+        text: '',
+        form,
+        parts: files.map((f) => ({ fieldName: f.fieldname, fileName: f.originalname || null, contentType: f.mimetype, size: f.size, data: f.buffer })),
+      });
+    });
+  });
+}
+
+/** A body the host app already parsed (express.json(), express.text()...) is used as it is. */
+function fromParsed(req: Request): RequestBody {
+  const b = req.body as unknown;
+  if (b === undefined || b === null) return EMPTY;
+  if (typeof b === 'string') return { text: b, form: {}, parts: [] };
+  if (Buffer.isBuffer(b)) return { text: b.toString(charsetOf(req.headers['content-type'])), form: {}, parts: [] };
+  const isForm = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
+  const form: Record<string, string[]> = {};
+  if (isForm && typeof b === 'object') for (const [k, v] of Object.entries(b as Record<string, unknown>)) form[k] = Array.isArray(v) ? v.map(String) : [String(v)];
+  return { text: isForm ? new URLSearchParams(form as unknown as Record<string, string>).toString() : JSON.stringify(b), form, parts: [] };
+}
+
+export async function readBody(req: Request, res: Response, limit: number): Promise<RequestBody> {
+  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req);
+  if (!hasBody(req)) return EMPTY;
+  const type = req.headers['content-type'] ?? '';
+  if (/^multipart\/form-data/i.test(type)) return readMultipart(req, res, limit);
+  const raw = await readRaw(req, limit);
+  const text = raw.toString(charsetOf(type));
+  return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(text) : {}, parts: [] };
+}

@@ -1,0 +1,98 @@
+/**
+ * Builds the RequestSnapshot the sandbox sees: a plain copy of the request, made once per request.
+ * Header names are lower-cased; names containing `_` are dropped unless allowUnderscoreHeaders
+ * (as a fronting web server does). The query is parsed here, never into nested objects.
+ */
+import type { Request } from 'express';
+import { parse as parseCookies } from 'cookie';
+import type { PartInfo, RequestSnapshot } from '../runtime/protocol';
+import type { RequestBody } from './body';
+
+export function parseQuery(qs: string | null): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = {};
+  if (!qs) return query;
+  for (const [k, v] of new URLSearchParams(qs)) {
+    const prev = query[k];
+    query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return query;
+}
+
+function headersOf(req: Request, allowUnderscore: boolean) {
+  const headers: Record<string, string> = {};
+  const lists: Record<string, string[]> = {};
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (!allowUnderscore && name.includes('_')) continue;
+    const value = raw[i + 1];
+    const list = lists[name];
+    if (list) {
+      list.push(value);
+      headers[name] += (name === 'cookie' ? '; ' : ', ') + value;
+    } else {
+      lists[name] = [value];
+      headers[name] = value;
+    }
+  }
+  return { headers, lists };
+}
+
+export interface SnapshotInput {
+  req: Request;
+  requestId: string;
+  appId: string;
+  apiPath: string;
+  body: RequestBody;
+  allowUnderscoreHeaders: boolean;
+}
+
+export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnderscoreHeaders }: SnapshotInput): RequestSnapshot {
+  const url = req.originalUrl ?? req.url;
+  const q = url.indexOf('?');
+  const queryString = q >= 0 ? url.slice(q + 1) : null;
+  const { headers, lists } = headersOf(req, allowUnderscoreHeaders);
+  const form = { ...body.form };
+  const parts: PartInfo[] = body.parts.map((p, i) => ({
+    id: String(i),
+    name: p.fieldName,
+    contentType: p.contentType,
+    size: p.size,
+    submittedFileName: p.fileName,
+  }));
+  const socket = req.socket;
+  const scheme = req.protocol === 'https' ? 'https' : 'http';
+  const hostHeader = headers.host ?? '';
+  const portMatch = /:(\d+)$/.exec(hostHeader);
+  const auth = headers.authorization;
+  const remoteAddr = req.ip ?? socket?.remoteAddress ?? '';
+  return {
+    requestId,
+    appId,
+    path: apiPath,
+    method: req.method,
+    url,
+    headers,
+    headerLists: lists,
+    cookies: headers.cookie ? (parseCookies(headers.cookie) as Record<string, string>) : {},
+    query: parseQuery(queryString),
+    queryString,
+    body: body.text,
+    form,
+    protocol: `HTTP/${req.httpVersion}`,
+    scheme,
+    serverName: req.hostname ?? hostHeader.replace(/:\d+$/, ''),
+    serverPort: portMatch ? Number(portMatch[1]) : socket?.localPort ?? (scheme === 'https' ? 443 : 80),
+    remoteAddr,
+    remoteHost: remoteAddr,
+    remotePort: socket?.remotePort ?? 0,
+    contentType: headers['content-type'] ?? null,
+    characterEncoding: /charset=["']?([\w-]+)/i.exec(headers['content-type'] ?? '')?.[1] ?? null,
+    authType: auth ? auth.split(' ', 1)[0] : null,
+    contextPath: req.baseUrl ?? '',
+    servletPath: `/${appId}`,
+    pathInfo: `/${apiPath}`,
+    requestURI: q >= 0 ? url.slice(0, q) : url,
+    parts,
+  };
+}

@@ -1,0 +1,48 @@
+/** Validates router options and fills in the defaults. */
+import * as os from 'node:os';
+import type { ApiRouterOptions, Logger } from './types';
+import { parseSize, validateOptions } from './validations';
+
+export const DEFAULTS = {
+  scriptTimeoutMs: 10_000,
+  scriptMemoryLimitMb: 64,
+  maxWorkers: 32,
+  maxConcurrentPerApp: 16,
+  bodyLimit: 1024 * 1024,
+} as const;
+
+export interface ResolvedOptions {
+  raw: ApiRouterOptions;
+  scriptTimeoutMs: number;
+  scriptMemoryLimitMb: number;
+  workers: number;
+  maxWorkers: number;
+  maxConcurrentPerApp: number;
+  bodyLimit: number;
+  allowUnderscoreHeaders: boolean;
+  logger: Logger | undefined;
+}
+
+/** One line per message on the console; nothing under NODE_ENV=test. */
+function defaultLogger(): Logger | undefined {
+  if (process.env.NODE_ENV === 'test') return undefined;
+  const line = (fn: (s: string) => void) => (message: string) => fn(`scriptable-api ${message}`);
+  return { debug: line(console.debug), info: line(console.info), warn: line(console.warn), error: line(console.error) };
+}
+
+export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
+  validateOptions(options);
+  const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  const workers = options.workers ?? Math.max(1, cpus);
+  return {
+    raw: options,
+    scriptTimeoutMs: options.scriptTimeoutMs ?? DEFAULTS.scriptTimeoutMs,
+    scriptMemoryLimitMb: options.scriptMemoryLimitMb ?? DEFAULTS.scriptMemoryLimitMb,
+    workers,
+    maxWorkers: options.maxWorkers ?? Math.max(workers, DEFAULTS.maxWorkers),
+    maxConcurrentPerApp: options.maxConcurrentPerApp ?? DEFAULTS.maxConcurrentPerApp,
+    bodyLimit: options.bodyLimit === undefined ? DEFAULTS.bodyLimit : parseSize(options.bodyLimit, 'bodyLimit'),
+    allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
+    logger: options.logger === false ? undefined : options.logger ?? defaultLogger(),
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * MemoryRegistry: the embedded default registry. Definitions are validated when put; a change is
+ * live on the next request. Also a reference for writing your own registry over a database.
+ */
+import { ConfigError } from '../errors';
+import type { ApiDefinition, ApiRegistry, AutomationDefinition } from '../types';
+import { validateApiDefinition } from '../validations';
+
+/** Initial content for one app. */
+export interface MemoryAppConfig {
+  apis?: ApiDefinition[];
+  /** Script name → ES module source. */
+  scripts?: Record<string, string>;
+  automations?: AutomationDefinition[];
+}
+
+function checkAppId(appId: unknown): string {
+  if (typeof appId !== 'string' || appId === '' || /[/\\\0]/.test(appId) || appId === '.' || appId === '..') {
+    throw new ConfigError('appId', `must be a non-empty string without '/', '\\\\' or NUL, got ${JSON.stringify(appId)}`);
+  }
+  return appId;
+}
+
+interface AppEntry {
+  apis: Map<string, ApiDefinition>;
+  scripts: Map<string, string>;
+  automations: Map<string, AutomationDefinition>;
+}
+
+export class MemoryRegistry implements ApiRegistry {
+  private readonly apps = new Map<string, AppEntry>();
+
+  constructor(initial?: { apps?: Record<string, MemoryAppConfig> }) {
+    for (const [appId, app] of Object.entries(initial?.apps ?? {})) {
+      for (const [name, source] of Object.entries(app.scripts ?? {})) this.putScript(appId, name, source);
+      for (const def of app.apis ?? []) this.putApi(appId, def);
+      for (const a of app.automations ?? []) this.putAutomation(appId, a);
+    }
+  }
+
+  private app(appId: string, create: true): AppEntry;
+  private app(appId: string, create?: false): AppEntry | undefined;
+  private app(appId: string, create = false): AppEntry | undefined {
+    let entry = this.apps.get(appId);
+    if (!entry && create) {
+      entry = { apis: new Map(), scripts: new Map(), automations: new Map() };
+      this.apps.set(checkAppId(appId), entry);
+    }
+    return entry;
+  }
+
+  getApi(appId: string, path: string): ApiDefinition | undefined {
+    return this.apps.get(appId)?.apis.get(path);
+  }
+
+  getScript(appId: string, name: string): string | undefined {
+    return this.apps.get(appId)?.scripts.get(name);
+  }
+
+  getAutomation(appId: string, id: string): AutomationDefinition | undefined {
+    return this.apps.get(appId)?.automations.get(id);
+  }
+
+  /** Adds or replaces an API (validated: throws ConfigError naming the bad field). */
+  putApi(appId: string, def: ApiDefinition): this {
+    const valid = validateApiDefinition(def, `api '${(def as { path?: unknown })?.path}'`);
+    this.app(appId, true).apis.set(valid.path, Object.freeze({ ...valid }));
+    return this;
+  }
+
+  /** Adds or replaces a script's ES module source. */
+  putScript(appId: string, name: string, source: string): this {
+    if (typeof name !== 'string' || name === '') throw new ConfigError('script name', 'must be a non-empty string');
+    if (typeof source !== 'string') throw new ConfigError(`script '${name}'`, 'source must be a string');
+    this.app(appId, true).scripts.set(name, source);
+    return this;
+  }
+
+  /** Adds or replaces an automation (looked up by its `id`). */
+  putAutomation(appId: string, def: AutomationDefinition): this {
+    if (!def || typeof def.id !== 'string' || def.id === '') throw new ConfigError('automation.id', 'must be a non-empty string');
+    this.app(appId, true).automations.set(def.id, def);
+    return this;
+  }
+
+  removeApi(appId: string, path: string): boolean {
+    return this.app(appId)?.apis.delete(path) ?? false;
+  }
+
+  removeScript(appId: string, name: string): boolean {
+    return this.app(appId)?.scripts.delete(name) ?? false;
+  }
+
+  removeAutomation(appId: string, id: string): boolean {
+    return this.app(appId)?.automations.delete(id) ?? false;
+  }
+
+  /** Removes an app with everything in it. */
+  removeApp(appId: string): boolean {
+    return this.apps.delete(appId);
+  }
+
+  /** The APIs of an app (for admin UIs and tests). */
+  listApis(appId: string): ApiDefinition[] {
+    return [...(this.app(appId)?.apis.values() ?? [])];
+  }
+}

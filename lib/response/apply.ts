@@ -1,0 +1,58 @@
+/**
+ * Applies what scripts did through ctx.response (status, headers, content type, buffered body,
+ * sendError, sendRedirect) to the real response.
+ */
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { ResponseState } from '../runtime/protocol';
+import { JSON_TYPE, sendErrorBody } from './error';
+
+/** Status (when the script set one) and headers recorded by scripts. */
+export function applyHeaders(res: ServerResponse, state: ResponseState): void {
+  const seen = new Set<string>();
+  for (const [name, value] of state.headers) {
+    const key = name.toLowerCase();
+    if (key === 'x-request-id') continue;
+    if (seen.has(key)) res.appendHeader(name, value);
+    else {
+      seen.add(key);
+      res.setHeader(name, value);
+    }
+  }
+}
+
+export function contentTypeOf(state: ResponseState): string | null {
+  if (!state.contentType) return null;
+  if (state.characterEncoding && !/;\s*charset=/i.test(state.contentType)) return `${state.contentType};charset=${state.characterEncoding}`;
+  return state.contentType;
+}
+
+function encodingOf(state: ResponseState): BufferEncoding {
+  const cs = (state.characterEncoding ?? /charset=([\w-]+)/i.exec(state.contentType ?? '')?.[1] ?? 'utf-8').toLowerCase();
+  return cs === 'iso-8859-1' || cs === 'latin1' ? 'latin1' : cs === 'us-ascii' ? 'ascii' : 'utf8';
+}
+
+/** Sends the response exactly as the script wrote it. */
+export function sendWritten(res: ServerResponse, requestId: string, state: ResponseState): void {
+  applyHeaders(res, state);
+  if (state.error) {
+    const message = state.error.message ?? STATUS_CODES[state.error.status] ?? 'Error';
+    sendErrorBody(res, { requestId, message, code: state.error.status }, state.error.status);
+    return;
+  }
+  if (state.redirect !== null) {
+    res.statusCode = 302;
+    res.setHeader('Location', state.redirect);
+    res.end();
+    return;
+  }
+  const enc = encodingOf(state);
+  const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? Buffer.from(c.t, enc) : Buffer.from(c.b, 'base64'))));
+  res.statusCode = state.status;
+  const type = contentTypeOf(state) ?? (state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
+  if (body.length > 0 || state.contentType) res.setHeader('Content-Type', type);
+  res.setHeader('Content-Length', body.length);
+  res.end(body);
+}
+
+export { JSON_TYPE };

@@ -1,0 +1,41 @@
+/**
+ * Return-type handlers: one per return type, each turning a SerializedOutput into the response.
+ */
+import type { ServerResponse } from 'node:http';
+import { ApiError } from '../errors';
+import type { ResponseState, SerializedOutput } from '../runtime/protocol';
+import { applyHeaders } from '../response/apply';
+import { sendJson } from './json';
+import { sendText } from './text';
+import { sendRedirect } from './redirect';
+import { sendFile } from './file';
+
+export interface SendContext {
+  res: ServerResponse;
+  requestId: string;
+  appId: string;
+  method: string;
+  /** Status and headers scripts set through ctx.response apply to the final response. */
+  state: ResponseState;
+  files: { sandboxDir?: string; storageDir?: string };
+}
+
+export type ReturnTypeHandler<T extends SerializedOutput['type']> = (
+  output: Extract<SerializedOutput, { type: T }>,
+  ctx: SendContext,
+) => void | Promise<void>;
+
+export async function sendOutput(output: SerializedOutput, ctx: SendContext): Promise<void> {
+  if (output.type === 'invalid') throw new ApiError('INVALID_RESULT', output.message);
+  applyHeaders(ctx.res, ctx.state);
+  switch (output.type) {
+    case 'JSON':
+      return sendJson(output, ctx);
+    case 'Text':
+      return sendText(output, ctx);
+    case 'Redirect':
+      return sendRedirect(output, ctx);
+    case 'File':
+      return sendFile(output, ctx);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Host-side serialization of a value for a return type. Script results are serialized inside the
+ * sandbox by the adapter (their Dates and toString methods live there); this serves automation
+ * results, which arrive as plain JSON values.
+ */
+import type { ReturnType } from '../types';
+import type { SerializedOutput } from './protocol';
+
+function dateToMs(this: unknown, key: string, value: unknown): unknown {
+  const raw = (this as Record<string, unknown>)[key];
+  if (Object.prototype.toString.call(raw) === '[object Date]') {
+    const t = (raw as Date).getTime();
+    return Number.isNaN(t) ? null : t;
+  }
+  return value;
+}
+
+export function toJsonText(value: unknown): string {
+  return value === undefined ? 'null' : (JSON.stringify(value, dateToMs) ?? 'null');
+}
+
+export function serializeForReturnType(value: unknown, returnType: ReturnType): SerializedOutput {
+  switch (returnType) {
+    case 'JSON':
+      return { type: 'JSON', json: toJsonText(value) };
+    case 'Text':
+      return { type: 'Text', text: value == null ? '' : String(value) };
+    case 'Redirect':
+      return typeof value === 'string' && value !== ''
+        ? { type: 'Redirect', location: value }
+        : { type: 'invalid', message: `Redirect return type needs a URL string, got ${value === null ? 'null' : typeof value}` };
+    case 'File': {
+      if (value === null || typeof value !== 'object') {
+        return { type: 'invalid', message: `File return type needs a file result object, got ${value === null ? 'null' : typeof value}` };
+      }
+      const v = value as Record<string, unknown>;
+      const str = (x: unknown) => (typeof x === 'string' ? x : null);
+      return {
+        type: 'File',
+        file: { path: str(v.path), storagePath: str(v.storagePath), name: str(v.name), contentDisposition: str(v.contentDisposition) },
+      };
+    }
+  }
+}

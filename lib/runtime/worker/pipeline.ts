@@ -1,0 +1,165 @@
+/**
+ * The processing order of the spec, run inside a worker so a request costs the main thread one
+ * round trip whatever hooks it has:
+ *   1. before(ctx): a value other than undefined is the response; a throw or abort is an error.
+ *   2. the call (script or automation).
+ *   3. after(ctx, result): a value other than undefined replaces the result; a throw is an error.
+ *   4. on an error in step 2 only: onError(ctx, apiError) may write its own response.
+ * A response written by a script (body, sendError, sendRedirect) is sent as written.
+ */
+import type { AutomationRef, ScriptRef } from '../../types';
+import { ERRORS } from '../../errors';
+import type { JobOutcome, JobResult, ScriptJob } from '../engine';
+import type { StageInput, StageOutput, Stage, ThrownError, CarriedState } from '../protocol';
+import { serializeForReturnType } from '../serialize';
+import { EngineError, type SandboxDriver } from './driver';
+
+export interface PipelineEnv {
+  driver: SandboxDriver;
+  /** Source text of a script hash, from the job or the worker's cache. */
+  sourceOf(name: string): string | undefined;
+  /** Blocking host call (automations); throws an Error carrying `code` on failure. */
+  callHost(op: string, args: Record<string, unknown>): unknown;
+  /** The abort recorded outside the sandbox during the last stage, cleared on read. */
+  takeAbort(): { message: string; status?: number } | null;
+  /** Tells the worker which script runs now (console tagging). */
+  setScript(name: string): void;
+}
+
+/** The worker lacks a source the pool thought it had: the pool resends the job with sources. */
+export class MissingSourceError extends Error {}
+
+type Fail = Extract<JobOutcome, { kind: 'error' }>;
+
+function isAutomation(ref: ScriptRef | AutomationRef): ref is AutomationRef {
+  return typeof (ref as AutomationRef).automation === 'string';
+}
+
+function fromThrown(e: ThrownError): Fail {
+  if (e.name === 'AbortError' && e.code === ERRORS.ABORTED.code) {
+    return { kind: 'error', message: e.message, code: e.code, status: e.status ?? ERRORS.ABORTED.status };
+  }
+  return {
+    kind: 'error',
+    message: e.message || ERRORS.SCRIPT_ERROR.message,
+    code: typeof e.code === 'number' && Number.isFinite(e.code) ? e.code : ERRORS.SCRIPT_ERROR.code,
+    status: ERRORS.SCRIPT_ERROR.status,
+  };
+}
+
+function fromEngine(e: EngineError): Fail {
+  const entry = ERRORS[e.errorName];
+  return { kind: 'error', message: e.message, code: entry.code, status: entry.status };
+}
+
+function wrote(state: CarriedState): boolean {
+  const r = state.response;
+  return r.written || r.error !== null || r.redirect !== null;
+}
+
+interface StageResult {
+  out?: StageOutput;
+  fail?: Fail;
+  /** Engine failures that leave no time (timeout, out of memory) skip onError. */
+  fatal?: boolean;
+}
+
+export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<JobResult> {
+  let state = job.state;
+  const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
+
+  const runScript = async (ref: ScriptRef, stage: Stage, extra: Partial<StageInput>): Promise<StageResult> => {
+    const src = job.scripts[ref.script];
+    const source = src && (src.source ?? env.sourceOf(src.hash));
+    if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
+    if (source === undefined) throw new MissingSourceError(src.hash);
+    try {
+      env.setScript(ref.script);
+      const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
+      const input: StageInput = { stage, returnType: job.returnType, request: job.request, state, wantValue: false, ...extra };
+      const out = await env.driver.invoke(mod, ref.function, JSON.stringify(input), job.deadline);
+      state = out.state;
+      const abort = env.takeAbort();
+      if (abort) {
+        return { fail: { kind: 'error', message: abort.message, code: ERRORS.ABORTED.code, status: abort.status ?? ERRORS.ABORTED.status } };
+      }
+      if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
+      if (out.status === 'error') return { out, fail: fromThrown(out.error ?? { name: 'Error', message: '' }) };
+      if (out.output?.type === 'invalid' && out.hasValue) {
+        return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: out.output.message } };
+      }
+      return { out };
+    } catch (e) {
+      env.takeAbort();
+      if (e instanceof EngineError) {
+        const fatal = e.errorName === 'SCRIPT_TIMEOUT' || e.errorName === 'SCRIPT_OUT_OF_MEMORY' || e.errorName === 'ENGINE_FAILURE';
+        return { fail: fromEngine(e), fatal };
+      }
+      throw e;
+    }
+  };
+
+  const runAutomation = (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): StageResult => {
+    try {
+      const v = env.callHost('automation.run', {
+        automation: ref.automation,
+        stage,
+        input: { request: job.request, attributes: state.attributes, ...(stage === 'after' ? { result: value } : {}) },
+      });
+      const output = serializeForReturnType(v, job.returnType);
+      const out: StageOutput = { status: 'value', hasValue: v !== undefined && v !== null, value: v, output, state };
+      if (output.type === 'invalid' && out.hasValue) return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: output.message } };
+      return { out };
+    } catch (e) {
+      const err = e as { message?: string; code?: number; status?: number };
+      return {
+        fail: {
+          kind: 'error',
+          message: err.message || ERRORS.AUTOMATION_UNAVAILABLE.message,
+          code: typeof err.code === 'number' ? err.code : ERRORS.SCRIPT_ERROR.code,
+          status: typeof err.status === 'number' ? err.status : 500,
+        },
+      };
+    }
+  };
+
+  // 1. before
+  if (job.phase !== 'rest' && job.before) {
+    const r = await runScript(job.before, 'before', { wantValue: false });
+    if (r.fail) return result(r.fail);
+    if (wrote(state)) return result({ kind: 'written' });
+    if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
+  }
+  if (job.phase === 'before') return result({ kind: 'continue' });
+
+  // 2. the call
+  const call = isAutomation(job.call)
+    ? runAutomation(job.call, 'call')
+    : await runScript(job.call, 'call', { wantValue: Boolean(job.after) });
+
+  // 4. onError, on an error of the call only
+  if (call.fail) {
+    if (!job.onError || call.fatal) return result(call.fail);
+    const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
+    const before = JSON.stringify(state.response);
+    const r = await runScript(job.onError, 'onError', { error: apiError });
+    if (r.fail) return result(r.fail);
+    if (wrote(state)) return result({ kind: 'written' });
+    if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
+    // Status or headers changed without a body: send them with an empty body.
+    if (JSON.stringify(state.response) !== before) return result({ kind: 'written' });
+    return result(call.fail);
+  }
+
+  // 3. after
+  let final = call.out!;
+  if (job.after) {
+    const a = isAutomation(job.after)
+      ? runAutomation(job.after, 'after', final.value)
+      : await runScript(job.after, 'after', { result: final.value, hasResult: final.hasValue });
+    if (a.fail) return result(a.fail);
+    if (a.out!.hasValue) final = a.out!;
+  }
+  if (wrote(state)) return result({ kind: 'written' });
+  return result({ kind: 'output', output: final.output! });
+}

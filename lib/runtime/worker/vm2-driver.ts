@@ -1,0 +1,96 @@
+/**
+ * The vm2 engine: V8 speed for trusted scripts. Each (app, source hash) gets its own VM. vm2's
+ * timeout covers synchronous code only; an async runaway is stopped by the pool terminating the
+ * worker, and a memory bomb by the worker's resourceLimits.
+ */
+import { VM, VMScript } from 'vm2';
+import type { StageOutput } from '../protocol';
+import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
+import { transpile } from './transpile';
+
+interface Vm2Module extends LoadedModule {
+  vm: VM;
+  exportsObj: Record<string, unknown>;
+}
+
+export interface Vm2DriverOptions {
+  adapterSource: string;
+  host: (op: string, argsJson: string) => string;
+  maxContexts?: number;
+}
+
+const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in)', 'scriptable-api:invoke.js');
+const COLLECT = new VMScript('__sa.collect()', 'scriptable-api:collect.js');
+
+function isTimeout(e: unknown): boolean {
+  return /Script execution timed out/i.test(String((e as Error)?.message));
+}
+
+export class Vm2Driver implements SandboxDriver {
+  readonly poisoned = false;
+  private readonly cache: Lru<string, Vm2Module>;
+  private readonly adapter: VMScript;
+
+  constructor(private readonly options: Vm2DriverOptions) {
+    this.cache = new Lru(options.maxContexts ?? 256, () => undefined);
+    this.adapter = new VMScript(options.adapterSource, 'scriptable-api:adapter.js');
+  }
+
+  load(appId: string, name: string, hash: string, source: string, deadline = Date.now() + 10_000): LoadedModule {
+    const key = `${appId}\u0000${hash}`;
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    let script: VMScript;
+    try {
+      const code = transpile(name, source, true);
+      script = new VMScript(
+        `(function () { var module = { exports: {} }; var exports = module.exports;\n${code}\n;return module.exports; })()`,
+        name,
+      ).compile();
+    } catch (e) {
+      throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
+    }
+    const vm = new VM({ timeout: Math.max(1, deadline - Date.now()), allowAsync: true, eval: false, wasm: false, sandbox: {} });
+    vm.setGlobal('__host', (op: string, args: string) => this.options.host(String(op), String(args)));
+    vm.run(this.adapter);
+    let exportsObj: Record<string, unknown>;
+    try {
+      exportsObj = vm.run(script) as Record<string, unknown>;
+    } catch (e) {
+      if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out while loading');
+      throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error)?.message ?? String(e)}`);
+    }
+    vm.setGlobal('__sa_mod', exportsObj);
+    const mod: Vm2Module = { appId, hash, vm, exportsObj };
+    this.cache.set(key, mod);
+    return mod;
+  }
+
+  async invoke(loaded: LoadedModule, fn: string, inputJson: string, deadline: number): Promise<StageOutput> {
+    const m = loaded as Vm2Module;
+    if (typeof m.exportsObj[fn] !== 'function') {
+      throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+    }
+    const { vm } = m;
+    try {
+      vm.setGlobal('__sa_fn', fn);
+      vm.setGlobal('__sa_in', inputJson);
+      vm.timeout = Math.max(1, deadline - Date.now());
+      vm.run(INVOKE);
+      // Promise continuations are V8 microtasks of this worker: one macrotask turn drains them.
+      // A continuation that never yields keeps this worker busy until the pool terminates it.
+      await new Promise((resolve) => setImmediate(resolve));
+      vm.timeout = Math.max(1, deadline - Date.now());
+      const out = JSON.parse(String(vm.run(COLLECT))) as StageOutput;
+      if (Date.now() >= deadline) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
+      return out;
+    } catch (e) {
+      if (e instanceof EngineError) throw e;
+      if (isTimeout(e)) {
+        this.cache.delete(`${m.appId}\u0000${m.hash}`);
+        throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
+      }
+      throw new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e));
+    }
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
+ * Messages in:  { type: 'job', jobId, job }.
+ * Messages out: { type: 'ready' }, { type: 'result', jobId, result | needSources | failure, poisoned },
+ *               { type: 'host', jobId, seq, op, args, noReply? } (answered on the reply port).
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import type { ScriptJob } from '../engine';
+import { ERRORS } from '../../errors';
+import { HostChannel, HostTimeoutError } from './host-channel';
+import { EngineError, Lru, type SandboxDriver } from './driver';
+import { MissingSourceError, runPipeline } from './pipeline';
+
+interface WorkerConfig {
+  engine: 'quickjs' | 'vm2';
+  memoryLimitMb: number;
+  adapterSource: string;
+  flag: SharedArrayBuffer;
+  replies: MessagePort;
+}
+
+const config = workerData as WorkerConfig;
+const port = parentPort!;
+const channel = new HostChannel((m) => port.postMessage(m), config.replies, new Int32Array(config.flag));
+const sources = new Lru<string, string>(2000, () => undefined);
+
+let current: { jobId: number; deadline: number; script: string; abort: { message: string; status?: number } | null } | null = null;
+
+const OK = '{"ok":true}';
+
+function errorJson(name: string, message: string, code?: number): string {
+  return JSON.stringify({ ok: false, error: { name, message, code } });
+}
+
+/** The one function a sandbox can call: `__host(op, argsJson) -> resultJson`. */
+function host(op: string, argsJson: string): string {
+  const job = current;
+  if (!job) return errorJson('Error', 'No call in progress');
+  let args: Record<string, unknown>;
+  try {
+    args = JSON.parse(argsJson) as Record<string, unknown>;
+  } catch {
+    return errorJson('TypeError', 'Host call arguments must be JSON');
+  }
+  switch (op) {
+    case 'app.abort': {
+      const status = typeof args.status === 'number' && args.status >= 400 && args.status <= 599 ? args.status : undefined;
+      job.abort = { message: args.message == null ? ERRORS.ABORTED.message : String(args.message), status };
+      return OK;
+    }
+    case 'console':
+      channel.notify(job.jobId, 'console', { level: args.level, message: args.message, script: job.script });
+      return OK;
+    case 'utils.stringToBytes': {
+      const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
+      if (!Buffer.isEncoding(charset)) return errorJson('RangeError', `Unsupported charset '${String(args.charset)}'`);
+      return JSON.stringify({ ok: true, value: Array.from(Buffer.from(String(args.text ?? ''), charset as BufferEncoding)) });
+    }
+    default:
+      try {
+        return JSON.stringify(channel.call(job.jobId, op, args, job.deadline));
+      } catch (e) {
+        if (e instanceof HostTimeoutError) return errorJson('TimeoutError', e.message, ERRORS.SCRIPT_TIMEOUT.code);
+        return errorJson('Error', (e as Error).message);
+      }
+  }
+}
+
+async function createDriver(): Promise<SandboxDriver> {
+  if (config.engine === 'vm2') {
+    const { Vm2Driver } = await import('./vm2-driver');
+    return new Vm2Driver({ adapterSource: config.adapterSource, host });
+  }
+  const { QuickJsDriver } = await import('./quickjs-driver');
+  return QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, adapterSource: config.adapterSource, host });
+}
+
+async function main(): Promise<void> {
+  const driver = await createDriver();
+  let queue = Promise.resolve();
+  port.on('message', (msg: { type: string; jobId: number; job: ScriptJob }) => {
+    if (msg.type !== 'job') return;
+    queue = queue.then(() => runOne(driver, msg.jobId, msg.job));
+  });
+  port.postMessage({ type: 'ready' });
+}
+
+async function runOne(driver: SandboxDriver, jobId: number, job: ScriptJob): Promise<void> {
+  for (const s of Object.values(job.scripts)) if (s.source !== undefined) sources.set(s.hash, s.source);
+  current = { jobId, deadline: job.deadline, script: '', abort: null };
+  const env = {
+    driver,
+    sourceOf: (hash: string) => sources.get(hash),
+    setScript: (name: string) => {
+      if (current) current.script = name;
+    },
+    takeAbort: () => {
+      const a = current?.abort ?? null;
+      if (current) current.abort = null;
+      return a;
+    },
+    callHost: (op: string, args: Record<string, unknown>) => {
+      const reply = channel.call(jobId, op, args, job.deadline);
+      if (!reply.ok) throw Object.assign(new Error(reply.error?.message ?? 'Host call failed'), reply.error);
+      return reply.value;
+    },
+  };
+  try {
+    const result = await runPipeline(job, env);
+    port.postMessage({ type: 'result', jobId, result, poisoned: driver.poisoned });
+  } catch (e) {
+    if (e instanceof MissingSourceError) {
+      port.postMessage({ type: 'result', jobId, needSources: true });
+    } else {
+      const message = e instanceof EngineError || e instanceof Error ? e.message : String(e);
+      port.postMessage({ type: 'result', jobId, failure: message, poisoned: driver.poisoned });
+    }
+  } finally {
+    current = null;
+  }
+}
+
+void main().catch((e) => {
+  port.postMessage({ type: 'fatal', message: (e as Error)?.message ?? String(e) });
+});

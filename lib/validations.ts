@@ -1,0 +1,166 @@
+/**
+ * Validation of router options and API definitions. Every failure is a ConfigError naming the
+ * field, thrown at startup (options) or registration (MemoryRegistry.putApi); definitions from a
+ * custom registry are checked on first use and answered with INVALID_API_DEFINITION.
+ */
+import { ConfigError } from './errors';
+import type { ApiDefinition, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
+
+const RETURN_TYPES = new Set(['JSON', 'Text', 'File', 'Redirect']);
+const METHOD = /^[A-Z][A-Z0-9!#$%&'*+.^_`|~-]*$/;
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function nonEmptyString(v: unknown, field: string): string {
+  if (typeof v !== 'string' || v.trim() === '') throw new ConfigError(field, `must be a non-empty string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+export function validateScriptRef(v: unknown, field: string): ScriptRef {
+  if (!isObject(v) || typeof v.script !== 'string') {
+    throw new ConfigError(field, 'must be { script: string, function: string }');
+  }
+  nonEmptyString(v.script, `${field}.script`);
+  const fn = nonEmptyString(v.function, `${field}.function`);
+  if (!IDENTIFIER.test(fn)) throw new ConfigError(`${field}.function`, `'${fn}' is not an exported function name`);
+  return v as unknown as ScriptRef;
+}
+
+function validateCallRef(v: unknown, field: string): ScriptRef | AutomationRef {
+  if (isObject(v) && 'automation' in v) {
+    if ('script' in v) throw new ConfigError(field, 'give either script + function or automation, not both');
+    nonEmptyString(v.automation, `${field}.automation`);
+    return v as unknown as AutomationRef;
+  }
+  return validateScriptRef(v, field);
+}
+
+/** Checks an API path: segments without empty parts, `.`/`..`, or a leading slash. */
+export function validateApiPath(v: unknown, field = 'path'): string {
+  const path = nonEmptyString(v, field);
+  if (path.startsWith('/')) throw new ConfigError(field, `'${path}' must not start with '/'`);
+  for (const seg of path.split('/')) {
+    if (seg === '' || seg === '.' || seg === '..') throw new ConfigError(field, `'${path}' has an empty, '.' or '..' segment`);
+  }
+  return path;
+}
+
+/** Validates and normalizes (upper-cases `methods`) an API definition. Throws ConfigError. */
+export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinition {
+  if (!isObject(def)) throw new ConfigError(where, 'must be an object');
+  validateApiPath(def.path, `${where}.path`);
+  validateCallRef(def.call, `${where}.call`);
+  if (typeof def.returnType !== 'string' || !RETURN_TYPES.has(def.returnType)) {
+    throw new ConfigError(`${where}.returnType`, `must be one of JSON, Text, File, Redirect; got ${JSON.stringify(def.returnType)}`);
+  }
+  if (def.before !== undefined) validateScriptRef(def.before, `${where}.before`);
+  if (def.after !== undefined) validateCallRef(def.after, `${where}.after`);
+  if (def.onError !== undefined) validateScriptRef(def.onError, `${where}.onError`);
+  if (def.enabled !== undefined && typeof def.enabled !== 'boolean') throw new ConfigError(`${where}.enabled`, 'must be a boolean');
+  if (def.rateLimit !== undefined) {
+    const rl = def.rateLimit;
+    if (!isObject(rl)) throw new ConfigError(`${where}.rateLimit`, 'must be an object');
+    if (typeof rl.requestsPerSecond !== 'number' || !Number.isFinite(rl.requestsPerSecond) || rl.requestsPerSecond < 0) {
+      throw new ConfigError(`${where}.rateLimit.requestsPerSecond`, `must be a number >= 0 (0 = no limit), got ${JSON.stringify(rl.requestsPerSecond)}`);
+    }
+    if (rl.timeoutMs !== undefined && (typeof rl.timeoutMs !== 'number' || Number.isNaN(rl.timeoutMs))) {
+      throw new ConfigError(`${where}.rateLimit.timeoutMs`, 'must be a number of milliseconds (negative counts as 0)');
+    }
+    if (rl.identifier !== undefined && typeof rl.identifier !== 'string') {
+      throw new ConfigError(`${where}.rateLimit.identifier`, 'must be a template string such as "{ip}"');
+    }
+  }
+  let methods: string[] | undefined;
+  if (def.methods !== undefined) {
+    if (!Array.isArray(def.methods) || def.methods.length === 0) throw new ConfigError(`${where}.methods`, 'must be a non-empty array of HTTP methods');
+    methods = def.methods.map((m, i) => {
+      const up = typeof m === 'string' ? m.toUpperCase() : '';
+      if (!METHOD.test(up)) throw new ConfigError(`${where}.methods[${i}]`, `${JSON.stringify(m)} is not an HTTP method`);
+      return up;
+    });
+  }
+  return methods ? ({ ...def, methods } as unknown as ApiDefinition) : (def as unknown as ApiDefinition);
+}
+
+const SIZE = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i;
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** `1048576`, `'100kb'`, `'1mb'` → bytes. */
+export function parseSize(v: unknown, field: string): number {
+  if (typeof v === 'number' && Number.isFinite(v) && v >= 0) return Math.floor(v);
+  const m = typeof v === 'string' ? SIZE.exec(v.trim()) : null;
+  if (!m) throw new ConfigError(field, `must be a byte count or a size like '1mb', got ${JSON.stringify(v)}`);
+  return Math.floor(Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]);
+}
+
+function positiveInt(v: unknown, field: string, min = 1): void {
+  if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
+    throw new ConfigError(field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  }
+}
+
+/** Checks `createApiRouter` options. */
+export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
+  if (!isObject(o)) throw new ConfigError('options', 'createApiRouter needs an options object with a registry');
+  const reg = o.registry as Record<string, unknown> | undefined;
+  if (!isObject(reg) && typeof reg !== 'function') throw new ConfigError('registry', 'is required: an object with getApi(appId, path) and getScript(appId, name)');
+  if (typeof reg!.getApi !== 'function') throw new ConfigError('registry.getApi', 'must be a function');
+  if (typeof reg!.getScript !== 'function') throw new ConfigError('registry.getScript', 'must be a function');
+  if (reg!.getAutomation !== undefined && typeof reg!.getAutomation !== 'function') throw new ConfigError('registry.getAutomation', 'must be a function');
+  const engine = o.engine;
+  if (engine !== undefined && engine !== 'quickjs' && engine !== 'vm2') {
+    if (!isObject(engine) || typeof engine.run !== 'function' || typeof engine.close !== 'function') {
+      throw new ConfigError('engine', "must be 'quickjs', 'vm2' or a ScriptEngine with run() and close()");
+    }
+  }
+  positiveInt(o.scriptTimeoutMs, 'scriptTimeoutMs');
+  positiveInt(o.scriptMemoryLimitMb, 'scriptMemoryLimitMb', 8);
+  positiveInt(o.workers, 'workers');
+  positiveInt(o.maxWorkers, 'maxWorkers');
+  positiveInt(o.maxConcurrentPerApp, 'maxConcurrentPerApp');
+  if (typeof o.workers === 'number' && typeof o.maxWorkers === 'number' && o.maxWorkers < o.workers) {
+    throw new ConfigError('maxWorkers', `must be >= workers (${o.workers})`);
+  }
+  if (o.allowUnderscoreHeaders !== undefined && typeof o.allowUnderscoreHeaders !== 'boolean') throw new ConfigError('allowUnderscoreHeaders', 'must be a boolean');
+  for (const k of ['sandboxDir', 'storageDir'] as const) {
+    if (o[k] !== undefined && (typeof o[k] !== 'string' || o[k] === '')) throw new ConfigError(k, 'must be a directory path');
+  }
+  if (o.accounts !== undefined && (!isObject(o.accounts) || typeof o.accounts.getAccountByToken !== 'function')) {
+    throw new ConfigError('accounts.getAccountByToken', 'must be a function (token) => account | null');
+  }
+  if (o.automations !== undefined && (!isObject(o.automations) || typeof o.automations.run !== 'function')) {
+    throw new ConfigError('automations.run', 'must be a function (invocation) => result');
+  }
+  if (o.attachments !== undefined && (!isObject(o.attachments) || typeof o.attachments.save !== 'function')) {
+    throw new ConfigError('attachments.save', 'must be a function');
+  }
+  if (o.bodyLimit !== undefined) parseSize(o.bodyLimit, 'bodyLimit');
+  if (o.outbound !== undefined) {
+    if (!isObject(o.outbound)) throw new ConfigError('outbound', 'must be an object');
+    const ob = o.outbound;
+    if (ob.allowPrivateNetworks !== undefined && typeof ob.allowPrivateNetworks !== 'boolean') throw new ConfigError('outbound.allowPrivateNetworks', 'must be a boolean');
+    if (ob.allowHosts !== undefined && (!Array.isArray(ob.allowHosts) || ob.allowHosts.some((h) => typeof h !== 'string' || h === ''))) {
+      throw new ConfigError('outbound.allowHosts', 'must be an array of host names');
+    }
+    positiveInt(ob.timeoutMs, 'outbound.timeoutMs');
+    positiveInt(ob.maxBodyBytes, 'outbound.maxBodyBytes');
+    positiveInt(ob.maxRedirects, 'outbound.maxRedirects', 0);
+  }
+  if (o.rateLimit !== undefined) {
+    if (!isObject(o.rateLimit)) throw new ConfigError('rateLimit', 'must be an object');
+    const rl = o.rateLimit;
+    if (rl.onStoreError !== undefined && rl.onStoreError !== 'memory' && rl.onStoreError !== 'open') throw new ConfigError('rateLimit.onStoreError', "must be 'memory' or 'open'");
+    if (rl.store !== undefined && (!isObject(rl.store) || typeof rl.store.reserve !== 'function')) throw new ConfigError('rateLimit.store', 'must implement reserve(key, intervalMs, maxWaitMs)');
+    positiveInt(rl.maxWaiting, 'rateLimit.maxWaiting', 0);
+    if (rl.ipv6Subnet !== undefined && (typeof rl.ipv6Subnet !== 'number' || !Number.isInteger(rl.ipv6Subnet) || rl.ipv6Subnet < 1 || rl.ipv6Subnet > 128)) {
+      throw new ConfigError('rateLimit.ipv6Subnet', 'must be an integer from 1 to 128');
+    }
+  }
+  if (o.logger !== undefined && o.logger !== false) {
+    const l = o.logger as Record<string, unknown>;
+    if (!isObject(l) || ['info', 'warn', 'error'].some((m) => typeof l[m] !== 'function')) throw new ConfigError('logger', 'must have info, warn and error methods (or be false)');
+  }
+}
