@@ -1,0 +1,144 @@
+/**
+ * Paths given by scripts, confined to `<root>/<appId>/` (the local sandbox or shared storage):
+ * validation, symlink-aware resolution, and atomic writes (temp file + rename) into it.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '../errors';
+
+/** The two file areas of an app: `sandbox` (`sandboxDir`) and `storage` (`storageDir`). */
+export type FileArea = 'sandbox' | 'storage';
+
+/** A file written into an app's area. */
+export interface SavedFile {
+  /** Path relative to the app root, `/`-separated (what the script asked for, normalized). */
+  path: string;
+  /** Size in bytes. */
+  size: number;
+}
+
+const outside = (message: string) => new ApiError('PATH_OUTSIDE_SANDBOX', message);
+const show = (p: string) => JSON.stringify(p.length > 200 ? `${p.slice(0, 200)}...` : p);
+
+function checkAppId(appId: string): void {
+  if (typeof appId !== 'string' || appId === '' || appId === '.' || /[/\\\0]/.test(appId) || appId.includes('..')) {
+    throw outside('invalid app id');
+  }
+}
+
+/** The path's segments; refuses anything that could name a file outside the app root. */
+function segmentsOf(userPath: string): string[] {
+  if (typeof userPath !== 'string' || userPath === '') throw outside('the path is empty');
+  if (userPath.includes('\0')) throw outside(`the path ${show(userPath)} contains a NUL byte`);
+  if (userPath.includes('\\')) throw outside(`the path ${show(userPath)} contains a backslash`);
+  if (userPath.startsWith('/') || /^[a-zA-Z]:/.test(userPath)) throw outside(`the path ${show(userPath)} is absolute`);
+  const segments = userPath.split('/').filter((s) => s !== '' && s !== '.');
+  if (segments.includes('..')) throw outside(`the path ${show(userPath)} leaves the sandbox`);
+  if (segments.length === 0) throw outside(`the path ${show(userPath)} names no file`);
+  return segments;
+}
+
+const isInside = (real: string, rootReal: string) => real === rootReal || real.startsWith(rootReal + path.sep);
+const code = (err: unknown) => (err as NodeJS.ErrnoException)?.code;
+/** An unexpected file-system failure, without the host path Node puts in its messages. */
+const hostFailure = (userPath: string, err: unknown) =>
+  err instanceof ApiError ? err : new ApiError('HOST_ERROR', `file operation on ${show(userPath)} failed (${code(err) ?? 'error'})`);
+
+/**
+ * Resolves a script-given relative path inside `<root>/<appId>/`. Refuses absolute paths, `..`
+ * segments, NUL bytes, backslashes, empty paths, and paths that go through a symlink (or end on
+ * one) leading outside the app root or nowhere. With `forWrite`, creates the app root and the
+ * parent directories, one at a time, each checked before the next is made. The file itself
+ * need not exist. Throws ApiError FILES_NOT_CONFIGURED when root is undefined,
+ * PATH_OUTSIDE_SANDBOX otherwise (messages show the script's path, never host paths).
+ */
+export async function resolveAppPath(root: string | undefined, appId: string, userPath: string, opts?: { forWrite?: boolean }): Promise<string> {
+  if (typeof root !== 'string' || root === '') throw new ApiError('FILES_NOT_CONFIGURED');
+  checkAppId(appId);
+  const segments = segmentsOf(userPath);
+  const forWrite = opts?.forWrite === true;
+  const appRoot = path.join(path.resolve(root), appId);
+  const target = path.join(appRoot, ...segments);
+  if (forWrite) await fs.promises.mkdir(appRoot, { recursive: true }).catch((err) => Promise.reject(hostFailure(userPath, err)));
+  let rootReal: string;
+  try {
+    rootReal = await fs.promises.realpath(appRoot);
+  } catch (err) {
+    if (code(err) === 'ENOENT') return target; // nothing of this app exists yet: nothing to follow
+    throw hostFailure(userPath, err);
+  }
+  let current = appRoot;
+  for (let i = 0; i < segments.length; i++) {
+    current = path.join(current, segments[i]);
+    const isLast = i === segments.length - 1;
+    if (forWrite && !isLast) {
+      try {
+        await fs.promises.mkdir(current);
+      } catch (err) {
+        if (code(err) !== 'EEXIST') throw outside(`cannot create the directories of ${show(userPath)} (${code(err) ?? 'error'})`);
+      }
+    }
+    let stat: fs.Stats;
+    try {
+      stat = await fs.promises.lstat(current);
+    } catch (err) {
+      if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') break; // the rest does not exist
+      throw hostFailure(userPath, err);
+    }
+    if (stat.isSymbolicLink()) {
+      let real: string;
+      try {
+        real = await fs.promises.realpath(current);
+      } catch {
+        throw outside(`the path ${show(userPath)} goes through a broken link`);
+      }
+      if (!isInside(real, rootReal)) throw outside(`the path ${show(userPath)} leads outside the sandbox through a link`);
+      if (!isLast && !(await fs.promises.stat(real)).isDirectory()) throw outside(`a parent of ${show(userPath)} is not a directory`);
+    } else if (!isLast && !stat.isDirectory()) {
+      if (forWrite) throw outside(`a parent of ${show(userPath)} is not a directory`);
+      break;
+    }
+  }
+  return target;
+}
+
+/** Writes into `dest` through a temp file in the same directory, then renames it over `dest`. */
+async function writeAtomic(dest: string, userPath: string, write: (tmp: string) => Promise<void>): Promise<number> {
+  const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    await write(tmp);
+    const { size } = await fs.promises.stat(tmp);
+    await fs.promises.rename(tmp, dest);
+    return size;
+  } catch (err) {
+    await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
+    if (code(err) === 'EISDIR' || code(err) === 'ENOTEMPTY' || code(err) === 'EEXIST') throw outside(`the path ${show(userPath)} names a directory`);
+    throw hostFailure(userPath, err);
+  }
+}
+
+const relative = (userPath: string) => segmentsOf(userPath).join('/');
+
+/**
+ * Saves `data` at `userPath` inside `<root>/<appId>/` (parents created, existing file replaced
+ * atomically). Returns the path relative to the app root and the size.
+ */
+export async function saveBufferTo(root: string | undefined, appId: string, userPath: string, data: Buffer): Promise<SavedFile> {
+  const dest = await resolveAppPath(root, appId, userPath, { forWrite: true });
+  const size = await writeAtomic(dest, userPath, (tmp) => fs.promises.writeFile(tmp, data, { flag: 'wx' }));
+  return { path: relative(userPath), size };
+}
+
+/**
+ * Copies the host file `srcAbsPath` (e.g. an upload's temp file; trusted, not checked) to
+ * `userPath` inside `<root>/<appId>/`. Throws ApiError FILE_NOT_FOUND when the source is missing.
+ */
+export async function copyFileTo(root: string | undefined, appId: string, userPath: string, srcAbsPath: string): Promise<SavedFile> {
+  if (!(await fs.promises.stat(srcAbsPath).then((s) => s.isFile(), () => false))) {
+    throw new ApiError('FILE_NOT_FOUND', 'the file to save does not exist');
+  }
+  const dest = await resolveAppPath(root, appId, userPath, { forWrite: true });
+  const size = await writeAtomic(dest, userPath, (tmp) => fs.promises.copyFile(srcAbsPath, tmp, fs.constants.COPYFILE_EXCL));
+  return { path: relative(userPath), size };
+}

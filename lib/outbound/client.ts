@@ -1,0 +1,210 @@
+/**
+ * The HTTP client behind `platform.http.request`: http(s) only, private networks refused after
+ * DNS resolution (the checked address is the one connected to), `allowHosts` on every redirect
+ * hop, one deadline over connect + headers + body, and a cap on the body size.
+ */
+import * as dns from 'node:dns';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { ApiError } from '../errors';
+import type { OutboundOptions } from '../types';
+import { addressBlockReason, hostAllowed } from './address-policy';
+import { Deadline, describe, OutboundHttpResponse, type OutboundResponse } from './response';
+
+export type { OutboundResponse } from './response';
+
+/** One outbound call as a script describes it. */
+export interface OutboundRequest {
+  url: string;
+  /** Default `GET`. */
+  method?: string;
+  /** Host, Connection, Content-Length, Transfer-Encoding and other hop-by-hop headers are dropped. */
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  /** Lowers the client's `timeoutMs` for this call (never raises it). */
+  timeoutMs?: number;
+}
+
+/** @internal Test seams only: not part of the public options and may change without notice. */
+export interface OutboundInternals {
+  /** Replaces `dns.lookup(host, { all: true })`. */
+  resolve?: (host: string) => Promise<dns.LookupAddress[]>;
+  /** Replaces the address policy: why `address` (reached for `host`) is refused, or null. */
+  blockReason?: (address: string, host: string) => string | null;
+}
+
+/** OutboundOptions plus the internal test seams. */
+export interface OutboundClientOptions extends OutboundOptions {
+  /** @internal */
+  internal?: OutboundInternals;
+}
+
+const MiB = 1024 * 1024;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Request headers a script may not set. */
+const DROPPED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'expect']);
+/** Dropped when a redirect turns the request into a body-less GET. */
+const BODY_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-location'];
+/** Dropped when a redirect leaves the origin. */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie'];
+
+const failed = (message: string) => new ApiError('OUTBOUND_FAILED', message);
+const blocked = (message: string) => new ApiError('OUTBOUND_BLOCKED', message);
+const bareHost = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
+const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : fallback);
+
+function buildHeaders(input: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [rawName, rawValue] of Object.entries(input ?? {})) {
+    const name = rawName.toLowerCase();
+    if (DROPPED.has(name) || rawValue === undefined || rawValue === null) continue;
+    const value = String(rawValue);
+    try {
+      http.validateHeaderName(name);
+      http.validateHeaderValue(name, value);
+    } catch {
+      throw failed(`invalid request header ${JSON.stringify(rawName).slice(0, 100)}`);
+    }
+    out[name] = value;
+  }
+  if (!('user-agent' in out)) out['user-agent'] = 'scriptable-api';
+  return out;
+}
+
+function toBody(body: unknown): Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw failed('request body must be a string or bytes');
+}
+
+/** Outbound HTTP client with SSRF protection; one per router, safe to share between calls. */
+export class OutboundClient {
+  private readonly timeoutMs: number;
+  private readonly maxBodyBytes: number;
+  private readonly maxRedirects: number;
+  private readonly allowPrivate: boolean;
+  private readonly allowHosts: readonly string[] | undefined;
+  private readonly internal: OutboundInternals;
+
+  /** Defaults: timeoutMs 10000, maxBodyBytes 10 MiB, maxRedirects 5, allowPrivateNetworks false. */
+  constructor(options: OutboundClientOptions = {}) {
+    this.timeoutMs = num(options.timeoutMs, 10_000) || 10_000;
+    this.maxBodyBytes = num(options.maxBodyBytes, 10 * MiB);
+    this.maxRedirects = Math.floor(num(options.maxRedirects, 5));
+    this.allowPrivate = options.allowPrivateNetworks === true;
+    this.allowHosts = Array.isArray(options.allowHosts) ? [...options.allowHosts] : undefined;
+    this.internal = options.internal ?? {};
+  }
+
+  /**
+   * Sends the request, following redirects. Rejects with ApiError OUTBOUND_BLOCKED when a hop
+   * is not allowed (scheme, allowHosts, private address) and OUTBOUND_FAILED otherwise.
+   */
+  async request(req: OutboundRequest): Promise<OutboundResponse> {
+    if (!req || typeof req !== 'object') throw failed('request must be an object with a url');
+    const timeoutMs = Math.min(num(req.timeoutMs, this.timeoutMs) || this.timeoutMs, this.timeoutMs);
+    let url = parseUrl(req.url);
+    let method = (typeof req.method === 'string' && req.method ? req.method : 'GET').toUpperCase();
+    if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method) || method === 'CONNECT') throw failed(`unsupported method ${method.slice(0, 20)}`);
+    let headers = buildHeaders(req.headers);
+    let body = toBody(req.body);
+    const deadline = new Deadline(timeoutMs);
+    try {
+      for (let hop = 0; ; hop++) {
+        deadline.host = url.host;
+        this.checkDestination(url);
+        const res = await this.send(url, method, headers, body, deadline);
+        const location = res.headers.location;
+        if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return new OutboundHttpResponse(res, url, deadline, this.maxBodyBytes);
+        res.destroy();
+        if (hop >= this.maxRedirects) throw failed(`too many redirects (more than ${this.maxRedirects}) from ${url.host}`);
+        const next = parseUrl(location, url);
+        const status = res.statusCode;
+        if ((status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST')) {
+          method = 'GET';
+          body = undefined;
+          headers = omit(headers, BODY_HEADERS);
+        }
+        if (next.origin !== url.origin) headers = omit(headers, CREDENTIAL_HEADERS);
+        url = next;
+      }
+    } catch (err) {
+      deadline.clear();
+      throw describe(err, url.host, 'before the response');
+    }
+  }
+
+  /** Scheme, allowHosts and (for IP literals, which skip `lookup`) the address policy. */
+  private checkDestination(url: URL): void {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw blocked(`URL scheme ${url.protocol} is not allowed; only http: and https: URLs may be called`);
+    }
+    const host = bareHost(url);
+    if (!hostAllowed(host, this.allowHosts)) throw blocked(`destination ${host} is not in allowHosts`);
+    if (isIP(host) !== 0) this.checkAddress(host, host);
+  }
+
+  private checkAddress(address: string, host: string): void {
+    const reason = this.internal.blockReason ? this.internal.blockReason(address, host) : this.allowPrivate ? null : addressBlockReason(address);
+    if (reason === null) return;
+    const who = address === host ? address : `${host} (${address})`;
+    throw blocked(`destination ${who} is ${reason}; private networks are not allowed`);
+  }
+
+  /** Resolves every address of `hostname`, refuses if any is blocked, hands net the checked ones. */
+  private readonly lookup: LookupFunction = (hostname, options, callback) => {
+    const resolve = this.internal.resolve ?? ((h: string) => dns.promises.lookup(h, { all: true }));
+    const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+    resolve(hostname)
+      .then((all) => {
+        all.forEach((a) => this.checkAddress(a.address, hostname));
+        const list = family ? all.filter((a) => a.family === family) : all;
+        if (list.length === 0) throw failed(`could not resolve host ${hostname}`);
+        return list;
+      })
+      .then(
+        (list) => (options.all ? callback(null, list) : callback(null, list[0].address, list[0].family)),
+        (err: NodeJS.ErrnoException) => callback(err, '', 0),
+      );
+  };
+
+  private send(url: URL, method: string, headers: Record<string, string>, body: Buffer | undefined, deadline: Deadline): Promise<http.IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const options: https.RequestOptions = {
+        method,
+        hostname: bareHost(url),
+        port: url.port || undefined,
+        path: `${url.pathname}${url.search}`,
+        headers: body ? { ...headers, 'content-length': String(body.length) } : headers,
+        agent: false,
+        lookup: this.lookup,
+        auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
+      };
+      const req = (url.protocol === 'https:' ? https : http).request(options);
+      deadline.watch(req);
+      req.on('error', reject);
+      req.on('response', (res) => {
+        res.on('error', () => undefined);
+        deadline.watch(res);
+        resolve(res);
+      });
+      req.end(body);
+    });
+  }
+}
+
+function parseUrl(raw: unknown, base?: URL): URL {
+  try {
+    return new URL(String(raw), base);
+  } catch {
+    throw failed(base ? `invalid redirect location from ${base.host}` : `invalid URL ${JSON.stringify(String(raw).slice(0, 200))}`);
+  }
+}
+
+function omit(headers: Record<string, string>, names: string[]): Record<string, string> {
+  const out = { ...headers };
+  for (const n of names) delete out[n];
+  return out;
+}

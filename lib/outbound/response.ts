@@ -1,0 +1,177 @@
+/**
+ * The response side of the outbound client: the deadline shared by a whole call, safe error
+ * messages, and reading the body (text or streamed to a file) under the size cap.
+ */
+import * as fs from 'node:fs';
+import type * as http from 'node:http';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ApiError } from '../errors';
+
+/** The answer to an outbound call; the body is read at most once (text() may be repeated). */
+export interface OutboundResponse {
+  status: number;
+  /** Lower-case names, repeated values joined with `, `. */
+  headers: Record<string, string>;
+  /** Final URL, after redirects (without credentials). */
+  url: string;
+  /** The body decoded by the content-type charset (default utf-8); OUTBOUND_FAILED past maxBodyBytes. */
+  text(): Promise<string>;
+  /** Streams the body to `absPath` (temp file + rename); returns its size. Past maxBodyBytes nothing is kept. */
+  saveTo(absPath: string): Promise<number>;
+  /** Closes the connection if the body was not read. */
+  discard(): void;
+}
+
+const failed = (message: string) => new ApiError('OUTBOUND_FAILED', message);
+
+/** One timer for a whole call (all hops and the body); on expiry it destroys the current stream. */
+export class Deadline {
+  private readonly timer: NodeJS.Timeout;
+  private target: { destroy(err: Error): void } | undefined;
+  private expired = false;
+  host = '';
+  constructor(private readonly ms: number) {
+    this.timer = setTimeout(() => {
+      this.expired = true;
+      this.target?.destroy(this.error());
+    }, ms);
+    this.timer.unref();
+  }
+  error(): ApiError {
+    return failed(`request to ${this.host} timed out after ${this.ms} ms`);
+  }
+  watch(target: { destroy(err: Error): void }): void {
+    this.target = target;
+    if (this.expired) target.destroy(this.error());
+  }
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/** Wraps a network or file error as OUTBOUND_FAILED with a safe message (code, host; no stack, no paths). */
+export function describe(err: unknown, host: string, during: string): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as NodeJS.ErrnoException;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  if (e?.syscall && ['open', 'write', 'rename', 'mkdir'].includes(e.syscall)) return failed(`could not write the response body to the file (${code ?? 'error'})`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return failed(`could not resolve host ${host} (${code})`);
+  if (code === 'ECONNREFUSED') return failed(`connection to ${host} was refused`);
+  if (code === 'ECONNRESET') return failed(`connection to ${host} was reset ${during}`);
+  return failed(`request to ${host} failed ${during} (${code ?? (e?.message || 'error')})`);
+}
+
+function decode(buf: Buffer, contentType: string | undefined): string {
+  const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1] ?? 'utf-8';
+  try {
+    return new TextDecoder(charset).decode(buf);
+  } catch {
+    return new TextDecoder('utf-8').decode(buf);
+  }
+}
+
+/** The OutboundResponse over one IncomingMessage; ends the call's deadline once the body is done. */
+export class OutboundHttpResponse implements OutboundResponse {
+  readonly status: number;
+  readonly headers: Record<string, string> = {};
+  readonly url: string;
+  private state: 'unread' | 'reading' | 'done' = 'unread';
+  private buffered: Promise<Buffer> | undefined;
+
+  constructor(private readonly res: http.IncomingMessage, url: URL, private readonly deadline: Deadline, private readonly max: number) {
+    this.status = res.statusCode ?? 0;
+    for (const [k, v] of Object.entries(res.headersDistinct)) if (v && k !== '__proto__') this.headers[k] = v.join(', ');
+    const clean = new URL(url.href);
+    clean.username = '';
+    clean.password = '';
+    this.url = clean.href;
+  }
+
+  text(): Promise<string> {
+    this.buffered ??= this.readAll();
+    return this.buffered.then((buf) => decode(buf, this.headers['content-type']));
+  }
+
+  async saveTo(absPath: string): Promise<number> {
+    const tmp = path.join(path.dirname(absPath), `.${path.basename(absPath)}.${randomBytes(6).toString('hex')}.tmp`);
+    if (this.buffered) {
+      const buf = await this.buffered;
+      return this.finishFile(tmp, absPath, () => fs.promises.writeFile(tmp, buf, { flag: 'wx' })).then(() => buf.length);
+    }
+    this.claim();
+    let size = 0;
+    const max = this.max;
+    const host = this.deadline.host;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        size += chunk.length;
+        if (size > max) cb(failed(`response body from ${host} is larger than ${max} bytes`));
+        else cb(null, chunk);
+      },
+    });
+    try {
+      await this.finishFile(tmp, absPath, () => pipeline(this.res, counter, fs.createWriteStream(tmp, { flags: 'wx' })));
+      return size;
+    } finally {
+      this.done();
+    }
+  }
+
+  discard(): void {
+    if (this.state === 'unread') {
+      this.res.destroy();
+      this.done();
+    }
+  }
+
+  /** Writes `tmp` with `write`, renames it to `absPath`; removes `tmp` on any failure. */
+  private async finishFile(tmp: string, absPath: string, write: () => Promise<unknown>): Promise<void> {
+    try {
+      await write();
+      await fs.promises.rename(tmp, absPath);
+    } catch (err) {
+      this.res.destroy();
+      await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
+      throw describe(err, this.deadline.host, 'while reading the body');
+    }
+  }
+
+  private claim(): void {
+    if (this.state !== 'unread') throw failed('the response body was already read or discarded');
+    this.state = 'reading';
+    const declared = Number(this.res.headers['content-length']);
+    if (Number.isFinite(declared) && declared > this.max) {
+      this.res.destroy();
+      this.done();
+      throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
+    }
+  }
+
+  private async readAll(): Promise<Buffer> {
+    this.claim();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of this.res as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > this.max) throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
+        chunks.push(chunk);
+      }
+    } catch (err) {
+      this.res.destroy();
+      throw describe(err, this.deadline.host, 'while reading the body');
+    } finally {
+      this.done();
+    }
+    return Buffer.concat(chunks, size);
+  }
+
+  private done(): void {
+    this.state = 'done';
+    this.deadline.clear();
+  }
+}
+
