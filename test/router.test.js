@@ -1,0 +1,272 @@
+'use strict';
+// The processing order and response rules of the spec, end to end through a real Express app,
+// run against both engines.
+const request = require('supertest');
+const { makeApp, oneApi } = require('./helpers/app');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+function track(x) {
+  routers.push(x.router);
+  return x;
+}
+
+describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
+  const api = (source, def, routerOpts, extra) => track(oneApi(source, def, { engine, ...routerOpts }, extra));
+
+  test('JSON: serializes the result with the spec content type and an X-Request-Id', async () => {
+    const { app } = api('export function fn(ctx) { return { ok: true, n: 1, list: [1, "a"] } }');
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json;charset=UTF-8');
+    expect(res.body).toEqual({ ok: true, n: 1, list: [1, 'a'] });
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('JSON: Dates created in the sandbox become integer timestamps, nested and top level', async () => {
+    const { app, registry } = api('export function fn() { return { at: new Date(1700000000123), deep: { list: [new Date(5)] }, bad: new Date(NaN) } }');
+    registry.putScript('app1', 'top.js', 'export default () => new Date(42)');
+    registry.putApi('app1', { path: 'top', call: { script: 'top.js', function: 'default' }, returnType: 'JSON' });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body).toEqual({ at: 1700000000123, deep: { list: [5] }, bad: null });
+    const top = await request(app).get('/web0/api/app1/top');
+    expect(top.text).toBe('42');
+  });
+
+  test('export forms: named, async, default', async () => {
+    const { app, registry } = api('export async function fn() { await null; return { async: true } }');
+    registry.putScript('app1', 'd.js', 'export default async function (ctx) { return { def: ctx.method } }');
+    registry.putApi('app1', { path: 'd', call: { script: 'd.js', function: 'default' }, returnType: 'JSON' });
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ async: true });
+    expect((await request(app).post('/web0/api/app1/d')).body).toEqual({ def: 'POST' });
+  });
+
+  test('Text: toString of objects, empty for null, text/plain content type', async () => {
+    const { app, registry } = api('export function fn() { return { toString() { return "custom text" } } }', { returnType: 'Text' });
+    registry.putScript('app1', 'n.js', 'export function f() { return null }');
+    registry.putApi('app1', { path: 'n', call: { script: 'n.js', function: 'f' }, returnType: 'Text' });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.headers['content-type']).toBe('text/plain;charset=UTF-8');
+    expect(res.text).toBe('custom text');
+    const empty = await request(app).get('/web0/api/app1/n');
+    expect(empty.status).toBe(200);
+    expect(empty.text).toBe('');
+  });
+
+  test('Redirect: a string gives a 302; anything else is a 500 error body', async () => {
+    const { app, registry } = api('export function fn(ctx) { return "https://example.com/next?q=" + ctx.query.q }', { returnType: 'Redirect' });
+    registry.putScript('app1', 'bad.js', 'export function f() { return { url: "x" } }');
+    registry.putApi('app1', { path: 'bad', call: { script: 'bad.js', function: 'f' }, returnType: 'Redirect' });
+    const res = await request(app).get('/web0/api/app1/p?q=1').redirects(0);
+    expect(res.status).toBe(302);
+    expect(res.headers.location).toBe('https://example.com/next?q=1');
+    const bad = await request(app).get('/web0/api/app1/bad').redirects(0);
+    expect(bad.status).toBe(500);
+    expect(bad.body).toMatchObject({ code: 270300, requestId: bad.headers['x-request-id'] });
+    expect(bad.body.message).toMatch(/Redirect/);
+  });
+
+  test('a thrown error is a 500 with the default error body; a numeric code is kept', async () => {
+    const { app, registry } = api('export function fn() { throw new Error("boom") }');
+    registry.putScript('app1', 'c.js', 'export function f() { const e = new Error("business"); e.code = 4001; throw e }');
+    registry.putApi('app1', { path: 'c', call: { script: 'c.js', function: 'f' }, returnType: 'JSON' });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.status).toBe(500);
+    expect(res.headers['content-type']).toBe('application/json;charset=UTF-8');
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'boom', code: 270000 });
+    const coded = await request(app).get('/web0/api/app1/c');
+    expect(coded.body).toEqual({ requestId: coded.headers['x-request-id'], message: 'business', code: 4001 });
+  });
+
+  test('before: a returned value is the response and the call does not run', async () => {
+    const { app } = api('export function fn() { throw new Error("must not run") }', { before: { script: 'hooks.js', function: 'before' } }, {}, {
+      scripts: { 'hooks.js': 'export function before(ctx) { if (ctx.query.stop) return { stoppedBy: "before" } }' },
+    });
+    const res = await request(app).get('/web0/api/app1/p?stop=1');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ stoppedBy: 'before' });
+    const through = await request(app).get('/web0/api/app1/p');
+    expect(through.body.message).toBe('must not run');
+  });
+
+  test('before: throwing or abort ends the call with the error body; abort gives 270001', async () => {
+    const { app } = api('export function fn() { return { ran: true } }', { before: { script: 'hooks.js', function: 'before' } }, {}, {
+      scripts: {
+        'hooks.js': `export function before(ctx) {
+          if (ctx.query.mode === 'throw') throw new Error('denied');
+          if (ctx.query.mode === 'abort') platform.app.abort('token missing');
+          if (ctx.query.mode === 'status') platform.app.abort('unauthorized', 401);
+          if (ctx.query.mode === 'caught') { try { platform.app.abort('still aborted') } catch (e) {} return undefined }
+        }`,
+      },
+    });
+    const thrown = await request(app).get('/web0/api/app1/p?mode=throw');
+    expect(thrown.status).toBe(500);
+    expect(thrown.body.message).toBe('denied');
+    const aborted = await request(app).get('/web0/api/app1/p?mode=abort');
+    expect(aborted.status).toBe(500);
+    expect(aborted.body).toEqual({ requestId: aborted.headers['x-request-id'], message: 'token missing', code: 270001 });
+    const withStatus = await request(app).get('/web0/api/app1/p?mode=status');
+    expect(withStatus.status).toBe(401);
+    expect(withStatus.body.code).toBe(270001);
+    const caught = await request(app).get('/web0/api/app1/p?mode=caught');
+    expect(caught.body).toMatchObject({ message: 'still aborted', code: 270001 });
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ ran: true });
+  });
+
+  test('after: a returned value replaces the result, undefined keeps it, a throw is an error', async () => {
+    const { app } = api('export function fn(ctx) { return { n: 1, at: new Date(7) } }', { after: { script: 'hooks.js', function: 'after' } }, {}, {
+      scripts: {
+        'hooks.js': `export function after(ctx, result) {
+          if (ctx.query.mode === 'replace') return { wrapped: result };
+          if (ctx.query.mode === 'throw') throw new Error('after failed');
+        }`,
+      },
+    });
+    expect((await request(app).get('/web0/api/app1/p?mode=replace')).body).toEqual({ wrapped: { n: 1, at: 7 } });
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ n: 1, at: 7 });
+    const failed = await request(app).get('/web0/api/app1/p?mode=throw');
+    expect(failed.status).toBe(500);
+    expect(failed.body.message).toBe('after failed');
+  });
+
+  test('onError: runs on an error of the call and its response wins; writing nothing gives the default error', async () => {
+    const { app } = api(
+      'export function fn(ctx) { const e = new Error("no stock"); e.code = 42; throw e }',
+      { onError: { script: 'hooks.js', function: 'onError' } },
+      {},
+      {
+        scripts: {
+          'hooks.js': `export function onError(ctx, error) {
+            if (ctx.query.mode === 'silent') return;
+            ctx.response.setStatus(200);
+            ctx.response.setContentType('application/json;charset=UTF-8');
+            ctx.response.getWriter().write(JSON.stringify({ success: false, error }));
+          }`,
+        },
+      },
+    );
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: false, error: { requestId: res.headers['x-request-id'], message: 'no stock', code: 42 } });
+    const silent = await request(app).get('/web0/api/app1/p?mode=silent');
+    expect(silent.status).toBe(500);
+    expect(silent.body).toMatchObject({ message: 'no stock', code: 42 });
+  });
+
+  test('onError does not run for an error in before', async () => {
+    const { app } = api('export function fn() { return 1 }', { before: { script: 'h.js', function: 'b' }, onError: { script: 'h.js', function: 'e' } }, {}, {
+      scripts: { 'h.js': 'export function b() { throw new Error("in before") }\nexport function e(ctx) { ctx.response.getWriter().write("handled") }' },
+    });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.status).toBe(500);
+    expect(res.body.message).toBe('in before');
+  });
+
+  test('attributes pass from before to the call and after', async () => {
+    const { app } = api('export function fn(ctx) { return { user: ctx.request.getAttribute("user"), n: ctx.request.getAttribute("n") } }', {
+      before: { script: 'h.js', function: 'b' },
+      after: { script: 'h.js', function: 'a' },
+    }, {}, {
+      scripts: {
+        'h.js': `export function b(ctx) { ctx.request.setAttribute('user', { id: 'u1' }); ctx.request.setAttribute('n', 1) }
+                 export function a(ctx, r) { return { ...r, afterSees: ctx.request.getAttribute('user').id, names: [...ctx.request.getAttributeNames()].sort() } }`,
+      },
+    });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body).toEqual({ user: { id: 'u1' }, n: 1, afterSees: 'u1', names: ['n', 'user'] });
+  });
+
+  test('a new script source is live on the next request', async () => {
+    const { app, registry } = api('export function fn() { return { v: 1 } }');
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ v: 1 });
+    registry.putScript('app1', 'main.js', 'export function fn() { return { v: 2 } }');
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ v: 2 });
+  });
+
+  test('script errors of the engine: syntax error, missing export, missing script', async () => {
+    const { app, registry } = api('export function fn( { ');
+    registry.putScript('app1', 'ok.js', 'export function other() {}');
+    registry.putApi('app1', { path: 'nofn', call: { script: 'ok.js', function: 'fn' }, returnType: 'JSON' });
+    registry.putApi('app1', { path: 'noscript', call: { script: 'missing.js', function: 'fn' }, returnType: 'JSON' });
+    const syntax = await request(app).get('/web0/api/app1/p');
+    expect(syntax.status).toBe(500);
+    expect(syntax.body.code).toBe(270204);
+    const nofn = await request(app).get('/web0/api/app1/nofn');
+    expect(nofn.body.code).toBe(270203);
+    expect(nofn.body.message).toMatch(/'fn'/);
+    const noscript = await request(app).get('/web0/api/app1/noscript');
+    expect(noscript.body.code).toBe(270202);
+  });
+
+  test('TypeScript scripts are type-stripped', async () => {
+    const { app } = api('', { call: { script: 'typed.ts', function: 'fn' } }, {}, {
+      scripts: { 'typed.ts': 'interface R { n: number }\nexport function fn(ctx: any): R { const n: number = 3; return { n } }' },
+    });
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ n: 3 });
+  });
+
+  test('a script past scriptTimeoutMs fails with 270200 while other requests are served', async () => {
+    const { app, registry } = api('export function fn() { while (true) {} }', {}, { scriptTimeoutMs: 600, workers: 2 });
+    registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
+    registry.putApi('app1', { path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' });
+    await request(app).get('/web0/api/app1/fast'); // warm up
+    const slow = request(app).get('/web0/api/app1/p');
+    const started = Date.now();
+    const fast = await request(app).get('/web0/api/app1/fast');
+    expect(fast.body).toEqual({ fast: true });
+    expect(Date.now() - started).toBeLessThan(500);
+    const res = await slow;
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270200);
+    expect((await request(app).get('/web0/api/app1/fast')).body).toEqual({ fast: true });
+  });
+});
+
+describe('routing errors', () => {
+  const { app, registry } = track(
+    oneApi('export function fn(ctx) { return { body: ctx.body } }', { methods: ['post'] }, { bodyLimit: '1kb' }),
+  );
+
+  test('unknown app or path: 404 with the error body', async () => {
+    for (const url of ['/web0/api/nope/p', '/web0/api/app1/nope', '/web0/api/app1', '/web0/api/']) {
+      const res = await request(app).post(url);
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ requestId: res.headers['x-request-id'], code: 270100 });
+    }
+  });
+
+  test('a method outside `methods`: 405 with Allow', async () => {
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('POST');
+    expect(res.body.code).toBe(270101);
+  });
+
+  test('a body over bodyLimit: 413', async () => {
+    const res = await request(app).post('/web0/api/app1/p').set('content-type', 'text/plain').send('x'.repeat(2000));
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe(270102);
+    const ok = await request(app).post('/web0/api/app1/p').set('content-type', 'text/plain').send('small');
+    expect(ok.body).toEqual({ body: 'small' });
+  });
+
+  test('a disabled API answers as unknown', async () => {
+    registry.putScript('app1', 'x.js', 'export function f() { return 1 }');
+    registry.putApi('app1', { path: 'off', call: { script: 'x.js', function: 'f' }, returnType: 'JSON', enabled: false });
+    expect((await request(app).get('/web0/api/app1/off')).status).toBe(404);
+  });
+
+  test('an invalid definition from a custom registry is a 500 naming the field', async () => {
+    const bad = track(require('./helpers/app').makeApp({
+      registry: {
+        getApi: () => ({ path: 'p', call: { script: 'a.js' }, returnType: 'XML' }),
+        getScript: () => 'export function f() {}',
+      },
+    }));
+    const res = await request(bad.app).get('/web0/api/a/p');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270600);
+    expect(res.body.message).toMatch(/call\.function/);
+  });
+});
