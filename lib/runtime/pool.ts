@@ -258,8 +258,9 @@ export class WorkerPool implements ScriptEngine {
     task.host.call(op, args).then(
       (value) => reply({ ok: true, value: value === undefined ? null : value }),
       (e: unknown) => {
-        const err = e as { name?: string; message?: string; code?: unknown };
-        reply({ ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e), code: typeof err?.code === 'number' ? err.code : undefined } });
+        const err = e as { name?: string; message?: string; code?: unknown; status?: unknown };
+        const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+        reply({ ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e), code: num(err?.code), status: num(err?.status) } });
       },
     );
   }

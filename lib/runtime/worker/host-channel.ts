@@ -10,7 +10,7 @@ export interface HostReply {
   seq: number;
   ok: boolean;
   value?: unknown;
-  error?: { name: string; message: string; code?: number };
+  error?: { name: string; message: string; code?: number; status?: number };
 }
 
 export class HostTimeoutError extends Error {
