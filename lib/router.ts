@@ -59,7 +59,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const limiter = createRateLimiter(options.rateLimit, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
-  const hashes = new Map<string, string>();
+  const hashes = new Map<string, ScriptSource & { source: string }>();
 
   /** Definitions from the registry are validated once per object. */
   function checkDefinition(def: ApiDefinition): ApiDefinition {
@@ -79,15 +79,15 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     return v;
   }
 
-  function sourceOf(name: string, source: string): ScriptSource {
-    const key = `${name}\u0000${source}`;
-    let hash = hashes.get(key);
-    if (hash === undefined) {
-      if (hashes.size >= 2000) hashes.clear();
-      hash = createHash('sha1').update(key).digest('hex');
-      hashes.set(key, hash);
-    }
-    return { name, hash, source };
+  /** Hash per (app, script name), recomputed only when the source text changes. */
+  function sourceOf(appId: string, name: string, source: string): ScriptSource {
+    const key = `${appId}\u0000${name}`;
+    const cached = hashes.get(key);
+    if (cached !== undefined && cached.source === source) return cached;
+    if (hashes.size >= 5000) hashes.clear();
+    const entry = { name, hash: createHash('sha1').update(name).update('\u0000').update(source).digest('hex'), source };
+    hashes.set(key, entry);
+    return entry;
   }
 
   async function limit(req: Request, res: Response, appId: string, def: ApiDefinition, attributes?: Record<string, unknown>): Promise<RateLimitDecision> {
@@ -137,7 +137,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const scripts: Record<string, ScriptSource> = {};
     for (const name of scriptNames(def)) {
       const source = await registry.getScript(appId, name);
-      if (typeof source === 'string') scripts[name] = sourceOf(name, source);
+      if (typeof source === 'string') scripts[name] = sourceOf(appId, name, source);
     }
     const job: ScriptJob = {
       requestId,
