@@ -16,6 +16,11 @@ export interface RateLimitStore {
    * else `tat = max(tat, now) + intervalMs` and admit after `wait`. Must be atomic per key.
    */
   reserve(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation>;
+  /**
+   * Optional fast path for stores that can answer without I/O (the in-memory store): the same
+   * reservation as `reserve`, returned synchronously. The limiter prefers it when present.
+   */
+  reserveSync?(key: string, intervalMs: number, maxWaitMs: number): Reservation;
   /** Release connections and timers. */
   close?(): Promise<void>;
 }

@@ -1,0 +1,130 @@
+/**
+ * The rule's `identifier` template → the bucket identifier of one request.
+ *
+ * Placeholders: `{ip}`, `{header.NAME}` (case-insensitive), `{query.NAME}`, `{cookie.NAME}`,
+ * `{attr.NAME}` (a request attribute set by the before script). Any other text is literal
+ * (`"global"` is one bucket for every caller). A placeholder whose value is empty falls back to
+ * the IP. `{ip}` is `req.ip` (so the host's `trust proxy` setting decides), with IPv6 addresses
+ * grouped by subnet by express-rate-limit's `ipKeyGenerator`.
+ */
+import type { Request } from 'express';
+import { parse as parseCookie } from 'cookie';
+import { ipKeyGenerator } from 'express-rate-limit';
+
+export const DEFAULT_IDENTIFIER = '{ip}';
+export const DEFAULT_IPV6_SUBNET = 56;
+
+type Part =
+  | { kind: 'literal'; text: string }
+  | { kind: 'ip' }
+  | { kind: 'header' | 'query' | 'cookie' | 'attr'; name: string };
+
+interface ParsedTemplate {
+  parts: Part[];
+  usesAttributes: boolean;
+}
+
+const PLACEHOLDER = /\{(ip|(header|query|cookie|attr)\.([^{}]+))\}/g;
+const cache = new Map<string, ParsedTemplate>();
+const CACHE_MAX = 10000;
+
+/** Parses a template once; later calls with the same string are a Map lookup. */
+export function parseTemplate(template: string | undefined): ParsedTemplate {
+  const key = template === undefined || template === '' ? DEFAULT_IDENTIFIER : template;
+  let parsed = cache.get(key);
+  if (parsed) return parsed;
+  const parts: Part[] = [];
+  let last = 0;
+  PLACEHOLDER.lastIndex = 0;
+  for (let m = PLACEHOLDER.exec(key); m; m = PLACEHOLDER.exec(key)) {
+    if (m.index > last) parts.push({ kind: 'literal', text: key.slice(last, m.index) });
+    if (m[1] === 'ip') parts.push({ kind: 'ip' });
+    else {
+      const kind = m[2] as 'header' | 'query' | 'cookie' | 'attr';
+      parts.push({ kind, name: kind === 'header' ? m[3].toLowerCase() : m[3] });
+    }
+    last = m.index + m[0].length;
+  }
+  if (last < key.length) parts.push({ kind: 'literal', text: key.slice(last) });
+  parsed = { parts, usesAttributes: parts.some((p) => p.kind === 'attr') };
+  if (cache.size >= CACHE_MAX) cache.clear();
+  cache.set(key, parsed);
+  return parsed;
+}
+
+/** True if the template contains an `{attr.NAME}` placeholder (resolvable only after the before script). */
+export function templateUsesAttributes(template: string | undefined): boolean {
+  return parseTemplate(template).usesAttributes;
+}
+
+/** `req.ip` grouped by subnet (IPv6 /56 by default; IPv4-mapped IPv6 becomes IPv4). */
+export function ipKey(req: Request, ipv6Subnet: number = DEFAULT_IPV6_SUBNET): string {
+  const ip = req.ip || req.socket?.remoteAddress || '';
+  if (ip === '') return '';
+  return ipKeyGenerator(ip, ipv6Subnet);
+}
+
+/** Resolves the template for one request. */
+export function resolveIdentifier(
+  template: string | undefined,
+  req: Request,
+  attributes?: Record<string, unknown>,
+  ipv6Subnet: number = DEFAULT_IPV6_SUBNET,
+): string {
+  const { parts } = parseTemplate(template);
+  // Fast path for the default `{ip}`.
+  if (parts.length === 1 && parts[0].kind === 'ip') return ipKey(req, ipv6Subnet);
+  let out = '';
+  let cookies: Record<string, string | undefined> | undefined;
+  for (const part of parts) {
+    let value: string;
+    switch (part.kind) {
+      case 'literal':
+        out += part.text;
+        continue;
+      case 'ip':
+        value = ipKey(req, ipv6Subnet);
+        break;
+      case 'header':
+        value = toText(req.headers[part.name]);
+        break;
+      case 'query':
+        value = toText(queryOf(req)[part.name]);
+        break;
+      case 'cookie':
+        if (cookies === undefined) {
+          const header = req.headers.cookie;
+          cookies = header ? parseCookie(header) : {};
+        }
+        value = toText(cookies[part.name]);
+        break;
+      case 'attr':
+        value = toText(attributes ? attributes[part.name] : undefined);
+        break;
+    }
+    out += value === '' ? ipKey(req, ipv6Subnet) : value;
+  }
+  return out;
+}
+
+function queryOf(req: Request): Record<string, unknown> {
+  const q = (req as { query?: unknown }).query;
+  if (q && typeof q === 'object') return q as Record<string, unknown>;
+  // Not behind Express's query parser: read the URL's search parameters ourselves.
+  const url = req.url || '';
+  const i = url.indexOf('?');
+  if (i < 0) return {};
+  return Object.fromEntries(new URLSearchParams(url.slice(i + 1)));
+}
+
+function toText(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (Array.isArray(value)) return value.length > 0 ? toText(value[0]) : '';
+  try {
+    return JSON.stringify(value) ?? '';
+  } catch {
+    return '';
+  }
+}

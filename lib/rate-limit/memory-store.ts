@@ -1,0 +1,104 @@
+/**
+ * The default rate-limit store: buckets in a Map of this process. Bounded: idle buckets (whose
+ * theoretical arrival time has passed, so they carry no state) are swept on a timer, and at most
+ * `maxKeys` buckets are kept (when full: sweep, then evict the least recently used).
+ */
+import { reserveGcra } from './gcra';
+import type { RateLimitStore, Reservation } from './types';
+
+export interface MemoryRateLimitStoreOptions {
+  /** Most buckets kept. Default 100000. */
+  maxKeys?: number;
+  /** How often idle buckets are swept, in ms; 0 disables the timer. Default 60000. */
+  sweepIntervalMs?: number;
+  /** The clock, in ms. Default `Date.now`. For tests. */
+  now?: () => number;
+}
+
+/** A sweep forced by a full store runs at most this often (ms of the store's clock). */
+const FULL_SWEEP_EVERY_MS = 1000;
+
+export class MemoryRateLimitStore implements RateLimitStore {
+  /** key → theoretical arrival time (ms). Insertion order = least recently used first. */
+  private readonly buckets = new Map<string, number>();
+  private readonly maxKeys: number;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private nextFullSweepAt = -Infinity;
+  private closed = false;
+
+  constructor(options: MemoryRateLimitStoreOptions = {}) {
+    const maxKeys = options.maxKeys ?? 100000;
+    if (!(Number.isInteger(maxKeys) && maxKeys > 0)) {
+      throw new TypeError('scriptable-api: MemoryRateLimitStore maxKeys must be a positive integer');
+    }
+    this.maxKeys = maxKeys;
+    this.now = options.now ?? (() => Date.now());
+    const every = options.sweepIntervalMs ?? 60000;
+    if (every > 0) {
+      this.timer = setInterval(() => this.sweep(), every);
+      this.timer.unref();
+    }
+  }
+
+  /** Number of buckets currently kept. */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** The GCRA reservation, answered synchronously (the limiter uses this to skip a promise). */
+  reserveSync(key: string, intervalMs: number, maxWaitMs: number): Reservation {
+    const now = this.now();
+    const buckets = this.buckets;
+    const tat = buckets.get(key);
+    const result = reserveGcra(tat === undefined ? 0 : tat, now, intervalMs, maxWaitMs);
+    if (result.reservation.admitted) {
+      if (tat === undefined) {
+        if (buckets.size >= this.maxKeys) this.makeRoom(now);
+      } else {
+        buckets.delete(key); // move to the most recently used end
+      }
+      buckets.set(key, result.tat);
+    }
+    return result.reservation;
+  }
+
+  reserve(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation> {
+    return Promise.resolve(this.reserveSync(key, intervalMs, maxWaitMs));
+  }
+
+  /** Drops every bucket whose theoretical arrival time is not after now. Returns how many. */
+  sweep(now: number = this.now()): number {
+    let removed = 0;
+    for (const [key, tat] of this.buckets) {
+      if (tat <= now) {
+        this.buckets.delete(key);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.buckets.clear();
+  }
+
+  private makeRoom(now: number): void {
+    // A full sweep is O(keys): when the store stays full of live buckets, do it at most once a second.
+    if (now >= this.nextFullSweepAt) {
+      this.nextFullSweepAt = now + FULL_SWEEP_EVERY_MS;
+      this.sweep(now);
+    }
+    // Still full of live buckets: evict the least recently used.
+    const iter = this.buckets.keys();
+    while (this.buckets.size >= this.maxKeys) {
+      const next = iter.next();
+      if (next.done) break;
+      this.buckets.delete(next.value);
+    }
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * A rate-limit store in Redis: one key per bucket holding its theoretical arrival time, the GCRA
+ * reservation done atomically by one Lua script with Redis `TIME` as the only clock, so any number
+ * of routers (in one process or many) sharing the Redis enforce one limit and one order.
+ * The script touches only KEYS[1]: it works on Redis Cluster.
+ */
+import { createHash } from 'node:crypto';
+import Redis from 'ioredis';
+import type { Cluster, RedisOptions } from 'ioredis';
+import type { RateLimitStore, Reservation } from './types';
+
+/**
+ * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs).
+ * The value is the bucket's TAT in µs since the epoch (Redis TIME). Returns {1, wait µs} when
+ * admitted, {0, retry-after µs} when rejected. The key expires when the TAT passes (an idle bucket
+ * carries no state), so Redis holds only buckets that still matter.
+ */
+export const GCRA_LUA = `
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local maxWait = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if tat < now then tat = now end
+local wait = tat - now
+if wait > maxWait then
+  return {0, math.ceil(wait - maxWait)}
+end
+local newTat = tat + interval
+local ttl = math.ceil((newTat - now) / 1000)
+if ttl < 1 then ttl = 1 end
+redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', ttl)
+return {1, math.floor(wait)}
+`;
+
+const GCRA_SHA = createHash('sha1').update(GCRA_LUA).digest('hex');
+
+/** The part of an ioredis client (Redis or Cluster) the store uses. */
+type RedisLike = Pick<Redis, 'evalsha' | 'eval'> | Pick<Cluster, 'evalsha' | 'eval'>;
+
+export interface RedisRateLimitStoreOptions {
+  /** A Redis URL (`redis://host:6379/0`); the store creates, and on close() quits, its client. */
+  url?: string;
+  /** An ioredis client (Redis or Cluster) you own; the store never closes it. */
+  client?: Redis | Cluster;
+  /** Prefix of every bucket key. Default `sapi:rl:`. */
+  prefix?: string;
+  /** A reserve() that takes longer than this rejects (the limiter then falls back). Default 1000. */
+  commandTimeoutMs?: number;
+  /** Connection timeout of a client created from `url`, ms. Default 1000. */
+  connectTimeoutMs?: number;
+  /** Further ioredis options for a client created from `url`. */
+  redisOptions?: RedisOptions;
+}
+
+export class RedisRateLimitStore implements RateLimitStore {
+  readonly prefix: string;
+  /** The ioredis client in use (created from `url`, or the one given). */
+  readonly client: Redis | Cluster;
+  private readonly ownsClient: boolean;
+  private readonly commandTimeoutMs: number;
+  private closed = false;
+  /** Whether the client has been ready once; before that, calls wait (bounded) for the first connection. */
+  private everReady = false;
+  private firstReady: Promise<void> | undefined;
+
+  constructor(options: RedisRateLimitStoreOptions) {
+    if (!options || (!options.url && !options.client)) {
+      throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
+    }
+    this.prefix = options.prefix ?? 'sapi:rl:';
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
+    if (options.client) {
+      this.client = options.client;
+      this.ownsClient = false;
+    } else {
+      const connectTimeout = options.connectTimeoutMs ?? 1000;
+      const client = new Redis(options.url as string, {
+        // A down Redis must never hold a request: fail commands at once instead of queueing them.
+        enableOfflineQueue: false,
+        connectTimeout,
+        maxRetriesPerRequest: 1,
+        commandTimeout: this.commandTimeoutMs,
+        // Keep reconnecting in the background, backing off up to 2 s.
+        retryStrategy: (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+        ...options.redisOptions,
+      });
+      // Errors surface through reserve() rejections; without a listener ioredis logs each one.
+      client.on('error', () => {});
+      this.client = client;
+      this.ownsClient = true;
+    }
+    if (this.client.status === 'ready') this.everReady = true;
+    else this.client.once('ready', () => (this.everReady = true));
+  }
+
+  reserve(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation> {
+    if (this.closed) return Promise.reject(new Error('RedisRateLimitStore is closed'));
+    const fullKey = this.prefix + key;
+    const intervalUs = String(Math.max(0, intervalMs * 1000));
+    const maxWaitUs = String(Number.isFinite(maxWaitMs) && maxWaitMs > 0 ? Math.round(maxWaitMs * 1000) : 0);
+    const status = this.client.status;
+    const run =
+      this.everReady || !(status === 'wait' || status === 'connecting' || status === 'connect')
+        ? this.evalGcra(fullKey, intervalUs, maxWaitUs)
+        : this.whenFirstReady().then(() => this.evalGcra(fullKey, intervalUs, maxWaitUs));
+    return withTimeout(run.then(parseReply), this.commandTimeoutMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.ownsClient) return;
+    const client = this.client as Redis;
+    if (client.status === 'end') return;
+    if (client.status === 'reconnecting') {
+      // Between reconnection attempts: disconnect() cancels the next one; no 'end' follows.
+      client.disconnect();
+      return;
+    }
+    // Resolves on 'end', or after the call timeout at the latest (a client between reconnection
+    // attempts may never emit 'end' again).
+    let timer: NodeJS.Timeout | undefined;
+    const ended = new Promise<void>((resolve) => {
+      client.once('end', () => resolve());
+      timer = setTimeout(() => {
+        client.disconnect();
+        resolve();
+      }, this.commandTimeoutMs > 0 ? this.commandTimeoutMs : 1000);
+    });
+    if (client.status === 'ready') client.quit().catch(() => client.disconnect());
+    else client.disconnect();
+    await ended;
+    clearTimeout(timer);
+  }
+
+  /**
+   * Without an offline queue, commands sent before the first connection completes would fail:
+   * calls made while the client first connects wait for it (bounded by the call timeout). Once the
+   * client has been ready, a lost connection fails calls at once.
+   */
+  private whenFirstReady(): Promise<void> {
+    if (!this.firstReady) {
+      const client = this.client;
+      this.firstReady = new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          client.off('close', onEnd);
+          this.firstReady = undefined;
+          resolve();
+        };
+        const onEnd = () => {
+          client.off('ready', onReady);
+          this.firstReady = undefined;
+          reject(new Error('RedisRateLimitStore: the Redis connection was closed'));
+        };
+        client.once('ready', onReady);
+        client.once('close', onEnd); // the first attempt failed (refused, reset, closed)
+        if (client.status === 'wait') (client as Redis).connect().catch(() => {});
+      });
+      // The call timeout rejects the callers; this promise may settle later without anyone waiting.
+      this.firstReady.catch(() => {});
+    }
+    return this.firstReady;
+  }
+
+  private evalGcra(key: string, intervalUs: string, maxWaitUs: string): Promise<unknown> {
+    const client = this.client as Redis;
+    return client.evalsha(GCRA_SHA, 1, key, intervalUs, maxWaitUs).catch((err: unknown) => {
+      if (err instanceof Error && /NOSCRIPT/.test(err.message)) {
+        return client.eval(GCRA_LUA, 1, key, intervalUs, maxWaitUs);
+      }
+      throw err;
+    });
+  }
+}
+
+function parseReply(reply: unknown): Reservation {
+  if (!Array.isArray(reply) || reply.length !== 2) {
+    throw new Error('RedisRateLimitStore: unexpected script reply');
+  }
+  const ms = Number(reply[1]) / 1000;
+  return Number(reply[0]) === 1 ? { admitted: true, waitMs: ms } : { admitted: false, retryAfterMs: ms };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  if (!(ms > 0 && Number.isFinite(ms))) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`RedisRateLimitStore: no answer from Redis within ${ms} ms`));
+    }, ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}

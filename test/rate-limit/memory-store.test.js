@@ -1,0 +1,97 @@
+'use strict';
+const { MemoryRateLimitStore } = require('../../dist/cjs/rate-limit/memory-store');
+
+function clock(start = 0) {
+  const c = { t: start, now: () => c.t };
+  return c;
+}
+
+describe('MemoryRateLimitStore', () => {
+  test('reserve and reserveSync do the GCRA reservation per key', async () => {
+    const c = clock(1000);
+    const store = new MemoryRateLimitStore({ now: c.now, sweepIntervalMs: 0 });
+    expect(await store.reserve('a', 1000, 1500)).toEqual({ admitted: true, waitMs: 0 });
+    expect(store.reserveSync('a', 1000, 1500)).toEqual({ admitted: true, waitMs: 1000 });
+    expect(store.reserveSync('a', 1000, 1500)).toEqual({ admitted: false, retryAfterMs: 500 });
+    expect(store.reserveSync('b', 1000, 1500)).toEqual({ admitted: true, waitMs: 0 });
+    await store.close();
+  });
+
+  test('a rejected request creates no bucket', () => {
+    const store = new MemoryRateLimitStore({ now: () => 0, sweepIntervalMs: 0 });
+    store.reserveSync('a', 1000, 0);
+    expect(store.reserveSync('a', 1000, 0).admitted).toBe(false);
+    expect(store.size).toBe(1);
+    return store.close();
+  });
+
+  test('sweep drops buckets whose TAT has passed, keeps live ones', () => {
+    const c = clock(0);
+    const store = new MemoryRateLimitStore({ now: c.now, sweepIntervalMs: 0 });
+    store.reserveSync('short', 100, 0); // tat 100
+    store.reserveSync('long', 5000, 0); // tat 5000
+    c.t = 99;
+    expect(store.sweep()).toBe(0);
+    c.t = 100; // tat <= now: carries no state
+    expect(store.sweep()).toBe(1);
+    expect(store.size).toBe(1);
+    // the dropped bucket behaves like an idle one
+    expect(store.reserveSync('short', 100, 0)).toEqual({ admitted: true, waitMs: 0 });
+    c.t = 6000;
+    expect(store.sweep()).toBe(2);
+    expect(store.size).toBe(0);
+    return store.close();
+  });
+
+  test('the sweep timer runs and is unref()ed', async () => {
+    const store = new MemoryRateLimitStore({ sweepIntervalMs: 20 });
+    expect(store.timer.hasRef()).toBe(false);
+    store.reserveSync('k', 10, 0);
+    expect(store.size).toBe(1);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(store.size).toBe(0);
+    await store.close();
+    expect(store.timer).toBeUndefined();
+  });
+
+  test('key cap: when full, expired buckets are swept first', () => {
+    const c = clock(0);
+    const store = new MemoryRateLimitStore({ now: c.now, maxKeys: 3, sweepIntervalMs: 0 });
+    store.reserveSync('a', 100, 0);
+    store.reserveSync('b', 100, 0);
+    store.reserveSync('c', 10_000, 0);
+    c.t = 500; // a and b idle, c live
+    store.reserveSync('d', 10_000, 0);
+    expect(store.size).toBe(2);
+    expect([...store.buckets.keys()]).toEqual(['c', 'd']);
+    return store.close();
+  });
+
+  test('key cap: when full of live buckets, the least recently used is evicted', () => {
+    const c = clock(0);
+    const store = new MemoryRateLimitStore({ now: c.now, maxKeys: 3, sweepIntervalMs: 0 });
+    store.reserveSync('a', 10_000, 60_000);
+    store.reserveSync('b', 10_000, 60_000);
+    store.reserveSync('c', 10_000, 60_000);
+    c.t = 10;
+    store.reserveSync('a', 10_000, 60_000); // a used again: b is now the least recently used
+    store.reserveSync('d', 10_000, 60_000);
+    expect(store.size).toBe(3);
+    expect([...store.buckets.keys()]).toEqual(['c', 'a', 'd']);
+    for (let i = 0; i < 100; i++) store.reserveSync(`k${i}`, 10_000, 0);
+    expect(store.size).toBe(3);
+    return store.close();
+  });
+
+  test('rejects invalid maxKeys', () => {
+    expect(() => new MemoryRateLimitStore({ maxKeys: 0 })).toThrow(/maxKeys/);
+  });
+
+  test('close() clears buckets and is idempotent', async () => {
+    const store = new MemoryRateLimitStore();
+    store.reserveSync('a', 1000, 0);
+    await store.close();
+    await store.close();
+    expect(store.size).toBe(0);
+  });
+});

@@ -1,0 +1,197 @@
+'use strict';
+const Redis = require('ioredis');
+const { RedisRateLimitStore } = require('../../dist/cjs/rate-limit/redis-store');
+const { createRateLimiter, bucketKey } = require('../../dist/cjs/rate-limit/limiter');
+const { startRedis, describeRedis } = require('../helpers/redis');
+
+function fakeReq(ip = '203.0.113.7') {
+  return { ip, headers: {}, url: '/', socket: { remoteAddress: ip } };
+}
+function logger() {
+  return { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn() };
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let n = 0;
+const uniq = (name) => `${name}-${process.pid}-${++n}`;
+
+describeRedis('RedisRateLimitStore (real redis-server)', () => {
+  let redis;
+  let admin;
+  const cleanup = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url, { lazyConnect: true });
+    await admin.connect();
+  });
+
+  afterEach(async () => {
+    while (cleanup.length) await cleanup.pop()();
+  });
+
+  afterAll(async () => {
+    if (admin) admin.disconnect();
+    if (redis) await redis.stop();
+  });
+
+  function store(opts = {}) {
+    const s = new RedisRateLimitStore({ url: redis.url, ...opts });
+    cleanup.push(() => s.close());
+    return s;
+  }
+
+  test('needs a url or a client', () => {
+    expect(() => new RedisRateLimitStore({})).toThrow(/url.*client/);
+  });
+
+  test('GCRA reservation with Redis TIME: spacing, rejection without consuming a slot', async () => {
+    const s = store();
+    const key = uniq('basic');
+    expect(await s.reserve(key, 1000, 1500)).toEqual({ admitted: true, waitMs: 0 });
+    const second = await s.reserve(key, 1000, 1500);
+    expect(second.admitted).toBe(true);
+    expect(second.waitMs).toBeGreaterThan(900);
+    expect(second.waitMs).toBeLessThanOrEqual(1000);
+    const third = await s.reserve(key, 1000, 1500);
+    expect(third.admitted).toBe(false);
+    expect(third.retryAfterMs).toBeGreaterThan(400);
+    expect(third.retryAfterMs).toBeLessThanOrEqual(500);
+    const tat = await admin.get(`sapi:rl:${key}`);
+    await s.reserve(key, 1000, 1500);
+    expect(await admin.get(`sapi:rl:${key}`)).toBe(tat); // rejected: bucket unchanged
+  });
+
+  test('fractional intervals (3 req/s) keep microsecond precision', async () => {
+    const s = store();
+    const key = uniq('frac');
+    const waits = [];
+    for (let i = 0; i < 4; i++) waits.push((await s.reserve(key, 1000 / 3, 5000)).waitMs);
+    for (let i = 1; i < 4; i++) expect(waits[i] - waits[i - 1]).toBeGreaterThan(300);
+    expect(waits[3]).toBeGreaterThan(950);
+    expect(waits[3]).toBeLessThanOrEqual(1000);
+  });
+
+  test('two stores (two ioredis clients) share one limit atomically: 5 at once, 1 req/s, 1500 ms', async () => {
+    const a = store();
+    const b = store();
+    const key = uniq('shared');
+    const results = await Promise.all([a, b, a, b, a].map((s) => s.reserve(key, 1000, 1500)));
+    const admitted = results.filter((r) => r.admitted).map((r) => r.waitMs).sort((x, y) => x - y);
+    expect(admitted).toHaveLength(2);
+    expect(admitted[0]).toBe(0);
+    expect(admitted[1]).toBeGreaterThan(900);
+    expect(admitted[1]).toBeLessThanOrEqual(1000);
+    expect(results.filter((r) => !r.admitted)).toHaveLength(3);
+  });
+
+  test('two limiters sharing Redis: admitted at ~0 and ~1000 ms, three rejected at once', async () => {
+    const l1 = createRateLimiter({ store: store() }, undefined);
+    const l2 = createRateLimiter({ store: store() }, undefined);
+    cleanup.push(() => l1.close(), () => l2.close());
+    const rule = { requestsPerSecond: 1, timeoutMs: 1500, identifier: 'global' };
+    const apiPath = uniq('two-limiters');
+    const t0 = Date.now();
+    const out = await Promise.all(
+      [l1, l2, l1, l2, l1].map((l) =>
+        l.acquire({ appId: 'app', apiPath, rule, req: fakeReq() }).then((d) => ({ ...d, at: Date.now() - t0 })),
+      ),
+    );
+    const ok = out.filter((d) => d.ok).sort((x, y) => x.at - y.at);
+    const rejected = out.filter((d) => !d.ok);
+    expect(ok).toHaveLength(2);
+    expect(ok[0].at).toBeLessThan(300);
+    expect(ok[1].at).toBeGreaterThanOrEqual(850);
+    expect(ok[1].at).toBeLessThan(1800);
+    expect(rejected).toHaveLength(3);
+    for (const d of rejected) {
+      expect(d.error).toBe('RATE_LIMITED');
+      expect(d.at).toBeLessThan(500);
+      expect(d.headers['Retry-After']).toBe('1');
+    }
+  });
+
+  test('prefix and key TTL: one key per bucket, expiring when its TAT passes', async () => {
+    const prefix = `${uniq('pfx')}:`;
+    const s = store({ prefix });
+    await s.reserve('k1', 2000, 5000);
+    await s.reserve('k1', 2000, 5000); // tat = now + 4000
+    await s.reserve('k2', 500, 0);
+    const keys = (await admin.keys(`${prefix}*`)).sort();
+    expect(keys).toEqual([`${prefix}k1`, `${prefix}k2`]);
+    const ttl1 = await admin.pttl(`${prefix}k1`);
+    const ttl2 = await admin.pttl(`${prefix}k2`);
+    expect(ttl1).toBeGreaterThan(3000);
+    expect(ttl1).toBeLessThanOrEqual(4000);
+    expect(ttl2).toBeGreaterThan(0);
+    expect(ttl2).toBeLessThanOrEqual(500);
+    expect(await admin.keys(`sapi:rl:k1`)).toEqual([]);
+  });
+
+  test('a given client is used and never closed by the store; NOSCRIPT falls back to EVAL', async () => {
+    const client = new Redis(redis.url);
+    cleanup.push(async () => client.quit());
+    const s = new RedisRateLimitStore({ client, prefix: `${uniq('given')}:` });
+    await admin.script('FLUSH');
+    expect((await s.reserve('k', 1000, 0)).admitted).toBe(true); // EVALSHA → NOSCRIPT → EVAL
+    expect((await s.reserve('k', 1000, 0)).admitted).toBe(false); // EVALSHA now cached
+    await s.close();
+    expect(client.status).toBe('ready');
+    expect(await client.ping()).toBe('PONG');
+    await expect(s.reserve('k', 1000, 0)).rejects.toThrow(/closed/);
+  });
+
+  test('close() quits a client it created', async () => {
+    const s = new RedisRateLimitStore({ url: redis.url });
+    await s.reserve(uniq('q'), 1000, 0);
+    await s.close();
+    expect(['end', 'close']).toContain(s.client.status);
+  });
+
+  test('Redis stopped mid-test: reserve rejects quickly, the limiter falls back, then recovers on restart', async () => {
+    const s = store({ prefix: `${uniq('outage')}:` });
+    const log = logger();
+    const l = createRateLimiter({ store: s, storeRetryMs: 100 }, log);
+    cleanup.push(() => l.close());
+    const rule = { requestsPerSecond: 1, timeoutMs: 0 };
+    const acquire = (ip) => l.acquire({ appId: 'app', apiPath: 'p', rule, req: fakeReq(ip) });
+    expect((await acquire('192.0.2.1')).ok).toBe(true);
+    expect(log.warn).not.toHaveBeenCalled();
+
+    await redis.stop();
+    let t0 = Date.now();
+    await expect(s.reserve('x', 1000, 0)).rejects.toThrow();
+    expect(Date.now() - t0).toBeLessThan(2000);
+
+    t0 = Date.now();
+    const a = await acquire('192.0.2.2');
+    const b = await acquire('192.0.2.2');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(a.ok).toBe(true); // the in-memory fallback admits...
+    expect(b).toMatchObject({ ok: false, error: 'RATE_LIMITED' }); // ...and limits
+    for (let i = 0; i < 5; i++) {
+      t0 = Date.now();
+      await acquire('192.0.2.3');
+      expect(Date.now() - t0).toBeLessThan(2000);
+      await sleep(50);
+    }
+    expect(log.warn).toHaveBeenCalledTimes(1);
+
+    await redis.restart();
+    // the client reconnects in the background; requests keep being answered meanwhile
+    const deadline = Date.now() + 15_000;
+    while (log.info.mock.calls.length === 0 && Date.now() < deadline) {
+      t0 = Date.now();
+      const d = await acquire('192.0.2.4');
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(d.ok === true || d.error === 'RATE_LIMITED').toBe(true);
+      await sleep(100);
+    }
+    expect(log.info).toHaveBeenCalledTimes(1);
+    expect(log.info.mock.calls[0][0]).toMatch(/recovered/);
+    expect(log.warn).toHaveBeenCalledTimes(1);
+    // limiting happens in Redis again
+    const key = bucketKey('app', 'p', '192.0.2.9');
+    expect((await acquire('192.0.2.9')).ok).toBe(true);
+    expect(await admin.exists(`${s.prefix}${key}`)).toBe(1);
+  }, 40_000);
+});
