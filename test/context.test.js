@@ -9,262 +9,266 @@ const { oneApi } = require('./helpers/app');
 
 const routers = [];
 afterAll(() => Promise.all(routers.map((r) => r.close())));
-function api(source, def, routerOpts, extra) {
-  const x = oneApi(source, def, routerOpts, extra);
+function apiWith(engine, source, def, routerOpts, extra) {
+  const x = oneApi(source, def, { engine, ...routerOpts }, extra);
   routers.push(x.router);
   return x;
 }
 
-describe('APIContext fields', () => {
-  const { app } = api(`export function fn(ctx) {
-    return { headers: ctx.headers, cookies: ctx.cookies, query: ctx.query, body: ctx.body, url: ctx.url,
-             appId: ctx.appId, path: ctx.path, method: ctx.method, parts: ctx.getParts().length };
-  }`);
+describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
+  const api = (source, def, routerOpts, extra) => apiWith(engine, source, def, routerOpts, extra);
 
-  test('every field of the spec', async () => {
-    const res = await request(app)
-      .post('/web0/api/app1/p?a=1&b=x&b=y&nested[k]=v')
-      .set('X-Custom', 'Value')
-      .set('X_Under', 'dropped')
-      .set('Cookie', 'sid=abc; theme=dark')
-      .set('Content-Type', 'text/plain')
-      .send('raw body text');
-    expect(res.status).toBe(200);
-    const ctx = res.body;
-    expect(ctx.headers['x-custom']).toBe('Value');
-    expect(ctx.headers).not.toHaveProperty('x_under');
-    expect(ctx.cookies).toEqual({ sid: 'abc', theme: 'dark' });
-    expect(ctx.query).toEqual({ a: '1', b: ['x', 'y'], 'nested[k]': 'v' });
-    expect(ctx.body).toBe('raw body text');
-    expect(ctx.url).toBe('/web0/api/app1/p?a=1&b=x&b=y&nested[k]=v');
-    expect(ctx).toMatchObject({ appId: 'app1', path: 'p', method: 'POST', parts: 0 });
-  });
+  describe('APIContext fields', () => {
+    const { app } = api(`export function fn(ctx) {
+      return { headers: ctx.headers, cookies: ctx.cookies, query: ctx.query, body: ctx.body, url: ctx.url,
+               appId: ctx.appId, path: ctx.path, method: ctx.method, parts: ctx.getParts().length };
+    }`);
 
-  test('body is an empty string without a body', async () => {
-    const res = await request(app).get('/web0/api/app1/p');
-    expect(res.body.body).toBe('');
-  });
-
-  test('allowUnderscoreHeaders passes header names with _', async () => {
-    const { app: open } = api('export function fn(ctx) { return { v: ctx.headers["x_under"], h: ctx.request.getHeader("X_UNDER") } }', {}, { allowUnderscoreHeaders: true });
-    const res = await request(open).get('/web0/api/app1/p').set('X_Under', 'kept');
-    expect(res.body).toEqual({ v: 'kept', h: 'kept' });
-  });
-});
-
-describe('PlatformHttpRequest', () => {
-  const { app } = api(`export function fn(ctx) {
-    const r = ctx.request;
-    const list = (e) => { const out = []; while (e.hasMoreElements()) out.push(e.nextElement()); return out; };
-    return {
-      param: r.getParameter('q'), formParam: r.getParameter('f'), missing: r.getParameter('none'),
-      values: r.getParameterValues('q'), names: list(r.getParameterNames()).sort(), map: r.getParameterMap(),
-      encoding: r.getCharacterEncoding(), protocol: r.getProtocol(), scheme: r.getScheme(), serverName: r.getServerName(),
-      serverPort: r.getServerPort(), remoteAddr: r.getRemoteAddr(), remoteHost: r.getRemoteHost(), remotePort: r.getRemotePort(),
-      secure: r.isSecure(), contentType: r.getContentType(), authType: r.getAuthType(),
-      cookies: (r.getCookies() || []).map((c) => [c.getName(), c.getValue()]),
-      header: r.getHeader('X-MULTI'), headers: [...r.getHeaders('x-multi')], headerNames: list(r.getHeaderNames()).includes('x-multi'),
-      method: r.getMethod(), pathInfo: r.getPathInfo(), contextPath: r.getContextPath(), servletPath: r.getServletPath(),
-      queryString: r.getQueryString(), remoteUser: r.getRemoteUser(), principal: r.getUserPrincipal(), uri: r.getRequestURI(),
-      parts: r.getParts().length,
-    };
-  }`);
-
-  test('every method, with servlet semantics', async () => {
-    const res = await request(app)
-      .post('/web0/api/app1/p?q=1&q=2')
-      .set('Content-Type', 'application/x-www-form-urlencoded; charset=UTF-8')
-      .set('Authorization', 'Bearer abc')
-      .set('Cookie', 'a=1')
-      .set('X-Multi', 'one')
-      .send('f=form&q=3');
-    const r = res.body;
-    expect(r).toMatchObject({
-      param: '1', formParam: 'form', missing: null, values: ['1', '2', '3'], names: ['f', 'q'],
-      map: { q: ['1', '2', '3'], f: ['form'] }, encoding: 'UTF-8', protocol: 'HTTP/1.1', scheme: 'http',
-      serverName: '127.0.0.1', secure: false, contentType: 'application/x-www-form-urlencoded; charset=UTF-8', authType: 'Bearer',
-      cookies: [['a', '1']], header: 'one', headers: ['one'], headerNames: true, method: 'POST', pathInfo: '/p',
-      contextPath: '/web0/api', servletPath: '/app1', queryString: 'q=1&q=2', remoteUser: null, principal: null,
-      uri: '/web0/api/app1/p', parts: 0,
+    test('every field of the spec', async () => {
+      const res = await request(app)
+        .post('/web0/api/app1/p?a=1&b=x&b=y&nested[k]=v')
+        .set('X-Custom', 'Value')
+        .set('X_Under', 'dropped')
+        .set('Cookie', 'sid=abc; theme=dark')
+        .set('Content-Type', 'text/plain')
+        .send('raw body text');
+      expect(res.status).toBe(200);
+      const ctx = res.body;
+      expect(ctx.headers['x-custom']).toBe('Value');
+      expect(ctx.headers).not.toHaveProperty('x_under');
+      expect(ctx.cookies).toEqual({ sid: 'abc', theme: 'dark' });
+      expect(ctx.query).toEqual({ a: '1', b: ['x', 'y'], 'nested[k]': 'v' });
+      expect(ctx.body).toBe('raw body text');
+      expect(ctx.url).toBe('/web0/api/app1/p?a=1&b=x&b=y&nested[k]=v');
+      expect(ctx).toMatchObject({ appId: 'app1', path: 'p', method: 'POST', parts: 0 });
     });
-    expect(r.remoteAddr).toMatch(/127\.0\.0\.1/);
-    expect(r.remoteHost).toBe(r.remoteAddr);
-    expect(typeof r.serverPort).toBe('number');
-    expect(r.remotePort).toBeGreaterThan(0);
-  });
-});
 
-describe('PlatformHttpResponse', () => {
-  const { app } = api(`export function fn(ctx) {
-    const res = ctx.response;
-    switch (ctx.query.mode) {
-      case 'writer':
-        res.setStatus(201); res.setHeader('X-One', 'a'); res.addHeader('X-Many', '1'); res.addHeader('X-Many', '2');
-        res.setIntHeader('X-Int', 7); res.setDateHeader('X-Date', 0); res.setContentType('text/csv');
-        res.getWriter().write('a,b\\n'); res.getWriter().print('1,2');
-        return { ignored: true };
-      case 'bytes':
-        res.setContentType('application/octet-stream'); res.getOutputStream().write([0, 1, 2, 255]); return;
-      case 'sendError': res.getWriter().write('discarded'); res.sendError(403, 'forbidden here'); return;
-      case 'redirect': res.sendRedirect('/elsewhere'); return;
-      case 'headers-only': res.setStatus(202); res.setHeader('X-Set', 'yes'); return { kept: true };
-      case 'introspect':
-        res.setHeader('X-A', '1');
-        return { has: res.containsHeader('x-a'), get: res.getHeader('X-A'), status: res.getStatus(), committed: res.isCommitted(),
-                 enc: res.getCharacterEncoding(), buf: res.getBufferSize(), url: res.encodeURL('/x') };
-      case 'reset':
-        res.setStatus(500); res.setHeader('X-Gone', '1'); res.getWriter().write('gone'); res.reset(); res.getWriter().write('after reset');
-        return;
-      case 'committed':
-        res.getWriter().write('x'); res.flushBuffer(); res.setStatus(500); res.setHeader('X-Late', '1');
-        let threw = false; try { res.reset() } catch (e) { threw = true }
-        res.getWriter().write(threw ? ' reset threw' : ' reset did not throw');
-        return;
-    }
-  }`);
-
-  test('status, headers and writer output make the response; the return value is not serialized again', async () => {
-    const res = await request(app).get('/web0/api/app1/p?mode=writer');
-    expect(res.status).toBe(201);
-    expect(res.headers['x-one']).toBe('a');
-    expect(res.headers['x-many']).toBe('1, 2');
-    expect(res.headers['x-int']).toBe('7');
-    expect(res.headers['x-date']).toBe('Thu, 01 Jan 1970 00:00:00 GMT');
-    expect(res.headers['content-type']).toMatch(/^text\/csv/);
-    expect(res.text).toBe('a,b\n1,2');
-  });
-
-  test('getOutputStream writes bytes', async () => {
-    const res = await request(app).get('/web0/api/app1/p?mode=bytes').buffer(true).parse((r, cb) => {
-      const chunks = [];
-      r.on('data', (c) => chunks.push(c));
-      r.on('end', () => cb(null, Buffer.concat(chunks)));
+    test('body is an empty string without a body', async () => {
+      const res = await request(app).get('/web0/api/app1/p');
+      expect(res.body.body).toBe('');
     });
-    expect([...res.body]).toEqual([0, 1, 2, 255]);
-  });
 
-  test('sendError clears the buffer and answers with the status', async () => {
-    const res = await request(app).get('/web0/api/app1/p?mode=sendError');
-    expect(res.status).toBe(403);
-    expect(res.body).toMatchObject({ message: 'forbidden here', code: 403, requestId: res.headers['x-request-id'] });
-  });
-
-  test('sendRedirect', async () => {
-    const res = await request(app).get('/web0/api/app1/p?mode=redirect').redirects(0);
-    expect(res.status).toBe(302);
-    expect(res.headers.location).toBe('/elsewhere');
-  });
-
-  test('status and headers without a body apply to the serialized result', async () => {
-    const res = await request(app).get('/web0/api/app1/p?mode=headers-only');
-    expect(res.status).toBe(202);
-    expect(res.headers['x-set']).toBe('yes');
-    expect(res.body).toEqual({ kept: true });
-  });
-
-  test('introspection methods', async () => {
-    const res = await request(app).get('/web0/api/app1/p?mode=introspect');
-    expect(res.body).toEqual({ has: true, get: '1', status: 200, committed: false, enc: 'UTF-8', buf: 8192, url: '/x' });
-  });
-
-  test('reset clears status, headers and buffer; after flushBuffer the response is committed', async () => {
-    const reset = await request(app).get('/web0/api/app1/p?mode=reset');
-    expect(reset.status).toBe(200);
-    expect(reset.headers).not.toHaveProperty('x-gone');
-    expect(reset.text).toBe('after reset');
-    const committed = await request(app).get('/web0/api/app1/p?mode=committed');
-    expect(committed.status).toBe(200);
-    expect(committed.headers).not.toHaveProperty('x-late');
-    expect(committed.text).toBe('x reset threw');
-  });
-});
-
-describe('platform helpers', () => {
-  test('getAccountByToken (async host function, sync in the script), toJSON, stringToBytes', async () => {
-    const { app } = api(`export async function fn(ctx) {
-      var account = platform.system.getAccountByToken(ctx.query.token);
-      var awaited = await platform.system.getAccountByToken('nobody');
-      return { account, awaited, json: platform.utils.toJSON({ d: new Date(9) }),
-               utf8: platform.utils.stringToBytes('é€'), latin1: platform.utils.stringToBytes('é', 'ISO-8859-1') };
-    }`, {}, {
-      accounts: { getAccountByToken: async (t) => (t === 'good' ? { id: 'u1', userName: 'ada' } : null) },
-    });
-    const res = await request(app).get('/web0/api/app1/p?token=good');
-    expect(res.body).toEqual({
-      account: { id: 'u1', userName: 'ada' }, awaited: null, json: '{"d":9}',
-      utf8: [0xc3, 0xa9, 0xe2, 0x82, 0xac], latin1: [0xe9],
+    test('allowUnderscoreHeaders passes header names with _', async () => {
+      const { app: open } = api('export function fn(ctx) { return { v: ctx.headers["x_under"], h: ctx.request.getHeader("X_UNDER") } }', {}, { allowUnderscoreHeaders: true });
+      const res = await request(open).get('/web0/api/app1/p').set('X_Under', 'kept');
+      expect(res.body).toEqual({ v: 'kept', h: 'kept' });
     });
   });
 
-  test('console output goes to the logger tagged with app, script and request id', async () => {
-    const lines = [];
-    const logger = { info: (m, meta) => lines.push([m, meta]), warn: (m, meta) => lines.push([m, meta]), error: (m, meta) => lines.push([m, meta]) };
-    const { app } = api('export function fn(ctx) { console.log("hello", { a: 1 }); console.error("bad"); return 1 }', {}, { logger });
-    const res = await request(app).get('/web0/api/app1/p');
-    await new Promise((r) => setTimeout(r, 50));
-    expect(lines.map((l) => l[0])).toEqual(['[app1/main.js] hello {"a":1}', '[app1/main.js] bad']);
-    expect(lines[0][1]).toEqual({ appId: 'app1', script: 'main.js', requestId: res.headers['x-request-id'] });
-  });
-});
+  describe('PlatformHttpRequest', () => {
+    const { app } = api(`export function fn(ctx) {
+      const r = ctx.request;
+      const list = (e) => { const out = []; while (e.hasMoreElements()) out.push(e.nextElement()); return out; };
+      return {
+        param: r.getParameter('q'), formParam: r.getParameter('f'), missing: r.getParameter('none'),
+        values: r.getParameterValues('q'), names: list(r.getParameterNames()).sort(), map: r.getParameterMap(),
+        encoding: r.getCharacterEncoding(), protocol: r.getProtocol(), scheme: r.getScheme(), serverName: r.getServerName(),
+        serverPort: r.getServerPort(), remoteAddr: r.getRemoteAddr(), remoteHost: r.getRemoteHost(), remotePort: r.getRemotePort(),
+        secure: r.isSecure(), contentType: r.getContentType(), authType: r.getAuthType(),
+        cookies: (r.getCookies() || []).map((c) => [c.getName(), c.getValue()]),
+        header: r.getHeader('X-MULTI'), headers: [...r.getHeaders('x-multi')], headerNames: list(r.getHeaderNames()).includes('x-multi'),
+        method: r.getMethod(), pathInfo: r.getPathInfo(), contextPath: r.getContextPath(), servletPath: r.getServletPath(),
+        queryString: r.getQueryString(), remoteUser: r.getRemoteUser(), principal: r.getUserPrincipal(), uri: r.getRequestURI(),
+        parts: r.getParts().length,
+      };
+    }`);
 
-describe('files', () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-files-'));
-  const sandboxDir = path.join(root, 'sandbox');
-  const storageDir = path.join(root, 'storage');
-  fs.mkdirSync(path.join(sandboxDir, 'app1', 'docs'), { recursive: true });
-  fs.mkdirSync(path.join(storageDir, 'app1'), { recursive: true });
-  fs.writeFileSync(path.join(sandboxDir, 'app1', 'docs', 'a.txt'), 'local file');
-  fs.writeFileSync(path.join(storageDir, 'app1', 'b.pdf'), 'shared file');
-  fs.writeFileSync(path.join(root, 'secret.txt'), 'outside');
-  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
-
-  const { app } = api('export function fn(ctx) { return JSON.parse(ctx.query.r) }', { returnType: 'File' }, { sandboxDir, storageDir });
-  const get = (r) => request(app).get('/web0/api/app1/p').query({ r: JSON.stringify(r) });
-
-  test('path streams the local file as an attachment with its name', async () => {
-    const res = await get({ path: 'docs/a.txt', name: 'report €.txt' });
-    expect(res.status).toBe(200);
-    expect(res.text).toBe('local file');
-    expect(res.headers['content-disposition']).toBe(`attachment; filename="report _.txt"; filename*=UTF-8''report%20%E2%82%AC.txt`);
-    expect(res.headers['content-type']).toBe('text/plain;charset=UTF-8');
-    expect(res.headers['content-length']).toBe('10');
-  });
-
-  test('storagePath, inline, and path wins over storagePath', async () => {
-    const shared = await get({ storagePath: 'b.pdf', contentDisposition: 'inline' });
-    expect(shared.headers['content-type']).toBe('application/pdf');
-    expect(shared.headers['content-disposition']).toMatch(/^inline; filename="b.pdf"/);
-    const both = await get({ path: 'docs/a.txt', storagePath: 'b.pdf' });
-    expect(both.text).toBe('local file');
-  });
-
-  test('empty path or a missing file: 404; a path out of the sandbox is refused', async () => {
-    expect((await get({ path: '' })).status).toBe(404);
-    expect((await get({ path: 'docs/missing.txt' })).status).toBe(404);
-    const out = await get({ path: '../../secret.txt' });
-    expect(out.status).toBe(400);
-    expect(out.body.code).toBe(270302);
-    expect(out.text).not.toContain('outside');
-  });
-
-  test('uploaded parts save into the sandbox and shared storage', async () => {
-    const x = api('', { call: { script: 'upload.js', function: 'up' } }, { sandboxDir, storageDir }, {
-      scripts: {
-        'upload.js': `export function up(ctx) {
-          return ctx.getParts().map((p) => ({ name: p.name, file: p.submittedFileName, type: p.contentType, size: p.size,
-            saved: p.name === 'doc' ? p.save('uploads/' + p.submittedFileName) : p.saveStorage('shared/' + p.submittedFileName) }));
-        }`,
-      },
+    test('every method, with servlet semantics', async () => {
+      const res = await request(app)
+        .post('/web0/api/app1/p?q=1&q=2')
+        .set('Content-Type', 'application/x-www-form-urlencoded; charset=UTF-8')
+        .set('Authorization', 'Bearer abc')
+        .set('Cookie', 'a=1')
+        .set('X-Multi', 'one')
+        .send('f=form&q=3');
+      const r = res.body;
+      expect(r).toMatchObject({
+        param: '1', formParam: 'form', missing: null, values: ['1', '2', '3'], names: ['f', 'q'],
+        map: { q: ['1', '2', '3'], f: ['form'] }, encoding: 'UTF-8', protocol: 'HTTP/1.1', scheme: 'http',
+        serverName: '127.0.0.1', secure: false, contentType: 'application/x-www-form-urlencoded; charset=UTF-8', authType: 'Bearer',
+        cookies: [['a', '1']], header: 'one', headers: ['one'], headerNames: true, method: 'POST', pathInfo: '/p',
+        contextPath: '/web0/api', servletPath: '/app1', queryString: 'q=1&q=2', remoteUser: null, principal: null,
+        uri: '/web0/api/app1/p', parts: 0,
+      });
+      expect(r.remoteAddr).toMatch(/127\.0\.0\.1/);
+      expect(r.remoteHost).toBe(r.remoteAddr);
+      expect(typeof r.serverPort).toBe('number');
+      expect(r.remotePort).toBeGreaterThan(0);
     });
-    const res = await request(x.app).post('/web0/api/app1/p')
-      .attach('doc', Buffer.from('hello part'), { filename: 'h.txt', contentType: 'text/plain' })
-      .attach('img', Buffer.from([1, 2, 3]), { filename: 'i.bin', contentType: 'application/octet-stream' });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual([
-      { name: 'doc', file: 'h.txt', type: 'text/plain', size: 10, saved: { path: 'uploads/h.txt', size: 10 } },
-      { name: 'img', file: 'i.bin', type: 'application/octet-stream', size: 3, saved: { path: 'shared/i.bin', size: 3 } },
-    ]);
-    expect(fs.readFileSync(path.join(sandboxDir, 'app1', 'uploads', 'h.txt'), 'utf8')).toBe('hello part');
-    expect([...fs.readFileSync(path.join(storageDir, 'app1', 'shared', 'i.bin'))]).toEqual([1, 2, 3]);
+  });
+
+  describe('PlatformHttpResponse', () => {
+    const { app } = api(`export function fn(ctx) {
+      const res = ctx.response;
+      switch (ctx.query.mode) {
+        case 'writer':
+          res.setStatus(201); res.setHeader('X-One', 'a'); res.addHeader('X-Many', '1'); res.addHeader('X-Many', '2');
+          res.setIntHeader('X-Int', 7); res.setDateHeader('X-Date', 0); res.setContentType('text/csv');
+          res.getWriter().write('a,b\\n'); res.getWriter().print('1,2');
+          return { ignored: true };
+        case 'bytes':
+          res.setContentType('application/octet-stream'); res.getOutputStream().write([0, 1, 2, 255]); return;
+        case 'sendError': res.getWriter().write('discarded'); res.sendError(403, 'forbidden here'); return;
+        case 'redirect': res.sendRedirect('/elsewhere'); return;
+        case 'headers-only': res.setStatus(202); res.setHeader('X-Set', 'yes'); return { kept: true };
+        case 'introspect':
+          res.setHeader('X-A', '1');
+          return { has: res.containsHeader('x-a'), get: res.getHeader('X-A'), status: res.getStatus(), committed: res.isCommitted(),
+                   enc: res.getCharacterEncoding(), buf: res.getBufferSize(), url: res.encodeURL('/x') };
+        case 'reset':
+          res.setStatus(500); res.setHeader('X-Gone', '1'); res.getWriter().write('gone'); res.reset(); res.getWriter().write('after reset');
+          return;
+        case 'committed':
+          res.getWriter().write('x'); res.flushBuffer(); res.setStatus(500); res.setHeader('X-Late', '1');
+          let threw = false; try { res.reset() } catch (e) { threw = true }
+          res.getWriter().write(threw ? ' reset threw' : ' reset did not throw');
+          return;
+      }
+    }`);
+
+    test('status, headers and writer output make the response; the return value is not serialized again', async () => {
+      const res = await request(app).get('/web0/api/app1/p?mode=writer');
+      expect(res.status).toBe(201);
+      expect(res.headers['x-one']).toBe('a');
+      expect(res.headers['x-many']).toBe('1, 2');
+      expect(res.headers['x-int']).toBe('7');
+      expect(res.headers['x-date']).toBe('Thu, 01 Jan 1970 00:00:00 GMT');
+      expect(res.headers['content-type']).toMatch(/^text\/csv/);
+      expect(res.text).toBe('a,b\n1,2');
+    });
+
+    test('getOutputStream writes bytes', async () => {
+      const res = await request(app).get('/web0/api/app1/p?mode=bytes').buffer(true).parse((r, cb) => {
+        const chunks = [];
+        r.on('data', (c) => chunks.push(c));
+        r.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
+      expect([...res.body]).toEqual([0, 1, 2, 255]);
+    });
+
+    test('sendError clears the buffer and answers with the status', async () => {
+      const res = await request(app).get('/web0/api/app1/p?mode=sendError');
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({ message: 'forbidden here', code: 403, requestId: res.headers['x-request-id'] });
+    });
+
+    test('sendRedirect', async () => {
+      const res = await request(app).get('/web0/api/app1/p?mode=redirect').redirects(0);
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe('/elsewhere');
+    });
+
+    test('status and headers without a body apply to the serialized result', async () => {
+      const res = await request(app).get('/web0/api/app1/p?mode=headers-only');
+      expect(res.status).toBe(202);
+      expect(res.headers['x-set']).toBe('yes');
+      expect(res.body).toEqual({ kept: true });
+    });
+
+    test('introspection methods', async () => {
+      const res = await request(app).get('/web0/api/app1/p?mode=introspect');
+      expect(res.body).toEqual({ has: true, get: '1', status: 200, committed: false, enc: 'UTF-8', buf: 8192, url: '/x' });
+    });
+
+    test('reset clears status, headers and buffer; after flushBuffer the response is committed', async () => {
+      const reset = await request(app).get('/web0/api/app1/p?mode=reset');
+      expect(reset.status).toBe(200);
+      expect(reset.headers).not.toHaveProperty('x-gone');
+      expect(reset.text).toBe('after reset');
+      const committed = await request(app).get('/web0/api/app1/p?mode=committed');
+      expect(committed.status).toBe(200);
+      expect(committed.headers).not.toHaveProperty('x-late');
+      expect(committed.text).toBe('x reset threw');
+    });
+  });
+
+  describe('platform helpers', () => {
+    test('getAccountByToken (async host function, sync in the script), toJSON, stringToBytes', async () => {
+      const { app } = api(`export async function fn(ctx) {
+        var account = platform.system.getAccountByToken(ctx.query.token);
+        var awaited = await platform.system.getAccountByToken('nobody');
+        return { account, awaited, json: platform.utils.toJSON({ d: new Date(9) }),
+                 utf8: platform.utils.stringToBytes('é€'), latin1: platform.utils.stringToBytes('é', 'ISO-8859-1') };
+      }`, {}, {
+        accounts: { getAccountByToken: async (t) => (t === 'good' ? { id: 'u1', userName: 'ada' } : null) },
+      });
+      const res = await request(app).get('/web0/api/app1/p?token=good');
+      expect(res.body).toEqual({
+        account: { id: 'u1', userName: 'ada' }, awaited: null, json: '{"d":9}',
+        utf8: [0xc3, 0xa9, 0xe2, 0x82, 0xac], latin1: [0xe9],
+      });
+    });
+
+    test('console output goes to the logger tagged with app, script and request id', async () => {
+      const lines = [];
+      const logger = { info: (m, meta) => lines.push([m, meta]), warn: (m, meta) => lines.push([m, meta]), error: (m, meta) => lines.push([m, meta]) };
+      const { app } = api('export function fn(ctx) { console.log("hello", { a: 1 }); console.error("bad"); return 1 }', {}, { logger });
+      const res = await request(app).get('/web0/api/app1/p');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(lines.map((l) => l[0])).toEqual(['[app1/main.js] hello {"a":1}', '[app1/main.js] bad']);
+      expect(lines[0][1]).toEqual({ appId: 'app1', script: 'main.js', requestId: res.headers['x-request-id'] });
+    });
+  });
+
+  describe('files', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-files-'));
+    const sandboxDir = path.join(root, 'sandbox');
+    const storageDir = path.join(root, 'storage');
+    fs.mkdirSync(path.join(sandboxDir, 'app1', 'docs'), { recursive: true });
+    fs.mkdirSync(path.join(storageDir, 'app1'), { recursive: true });
+    fs.writeFileSync(path.join(sandboxDir, 'app1', 'docs', 'a.txt'), 'local file');
+    fs.writeFileSync(path.join(storageDir, 'app1', 'b.pdf'), 'shared file');
+    fs.writeFileSync(path.join(root, 'secret.txt'), 'outside');
+    afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+    const { app } = api('export function fn(ctx) { return JSON.parse(ctx.query.r) }', { returnType: 'File' }, { sandboxDir, storageDir });
+    const get = (r) => request(app).get('/web0/api/app1/p').query({ r: JSON.stringify(r) });
+
+    test('path streams the local file as an attachment with its name', async () => {
+      const res = await get({ path: 'docs/a.txt', name: 'report €.txt' });
+      expect(res.status).toBe(200);
+      expect(res.text).toBe('local file');
+      expect(res.headers['content-disposition']).toBe(`attachment; filename="report _.txt"; filename*=UTF-8''report%20%E2%82%AC.txt`);
+      expect(res.headers['content-type']).toBe('text/plain;charset=UTF-8');
+      expect(res.headers['content-length']).toBe('10');
+    });
+
+    test('storagePath, inline, and path wins over storagePath', async () => {
+      const shared = await get({ storagePath: 'b.pdf', contentDisposition: 'inline' });
+      expect(shared.headers['content-type']).toBe('application/pdf');
+      expect(shared.headers['content-disposition']).toMatch(/^inline; filename="b.pdf"/);
+      const both = await get({ path: 'docs/a.txt', storagePath: 'b.pdf' });
+      expect(both.text).toBe('local file');
+    });
+
+    test('empty path or a missing file: 404; a path out of the sandbox is refused', async () => {
+      expect((await get({ path: '' })).status).toBe(404);
+      expect((await get({ path: 'docs/missing.txt' })).status).toBe(404);
+      const out = await get({ path: '../../secret.txt' });
+      expect(out.status).toBe(400);
+      expect(out.body.code).toBe(270302);
+      expect(out.text).not.toContain('outside');
+    });
+
+    test('uploaded parts save into the sandbox and shared storage', async () => {
+      const x = api('', { call: { script: 'upload.js', function: 'up' } }, { sandboxDir, storageDir }, {
+        scripts: {
+          'upload.js': `export function up(ctx) {
+            return ctx.getParts().map((p) => ({ name: p.name, file: p.submittedFileName, type: p.contentType, size: p.size,
+              saved: p.name === 'doc' ? p.save('uploads/' + p.submittedFileName) : p.saveStorage('shared/' + p.submittedFileName) }));
+          }`,
+        },
+      });
+      const res = await request(x.app).post('/web0/api/app1/p')
+        .attach('doc', Buffer.from('hello part'), { filename: 'h.txt', contentType: 'text/plain' })
+        .attach('img', Buffer.from([1, 2, 3]), { filename: 'i.bin', contentType: 'application/octet-stream' });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual([
+        { name: 'doc', file: 'h.txt', type: 'text/plain', size: 10, saved: { path: 'uploads/h.txt', size: 10 } },
+        { name: 'img', file: 'i.bin', type: 'application/octet-stream', size: 3, saved: { path: 'shared/i.bin', size: 3 } },
+      ]);
+      expect(fs.readFileSync(path.join(sandboxDir, 'app1', 'uploads', 'h.txt'), 'utf8')).toBe('hello part');
+      expect([...fs.readFileSync(path.join(storageDir, 'app1', 'shared', 'i.bin'))]).toEqual([1, 2, 3]);
+    });
   });
 });
