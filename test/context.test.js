@@ -272,3 +272,15 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
     });
   });
 });
+
+test('console output is capped per request so a chatty script cannot flood the host log', async () => {
+  const lines = [];
+  const logger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
+  const { app } = apiWith('quickjs', 'export function fn() { for (let i = 0; i < 5000; i++) console.log("line " + i); return 1 }', {}, { logger });
+  const res = await request(app).get('/web0/api/app1/p');
+  expect(res.status).toBe(200);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(lines).toHaveLength(201);
+  expect(lines[199]).toBe('[app1/main.js] line 199');
+  expect(lines[200]).toBe(`[app1] 4800 more console lines of request ${res.headers['x-request-id']} were dropped`);
+});

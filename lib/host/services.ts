@@ -24,6 +24,8 @@ export interface RequestInfo {
 }
 
 const MAX_OPEN_RESPONSES = 32;
+/** Console lines one request may log; the rest are counted and reported in one line. */
+export const MAX_LOG_LINES = 200;
 
 function str(v: unknown, field: string): string {
   if (typeof v !== 'string' || v === '') throw new ApiError('SCRIPT_ERROR', `${field} must be a non-empty string`);
@@ -33,6 +35,7 @@ function str(v: unknown, field: string): string {
 export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
   private nextId = 1;
+  private logLines = 0;
 
   constructor(
     private readonly shared: HostShared,
@@ -134,7 +137,7 @@ export class HostServices implements HostBridge {
 
   private log(level: string, message: string, script: string): void {
     const logger = this.shared.logger;
-    if (!logger) return;
+    if (!logger || ++this.logLines > MAX_LOG_LINES) return;
     const meta = { appId: this.info.appId, script, requestId: this.info.requestId };
     const line = `[${this.info.appId}/${script}] ${message}`;
     if (level === 'error') logger.error(line, meta);
@@ -145,6 +148,12 @@ export class HostServices implements HostBridge {
 
   /** Drops outbound bodies the script never read. */
   dispose(): void {
+    if (this.logLines > MAX_LOG_LINES) {
+      this.shared.logger?.warn(`[${this.info.appId}] ${this.logLines - MAX_LOG_LINES} more console lines of request ${this.info.requestId} were dropped`, {
+        appId: this.info.appId,
+        requestId: this.info.requestId,
+      });
+    }
     for (const r of this.responses.values()) r.discard();
     this.responses.clear();
   }
