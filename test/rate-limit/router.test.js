@@ -1,0 +1,243 @@
+'use strict';
+// Rate limiting end to end: createApiRouter in a real Express app, through supertest.
+const http = require('node:http');
+const request = require('supertest');
+const { WorkerPool, RedisRateLimitStore } = require('../..');
+const { makeApp } = require('../helpers/app');
+const { startRedis, describeRedis } = require('../helpers/redis');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const cleanup = [];
+afterEach(async () => {
+  while (cleanup.length) await cleanup.pop()();
+});
+
+/** A quickjs pool that counts the jobs (script runs) it is given. */
+function countingEngine() {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2, memoryLimitMb: 64, maxConcurrentPerApp: 16 });
+  const engine = {
+    name: 'counting',
+    jobs: [],
+    run(job, host) {
+      engine.jobs.push({ phase: job.phase, query: job.request.query });
+      return pool.run(job, host);
+    },
+    close: () => pool.close(),
+  };
+  return engine;
+}
+
+const SCRIPT = `
+export function fn(ctx) { return { ok: true, n: ctx.query.n ?? null } }
+export function before(ctx) { if (ctx.query.u) ctx.request.setAttribute('user', ctx.query.u) }
+`;
+
+/** app1/p calling main.js#fn with `rateLimit: rule`; trust proxy on so X-Forwarded-For sets req.ip. */
+function limitedApp(rule, { before = false, rateLimit, engine = countingEngine() } = {}) {
+  const built = makeApp({
+    router: { engine, rateLimit },
+    setup: (app) => app.set('trust proxy', true),
+    apps: {
+      app1: {
+        scripts: { 'main.js': SCRIPT },
+        apis: [
+          {
+            path: 'p',
+            call: { script: 'main.js', function: 'fn' },
+            returnType: 'JSON',
+            rateLimit: rule,
+            ...(before ? { before: { script: 'main.js', function: 'before' } } : {}),
+          },
+        ],
+      },
+    },
+  });
+  cleanup.push(() => engine.close(), () => built.router.close());
+  return { ...built, engine };
+}
+
+const get = (app, ip, query = '', headers = {}) => {
+  const r = request(app).get(`/web0/api/app1/p${query}`).set('X-Forwarded-For', ip);
+  for (const [k, v] of Object.entries(headers)) r.set(k, v);
+  return r;
+};
+
+describe('rate limiting through the router', () => {
+  test('429 with the error body, Retry-After and the RateLimit headers', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 1 });
+    const ok = await get(app, '10.0.0.1');
+    expect(ok.status).toBe(200);
+    expect(ok.headers['ratelimit-policy']).toBe('"default"; q=1; w=1');
+    expect(ok.headers.ratelimit).toBe('"default"; r=0; t=1');
+    expect(ok.headers['retry-after']).toBeUndefined();
+
+    const res = await get(app, '10.0.0.1');
+    expect(res.status).toBe(429);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'Too many requests', code: 270400 });
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.headers['ratelimit-policy']).toBe('"default"; q=1; w=1');
+    expect(res.headers.ratelimit).toBe('"default"; r=0; t=1');
+  });
+
+  test('no rule, or 0 requests per second: no limit and no headers', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 0, timeoutMs: 0 });
+    for (let i = 0; i < 5; i++) {
+      const res = await get(app, '10.0.0.1');
+      expect(res.status).toBe(200);
+      expect(res.headers.ratelimit).toBeUndefined();
+    }
+  });
+
+  test('default identifier {ip}: one IP is limited separately from another', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 1 });
+    expect((await get(app, '10.0.0.1')).status).toBe(200);
+    expect((await get(app, '10.0.0.1')).status).toBe(429);
+    expect((await get(app, '10.0.0.2')).status).toBe(200);
+    expect((await get(app, '10.0.0.2')).status).toBe(429);
+    // IPv6 clients in one /56 share a bucket
+    expect((await get(app, '2001:db8:0:100::1')).status).toBe(200);
+    expect((await get(app, '2001:db8:0:1ff::2')).status).toBe(429);
+    expect((await get(app, '2001:db8:0:200::1')).status).toBe(200);
+  });
+
+  test('"global" is one bucket for every caller', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 1, identifier: 'global' });
+    expect((await get(app, '10.0.0.1')).status).toBe(200);
+    expect((await get(app, '10.0.0.2')).status).toBe(429);
+    expect((await get(app, '10.0.0.3')).status).toBe(429);
+  });
+
+  test('{header.x-user}: one bucket per user, whatever the IP; no header falls back to the IP', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 1, identifier: '{header.x-user}' });
+    expect((await get(app, '10.0.0.1', '', { 'X-User': 'alice' })).status).toBe(200);
+    expect((await get(app, '10.0.0.2', '', { 'X-User': 'alice' })).status).toBe(429);
+    expect((await get(app, '10.0.0.1', '', { 'X-User': 'bob' })).status).toBe(200);
+    expect((await get(app, '10.0.0.9')).status).toBe(200);
+    expect((await get(app, '10.0.0.9')).status).toBe(429);
+  });
+
+  test('{attr.user} set by the before script: limited after the before script', async () => {
+    const { app, engine } = limitedApp({ requestsPerSecond: 1, identifier: '{attr.user}' }, { before: true });
+    expect((await get(app, '10.0.0.1', '?u=alice&n=1')).body).toEqual({ ok: true, n: '1' });
+    const limited = await get(app, '10.0.0.2', '?u=alice&n=2');
+    expect(limited.status).toBe(429);
+    expect(limited.body.code).toBe(270400);
+    expect(limited.headers['retry-after']).toBe('1');
+    expect((await get(app, '10.0.0.1', '?u=bob&n=3')).status).toBe(200);
+    // before ran for every request; the call ran only for the admitted ones
+    expect(engine.jobs.map((j) => j.phase)).toEqual(['before', 'rest', 'before', 'before', 'rest']);
+  });
+
+  test('a rejected request costs no script call', async () => {
+    const { app, engine } = limitedApp({ requestsPerSecond: 1 }, { before: true });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get(app, '10.0.0.1')).status);
+    expect(statuses).toEqual([200, 429, 429, 429]);
+    expect(engine.jobs).toHaveLength(1);
+  });
+
+  test('waits for its turn within timeoutMs (FIFO), rejects past it', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 2, timeoutMs: 700, identifier: 'global' });
+    const t0 = Date.now();
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((n) =>
+        get(app, `10.0.0.${n}`, `?n=${n}`).then((res) => ({ n, status: res.status, at: Date.now() - t0 })),
+      ),
+    );
+    const ok = results.filter((r) => r.status === 200).sort((a, b) => a.at - b.at);
+    expect(ok).toHaveLength(2); // waits 0 and 500 fit in 700; the next would wait 1000
+    expect(ok[1].at).toBeGreaterThanOrEqual(450);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(2);
+  });
+
+  test('a client that disconnects while queued never runs its script', async () => {
+    const { app, engine } = limitedApp({ requestsPerSecond: 1, timeoutMs: 5000, identifier: 'global' });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    cleanup.push(() => new Promise((r) => server.close(r)));
+    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1/p`;
+
+    expect((await request(base).get('?n=first')).status).toBe(200); // takes the slot: next waits ~1 s
+    const gone = http.get(`${base}?n=gone`);
+    gone.on('error', () => {});
+    await sleep(200);
+    gone.destroy(); // hang up while queued
+    await sleep(1300); // past the moment its slot came up
+    expect(engine.jobs.map((j) => j.query.n)).toEqual(['first']);
+    // the next request is admitted (the dropped one's slot has passed)
+    const after = await request(base).get('?n=after');
+    expect(after.status).toBe(200);
+    expect(engine.jobs.map((j) => j.query.n)).toEqual(['first', 'after']);
+  });
+
+  test('maxWaiting: over the cap, 429 RATE_LIMIT_QUEUE_FULL at once', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 1, timeoutMs: 5000, identifier: 'global' }, { rateLimit: { maxWaiting: 0 } });
+    expect((await get(app, '10.0.0.1')).status).toBe(200);
+    const t0 = Date.now();
+    const res = await get(app, '10.0.0.1');
+    expect(Date.now() - t0).toBeLessThan(500);
+    expect(res.status).toBe(429);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'Too many requests waiting', code: 270401 });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describeRedis('rate limiting through two routers sharing Redis', () => {
+  let redis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    if (redis) await redis.stop();
+  });
+
+  test('one limit and one order: 5 at once at 1 req/s, 1500 ms → 200 at ~0 and ~1000 ms, three 429 at once', async () => {
+    const prefix = `router-${process.pid}-${Date.now()}:`;
+    const rule = { requestsPerSecond: 1, timeoutMs: 1500, identifier: 'global' };
+    const apps = [0, 1].map(() => {
+      const store = new RedisRateLimitStore({ url: redis.url, prefix });
+      cleanup.push(() => store.close());
+      return limitedApp(rule, { rateLimit: { store } }).app;
+    });
+    // warm both routers (script compile) on another bucket so timings measure only the limiter
+    await Promise.all(apps.map((app) => request(app).get('/web0/api/app1/p').set('X-Forwarded-For', '10.9.9.9')));
+    await sleep(1100);
+    const t0 = Date.now();
+    const results = await Promise.all(
+      [0, 1, 0, 1, 0].map((i, n) => get(apps[i], `10.0.0.${n}`).then((res) => ({ status: res.status, at: Date.now() - t0 }))),
+    );
+    const ok = results.filter((r) => r.status === 200).sort((a, b) => a.at - b.at);
+    const rejected = results.filter((r) => r.status === 429);
+    expect(ok).toHaveLength(2);
+    expect(ok[0].at).toBeLessThan(700);
+    expect(ok[1].at).toBeGreaterThanOrEqual(900);
+    expect(rejected).toHaveLength(3);
+    for (const r of rejected) expect(r.at).toBeLessThan(700);
+  });
+
+  test('Redis stopped: requests are answered (in-memory fallback), never hung', async () => {
+    const store = new RedisRateLimitStore({ url: redis.url, prefix: `down-${process.pid}:` });
+    cleanup.push(() => store.close());
+    const warn = jest.fn();
+    const logger = { info: jest.fn(), warn, error: jest.fn() };
+    const engine = countingEngine();
+    const built = makeApp({
+      router: { engine, rateLimit: { store }, logger },
+      setup: (app) => app.set('trust proxy', true),
+      apps: { app1: { scripts: { 'main.js': SCRIPT }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 1 } }] } },
+    });
+    cleanup.push(() => engine.close(), () => built.router.close());
+    expect((await get(built.app, '10.0.0.1')).status).toBe(200);
+    await redis.stop();
+    try {
+      const t0 = Date.now();
+      expect((await get(built.app, '10.0.0.2')).status).toBe(200);
+      expect((await get(built.app, '10.0.0.2')).status).toBe(429);
+      expect(Date.now() - t0).toBeLessThan(3000);
+      expect(warn.mock.calls.filter((c) => /rate-limit store unavailable/.test(c[0]))).toHaveLength(1);
+    } finally {
+      await redis.restart();
+    }
+  });
+});
