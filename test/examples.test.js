@@ -83,3 +83,48 @@ test('`npm start`: the example server answers real requests', async () => {
     child.kill();
   }
 });
+
+describe('examples/scripts-tsconfig/orders.ts runs as typed', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const { makeApp } = require('./helpers/app');
+  const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-ts-example-'));
+  fs.mkdirSync(path.join(sandboxDir, 'shop'));
+  fs.writeFileSync(path.join(sandboxDir, 'shop', 'report.csv'), 'id\n1\n');
+  const source = fs.readFileSync(path.join(__dirname, '..', 'examples', 'scripts-tsconfig', 'orders.ts'), 'utf8');
+  const ref = (fn) => ({ script: 'orders.ts', function: fn });
+  const hooks = { before: ref('authenticate'), onError: ref('handle') };
+  const ts = makeApp({
+    router: { sandboxDir, accounts: { getAccountByToken: (t) => (t === 'tok' ? { id: 'u1', name: 'Ada', valid: true } : null) } },
+    apps: {
+      shop: {
+        scripts: { 'orders.ts': source },
+        apis: [
+          { path: 'orders/list', call: ref('list'), returnType: 'JSON', ...hooks },
+          { path: 'orders/create', call: ref('create'), returnType: 'JSON', ...hooks },
+          { path: 'orders/attachments', call: ref('attach'), returnType: 'JSON', ...hooks },
+          { path: 'orders/report', call: ref('report'), returnType: 'File', ...hooks },
+        ],
+      },
+    },
+  });
+  afterAll(async () => {
+    await ts.router.close();
+    fs.rmSync(sandboxDir, { recursive: true, force: true });
+  });
+
+  test('list, create (validation error through onError), attach and report', async () => {
+    expect((await request(ts.app).get('/web0/api/shop/orders/list')).status).toBe(401);
+    const list = await request(ts.app).get('/web0/api/shop/orders/list?token=tok&item=ink');
+    expect(list.body).toEqual({ owner: 'Ada', orders: [{ id: 2, item: 'ink', qty: 1, createdAt: Date.UTC(2026, 0, 6) }] });
+    const invalid = await request(ts.app).post('/web0/api/shop/orders/create?token=tok').send('{"item":"pen"}');
+    expect(invalid.status).toBe(200);
+    expect(invalid.body).toMatchObject({ success: false, error: { code: 4001 } });
+    const attach = await request(ts.app).post('/web0/api/shop/orders/attachments?token=tok').attach('f', Buffer.from('abc'), 'a.txt');
+    expect(attach.body).toEqual([{ path: 'orders/a.txt', size: 3 }]);
+    expect(fs.readFileSync(path.join(sandboxDir, 'shop', 'orders', 'a.txt'), 'utf8')).toBe('abc');
+    const report = await request(ts.app).get('/web0/api/shop/orders/report?token=tok&view=inline');
+    expect(report.headers['content-disposition']).toMatch(/^inline; filename="orders-report.csv"/);
+    expect(report.text).toBe('id\n1\n');
+  });
+});
