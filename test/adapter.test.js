@@ -1,17 +1,17 @@
 'use strict';
 /**
- * The sandbox adapter (lib/runtime/sandbox/adapter.js), driven directly: each test evaluates the
+ * The sandbox adapter (lib/runtime/sandbox/*.js), driven directly: each test evaluates the
  * adapter in a fresh node:vm context with a fake `__host`, evaluates a "script" function in the
  * same context (so its Dates, promises and objects belong to the sandbox realm, as in the real
  * engines), calls __sa.invoke, lets the job queue drain and parses __sa.collect().
  * A last block runs the same adapter in the two real engines (QuickJS and vm2).
  */
-const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
 
-const ADAPTER = path.join(__dirname, '..', 'lib', 'runtime', 'sandbox', 'adapter.js');
-const SRC = fs.readFileSync(ADAPTER, 'utf8');
+// The adapter's fragments are read from lib/ (the sources), put together by the compiled loader.
+const { adapterSource } = require('../dist/cjs/runtime/adapter-source.js');
+const SRC = adapterSource(path.join(__dirname, '..', 'lib', 'runtime', 'sandbox'));
 
 function baseRequest(over = {}) {
   return {

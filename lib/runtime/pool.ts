@@ -7,12 +7,12 @@
  * - replaces dead or poisoned workers; only the offending job fails, queued jobs go elsewhere.
  */
 import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ERRORS, type ErrorName } from '../errors';
 import type { Logger } from '../types';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
+import { adapterSource } from './adapter-source';
 
 export interface PoolOptions {
   engine: 'quickjs' | 'vm2';
@@ -50,11 +50,6 @@ interface PoolWorker {
   known: Set<string>;
   idleTimer?: NodeJS.Timeout;
   retired: boolean;
-}
-
-let adapterSourceCache: string | undefined;
-function adapterSource(): string {
-  return (adapterSourceCache ??= fs.readFileSync(path.join(__dirname, 'sandbox', 'adapter.js'), 'utf8'));
 }
 
 function errorResult(job: ScriptJob, name: ErrorName, message?: string): JobResult {

@@ -1,0 +1,129 @@
+/*
+ * Sandbox adapter fragment: JSON, UTF-8 and base64.
+ *
+ * Holds enc (the adapter's own JSON encoder, never calls toJSON), dateValue / stringifyUser
+ * (JSON of script values, Dates as ms), and UTF-8 / base64 by hand: utf8Binary, utf8Length,
+ * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
+ * byte, 0..255).
+ *
+ * Expects from prelude.js: the captured builtins (jsonStringify, objToString, getTime,
+ * charCodeAt, strSlice, fromCharCode, mathTrunc, objectKeys, isArray) and isNil.
+ */
+// ---------------------------------------------------------------------------------------------
+// JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
+// ---------------------------------------------------------------------------------------------
+/** JSON text of adapter-built data: strings, numbers, booleans, null, arrays, plain objects. */
+function enc(v) {
+  if (isNil(v)) return 'null';
+  var t = typeof v;
+  if (t === 'string') return jsonStringify(v); // a primitive string: no toJSON lookup
+  if (t === 'number') return v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
+  if (t === 'boolean') return v ? 'true' : 'false';
+  var s = '';
+  var i;
+  if (isArray(v)) {
+    for (i = 0; i < v.length; i++) s += (i ? ',' : '') + enc(v[i]);
+    return '[' + s + ']';
+  }
+  for (var keys = objectKeys(v), i2 = 0; i2 < keys.length; i2++) {
+    var x = v[keys[i2]];
+    if (x !== undefined && typeof x !== 'function') s += (s ? ',' : '') + jsonStringify(keys[i2]) + ':' + enc(x);
+  }
+  return '{' + s + '}';
+}
+/** Time value of a Date of any realm (null when invalid), undefined for anything else. */
+function dateValue(o) {
+  if (objToString(o) !== '[object Date]') return undefined;
+  var t;
+  try {
+    t = getTime(o); // works across realms
+  } catch (e) {
+    return undefined; // a Symbol.toStringTag impostor
+  }
+  return t === t ? t : null;
+}
+function userReplacer(key, v) {
+  var d;
+  if (v !== null && typeof v === 'object') {
+    d = dateValue(v);
+    if (d !== undefined) return d;
+  } else if (typeof v === 'string' || v === null) {
+    var o = this[key]; // a Date's toJSON already ran: look at the holder's original value
+    if (o !== v && o !== null && typeof o === 'object') {
+      d = dateValue(o);
+      if (d !== undefined) return d;
+    }
+  }
+  return v;
+}
+/** JSON.stringify semantics for script values, every Date (top level too) as ms. May throw. */
+function stringifyUser(v) {
+  return jsonStringify(v, userReplacer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8 and base64 by hand. Bytes travel as "binary strings" (one char per byte, 0..255).
+// ---------------------------------------------------------------------------------------------
+var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+function isHigh(c) {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+function isLow(c) {
+  return c >= 0xdc00 && c <= 0xdfff;
+}
+/** UTF-8 bytes of s as a binary string; lone surrogates become U+FFFD, as with TextEncoder. */
+function utf8Binary(s) {
+  var out = '';
+  var n = s.length;
+  for (var i = 0; i < n; ) {
+    var start = i;
+    while (i < n && charCodeAt(s, i) < 0x80) i++;
+    if (i > start) out += strSlice(s, start, i); // ASCII run
+    if (i >= n) break;
+    var c = charCodeAt(s, i++);
+    if (c < 0x800) {
+      out += fromCharCode(0xc0 | (c >> 6), 0x80 | (c & 63));
+    } else if (isHigh(c) && i < n && isLow(charCodeAt(s, i))) {
+      var cp = 0x10000 + ((c - 0xd800) << 10) + (charCodeAt(s, i++) - 0xdc00);
+      out += fromCharCode(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 63), 0x80 | ((cp >> 6) & 63), 0x80 | (cp & 63));
+    } else {
+      if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
+      out += fromCharCode(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    }
+  }
+  return out;
+}
+function utf8Length(s) {
+  var n = 0;
+  for (var i = 0; i < s.length; i++) {
+    var c = charCodeAt(s, i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (isHigh(c) && i + 1 < s.length && isLow(charCodeAt(s, i + 1))) (n += 4), i++;
+    else n += 3;
+  }
+  return n;
+}
+function base64(bin) {
+  var out = '';
+  var n = bin.length;
+  var i = 0;
+  var x;
+  for (; i + 2 < n; i += 3) {
+    x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8) | charCodeAt(bin, i + 2);
+    out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + B64[x & 63];
+  }
+  if (n - i === 1) {
+    x = charCodeAt(bin, i) << 16;
+    out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + '==';
+  } else if (n - i === 2) {
+    x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8);
+    out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + '=';
+  }
+  return out;
+}
+function base64ByteLength(b64) {
+  var n = b64.length;
+  var pad = n && b64[n - 1] === '=' ? (n > 1 && b64[n - 2] === '=' ? 2 : 1) : 0;
+  return mathTrunc((n * 3) / 4) - pad;
+}

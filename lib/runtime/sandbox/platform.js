@@ -1,0 +1,116 @@
+/*
+ * Sandbox adapter fragment: globalThis.platform.
+ *
+ * Holds platform.app.abort, platform.system.getAccountByToken, platform.utils (toJSON,
+ * stringToBytes), platform.http.request, and defines globalThis.platform (non-writable,
+ * non-configurable, deeply frozen).
+ *
+ * Expects from prelude.js: G, the helpers, ABORT_CODE; from encoding.js: stringifyUser,
+ * utf8Binary; from host.js: hostCall. abort() also records into `current`, the stage record
+ * declared in entry.js (read at call time only, never at load time).
+ */
+function abort(message, status) {
+  var msg = isNil(message) ? 'Aborted' : safeString(message);
+  var sc = typeof status === 'number' && status === status ? mathTrunc(status) : undefined;
+  try {
+    hostCall('app.abort', { message: msg, status: sc });
+  } catch (e) {
+    /* recorded and thrown below all the same */
+  }
+  var err = makeError('AbortError', msg, ABORT_CODE, sc);
+  var st = current;
+  if (st !== null && st.abort === null) {
+    var stack = err.stack;
+    st.abort = { name: 'AbortError', message: msg, code: ABORT_CODE, status: sc, stack: typeof stack === 'string' ? stack : undefined };
+  }
+  throw err;
+}
+
+/** UTF-8 (the default; 'utf8' too) in the sandbox, other charsets through the host. */
+function stringToBytes(s, charset) {
+  var out = [];
+  var i;
+  if (isNil(s)) return out;
+  var cs = isNil(charset) || charset === '' ? 'utf-8' : lower(charset);
+  if (cs !== 'utf-8' && cs !== 'utf8') {
+    var v = hostCall('utils.stringToBytes', { text: Str(s), charset: Str(charset) });
+    if (isArray(v)) for (i = 0; i < v.length; i++) push(out, Num(v[i]) & 255);
+    return out;
+  }
+  var bin = utf8Binary(Str(s));
+  for (i = 0; i < bin.length; i++) push(out, charCodeAt(bin, i));
+  return out;
+}
+
+function httpRequest(opts) {
+  if (typeof opts === 'string') opts = { url: opts };
+  if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw makeError('TypeError', 'platform.http.request needs a request object with a url');
+  var method = isNil(opts.method) ? 'GET' : toUpperCase(Str(opts.method));
+  var headers = {};
+  var hasContentType = false;
+  if (isObj(opts.headers)) {
+    for (var hk = objectKeys(opts.headers), i = 0; i < hk.length; i++) {
+      var hv = opts.headers[hk[i]];
+      if (isNil(hv)) continue;
+      setOwn(headers, hk[i], Str(hv));
+      if (lower(hk[i]) === 'content-type') hasContentType = true;
+    }
+  }
+  var body = isNil(opts.body) ? null : opts.body;
+  if (body !== null && typeof body !== 'string') {
+    body = stringifyUser(body); // an object body is sent as JSON
+    if (body === undefined) body = null;
+    else if (!hasContentType) setOwn(headers, 'content-type', 'application/json');
+  }
+  var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
+  var res = hostCall('http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs });
+  var id = getOwn(res, 'id');
+  var loaded = false;
+  var cached;
+  function loadBody() {
+    if (!loaded) (cached = hostCall('http.body', { id: id })), (loaded = true);
+    return cached;
+  }
+  var response = {
+    status: getOwn(res, 'status'),
+    headers: clonePlain(getOwn(res, 'headers')),
+    url: getOwn(res, 'url'),
+    text: () => loadBody(),
+    json: function () {
+      var b = loadBody();
+      return isNil(b) ? null : jsonParse(Str(b));
+    },
+    saveBodyAsFile: (p) => hostCall('http.saveBodyAsFile', { id: id, path: p === undefined ? null : Str(p) }),
+  };
+  defineProperty(response, 'body', { __proto__: null, get: loadBody, enumerable: true, configurable: false });
+  return response;
+}
+
+function deepFreeze(o) {
+  for (var keys = objectKeys(o), i = 0; i < keys.length; i++) if (isObj(o[keys[i]])) deepFreeze(o[keys[i]]);
+  return freeze(o);
+}
+
+var platform = deepFreeze({
+  app: {
+    /** Ends the call with an error (code 270001); recorded, so catching it changes nothing. */
+    abort: (message, status) => abort(message, status),
+  },
+  system: {
+    getAccountByToken: function (token) {
+      var v = hostCall('system.getAccountByToken', { token: isNil(token) ? null : Str(token) });
+      return v === undefined ? null : v;
+    },
+  },
+  utils: {
+    toJSON: function (v) {
+      var s = stringifyUser(v);
+      return s === undefined ? 'null' : s;
+    },
+    stringToBytes: (s, charset) => stringToBytes(s, charset),
+  },
+  http: {
+    request: (opts) => httpRequest(opts),
+  },
+});
+defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });

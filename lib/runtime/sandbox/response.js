@@ -1,0 +1,263 @@
+/*
+ * Sandbox adapter fragment: ctx.response (PlatformHttpResponse).
+ *
+ * Holds makeResponse(st): the servlet-like response API over st.res (the carried state),
+ * with its Writer (getWriter) and OutputStream (getOutputStream).
+ *
+ * Expects from prelude.js: the helpers and error constructors; from encoding.js: utf8Binary;
+ * from response-state.js: chunkByteLength; from response-helpers.js: httpDate, formatJava,
+ * bytesOf. st is the stage record built by invoke (entry.js).
+ */
+function makeResponse(st) {
+  var api;
+  var writer = null;
+  var stream = null;
+  var r = () => st.res;
+  function statusCode(sc) {
+    var n = Num(sc);
+    if (!(n === n && n % 1 === 0 && n >= 100 && n <= 999)) throw illegalArgument('Invalid status code: ' + safeString(sc));
+    return n;
+  }
+  function clearBuffer() {
+    st.res.chunks = [];
+    st.res.written = false;
+    st.buffered = 0;
+  }
+  /** Appends text ('t') or bytes ('bin'), merged into a last chunk of the same kind. */
+  function append(kind, data) {
+    var res = st.res;
+    if (res.error !== null || res.redirect !== null) return; // suspended by sendError / sendRedirect
+    res.written = true;
+    if (data.length === 0) return;
+    var last = res.chunks.length ? res.chunks[res.chunks.length - 1] : null;
+    var ch = { k: kind, v: data };
+    if (last !== null && last.k === kind) last.v += data;
+    else push(res.chunks, ch);
+    st.buffered += chunkByteLength(ch, res.characterEncoding);
+    if (st.buffered > res.bufferSize) res.committed = true; // the buffer overflowed: flushed
+  }
+  function setContentLengthValue(v) {
+    var n = isNil(v) ? -1 : toInt(v);
+    st.res.contentLength = n >= 0 ? n : null;
+  }
+  /** Content-Type and Content-Length are response properties, as in a servlet container. */
+  function special(name, value) {
+    var ln = lower(name);
+    if (ln === 'content-type') api.setContentType(value);
+    else if (ln === 'content-length') setContentLengthValue(value);
+    else return false;
+    return true;
+  }
+  function badName(name) {
+    return st.res.committed || isNil(name) || Str(name) === '';
+  }
+  /** setHeader keeps the position of the first entry of that name and drops the others. */
+  function setHeader(name, value) {
+    if (badName(name) || special(name, value)) return;
+    var ln = lower(name);
+    var h = st.res.headers;
+    var kept = [];
+    var placed = isNil(value);
+    for (var i = 0; i < h.length; i++) {
+      if (lower(h[i][0]) !== ln) push(kept, h[i]);
+      else if (!placed) (placed = true), push(kept, [Str(name), Str(value)]);
+    }
+    if (!placed) push(kept, [Str(name), Str(value)]);
+    st.res.headers = kept;
+  }
+  function addHeader(name, value) {
+    if (badName(name) || special(name, value) || isNil(value)) return;
+    push(st.res.headers, [Str(name), Str(value)]);
+  }
+  function getHeaders(name) {
+    var out = [];
+    if (isNil(name)) return out;
+    var ln = lower(name);
+    var res = st.res;
+    if (ln === 'content-type') {
+      if (res.contentType !== null) push(out, api.getContentType());
+      return out;
+    }
+    if (ln === 'content-length' && res.contentLength !== null) return [('' + res.contentLength)];
+    for (var i = 0; i < res.headers.length; i++) if (lower(res.headers[i][0]) === ln) push(out, res.headers[i][1]);
+    if (out.length === 0 && ln === 'location' && res.redirect !== null) push(out, res.redirect);
+    return out;
+  }
+  function getHeaderNames() {
+    var res = st.res;
+    var out = [];
+    var seen = objectCreate(null);
+    if (res.contentType !== null) (seen['content-type'] = true), push(out, 'Content-Type');
+    if (res.contentLength !== null) (seen['content-length'] = true), push(out, 'Content-Length');
+    for (var i = 0; i < res.headers.length; i++) {
+      var ln = lower(res.headers[i][0]);
+      if (seen[ln] !== true) (seen[ln] = true), push(out, res.headers[i][0]);
+    }
+    return out;
+  }
+  function getWriter() {
+    if (writer !== null) return writer;
+    var closed = false;
+    var text = (s) => closed || append('t', s);
+    writer = {
+      /** write(string[, off, len]) | write(int): one character | write(array of chars / codes) */
+      write: function (v, off, len) {
+        var s = '';
+        if (typeof v === 'number') s = fromCharCode(v & 0xffff);
+        else if (isArray(v)) for (var i = 0; i < v.length; i++) s += typeof v[i] === 'number' ? fromCharCode(v[i] & 0xffff) : Str(v[i]);
+        else s = off === undefined ? jstr(v) : strSlice(jstr(v), toInt(off), len === undefined ? undefined : toInt(off) + toInt(len));
+        text(s);
+      },
+      print: (v) => void text(jstr(v)),
+      println: function (v) {
+        text((arguments.length === 0 ? '' : jstr(v)) + '\n');
+      },
+      append: (v) => (text(jstr(v)), writer),
+      printf: function (fmt) {
+        text(formatJava(fmt, arguments, 1));
+        return writer;
+      },
+      format: function (fmt) {
+        text(formatJava(fmt, arguments, 1));
+        return writer;
+      },
+      flush: () => void (closed || api.flushBuffer()),
+      close: () => void (closed || api.flushBuffer(), (closed = true)),
+      checkError: () => false,
+    };
+    return writer;
+  }
+  function getOutputStream() {
+    if (stream !== null) return stream;
+    var closed = false;
+    var bytes = (bin) => closed || append('bin', bin);
+    stream = {
+      /** write(int): one byte | write(bytes[, off, len]): array, typed array, ArrayBuffer | write(string): UTF-8 */
+      write: (b, off, len) => void bytes(bytesOf(b, off, len)),
+      print: (v) => void bytes(utf8Binary(jstr(v))),
+      /** As ServletOutputStream.println: CRLF. */
+      println: function (v) {
+        bytes(utf8Binary((arguments.length === 0 ? '' : jstr(v)) + '\r\n'));
+      },
+      flush: () => void (closed || api.flushBuffer()),
+      close: () => void (closed || api.flushBuffer(), (closed = true)),
+      isReady: () => true,
+    };
+    return stream;
+  }
+  var sameUrl = (url) => (isNil(url) ? url : Str(url));
+
+  api = {
+    getCharacterEncoding: () => (r().characterEncoding === null ? 'UTF-8' : r().characterEncoding),
+    /** The MIME type with ';charset=' when an encoding was set; null until a type is set. */
+    getContentType: function () {
+      var res = r();
+      if (res.contentType === null) return null;
+      return res.characterEncoding === null ? res.contentType : res.contentType + ';charset=' + res.characterEncoding;
+    },
+    getOutputStream: getOutputStream,
+    getWriter: getWriter,
+    setCharacterEncoding: function (enc) {
+      if (!r().committed) r().characterEncoding = isNil(enc) || trim(Str(enc)) === '' ? null : trim(Str(enc));
+    },
+    setContentLength: (len) => void (r().committed || setContentLengthValue(len)),
+    setContentLengthLong: (len) => void (r().committed || setContentLengthValue(len)),
+    /** 'text/html; charset=ISO-8859-1' -> contentType 'text/html', characterEncoding 'ISO-8859-1'. */
+    setContentType: function (type) {
+      var res = r();
+      if (res.committed) return;
+      if (isNil(type)) {
+        res.contentType = null;
+        return;
+      }
+      var parts = splitOn(Str(type), ';');
+      var base = trim(parts[0]);
+      var charset = null;
+      for (var i = 1; i < parts.length; i++) {
+        var p = trim(parts[i]);
+        var eq = indexOf(p, '=');
+        if (eq > 0 && lower(trim(strSlice(p, 0, eq))) === 'charset') {
+          charset = trim(strSlice(p, eq + 1));
+          if (charset.length >= 2 && charset[0] === '"' && charset[charset.length - 1] === '"') charset = strSlice(charset, 1, -1);
+        } else if (p !== '') base += ';' + p;
+      }
+      res.contentType = base === '' ? null : base;
+      if (charset) res.characterEncoding = charset;
+    },
+    containsHeader: (name) => getHeaders(name).length > 0,
+    encodeURL: sameUrl,
+    encodeRedirectURL: sameUrl,
+    encodeUrl: sameUrl,
+    encodeRedirectUrl: sameUrl,
+    /** Clears the buffer, records the error page to send and commits. */
+    sendError: function (sc, msg) {
+      if (r().committed) throw illegalState('Cannot call sendError() after the response has been committed');
+      var code = statusCode(sc);
+      clearBuffer();
+      var res = r();
+      res.status = code;
+      res.error = { status: code, message: isNil(msg) ? null : Str(msg) };
+      res.committed = true;
+    },
+    /** Clears the buffer, records a 302 to `location` and commits. */
+    sendRedirect: function (location) {
+      if (r().committed) throw illegalState('Cannot call sendRedirect() after the response has been committed');
+      if (isNil(location)) throw illegalArgument('sendRedirect() needs a location');
+      var loc = Str(location);
+      clearBuffer();
+      var res = r();
+      res.redirect = loc;
+      res.status = 302;
+      res.committed = true;
+    },
+    setHeader: setHeader,
+    addHeader: addHeader,
+    setDateHeader: (name, date) => void (r().committed || setHeader(name, httpDate(date))),
+    addDateHeader: (name, date) => void (r().committed || addHeader(name, httpDate(date))),
+    setIntHeader: function (name, value) {
+      var n = toInt(value);
+      if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
+      setHeader(name, '' + n);
+    },
+    addIntHeader: function (name, value) {
+      var n = toInt(value);
+      if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
+      addHeader(name, '' + n);
+    },
+    setStatus: function (sc) {
+      if (!r().committed) r().status = statusCode(sc); // ignored once committed, as in a container
+    },
+    getStatus: () => r().status,
+    getHeader: function (name) {
+      var all = getHeaders(name);
+      return all.length ? all[0] : null;
+    },
+    getHeaders: getHeaders,
+    getHeaderNames: getHeaderNames,
+    getBufferSize: () => r().bufferSize,
+    setBufferSize: function (size) {
+      var res = r();
+      if (res.written || res.committed || st.buffered > 0) throw illegalState('Cannot set the buffer size after content has been written');
+      var n = toInt(size);
+      if (n !== n) throw illegalArgument('Invalid buffer size: ' + safeString(size));
+      res.bufferSize = mathMax(0, n);
+    },
+    flushBuffer: () => void (r().committed = true),
+    reset: function () {
+      var res = r();
+      if (res.committed) throw illegalState('Cannot reset the response after it has been committed');
+      res.status = 200;
+      res.headers = [];
+      res.contentType = null;
+      res.characterEncoding = null;
+      res.contentLength = null;
+      clearBuffer();
+    },
+    resetBuffer: function () {
+      if (r().committed) throw illegalState('Cannot reset the buffer after the response has been committed');
+      clearBuffer();
+    },
+    isCommitted: () => r().committed,
+  };
+  return api;
+}

@@ -1,0 +1,59 @@
+/*
+ * Sandbox adapter fragment: results.
+ *
+ * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
+ * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
+ *
+ * Expects from prelude.js: Str, isObj, isNil, safeString, makeError; from encoding.js:
+ * stringifyUser.
+ */
+function thrownInfo(e) {
+  var name = 'Error';
+  var message = '';
+  var code;
+  var status;
+  var stack;
+  try {
+    if (isObj(e)) {
+      var n = e.name;
+      var m = e.message;
+      var c = e.code;
+      var s = e.status;
+      var k = e.stack;
+      if (typeof n === 'string' && n !== '') name = n;
+      message = isNil(m) ? safeString(e) : safeString(m); // throw {code: 1} -> '[object Object]'
+      if (typeof c === 'number' && c === c) code = c;
+      if (typeof s === 'number' && s === s) status = s;
+      if (typeof k === 'string') stack = k;
+    } else {
+      message = safeString(e); // throw 'text'
+    }
+  } catch (x) {
+    if (message === '') message = 'The script threw a value that could not be read';
+  }
+  return { name: name, message: message, code: code, status: status, stack: stack };
+}
+function typeName(v) {
+  return v === null ? 'null' : typeof v;
+}
+/** Throws for a JSON result with no JSON form (BigInt, cycle). */
+function serializeOutput(returnType, v) {
+  if (returnType === 'Text') return { type: 'Text', text: isNil(v) ? '' : Str(v) };
+  if (returnType === 'Redirect') {
+    return typeof v === 'string' && v !== ''
+      ? { type: 'Redirect', location: v }
+      : { type: 'invalid', message: 'Redirect return type needs a URL string, got ' + typeName(v) };
+  }
+  if (returnType === 'File') {
+    if (v === null || typeof v !== 'object') return { type: 'invalid', message: 'File return type needs a file result object, got ' + typeName(v) };
+    var str = (x) => (typeof x === 'string' ? x : null);
+    return { type: 'File', file: { path: str(v.path), storagePath: str(v.storagePath), name: str(v.name), contentDisposition: str(v.contentDisposition) } };
+  }
+  var json;
+  try {
+    json = v === undefined ? 'null' : stringifyUser(v);
+  } catch (e) {
+    throw makeError('TypeError', 'Result is not JSON-serializable: ' + thrownInfo(e).message);
+  }
+  return { type: 'JSON', json: json === undefined ? 'null' : json };
+}
