@@ -1,6 +1,6 @@
 /**
  * Data shapes that cross the sandbox boundary. Everything here is plain JSON: the host builds a
- * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/adapter.js) builds ctx from it, and
+ * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/*.js, joined by lib/runtime/adapter-source.ts) builds ctx from it, and
  * response effects and attributes come back in one batch (StageOutput).
  */
 
