@@ -55,4 +55,13 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
   res.end(body);
 }
 
+/** Sends a serialized result: the script's status, its content type or the return type's default. */
+export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
+  const payload = Buffer.from(body);
+  res.statusCode = state.status;
+  res.setHeader('Content-Type', contentTypeOf(state) ?? defaultType);
+  res.setHeader('Content-Length', payload.length);
+  res.end(payload);
+}
+
 export { JSON_TYPE };
