@@ -3,6 +3,7 @@
  * theoretical arrival time has passed, so they carry no state) are swept on a timer, and at most
  * `maxKeys` buckets are kept (when full: sweep, then evict the least recently used).
  */
+import { performance } from 'node:perf_hooks';
 import { reserveGcra } from './gcra';
 import type { RateLimitStore, Reservation } from './types';
 
@@ -11,7 +12,10 @@ export interface MemoryRateLimitStoreOptions {
   maxKeys?: number;
   /** How often idle buckets are swept, in ms; 0 disables the timer. Default 60000. */
   sweepIntervalMs?: number;
-  /** The clock, in ms. Default `Date.now`. For tests. */
+  /**
+   * The clock, in ms. Default `performance.now()`: monotonic (a wall-clock step cannot free or
+   * block slots) and finer than a millisecond (rates above 1000/s per bucket stay exact).
+   */
   now?: () => number;
 }
 
@@ -33,7 +37,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
       throw new TypeError('scriptable-api: MemoryRateLimitStore maxKeys must be a positive integer');
     }
     this.maxKeys = maxKeys;
-    this.now = options.now ?? (() => Date.now());
+    this.now = options.now ?? (() => performance.now());
     const every = options.sweepIntervalMs ?? 60000;
     if (every > 0) {
       this.timer = setInterval(() => this.sweep(), every);
