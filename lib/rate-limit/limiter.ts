@@ -13,7 +13,9 @@
  * - Store failures never fail or hang a request: `onStoreError: 'memory'` (default) uses an
  *   in-memory store of this limiter for the outage, `'open'` admits. One warning per outage, one
  *   info line on recovery. During an outage the store is tried again by one request at a time,
- *   at most once per `storeRetryMs`.
+ *   at most once per `storeRetryMs`. A store call slower than `storeTimeoutMs` counts as a failure.
+ * - Hot path: a request admitted at once by a store with `reserveSync` (the memory store) costs
+ *   one resolved promise, no timer.
  */
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
@@ -144,7 +146,7 @@ class Limiter implements RateLimiter {
   }
 
   acquire(args: AcquireArgs): Promise<RateLimitDecision> {
-    let claimed = false;
+    let ctx: Ctx | undefined;
     try {
       const { rule, signal } = args;
       if (signal?.aborted) return Promise.resolve({ ok: false, headers: {} });
@@ -156,47 +158,49 @@ class Limiter implements RateLimiter {
       const key = bucketKey(args.appId, args.apiPath, identifier);
 
       // Claim a waiting place before reserving; without one, only an immediate slot is taken.
-      let reserveWaitMs = maxWaitMs;
+      ctx = { rps, intervalMs, maxWaitMs, reserveWaitMs: maxWaitMs, claimed: false, signal };
       if (maxWaitMs > 0) {
         if (this.waiting < this.maxWaiting) {
           this.waiting++;
-          claimed = true;
+          ctx.claimed = true;
         } else {
-          reserveWaitMs = 0;
+          ctx.reserveWaitMs = 0;
         }
       }
-      const ctx: Ctx = { rps, intervalMs, maxWaitMs, reserveWaitMs, claimed, signal };
-      claimed = false; // from here on, finish() owns the claim
 
       if (!this.storeDown && this.storeSync) {
-        let outcome: Reservation;
+        // Fast path (memory store): no promise but the one returned.
+        let outcome: Outcome;
         try {
-          outcome = (this.store.reserveSync as NonNullable<RateLimitStore['reserveSync']>)(key, intervalMs, reserveWaitMs);
+          outcome = checkReservation(
+            (this.store.reserveSync as NonNullable<RateLimitStore['reserveSync']>)(key, intervalMs, ctx.reserveWaitMs),
+          );
         } catch (err) {
-          return Promise.resolve(this.storeFailed(err, key, intervalMs, reserveWaitMs)).then((o) => this.finish(o, ctx));
+          outcome = this.storeFailed(err, key, intervalMs, ctx.reserveWaitMs);
         }
         const decision = this.finish(outcome, ctx);
         return decision instanceof Promise ? decision : Promise.resolve(decision);
       }
-      return this.reserveAsync(key, intervalMs, reserveWaitMs).then(
-        (outcome) => {
+      const c = ctx;
+      return this.reserveAsync(key, intervalMs, c.reserveWaitMs)
+        .then((outcome) => {
           if (signal?.aborted) {
-            this.release(ctx);
+            this.release(c);
             return { ok: false, headers: {} };
           }
-          return this.finish(outcome, ctx);
-        },
-        (err) => {
-          this.release(ctx);
-          this.log('error', 'scriptable-api: rate limiter failed; request admitted', err);
-          return admitNoHeaders();
-        },
-      );
+          return this.finish(outcome, c);
+        })
+        .catch((err: unknown) => this.failedOpen(err, c));
     } catch (err) {
-      if (claimed) this.waiting--;
-      this.log('error', 'scriptable-api: rate limiter failed; request admitted', err);
-      return Promise.resolve(admitNoHeaders());
+      return Promise.resolve(this.failedOpen(err, ctx));
     }
+  }
+
+  /** Something unexpected threw: admit (never fail a request because of the limiter). */
+  private failedOpen(err: unknown, ctx: Ctx | undefined): RateLimitDecision {
+    if (ctx) this.release(ctx);
+    this.log('error', 'scriptable-api: rate limiter failed; request admitted', err);
+    return admitNoHeaders();
   }
 
   async close(): Promise<void> {
@@ -341,7 +345,11 @@ interface Ctx {
 }
 
 function checkReservation(r: Reservation): Reservation {
-  if (!r || typeof r !== 'object' || typeof r.admitted !== 'boolean') {
+  if (
+    !r ||
+    typeof r !== 'object' ||
+    (r.admitted === true ? !(r.waitMs >= 0) : r.admitted !== false || !(r.retryAfterMs >= 0))
+  ) {
     throw new Error('rate-limit store returned an invalid reservation');
   }
   return r;

@@ -273,6 +273,33 @@ describe('createRateLimiter', () => {
     }
   });
 
+  test('a synchronous store (reserveSync) that throws or answers garbage falls back, then recovers', async () => {
+    const inner = new MemoryRateLimitStore({ sweepIntervalMs: 0 });
+    let mode = 'throw';
+    const store = {
+      reserveSync(k, i, w) {
+        if (mode === 'throw') throw new Error('sync down');
+        if (mode === 'garbage') return { admitted: true, waitMs: NaN };
+        return inner.reserveSync(k, i, w);
+      },
+      reserve: (k, i, w) => Promise.resolve().then(() => store.reserveSync(k, i, w)),
+    };
+    const log = logger();
+    const l = createRateLimiter({ store, storeRetryMs: 0 }, log);
+    const rule = { requestsPerSecond: 1 };
+    expect((await l.acquire(args(rule))).ok).toBe(true);
+    expect((await l.acquire(args(rule))).error).toBe('RATE_LIMITED'); // the fallback limits
+    mode = 'garbage';
+    expect((await l.acquire({ ...args(rule), req: fakeReq('192.0.2.77') })).ok).toBe(true);
+    expect(log.warn).toHaveBeenCalledTimes(1);
+    mode = 'ok';
+    expect((await l.acquire({ ...args(rule), req: fakeReq('192.0.2.78') })).ok).toBe(true);
+    expect(log.info).toHaveBeenCalledTimes(1);
+    expect(inner.size).toBe(1);
+    await l.close();
+    await inner.close();
+  });
+
   test('never rejects, even on an unusable request', async () => {
     const log = logger();
     const l = createRateLimiter(undefined, log);
