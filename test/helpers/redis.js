@@ -78,7 +78,15 @@ function spawnServer(bin, port) {
   child.stderr.on('data', (d) => {
     stderr += d.toString();
   });
-  child.exited = new Promise((resolve) => child.once('exit', resolve));
+  // Never outlive this process (a crashed or killed test run would otherwise leave it running).
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.exited = new Promise((resolve) =>
+    child.once('exit', (code) => {
+      process.removeListener('exit', killOnExit);
+      resolve(code);
+    }),
+  );
   child.stderrText = () => stderr;
   return child;
 }
