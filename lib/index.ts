@@ -6,7 +6,7 @@ export { MemoryRegistry } from './registry/memory';
 export type { MemoryAppConfig } from './registry/memory';
 export { ApiError, ConfigError, ERRORS } from './errors';
 export type { ErrorBody, ErrorName } from './errors';
-export { MemoryRateLimitStore, RedisRateLimitStore } from './rate-limit';
+export { MemoryRateLimitStore, RedisRateLimitStore, reserveGcra } from './rate-limit';
 export type { RateLimitStore, Reservation, MemoryRateLimitStoreOptions, RedisRateLimitStoreOptions } from './rate-limit';
 export { WorkerPool } from './runtime/pool';
 export type { PoolOptions } from './runtime/pool';

@@ -23,6 +23,7 @@ import { ConfigError } from '../errors';
 import type { Logger, RateLimitOptions, RateLimitRule } from '../types';
 import { maxWaitFor } from './gcra';
 import { rateLimitHeaders } from './headers';
+import { withTimeout } from './with-timeout';
 import { DEFAULT_IPV6_SUBNET, resolveIdentifier, templateUsesAttributes } from './identifier';
 import { MemoryRateLimitStore } from './memory-store';
 import type { RateLimitStore, Reservation } from './types';
@@ -239,7 +240,7 @@ class Limiter implements RateLimiter {
   private callStore(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation> {
     try {
       const call = Promise.resolve(this.store.reserve(key, intervalMs, maxWaitMs));
-      return (this.storeTimeoutMs > 0 ? withTimeout(call, this.storeTimeoutMs) : call).then(checkReservation);
+      return (this.storeTimeoutMs > 0 ? withTimeout(call, this.storeTimeoutMs, `rate-limit store did not answer within ${this.storeTimeoutMs} ms`) : call).then(checkReservation);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -353,20 +354,4 @@ function checkReservation(r: Reservation): Reservation {
     throw new Error('rate-limit store returned an invalid reservation');
   }
   return r;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`rate-limit store did not answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
 }

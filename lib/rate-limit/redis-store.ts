@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import type { Cluster, RedisOptions } from 'ioredis';
 import type { RateLimitStore, Reservation } from './types';
+import { withTimeout } from './with-timeout';
 
 /**
  * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs).
@@ -108,7 +109,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       this.everReady || !(status === 'wait' || status === 'connecting' || status === 'connect')
         ? this.evalGcra(fullKey, intervalUs, maxWaitUs)
         : this.whenFirstReady().then(() => this.evalGcra(fullKey, intervalUs, maxWaitUs));
-    return withTimeout(run.then(parseReply), this.commandTimeoutMs);
+    return withTimeout(run.then(parseReply), this.commandTimeoutMs, `RedisRateLimitStore: no answer from Redis within ${this.commandTimeoutMs} ms`);
   }
 
   async close(): Promise<void> {
@@ -184,23 +185,4 @@ function parseReply(reply: unknown): Reservation {
   }
   const ms = Number(reply[1]) / 1000;
   return Number(reply[0]) === 1 ? { admitted: true, waitMs: ms } : { admitted: false, retryAfterMs: ms };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  if (!(ms > 0 && Number.isFinite(ms))) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`RedisRateLimitStore: no answer from Redis within ${ms} ms`));
-    }, ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
 }
