@@ -2,9 +2,18 @@
  * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten). Each (app, source
  * hash) gets its own runtime + context, with a memory limit and an interrupt deadline that also
  * covers promise continuations. ES modules load natively; TypeScript is type-stripped first.
+ *
+ * Memory: QuickJS's own limit (`setMemoryLimit`) only bounds single allocations in this
+ * WebAssembly build (emscripten has no malloc_usable_size, so the runtime's byte count never
+ * accumulates: justjake/quickjs-emscripten#255, #271). The real bound is the WebAssembly heap
+ * itself: the driver hands the module a `WebAssembly.Memory` whose maximum is the call's limit
+ * plus room for the cached contexts, so a bomb makes malloc fail inside QuickJS ("out of
+ * memory"), the call fails with SCRIPT_OUT_OF_MEMORY and the worker is replaced. A worker whose
+ * heap (which never shrinks) leaves less than one limit of room is recycled after its call.
  */
 import {
   newQuickJSWASMModuleFromVariant,
+  newVariant,
   shouldInterruptAfterDeadline,
   type QuickJSContext,
   type QuickJSHandle,
@@ -22,6 +31,8 @@ interface QuickJsModule extends LoadedModule {
   ns: QuickJSHandle;
   invoke: QuickJSHandle;
   collect: QuickJSHandle;
+  /** Puts the adapter's `platform` back on the global object (see PLATFORM_GUARD). */
+  guard: QuickJSHandle;
 }
 
 export interface QuickJsDriverOptions {
@@ -32,13 +43,42 @@ export interface QuickJsDriverOptions {
   maxContexts?: number;
 }
 
-function disposeModule(m: QuickJsModule): void {
+const MiB = 1024 * 1024;
+const PAGE = 64 * 1024;
+/** Heap room, beyond one call's limit, for the adapter, the runtime and the cached contexts (~200 KiB each). */
+const HEAP_HEADROOM_MB = 96;
+/** wasm32 emscripten builds address at most 2 GiB. */
+const MAX_HEAP_MB = 2048;
+
+/** The part of WebAssembly.Memory the driver uses (the TypeScript lib of this package has no WebAssembly types). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(delta: number): number;
+}
+const WasmMemoryCtor = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly.Memory;
+
+/**
+ * QuickJS (2025-09-13) lets Object.defineProperty redefine a non-writable, non-configurable
+ * property of the global object, so a script could replace the frozen `platform` global for the
+ * later calls of its context. Evaluated after the adapter, before the script: the returned
+ * function, called before every stage, restores the adapter's `platform`.
+ */
+const PLATFORM_GUARD = `(function (G, platform, defineProperty) {
+  return function () {
+    if (G.platform !== platform) defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
+  };
+})(globalThis, globalThis.platform, Object.defineProperty)`;
+
+/** False when the runtime could not be freed (QuickJS assertion, WebAssembly abort): the module is suspect. */
+function disposeModule(m: QuickJsModule): boolean {
   try {
-    for (const h of [m.ns, m.invoke, m.collect]) if (h.alive) h.dispose();
+    for (const h of [m.ns, m.invoke, m.collect, m.guard]) if (h?.alive) h.dispose();
     m.ctx.dispose();
     m.rt.dispose();
+    return true;
   } catch {
-    // a context left broken by out-of-memory can fail to dispose; the worker is replaced anyway
+    // a context left broken by out-of-memory or an interrupted job can fail to dispose
+    return false;
   }
 }
 
@@ -55,21 +95,55 @@ function errorText(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; 
 export class QuickJsDriver implements SandboxDriver {
   poisoned = false;
   private readonly cache: Lru<string, QuickJsModule>;
+  /** A heap growth was refused during the current stage: the script ran into the memory cap. */
+  private heapFull = false;
 
   private constructor(
     private readonly wasm: QuickJSWASMModule,
     private readonly options: QuickJsDriverOptions,
+    private readonly memory: WasmMemory,
+    private readonly heapCapBytes: number,
   ) {
-    this.cache = new Lru(options.maxContexts ?? 256, disposeModule);
+    this.cache = new Lru(options.maxContexts ?? 256, (m) => this.dispose(m));
   }
 
   static async create(options: QuickJsDriverOptions): Promise<QuickJsDriver> {
-    return new QuickJsDriver(await newQuickJSWASMModuleFromVariant(releaseSync), options);
+    const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + HEAP_HEADROOM_MB);
+    const memory = new WasmMemoryCtor({ initial: 256, maximum: Math.ceil((capMb * MiB) / PAGE) });
+    const wasm = await newQuickJSWASMModuleFromVariant(newVariant(releaseSync, { wasmMemory: memory }));
+    const driver = new QuickJsDriver(wasm, options, memory, capMb * MiB);
+    // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc.
+    const grow = memory.grow.bind(memory);
+    memory.grow = (delta: number) => {
+      try {
+        return grow(delta);
+      } catch (e) {
+        driver.heapFull = true;
+        throw e;
+      }
+    };
+    return driver;
+  }
+
+  private dispose(m: QuickJsModule): void {
+    if (!disposeModule(m)) this.poisoned = true;
+  }
+
+  /** After a stage: recycle the worker when its heap is full or leaves less than one limit of room. */
+  private checkHeap(): void {
+    if (this.heapFull || this.memory.buffer.byteLength > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
+  }
+
+  private outOfMemory(): never {
+    this.poisoned = true;
+    throw new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
   }
 
   /** Classify an exception that escaped the adapter: interrupts, out-of-memory, stack overflow. */
   private fail(m: QuickJsModule, err: { name: string; message: string }, deadline: number, key?: string): never {
     if (key) this.drop(key, m);
+    this.checkHeap();
+    if (this.heapFull && err.message !== 'interrupted') this.outOfMemory();
     if (/out of memory/i.test(err.message)) {
       this.poisoned = true;
       throw new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
@@ -82,7 +156,7 @@ export class QuickJsDriver implements SandboxDriver {
 
   private drop(key: string, m: QuickJsModule): void {
     this.cache.delete(key);
-    disposeModule(m);
+    this.dispose(m);
   }
 
   load(appId: string, name: string, hash: string, source: string, deadline = Date.now() + 10_000): LoadedModule {
@@ -95,6 +169,7 @@ export class QuickJsDriver implements SandboxDriver {
     } catch (e) {
       throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
     }
+    this.heapFull = false;
     const rt = this.wasm.newRuntime();
     rt.setMemoryLimit(this.options.memoryLimitMb * 1024 * 1024);
     rt.setMaxStackSize(512 * 1024);
@@ -112,31 +187,42 @@ export class QuickJsDriver implements SandboxDriver {
       partial.invoke = ctx.getProp(sa, 'invoke');
       partial.collect = ctx.getProp(sa, 'collect');
       sa.dispose();
+      const guard = ctx.evalCode(PLATFORM_GUARD, 'scriptable-api:guard.js');
+      if (guard.error) throw new EngineError('ENGINE_FAILURE', `guard: ${errorText(ctx, guard.error).message}`);
+      partial.guard = guard.value;
       const mod = ctx.evalCode(code, name, { type: 'module' });
-      if (mod.error) {
-        const err = errorText(ctx, mod.error);
-        if (/out of memory|interrupted/i.test(err.message) || Date.now() >= deadline) this.fail(partial, err, deadline);
-        throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${err.name}: ${err.message}`);
-      }
-      partial.ns = this.settleModule(ctx, rt, mod.value, name, deadline);
+      if (mod.error) this.loadFailed(partial, errorText(ctx, mod.error), name, deadline);
+      partial.ns = this.settleModule(partial, mod.value, name, deadline);
     } catch (e) {
-      disposeModule(partial);
+      this.dispose(partial);
+      this.checkHeap();
       throw e;
     }
+    this.checkHeap();
     this.cache.set(key, partial);
     return partial;
   }
 
+  /** The module failed while loading: a timeout or out-of-memory, else a compile error. */
+  private loadFailed(m: QuickJsModule, err: { name: string; message: string }, name: string, deadline: number): never {
+    if (this.heapFull || /out of memory|interrupted/i.test(err.message) || Date.now() >= deadline) this.fail(m, err, deadline);
+    throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${err.name}: ${err.message}`);
+  }
+
   /** A module with top-level await evaluates to a promise of its namespace. */
-  private settleModule(ctx: QuickJSContext, rt: QuickJSRuntime, value: QuickJSHandle, name: string, deadline: number): QuickJSHandle {
+  private settleModule(m: QuickJsModule, value: QuickJSHandle, name: string, deadline: number): QuickJSHandle {
+    const { ctx, rt } = m;
     const state = ctx.getPromiseState(value);
     if (state.type === 'fulfilled' && state.notAPromise) return value;
     const jobs = rt.executePendingJobs(-1);
-    if (jobs.error) throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${errorText(ctx, jobs.error).message}`);
+    if (jobs.error) {
+      value.dispose();
+      this.loadFailed(m, errorText(ctx, jobs.error), name, deadline);
+    }
     const settled = ctx.getPromiseState(value);
     value.dispose();
     if (settled.type === 'fulfilled') return settled.value;
-    if (settled.type === 'rejected') throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${errorText(ctx, settled.error).message}`);
+    if (settled.type === 'rejected') this.loadFailed(m, errorText(ctx, settled.error), name, deadline);
     if (Date.now() >= deadline) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out while loading');
     throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: top-level await never settled`);
   }
@@ -145,12 +231,19 @@ export class QuickJsDriver implements SandboxDriver {
     const m = loaded as QuickJsModule;
     const key = `${m.appId}\u0000${m.hash}`;
     const { ctx, rt } = m;
+    this.heapFull = false;
     rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
     const fnH = ctx.getProp(m.ns, fn);
     if (ctx.typeof(fnH) !== 'function') {
       fnH.dispose();
       throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     }
+    const guarded = ctx.callFunction(m.guard, ctx.undefined);
+    if (guarded.error) {
+      fnH.dispose();
+      this.fail(m, errorText(ctx, guarded.error), deadline, key);
+    }
+    guarded.value.dispose();
     const inH = ctx.newString(inputJson);
     const called = ctx.callFunction(m.invoke, ctx.undefined, fnH, inH);
     fnH.dispose();
@@ -167,9 +260,13 @@ export class QuickJsDriver implements SandboxDriver {
     collected.value.dispose();
     const out = JSON.parse(json) as StageOutput;
     if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, key);
-    if (out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message)) {
-      this.fail(m, out.error, deadline, key);
-    }
+    // A refused heap growth ends a call that did not return normally as out-of-memory: the script
+    // may see the failure as a thrown null, or as a promise chain that silently stopped (pending).
+    const outOfMemory = this.heapFull
+      ? out.status !== 'value'
+      : out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message);
+    if (outOfMemory) this.fail(m, out.error ?? { name: 'InternalError', message: 'out of memory' }, deadline, key);
+    this.checkHeap();
     return out;
   }
 }

@@ -19,6 +19,16 @@ export interface Vm2DriverOptions {
   maxContexts?: number;
 }
 
+/**
+ * Run in every new VM before the adapter. `Buffer` is a host object vm2 proxies into its sandboxes
+ * (the bridge behind most vm2 advisories; QuickJS has none, so portable scripts cannot use it).
+ * `Atomics.waitAsync` schedules a callback on the worker's event loop after the call has ended:
+ * a spin there would stall the next call on this worker, whichever app it belongs to.
+ */
+const HARDEN = new VMScript(
+  "'use strict'; delete globalThis.Buffer; if (typeof Atomics === 'object') delete Atomics.waitAsync;",
+  'scriptable-api:harden.js',
+);
 const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in)', 'scriptable-api:invoke.js');
 const COLLECT = new VMScript('__sa.collect()', 'scriptable-api:collect.js');
 
@@ -44,13 +54,14 @@ export class Vm2Driver implements SandboxDriver {
     try {
       const code = transpile(name, source, true);
       script = new VMScript(
-        `(function () { var module = { exports: {} }; var exports = module.exports;\n${code}\n;return module.exports; })()`,
+        `(function () { 'use strict'; var module = { exports: {} }; var exports = module.exports;\n${code}\n;return module.exports; })()`,
         name,
       ).compile();
     } catch (e) {
       throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
     }
     const vm = new VM({ timeout: Math.max(1, deadline - Date.now()), allowAsync: true, eval: false, wasm: false, sandbox: {} });
+    vm.run(HARDEN);
     vm.setGlobal('__host', (op: string, args: string) => this.options.host(String(op), String(args)));
     vm.run(this.adapter);
     let exportsObj: Record<string, unknown>;

@@ -1,0 +1,206 @@
+'use strict';
+// Scripts blocked in host calls do not stall the others; one flooded app does not starve the
+// others; a crashed or timed-out worker is replaced and calls queued behind it still succeed.
+const http = require('node:http');
+const { createApiRouter, MemoryRegistry, WorkerPool } = require('..');
+const express = require('express');
+
+const UPSTREAM_MS = 500;
+let upstream;
+let upstreamPort;
+
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    const ms = Number(new URL(req.url, 'http://x').searchParams.get('ms') ?? UPSTREAM_MS);
+    setTimeout(() => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ waited: ms }));
+    }, ms);
+  });
+  upstream.keepAliveTimeout = 1;
+  await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  upstreamPort = upstream.address().port;
+});
+afterAll(async () => {
+  upstream.closeAllConnections?.();
+  await new Promise((resolve) => upstream.close(resolve));
+});
+
+const SLOW = `export function fn(ctx) {
+  const started = Date.now();
+  const res = platform.http.request({ url: 'http://127.0.0.1:' + ctx.query.port + '/wait?ms=' + (ctx.query.ms ?? 500) });
+  return { status: res.status, body: res.json(), waitedMs: Date.now() - started };
+}`;
+const FAST = 'export function fn() { return { fast: true } }';
+
+/** The router on a real listening server (supertest would start one server per request). */
+async function serve(registry, options) {
+  const router = createApiRouter({ registry, ...options });
+  const app = express();
+  app.use('/web0/api', router);
+  const server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const base = `http://127.0.0.1:${server.address().port}/web0/api`;
+  const get = async (path) => {
+    const res = await fetch(`${base}${path}`);
+    return { status: res.status, body: await res.json() };
+  };
+  const close = async () => {
+    await router.close();
+    server.closeAllConnections?.();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return { get, close, router };
+}
+
+function appWith(scripts) {
+  const apis = Object.keys(scripts).map((name) => ({ path: name.replace(/\.js$/, ''), call: { script: name, function: 'fn' }, returnType: 'JSON' }));
+  return { scripts, apis };
+}
+
+describe.each(['quickjs', 'vm2'])('scripts waiting on an upstream (%s)', (engine) => {
+  let srv;
+  beforeAll(async () => {
+    const registry = new MemoryRegistry({ apps: { app1: appWith({ 'slow.js': SLOW }) } });
+    srv = await serve(registry, {
+      engine,
+      workers: 2,
+      // 20 concurrent calls of one app: above the default per-app cap of 16
+      maxConcurrentPerApp: 32,
+      scriptTimeoutMs: 15_000,
+      outbound: { allowPrivateNetworks: true },
+    });
+  });
+  afterAll(() => srv.close());
+
+  async function burst(n) {
+    const started = Date.now();
+    const results = await Promise.all(Array.from({ length: n }, () => srv.get(`/app1/slow?port=${upstreamPort}`)));
+    const ms = Date.now() - started;
+    for (const r of results) {
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ status: 200, body: { waited: UPSTREAM_MS } });
+    }
+    return ms;
+  }
+
+  test('20 concurrent requests each waiting 500 ms on an upstream finish in about 500 ms, not 20 x 500 / pool size', async () => {
+    const cold = await burst(20);
+    const warm = await burst(20);
+    console.log(`[${engine}] 20 concurrent requests x ${UPSTREAM_MS} ms upstream, workers: 2 — cold burst ${cold} ms, warm burst ${warm} ms`);
+    // serialized on 2 workers this would take 20 * 500 / 2 = 5000 ms
+    expect(warm).toBeLessThan(2000);
+    expect(cold).toBeLessThan(8000);
+  });
+});
+
+describe('fairness between apps (maxConcurrentPerApp: 2)', () => {
+  let srv;
+  beforeAll(async () => {
+    const registry = new MemoryRegistry({
+      apps: {
+        flood: appWith({ 'slow.js': SLOW }),
+        other: appWith({ 'slow.js': SLOW, 'fast.js': FAST }),
+      },
+    });
+    srv = await serve(registry, {
+      workers: 2,
+      maxConcurrentPerApp: 2,
+      scriptTimeoutMs: 15_000,
+      outbound: { allowPrivateNetworks: true },
+    });
+    // warm the pool
+    await Promise.all([srv.get('/other/fast'), srv.get('/other/fast')]);
+  });
+  afterAll(() => srv.close());
+
+  test('app A flooded with 10 slow calls does not delay app B by more than ~1 s', async () => {
+    const started = Date.now();
+    const flood = Promise.all(Array.from({ length: 10 }, () => srv.get(`/flood/slow?port=${upstreamPort}`)));
+    await new Promise((r) => setTimeout(r, 100)); // the flood is in: 2 running, 8 waiting in line
+    let t0 = Date.now();
+    const fast = await srv.get('/other/fast');
+    const fastMs = Date.now() - t0;
+    t0 = Date.now();
+    const slow = await srv.get(`/other/slow?port=${upstreamPort}`);
+    const slowMs = Date.now() - t0;
+    const floodResults = await flood;
+    const floodMs = Date.now() - started;
+    console.log(`[fairness] app B fast call ${fastMs} ms, app B slow call ${slowMs} ms (upstream ${UPSTREAM_MS} ms), app A's 10 calls ${floodMs} ms`);
+    expect(fast.body).toEqual({ fast: true });
+    expect(fastMs).toBeLessThan(1000);
+    expect(slow.body).toMatchObject({ status: 200 });
+    expect(slowMs).toBeLessThan(UPSTREAM_MS + 1000);
+    for (const r of floodResults) expect(r.status).toBe(200);
+    // app A ran at most 2 at a time: 10 calls took at least 5 rounds of 500 ms
+    expect(floodMs).toBeGreaterThanOrEqual(5 * UPSTREAM_MS - 100);
+  });
+
+  test('calls over the cap that cannot start before their deadline fail with 270200', async () => {
+    const registry = new MemoryRegistry({ apps: { flood: appWith({ 'slow.js': SLOW }) } });
+    const short = await serve(registry, {
+      workers: 1,
+      maxConcurrentPerApp: 1,
+      scriptTimeoutMs: 800,
+      outbound: { allowPrivateNetworks: true },
+    });
+    try {
+      const results = await Promise.all(Array.from({ length: 3 }, () => short.get(`/flood/slow?port=${upstreamPort}`)));
+      const codes = results.map((r) => (r.status === 200 ? 200 : r.body.code)).sort();
+      expect(codes[0]).toBe(200);
+      expect(codes.slice(1)).toEqual([270200, 270200]);
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s, one worker)', (engine) => {
+  const TIMEOUT_MS = 2000;
+  let pool;
+  let srv;
+  beforeAll(async () => {
+    const registry = new MemoryRegistry({
+      apps: {
+        evil: appWith({
+          'spin.js': 'export async function fn() { await null; while (true) {} }',
+          'bomb.js': 'export function fn() { const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i)) }',
+        }),
+        good: appWith({ 'fast.js': FAST }),
+      },
+    });
+    // an engine of our own, to look at its workers
+    pool = new WorkerPool({ engine, size: 1, maxWorkers: 1, memoryLimitMb: 32, maxConcurrentPerApp: 16 });
+    srv = await serve(registry, { engine: pool, scriptTimeoutMs: TIMEOUT_MS });
+    expect((await srv.get('/good/fast')).body).toEqual({ fast: true });
+  });
+  afterAll(async () => {
+    await srv.close();
+    await pool.close();
+  });
+
+  test('a timed-out call fails with 270200; calls queued behind it succeed', async () => {
+    const spin = srv.get('/evil/spin');
+    // queue behind it, late enough that their own deadlines outlast the spinning call's
+    await new Promise((r) => setTimeout(r, TIMEOUT_MS / 2));
+    const queued = Promise.all([srv.get('/good/fast'), srv.get('/good/fast'), srv.get('/good/fast')]);
+    const res = await spin;
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270200);
+    for (const r of await queued) expect(r.body).toEqual({ fast: true });
+    expect(pool.workerCount).toBe(1);
+  });
+
+  test('a worker killed by a memory bomb is replaced; calls queued behind it succeed', async () => {
+    const bomb = srv.get('/evil/bomb');
+    await new Promise((r) => setTimeout(r, 50));
+    const queued = Promise.all([srv.get('/good/fast'), srv.get('/good/fast'), srv.get('/good/fast')]);
+    const res = await bomb;
+    expect(res.status).toBe(500);
+    expect([270201, 270205]).toContain(res.body.code);
+    for (const r of await queued) expect(r.body).toEqual({ fast: true });
+    expect(pool.workerCount).toBe(1);
+    expect((await srv.get('/good/fast')).body).toEqual({ fast: true });
+  });
+});

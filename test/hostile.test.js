@@ -1,0 +1,295 @@
+'use strict';
+// Hostile scripts, on both engines: each one ends with a clear error body (500 + a documented
+// code), the host keeps serving while it runs (a fast request of another app of the same router
+// completes quickly), and the router serves normally afterwards.
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const TIMEOUT_MS = 1000;
+/** For memory bombs and huge values: long enough that memory, not time, runs out first on a loaded machine. */
+const ROOMY_TIMEOUT_MS = 8000;
+/** A fast request made while a hostile script runs must answer within this (generous, loaded 2-core machine). */
+const FAST_MS = 600;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const C = {
+  TIMEOUT: 270200,
+  OOM: 270201,
+  ENGINE: 270205,
+  STALLED: 270206,
+  SCRIPT_ERROR: 270000,
+};
+
+/** name -> module source exporting fn. */
+const HOSTILE = {
+  spin: 'export function fn() { while (true) {} }',
+  awaitSpin: 'export async function fn() { await null; while (true) {} }',
+  growingChain: 'export async function fn() { const f = () => Promise.resolve().then(f); f(); await new Promise(() => {}) }',
+  flatChain: 'export async function fn() { const f = () => { Promise.resolve().then(f) }; f(); await new Promise(() => {}) }',
+  awaitLoop: 'export async function fn() { for (;;) await null }',
+  hostCallThenSpin: 'export function fn() { const a = platform.system.getAccountByToken("x"); if (!a) throw new Error("no account"); while (true) {} }',
+  hostCallThenAwaitSpin: 'export async function fn() { platform.system.getAccountByToken("x"); await null; while (true) {} }',
+  arrayBomb: 'export function fn() { const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i)) }',
+  stringBomb: 'export function fn() { const keep = []; for (;;) keep.push("x".repeat(1e6) + keep.length) }',
+  objectBomb: 'export function fn() { const keep = []; for (let i = 0; ; i++) keep.push({ i, s: "y" + i, list: [i, i, i] }) }',
+  recursion: 'export function fn() { function r() { return r() } return r() }',
+  recursionCatching: 'export function fn() { function r() { try { r() } catch (e) { r() } } r(); return "unreachable" }',
+  huge50: 'export function fn() { return "x".repeat(50 * 1024 * 1024) }',
+  huge20: 'export function fn() { return { s: "y".repeat(20 * 1024 * 1024) } }',
+  neverSettles: 'export function fn() { return new Promise(() => {}) }',
+  neverSettlesAsync: 'export async function fn() { await new Promise(() => {}); return 1 }',
+  moduleSpin: 'while (true) {}\nexport function fn() { return 1 }',
+  moduleAwaitSpin: 'await null; while (true) {}\nexport function fn() { return 1 }',
+  moduleBomb: 'const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i))\nexport function fn() { return 1 }',
+  ok: 'export function fn() { return { ok: true } }',
+};
+
+describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) => {
+  /** Two routers over the same apps: `main` with a short scriptTimeoutMs, `roomy` with a long one. */
+  const main = {};
+  const roomy = {};
+  const apps = {
+    evil: { scripts: {}, apis: [] },
+    good: {
+      scripts: { 'fast.js': 'export function f(ctx) { return { fast: true, n: ctx.query.n ?? null } }' },
+      apis: [{ path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' }],
+    },
+  };
+  for (const [name, source] of Object.entries(HOSTILE)) {
+    apps.evil.scripts[`${name}.js`] = source;
+    apps.evil.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON' });
+  }
+
+  beforeAll(async () => {
+    for (const [target, scriptTimeoutMs] of [[main, TIMEOUT_MS], [roomy, ROOMY_TIMEOUT_MS]]) {
+      Object.assign(
+        target,
+        makeApp({
+          apps,
+          router: {
+            engine,
+            scriptTimeoutMs,
+            scriptMemoryLimitMb: 32,
+            workers: 2,
+            accounts: { getAccountByToken: async (token) => ({ id: token }) },
+          },
+        }),
+      );
+      await warm(target);
+    }
+  });
+  afterAll(() => Promise.all([main.router.close(), roomy.router.close()]));
+
+  const fast = (n = 0, t = main) => request(t.app).get(`/web0/api/good/fast?n=${n}`);
+
+  /**
+   * Two concurrent requests: a pool that lost a worker to the previous attack starts its
+   * replacement now (the pool replaces dead workers only when work queues), then give it time to boot.
+   */
+  async function warm(t = main) {
+    const rs = await Promise.all([fast(0, t), fast(0, t)]);
+    for (const r of rs) expect(r.body.fast).toBe(true);
+    await sleep(300);
+  }
+
+  /** Runs the hostile API while a fast request of another app is served; returns the hostile response. */
+  async function attack(name, t = main) {
+    await warm(t);
+    const started = Date.now();
+    let evilMs = -1;
+    const evil = request(t.app)
+      .get(`/web0/api/evil/${name}`)
+      .then((r) => {
+        evilMs = Date.now() - started;
+        return r;
+      });
+    await sleep(150); // the hostile script is running now
+    const t0 = Date.now();
+    const f = await fast(1, t);
+    const fastMs = Date.now() - t0;
+    expect(f.status).toBe(200);
+    expect(f.body).toEqual({ fast: true, n: '1' });
+    expect(fastMs).toBeLessThan(FAST_MS);
+    const res = await evil;
+    // a clear error body: the default error body, with the request id of that response
+    if (res.status !== 200) {
+      expect(res.status).toBe(500);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: expect.any(String), code: expect.any(Number) });
+    }
+    // the host serves normally afterwards, the same app included
+    expect((await fast(2, t)).body).toEqual({ fast: true, n: '2' });
+    expect((await request(t.app).get('/web0/api/evil/ok')).body).toEqual({ ok: true });
+    return { res, evilMs };
+  }
+
+  const timeouts = [
+    ['while (true) {}', 'spin'],
+    ['await null; while (true) {}', 'awaitSpin'],
+    ['an endless flat promise chain', 'flatChain'],
+    ['for (;;) await null', 'awaitLoop'],
+    ['a loop after a host call', 'hostCallThenSpin'],
+    ['await null, then a loop, after a host call', 'hostCallThenAwaitSpin'],
+    ['while (true) {} in the module body', 'moduleSpin'],
+  ];
+  test.each(timeouts)('%s: 270200 at about scriptTimeoutMs', async (_label, name) => {
+    const { res, evilMs } = await attack(name);
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(C.TIMEOUT);
+    expect(evilMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 200);
+    expect(evilMs).toBeLessThan(TIMEOUT_MS + 3000);
+  });
+
+  test('await null; while (true) {} in the module body: 270200 on QuickJS (vm2 has no top-level await: 270204)', async () => {
+    const { res } = await attack('moduleAwaitSpin');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(engine === 'quickjs' ? C.TIMEOUT : 270204);
+  });
+
+  test('an endless promise chain that grows (f = () => Promise.resolve().then(f)): 270200, or 270201 when the chain fills memory first', async () => {
+    const { res } = await attack('growingChain');
+    expect(res.status).toBe(500);
+    expect([C.TIMEOUT, C.OOM]).toContain(res.body.code);
+  });
+
+  // QuickJS: malloc fails inside the engine (its heap is capped), the call gets 270201 and the
+  // worker is replaced. vm2: the worker's resourceLimits kill it (270201), or the engine dies (270205).
+  // These run with the long deadline: memory must run out first.
+  const oomCodes = engine === 'quickjs' ? [C.OOM] : [C.OOM, C.ENGINE];
+  test.each([
+    ['a memory bomb of arrays', 'arrayBomb', oomCodes],
+    ['a memory bomb in the module body', 'moduleBomb', oomCodes],
+    // V8 may share the repeated string's storage: the deadline may come first
+    ['a memory bomb of strings', 'stringBomb', engine === 'quickjs' ? [C.OOM] : [C.OOM, C.ENGINE, C.TIMEOUT]],
+    ['a memory bomb of small objects', 'objectBomb', oomCodes],
+    // given time, the growing promise chain is a memory bomb too (QuickJS used to report it as 270206)
+    ['a promise chain that grows until memory runs out', 'growingChain', engine === 'quickjs' ? [C.OOM] : [C.OOM, C.ENGINE, C.TIMEOUT]],
+  ])('%s ends with out of memory; the host lives', async (_label, name, codes) => {
+    const { res } = await attack(name, roomy);
+    expect(res.status).toBe(500);
+    expect(codes).toContain(res.body.code);
+  });
+
+  test('deep recursion: a script error (stack overflow), no crash', async () => {
+    const { res } = await attack('recursion');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(C.SCRIPT_ERROR);
+    expect(res.body.message).toMatch(/stack/i);
+  });
+
+  test('recursion that catches its own stack overflows: stopped by the deadline or the stack', async () => {
+    const { res } = await attack('recursionCatching');
+    expect(res.status).toBe(500);
+    expect([C.TIMEOUT, C.SCRIPT_ERROR]).toContain(res.body.code);
+  });
+
+  test.each([
+    ['a 50 MB string', 'huge50', 50 * 1024 * 1024 + 2],
+    ['an object holding a 20 MB string', 'huge20', 20 * 1024 * 1024 + 8],
+  ])('a huge return value (%s): an error body or the full response, and the host keeps serving', async (_label, name, length) => {
+    const { res } = await attack(name, roomy);
+    if (res.status === 200) {
+      expect(res.text.length).toBe(length);
+    } else {
+      expect([C.OOM, C.ENGINE, C.TIMEOUT]).toContain(res.body.code);
+    }
+  });
+
+  test.each([
+    ['return new Promise(() => {})', 'neverSettles'],
+    ['await new Promise(() => {})', 'neverSettlesAsync'],
+  ])('a promise that never settles (%s): 270206 without waiting for the deadline', async (_label, name) => {
+    const { res, evilMs } = await attack(name);
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(C.STALLED);
+    expect(evilMs).toBeLessThan(TIMEOUT_MS);
+  });
+
+  test('many hostile calls at once: every one fails cleanly, then the host serves normally', async () => {
+    await warm();
+    const names = ['spin', 'awaitSpin', 'arrayBomb', 'recursion', 'neverSettles', 'flatChain', 'moduleSpin', 'stringBomb'];
+    const results = await Promise.all(names.map((n) => request(main.app).get(`/web0/api/evil/${n}`)));
+    for (const r of results) {
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ requestId: r.headers['x-request-id'], message: expect.any(String), code: expect.any(Number) });
+      expect([C.TIMEOUT, C.OOM, C.ENGINE, C.STALLED, C.SCRIPT_ERROR]).toContain(r.body.code);
+    }
+    expect((await fast(3)).body).toEqual({ fast: true, n: '3' });
+    expect((await request(main.app).get('/web0/api/evil/ok')).body).toEqual({ ok: true });
+  });
+});
+
+// Work scheduled to run after the call has returned must not stall the next call on that worker,
+// whichever app it belongs to (one worker, so the next call lands on the same thread).
+describe.each(['quickjs', 'vm2'])('work scheduled past the end of a call on the %s engine', (engine) => {
+  const LATE = {
+    // Atomics.waitAsync resolves on the worker's event loop after the call ended
+    waitAsync: `export function fn() {
+      const scheduled = typeof Atomics === 'object' && typeof Atomics.waitAsync === 'function';
+      if (scheduled) {
+        const r = Atomics.waitAsync(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+        if (r.async) r.value.then(() => { while (true) {} });
+      }
+      return { scheduled };
+    }`,
+    // a FinalizationRegistry callback runs whenever the collector gets to it
+    finalization: `export function fn() {
+      const scheduled = typeof FinalizationRegistry === 'function';
+      if (scheduled) {
+        const reg = new FinalizationRegistry(() => { while (true) {} });
+        for (let i = 0; i < 1000; i++) reg.register({ junk: new Array(100).fill(i) }, i);
+        globalThis.keepRegistry = reg;
+        const garbage = [];
+        for (let i = 0; i < 200; i++) garbage.push(new Array(10000).fill(i));
+      }
+      return { scheduled };
+    }`,
+  };
+  let app;
+  let router;
+  beforeAll(() => {
+    const evil = { scripts: {}, apis: [] };
+    for (const [name, source] of Object.entries(LATE)) {
+      evil.scripts[`${name}.js`] = source;
+      evil.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON' });
+    }
+    ({ app, router } = makeApp({
+      apps: {
+        evil,
+        good: { scripts: { 'g.js': 'export function f() { return { good: true } }' }, apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }] },
+      },
+      router: { engine, scriptTimeoutMs: TIMEOUT_MS, workers: 1, maxWorkers: 1 },
+    }));
+  });
+  afterAll(() => router.close());
+
+  test.each(Object.keys(LATE))('%s: the next call of another app is served normally', async (name) => {
+    const evil = await request(app).get(`/web0/api/evil/${name}`);
+    expect([200, 500]).toContain(evil.status);
+    await sleep(200); // let the scheduled work come due
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      const good = await request(app).get('/web0/api/good/g');
+      expect(good.body).toEqual({ good: true });
+      expect(Date.now() - t0).toBeLessThan(FAST_MS);
+    }
+  });
+});
+
+// KNOWN DEFECT (vm2 only, not fixed here): a single large allocation inside a V8 builtin hits the
+// worker's resourceLimits where Node cannot stop the worker, and V8 aborts the WHOLE process
+// ("FATAL ERROR: Reached heap limit"), e.g. `Object.keys(new Uint8Array(5e7))` or
+// `new Array(3e7).fill(0).map(String)`. Worker threads cannot contain that; vm2 scripts would need
+// child processes. Unskip once the pool isolates vm2 that way — today it kills the test runner.
+test.skip('vm2: Object.keys(new Uint8Array(5e7)) fails the call without killing the host', async () => {
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 'k.js': 'export function fn() { return Object.keys(new Uint8Array(5e7)).length }' }, apis: [{ path: 'k', call: { script: 'k.js', function: 'fn' }, returnType: 'JSON' }] } },
+    router: { engine: 'vm2', scriptTimeoutMs: 5000, workers: 1 },
+  });
+  try {
+    const res = await request(app).get('/web0/api/a/k');
+    expect(res.status).toBe(500);
+  } finally {
+    await router.close();
+  }
+});
