@@ -171,7 +171,7 @@ export interface ApiRouterOptions {
   scriptMemoryLimitMb?: number;
   /** Worker threads kept running scripts. Default: the number of CPUs. */
   workers?: number;
-  /** Most worker threads, counting ones grown while scripts wait on host calls. Default 64. */
+  /** Most worker threads, counting ones grown while scripts wait on host calls. Default 32. */
   maxWorkers?: number;
   /** Most concurrent script calls of one app; more wait in line. Default 16. */
   maxConcurrentPerApp?: number;

@@ -285,6 +285,14 @@ export class WorkerPool implements ScriptEngine {
       if (i >= 0) this.workers.splice(i, 1);
       this.dispatch();
     }
+    this.replenish();
+  }
+
+  /** Keeps `size` workers warm after one died or was replaced, so the next burst pays no start-up. */
+  private replenish(): void {
+    if (this.closed || this.startFailures > 0) return;
+    const live = this.workers.filter((x) => !x.retired).length;
+    for (let i = live; i < this.options.size; i++) this.spawn();
   }
 
   private async retire(w: PoolWorker): Promise<void> {
@@ -294,6 +302,7 @@ export class WorkerPool implements ScriptEngine {
     const i = this.workers.indexOf(w);
     if (i >= 0) this.workers.splice(i, 1);
     w.replies.close();
+    this.replenish();
     await w.worker.terminate().catch(() => undefined);
   }
 }

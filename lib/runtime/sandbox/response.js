@@ -51,9 +51,26 @@ function makeResponse(st) {
   function badName(name) {
     return st.res.committed || isNil(name) || Str(name) === '';
   }
+  var SEPARATORS = '"(),/:;<=>?@[\\]{}';
+  /** Header names must be HTTP tokens and values must not hold CR, LF or other control characters. */
+  function checkHeader(name, value) {
+    var n = Str(name);
+    for (var i = 0; i < n.length; i++) {
+      var c = charCodeAt(n, i);
+      if (c <= 0x20 || c >= 0x7f || indexOf(SEPARATORS, n[i]) >= 0) throw illegalArgument('Invalid header name: ' + n);
+    }
+    if (isNil(value)) return;
+    var v = Str(value);
+    for (var j = 0; j < v.length; j++) {
+      var d = charCodeAt(v, j);
+      if ((d < 0x20 && d !== 0x09) || d === 0x7f || d > 0xff) throw illegalArgument('Invalid character in the value of header ' + n);
+    }
+  }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name, value) {
-    if (badName(name) || special(name, value)) return;
+    if (badName(name)) return;
+    checkHeader(name, value);
+    if (special(name, value)) return;
     var ln = lower(name);
     var h = st.res.headers;
     var kept = [];
@@ -66,7 +83,9 @@ function makeResponse(st) {
     st.res.headers = kept;
   }
   function addHeader(name, value) {
-    if (badName(name) || special(name, value) || isNil(value)) return;
+    if (badName(name)) return;
+    checkHeader(name, value);
+    if (special(name, value) || isNil(value)) return;
     push(st.res.headers, [Str(name), Str(value)]);
   }
   function getHeaders(name) {

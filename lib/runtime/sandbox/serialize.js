@@ -53,7 +53,10 @@ function serializeOutput(returnType, v) {
   try {
     json = v === undefined ? 'null' : stringifyUser(v);
   } catch (e) {
-    throw makeError('TypeError', 'Result is not JSON-serializable: ' + thrownInfo(e).message);
+    var info = thrownInfo(e);
+    // Out of memory while serializing stays an InternalError so the engine reports SCRIPT_OUT_OF_MEMORY.
+    if (info.name === 'InternalError' && indexOf(info.message, 'out of memory') >= 0) throw e;
+    throw makeError('TypeError', 'Result is not JSON-serializable: ' + info.message);
   }
   return { type: 'JSON', json: json === undefined ? 'null' : json };
 }

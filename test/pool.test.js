@@ -1,0 +1,51 @@
+'use strict';
+// The worker pool as an engine of its own: passed to the router, sized, refilled after failures.
+const request = require('supertest');
+const { WorkerPool } = require('scriptable-api');
+const { oneApi } = require('./helpers/app');
+
+const waitFor = async (cond, ms = 5000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+test('a worker terminated for a runaway script is replaced at once, keeping the pool warm', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 2, maxWorkers: 4, memoryLimitMb: 32, maxConcurrentPerApp: 4, graceMs: 50 });
+  const { app, registry, router } = oneApi('export async function fn() { await null; while (true) {} }', {}, { engine: pool, scriptTimeoutMs: 300 });
+  try {
+    registry.putScript('app1', 'ok.js', 'export function f() { return 1 }');
+    registry.putApi('app1', { path: 'ok', call: { script: 'ok.js', function: 'f' }, returnType: 'JSON' });
+    expect((await request(app).get('/web0/api/app1/ok')).status).toBe(200);
+    await waitFor(() => pool.workerCount === 2);
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body.code).toBe(270200);
+    await waitFor(() => pool.workerCount === 2);
+    expect((await request(app).get('/web0/api/app1/ok')).status).toBe(200);
+  } finally {
+    await router.close(); // a router does not close an engine it was given
+    expect(pool.workerCount).toBe(2);
+    await pool.close();
+    expect(pool.workerCount).toBe(0);
+  }
+});
+
+test('invalid response headers are refused inside the script, not at send time', async () => {
+  const { app, router } = oneApi(`export function fn(ctx) {
+    const out = [];
+    for (const [n, v] of [['bad name', 'x'], ['X-Ok', 'a\\r\\nInjected: 1'], ['X-Fine', 'ok']]) {
+      try { ctx.response.setHeader(n, v); out.push('set ' + n) } catch (e) { out.push(e.name) }
+    }
+    return out;
+  }`);
+  try {
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body).toEqual(['IllegalArgumentException', 'IllegalArgumentException', 'set X-Fine']);
+    expect(res.headers['x-fine']).toBe('ok');
+    expect(res.headers).not.toHaveProperty('injected');
+  } finally {
+    await router.close();
+  }
+});
