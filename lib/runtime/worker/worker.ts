@@ -78,7 +78,8 @@ async function createDriver(): Promise<SandboxDriver> {
 async function main(): Promise<void> {
   const driver = await createDriver();
   let queue = Promise.resolve();
-  port.on('message', (msg: { type: string; jobId: number; job: ScriptJob }) => {
+  port.on('message', (raw: string) => {
+    const msg = JSON.parse(raw) as { type: string; jobId: number; job: ScriptJob };
     if (msg.type !== 'job') return;
     queue = queue.then(() => runOne(driver, msg.jobId, msg.job));
   });
@@ -107,7 +108,7 @@ async function runOne(driver: SandboxDriver, jobId: number, job: ScriptJob): Pro
   };
   try {
     const result = await runPipeline(job, env);
-    port.postMessage({ type: 'result', jobId, result, poisoned: driver.poisoned });
+    port.postMessage(JSON.stringify({ type: 'result', jobId, result, poisoned: driver.poisoned }));
   } catch (e) {
     if (e instanceof MissingSourceError) {
       port.postMessage({ type: 'result', jobId, needSources: true });
