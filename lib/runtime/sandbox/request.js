@@ -154,14 +154,22 @@ function makeRequest(st, snap, parts) {
 }
 
 function makeCtx(st, snap) {
-  var parts = [];
-  var infos = getOwn(snap, 'parts');
-  if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(infos[i]));
+  var parts = null;
+  var request = null;
+  var response = null;
+  function partList() {
+    if (parts === null) {
+      parts = [];
+      var infos = getOwn(snap, 'parts');
+      if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(infos[i]));
+    }
+    return parts;
+  }
   function field(k, dflt) {
     var v = getOwn(snap, k);
     return v === undefined ? dflt : v;
   }
-  return {
+  var ctx = {
     headers: clonePlain(field('headers', {})),
     cookies: clonePlain(field('cookies', {})),
     query: clonePlain(field('query', {})),
@@ -170,8 +178,21 @@ function makeCtx(st, snap) {
     appId: field('appId', ''),
     path: field('path', ''),
     method: field('method', 'GET'),
-    getParts: () => copyArray(parts),
-    request: makeRequest(st, snap, parts),
-    response: makeResponse(st),
+    getParts: () => copyArray(partList()),
   };
+  // request and response are built on first use: most scripts touch neither, and building their
+  // ~80 methods is the largest part of a stage's cost in QuickJS.
+  defineProperty(ctx, 'request', {
+    __proto__: null,
+    get: () => request || (request = makeRequest(st, snap, partList())),
+    enumerable: true,
+    configurable: false,
+  });
+  defineProperty(ctx, 'response', {
+    __proto__: null,
+    get: () => response || (response = makeResponse(st)),
+    enumerable: true,
+    configurable: false,
+  });
+  return ctx;
 }
