@@ -79,14 +79,14 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
         .set('Content-Type', 'application/x-www-form-urlencoded; charset=UTF-8')
         .set('Authorization', 'Bearer abc')
         .set('Cookie', 'a=1')
-        .set('X-Multi', 'one')
+        .set('X-Multi', ['one', 'two'])
         .send('f=form&q=3');
       const r = res.body;
       expect(r).toMatchObject({
         param: '1', formParam: 'form', missing: null, values: ['1', '2', '3'], names: ['f', 'q'],
         map: { q: ['1', '2', '3'], f: ['form'] }, encoding: 'UTF-8', protocol: 'HTTP/1.1', scheme: 'http',
         serverName: '127.0.0.1', secure: false, contentType: 'application/x-www-form-urlencoded; charset=UTF-8', authType: 'Bearer',
-        cookies: [['a', '1']], header: 'one', headers: ['one'], headerNames: true, method: 'POST', pathInfo: '/p',
+        cookies: [['a', '1']], header: 'one', headers: ['one', 'two'], headerNames: true, method: 'POST', pathInfo: '/p',
         contextPath: '/web0/api', servletPath: '/app1', queryString: 'q=1&q=2', remoteUser: null, principal: null,
         uri: '/web0/api/app1/p', parts: 0,
       });

@@ -18,6 +18,7 @@ export function parseQuery(qs: string | null): Record<string, string | string[]>
   return query;
 }
 
+/** Joined headers, plus the separate values of headers that arrived more than once. */
 function headersOf(req: Request, allowUnderscore: boolean) {
   const headers: Record<string, string> = {};
   const lists: Record<string, string[]> = {};
@@ -26,14 +27,13 @@ function headersOf(req: Request, allowUnderscore: boolean) {
     const name = raw[i].toLowerCase();
     if (!allowUnderscore && name.includes('_')) continue;
     const value = raw[i + 1];
-    const list = lists[name];
-    if (list) {
-      list.push(value);
-      headers[name] += (name === 'cookie' ? '; ' : ', ') + value;
-    } else {
-      lists[name] = [value];
+    const prev = headers[name];
+    if (prev === undefined) {
       headers[name] = value;
+      continue;
     }
+    (lists[name] ??= [prev]).push(value);
+    headers[name] = prev + (name === 'cookie' ? '; ' : ', ') + value;
   }
   return { headers, lists };
 }

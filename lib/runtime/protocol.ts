@@ -26,7 +26,7 @@ export interface RequestSnapshot {
   url: string;
   /** Lower-case names; repeated headers joined with `, ` (cookies with `; `). */
   headers: Record<string, string>;
-  /** Every value of every header, lower-case names, in arrival order. */
+  /** Every value, in arrival order, of the headers that arrived more than once (others: `headers`). */
   headerLists: Record<string, string[]>;
   cookies: Record<string, string>;
   /** String, or array of strings for a repeated key. */
