@@ -49,3 +49,17 @@ test('invalid response headers are refused inside the script, not at send time',
     await router.close();
   }
 });
+
+test.each(['quickjs', 'vm2'])('%s: a result whose getter never returns times out while serializing', async (engine) => {
+  const { app, registry, router } = oneApi('export function fn() { return { get x() { while (true) {} } } }', {}, { engine, scriptTimeoutMs: 400, workers: 1 });
+  try {
+    registry.putScript('app1', 'ok.js', 'export function f() { return 1 }');
+    registry.putApi('app1', { path: 'ok', call: { script: 'ok.js', function: 'f' }, returnType: 'JSON' });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270200);
+    expect((await request(app).get('/web0/api/app1/ok')).body).toBe(1);
+  } finally {
+    await router.close();
+  }
+});

@@ -91,7 +91,10 @@ export class Vm2Driver implements SandboxDriver {
       // Promise continuations are V8 microtasks of this worker: one macrotask turn drains them.
       // A continuation that never yields keeps this worker busy until the pool terminates it.
       await new Promise((resolve) => setImmediate(resolve));
-      vm.timeout = Math.max(1, deadline - Date.now());
+      // Collecting runs without vm2's per-run timeout, which starts a watchdog for every run (a
+      // large part of a stage's cost); a getter or toJSON of the result that never returns is
+      // stopped by the pool terminating this worker at the deadline, like an async runaway.
+      vm.timeout = undefined;
       const out = JSON.parse(String(vm.run(COLLECT))) as StageOutput;
       if (Date.now() >= deadline) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
       return out;
