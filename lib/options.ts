@@ -7,7 +7,7 @@ export const DEFAULTS = {
   scriptTimeoutMs: 10_000,
   scriptMemoryLimitMb: 64,
   maxWorkers: 32,
-  maxConcurrentPerApp: 16,
+  maxConcurrentPerApp: 24,
   bodyLimit: 1024 * 1024,
 } as const;
 

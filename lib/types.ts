@@ -173,7 +173,7 @@ export interface ApiRouterOptions {
   workers?: number;
   /** Most worker threads, counting ones grown while scripts wait on host calls. Default 32. */
   maxWorkers?: number;
-  /** Most concurrent script calls of one app; more wait in line. Default 16. */
+  /** Most concurrent script calls of one app; more wait in line. Default 24 (of 32 workers at most). */
   maxConcurrentPerApp?: number;
   /** Pass header names that contain `_`. Default false. */
   allowUnderscoreHeaders?: boolean;

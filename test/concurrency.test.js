@@ -66,8 +66,7 @@ describe.each(['quickjs', 'vm2'])('scripts waiting on an upstream (%s)', (engine
     srv = await serve(registry, {
       engine,
       workers: 2,
-      // 20 concurrent calls of one app: above the default per-app cap of 16
-      maxConcurrentPerApp: 32,
+      // defaults otherwise: 20 concurrent calls of one app fit the default per-app cap (24)
       scriptTimeoutMs: 15_000,
       outbound: { allowPrivateNetworks: true },
     });
@@ -142,7 +141,8 @@ describe('fairness between apps (maxConcurrentPerApp: 2)', () => {
     const short = await serve(registry, {
       workers: 1,
       maxConcurrentPerApp: 1,
-      scriptTimeoutMs: 800,
+      // the first call needs UPSTREAM_MS plus overhead; the second cannot end before 2 x UPSTREAM_MS
+      scriptTimeoutMs: 2 * UPSTREAM_MS - 50,
       outbound: { allowPrivateNetworks: true },
     });
     try {
