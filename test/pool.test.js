@@ -63,3 +63,30 @@ test.each(['quickjs', 'vm2'])('%s: a result whose getter never returns times out
     await router.close();
   }
 });
+
+test.each(['quickjs', 'vm2'])('%s: every new version of a script replaces the old one (100 versions in a row)', async (engine) => {
+  const { app, registry, router } = oneApi('export function fn() { return 0 }', {}, { engine, workers: 1 });
+  try {
+    for (let v = 1; v <= 100; v++) {
+      registry.putScript('app1', 'main.js', `export function fn() { return ${v} }`);
+      expect((await request(app).get('/web0/api/app1/p')).body).toBe(v);
+    }
+  } finally {
+    await router.close();
+  }
+});
+
+test('the context cache evicts the previous version of a script when a new one is added', () => {
+  const { Lru } = require('../dist/cjs/runtime/worker/driver.js');
+  const evicted = [];
+  const lru = new Lru(10, (v) => evicted.push(v));
+  lru.set('app\u0000h1', 'ctx-v1', 'app\u0000main.js');
+  lru.set('app\u0000o1', 'ctx-other', 'app\u0000other.js');
+  lru.set('app\u0000h2', 'ctx-v2', 'app\u0000main.js');
+  expect(evicted).toEqual(['ctx-v1']);
+  expect(lru.get('app\u0000h1')).toBeUndefined();
+  expect(lru.get('app\u0000h2')).toBe('ctx-v2');
+  expect(lru.get('app\u0000o1')).toBe('ctx-other');
+  lru.set('app\u0000h2', 'ctx-v2', 'app\u0000main.js'); // the same version again evicts nothing
+  expect(evicted).toEqual(['ctx-v1']);
+});

@@ -33,6 +33,7 @@ export interface SandboxDriver {
 /** A small LRU map used for context caches. */
 export class Lru<K, V> {
   private readonly map = new Map<K, V>();
+  private readonly slots = new Map<string, K>();
   constructor(
     private readonly max: number,
     private readonly onEvict: (value: V) => void,
@@ -45,7 +46,22 @@ export class Lru<K, V> {
     }
     return v;
   }
-  set(key: K, value: V): void {
+  /**
+   * Adds an entry. With a `slot` (e.g. app + script name), the entry this slot held before under
+   * another key is evicted at once: a new version of a script frees the old version's context
+   * instead of waiting for the LRU to push it out.
+   */
+  set(key: K, value: V, slot?: string): void {
+    if (slot !== undefined) {
+      const prev = this.slots.get(slot);
+      this.slots.set(slot, key);
+      if (prev !== undefined && prev !== key) {
+        const old = this.map.get(prev);
+        this.map.delete(prev);
+        if (old !== undefined) this.onEvict(old);
+      }
+      if (this.slots.size > this.max * 4) this.slots.clear();
+    }
     this.map.set(key, value);
     if (this.map.size > this.max) {
       const [k, v] = this.map.entries().next().value as [K, V];

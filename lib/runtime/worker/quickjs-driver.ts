@@ -199,7 +199,7 @@ export class QuickJsDriver implements SandboxDriver {
       throw e;
     }
     this.checkHeap();
-    this.cache.set(key, partial);
+    this.cache.set(key, partial, `${appId}\u0000${name}`);
     return partial;
   }
 

@@ -73,7 +73,7 @@ export class Vm2Driver implements SandboxDriver {
     }
     vm.setGlobal('__sa_mod', exportsObj);
     const mod: Vm2Module = { appId, hash, vm, exportsObj };
-    this.cache.set(key, mod);
+    this.cache.set(key, mod, `${appId}\u0000${name}`);
     return mod;
   }
 
