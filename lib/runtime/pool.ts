@@ -130,7 +130,10 @@ export class WorkerPool implements ScriptEngine {
     while (this.queue.length > 0) {
       const w = this.workers.find((x) => x.ready && !x.task && !x.retired);
       if (!w) break;
-      this.assign(w, this.queue.shift()!);
+      const task = this.queue.shift()!;
+      // a call whose deadline passed while it waited in line never starts
+      if (task.job.deadline <= Date.now()) this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
+      else this.assign(w, task);
     }
     this.grow();
   }

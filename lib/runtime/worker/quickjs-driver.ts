@@ -110,7 +110,12 @@ export class QuickJsDriver implements SandboxDriver {
   static async create(options: QuickJsDriverOptions): Promise<QuickJsDriver> {
     const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + HEAP_HEADROOM_MB);
     const memory = new WasmMemoryCtor({ initial: 256, maximum: Math.ceil((capMb * MiB) / PAGE) });
-    const wasm = await newQuickJSWASMModuleFromVariant(newVariant(releaseSync, { wasmMemory: memory }));
+    const wasm = await newQuickJSWASMModuleFromVariant(newVariant(releaseSync, {
+        wasmMemory: memory,
+        // A QuickJS assertion (e.g. freeing a runtime left inconsistent by an interrupt) is caught
+        // and poisons the worker; emscripten's own report of it must not reach the host's stderr.
+        emscriptenModule: { printErr: () => undefined, print: () => undefined } as object,
+      }));
     const driver = new QuickJsDriver(wasm, options, memory, capMb * MiB);
     // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc.
     const grow = memory.grow.bind(memory);
@@ -181,14 +186,14 @@ export class QuickJsDriver implements SandboxDriver {
       ctx.setProp(ctx.global, '__host', host);
       host.dispose();
       const adapter = ctx.evalCode(this.options.adapterSource, 'scriptable-api:adapter.js');
-      if (adapter.error) throw new EngineError('ENGINE_FAILURE', `adapter: ${errorText(ctx, adapter.error).message}`);
+      if (adapter.error) this.setupFailed(partial, 'adapter', errorText(ctx, adapter.error), deadline);
       adapter.value.dispose();
       const sa = ctx.getProp(ctx.global, '__sa');
       partial.invoke = ctx.getProp(sa, 'invoke');
       partial.collect = ctx.getProp(sa, 'collect');
       sa.dispose();
       const guard = ctx.evalCode(PLATFORM_GUARD, 'scriptable-api:guard.js');
-      if (guard.error) throw new EngineError('ENGINE_FAILURE', `guard: ${errorText(ctx, guard.error).message}`);
+      if (guard.error) this.setupFailed(partial, 'guard', errorText(ctx, guard.error), deadline);
       partial.guard = guard.value;
       const mod = ctx.evalCode(code, name, { type: 'module' });
       if (mod.error) this.loadFailed(partial, errorText(ctx, mod.error), name, deadline);
@@ -201,6 +206,12 @@ export class QuickJsDriver implements SandboxDriver {
     this.checkHeap();
     this.cache.set(key, partial, `${appId}\u0000${name}`);
     return partial;
+  }
+
+  /** Our own set-up code failed: a timeout or out-of-memory (interrupted while loading), else an engine failure. */
+  private setupFailed(m: QuickJsModule, what: string, err: { name: string; message: string }, deadline: number): never {
+    if (this.heapFull || /out of memory|interrupted/i.test(err.message) || Date.now() >= deadline) this.fail(m, err, deadline);
+    throw new EngineError('ENGINE_FAILURE', `${what}: ${err.name}: ${err.message}`);
   }
 
   /** The module failed while loading: a timeout or out-of-memory, else a compile error. */
