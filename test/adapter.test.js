@@ -99,23 +99,24 @@ function sandbox(table = {}) {
   const evaluate = (code) => vm.runInContext(code, context);
   const toFn = (fn) => (typeof fn === 'function' ? evaluate(`(${fn.toString()})`) : fn);
 
-  /** Runs one stage and returns the parsed StageOutput. */
+  /**
+   * Runs one stage and returns the parsed StageOutput, with `state` filled in as the pipeline
+   * does: the attributes and response the stage sent back, or the ones it was given (unchanged).
+   */
   async function run(fn, opts = {}) {
-    const input = {
-      stage: opts.stage ?? 'call',
-      returnType: opts.returnType ?? 'JSON',
-      request: opts.request ?? baseRequest(),
-      state: opts.state ?? { attributes: {}, response: baseResponse() },
-      wantValue: opts.wantValue ?? true,
-    };
-    if ('result' in opts) input.result = opts.result;
-    if ('hasResult' in opts) input.hasResult = opts.hasResult;
-    if ('error' in opts) input.error = opts.error;
-    context.__sa.invoke(toFn(fn), JSON.stringify(input));
+    const head = { stage: opts.stage ?? 'call', returnType: opts.returnType ?? 'JSON', wantValue: opts.wantValue ?? true };
+    if ('result' in opts) head.result = opts.result;
+    if ('hasResult' in opts) head.hasResult = opts.hasResult;
+    if ('error' in opts) head.error = opts.error;
+    const state = opts.state ?? { attributes: {}, response: baseResponse() };
+    context.__sa.invoke(toFn(fn), JSON.stringify(head), JSON.stringify(opts.request ?? baseRequest()), JSON.stringify(state.attributes), JSON.stringify(state.response));
     await flush();
     const text = context.__sa.collect();
     expect(typeof text).toBe('string');
-    return JSON.parse(text);
+    const out = JSON.parse(text);
+    out.sent = { attributes: 'attributes' in out, response: 'response' in out };
+    out.state = { attributes: out.attributes ?? state.attributes, response: out.response ?? state.response };
+    return out;
   }
   /** Runs a stage that must succeed and returns the script's value (a JSON copy). */
   async function probe(fn, opts = {}) {
@@ -571,6 +572,14 @@ describe('ctx.response', () => {
     const sb = sandbox();
     const out = await sb.run(() => undefined);
     expect(out.state.response).toEqual(baseResponse());
+  });
+
+  test('collect sends back only the state a stage touched', async () => {
+    const sb = sandbox();
+    expect((await sb.run(() => ({ ok: true }))).sent).toEqual({ attributes: false, response: false });
+    expect((await sb.run((ctx) => ctx.headers.host)).sent).toEqual({ attributes: false, response: false });
+    expect((await sb.run((ctx) => ctx.request.getAttribute('a'))).sent).toEqual({ attributes: true, response: false });
+    expect((await sb.run((ctx) => ctx.response.setStatus(201))).sent).toEqual({ attributes: false, response: true });
   });
 
   test('setContentType parses the charset; getContentType adds it back', async () => {
@@ -1699,8 +1708,13 @@ describe('the real engines', () => {
     Array.prototype.push = null;
     return { d: new Date(7), host: typeof __host, url: ctx.request.getRequestURL(), p: ctx.request.getParameterValues('a') };
   }`;
-  const input = (returnType) =>
-    JSON.stringify({ stage: 'call', returnType, request: baseRequest(), state: { attributes: {}, response: baseResponse() }, wantValue: true });
+  const args = (returnType) => [
+    JSON.stringify({ stage: 'call', returnType, wantValue: true }),
+    JSON.stringify(baseRequest()),
+    '{}',
+    JSON.stringify(baseResponse()),
+  ];
+  const withState = (out) => ({ ...out, state: { attributes: out.attributes ?? {}, response: out.response ?? baseResponse() } });
   const check = (out) => {
     expect(out.status).toBe('error');
     expect(out.error).toMatchObject({ name: 'AbortError', message: 'caught', code: 270001, status: 401 });
@@ -1736,12 +1750,12 @@ describe('the real engines', () => {
       host.dispose();
       ctx.unwrapResult(ctx.evalCode(SRC, 'adapter.js')).dispose();
       const runStage = (fnSource) => {
-        ctx.unwrapResult(ctx.evalCode(`__sa.invoke(${fnSource}, ${JSON.stringify(input('JSON'))})`)).dispose();
+        ctx.unwrapResult(ctx.evalCode(`__sa.invoke(${fnSource}, ${args('JSON').map((a) => JSON.stringify(a)).join(', ')})`)).dispose();
         ctx.runtime.executePendingJobs(-1);
         const res = ctx.unwrapResult(ctx.evalCode('__sa.collect()'));
         const text = ctx.getString(res);
         res.dispose();
-        return JSON.parse(text);
+        return withState(JSON.parse(text));
       };
       check(runStage(SCRIPT));
       expect(calls).toEqual(['app.abort']);
@@ -1761,10 +1775,10 @@ describe('the real engines', () => {
     });
     machine.run(SRC);
     const runStage = async (fnSource) => {
-      machine.setGlobal('__in', input('JSON'));
-      machine.run(`__sa.invoke(${fnSource}, __in)`);
+      machine.setGlobal('__in', args('JSON'));
+      machine.run(`__sa.invoke(${fnSource}, __in[0], __in[1], __in[2], __in[3])`);
       await new Promise((r) => setImmediate(r));
-      return JSON.parse(String(machine.run('__sa.collect()')));
+      return withState(JSON.parse(String(machine.run('__sa.collect()'))));
     };
     check(await runStage(SCRIPT));
     expect(calls).toEqual(['app.abort']);

@@ -99,12 +99,10 @@ export interface ApiErrorInfo {
   code: number;
 }
 
-/** What the adapter's `invoke` receives (as a JSON string). */
-export interface StageInput {
+/** The per-stage part of what the adapter's `invoke` receives (as a JSON string). */
+export interface StageHead {
   stage: Stage;
   returnType: 'JSON' | 'Text' | 'File' | 'Redirect';
-  request: RequestSnapshot;
-  state: CarriedState;
   /** For `after`: the call's result (a JSON copy; absent = undefined). */
   result?: unknown;
   hasResult?: boolean;
@@ -112,6 +110,22 @@ export interface StageInput {
   error?: ApiErrorInfo;
   /** Include `value` (the JSON copy of the return value) in the output. */
   wantValue: boolean;
+}
+
+/**
+ * The arguments of one stage, as JSON texts. The adapter parses `request`, `attributes` and
+ * `response` only when the script first uses them, so a stage that touches none of them costs
+ * almost nothing; the request text is built once per job and shared by its stages.
+ */
+export interface StageCall {
+  /** StageHead JSON. */
+  head: string;
+  /** RequestSnapshot JSON. */
+  request: string;
+  /** CarriedState.attributes JSON. */
+  attributes: string;
+  /** CarriedState.response (ResponseState) JSON. */
+  response: string;
 }
 
 /** The return value serialized for the API's return type, inside the sandbox. */
@@ -141,7 +155,10 @@ export interface StageOutput {
   value?: unknown;
   output?: SerializedOutput;
   error?: ThrownError;
-  state: CarriedState;
+  /** The attributes after the stage; absent when the stage did not touch them (unchanged). */
+  attributes?: Record<string, unknown>;
+  /** The response state after the stage; absent when the stage did not touch it (unchanged). */
+  response?: ResponseState;
 }
 
 /**

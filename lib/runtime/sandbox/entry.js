@@ -1,8 +1,9 @@
 /*
  * Sandbox adapter fragment: __sa.invoke / __sa.collect (the last fragment).
  *
- * Holds the stage record (`current`), invoke(fn, inputJson) (StageInput -> ctx, calls the
- * tenant's function, follows a thenable), collect() (-> the StageOutput JSON string), and
+ * Holds the stage record (`current`, its carried state parsed on first use), invoke(fn, headJson,
+ * requestJson, attributesJson, responseJson) (-> ctx, calls the tenant's function, follows a
+ * thenable), collect() (-> the StageOutput JSON string, with only the state that was touched), and
  * defines globalThis.__sa = { invoke, collect } (non-writable/enumerable/configurable, frozen).
  *
  * Expects every earlier fragment: prelude.js (helpers, builtins), encoding.js (enc,
@@ -15,6 +16,57 @@
 var current = null; // the stage being run, or the last one
 var inInvoke = false;
 
+/**
+ * The stage record's carried state is parsed on first use: a stage that never reads the request,
+ * the attributes or the response pays for none of them, and collect() sends back only what was
+ * touched (absent = unchanged).
+ */
+var StageProto = objectCreate(null);
+defineProperty(StageProto, 'snap', {
+  __proto__: null,
+  get: function () {
+    if (this.snapObj === null) {
+      var v = this.requestJson === undefined ? null : jsonParse(Str(this.requestJson));
+      this.snapObj = isObj(v) ? v : {};
+    }
+    return this.snapObj;
+  },
+});
+defineProperty(StageProto, 'attrs', {
+  __proto__: null,
+  get: function () {
+    if (this.attrsObj === null) {
+      var attrs = objectCreate(null);
+      var src = this.attrsJson === undefined ? null : jsonParse(Str(this.attrsJson));
+      if (isObj(src)) for (var keys = objectKeys(src), i = 0; i < keys.length; i++) setOwn(attrs, keys[i], src[keys[i]]);
+      this.attrsObj = attrs;
+    }
+    return this.attrsObj;
+  },
+});
+defineProperty(StageProto, 'res', {
+  __proto__: null,
+  get: function () {
+    if (this.resObj === null) {
+      var res = responseFromInput(this.responseJson === undefined ? null : jsonParse(Str(this.responseJson)));
+      var buffered = 0;
+      for (var j = 0; j < res.chunks.length; j++) buffered += chunkByteLength(res.chunks[j], res.characterEncoding);
+      this.bufferedN = buffered;
+      this.resObj = res;
+    }
+    return this.resObj;
+  },
+});
+defineProperty(StageProto, 'buffered', {
+  __proto__: null,
+  get: function () {
+    return this.res === null ? 0 : this.bufferedN; // reading res parses the carried response first
+  },
+  set: function (v) {
+    if (this.res !== null) this.bufferedN = v;
+  },
+});
+
 function settle(st, status, v) {
   if (st.status !== 'pending') return;
   st.status = status;
@@ -22,36 +74,46 @@ function settle(st, status, v) {
   else st.value = v;
 }
 
-function invoke(fn, inputJson) {
+/**
+ * invoke(fn, headJson, requestJson, attributesJson, responseJson): headJson is the StageHead
+ * (stage, returnType, wantValue, result / hasResult, error); the three others are the
+ * RequestSnapshot, the attributes and the ResponseState as JSON text, parsed on first use.
+ * Returns true when the stage settled synchronously (no promise to wait for).
+ */
+function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
   if (inInvoke) throw illegalState('__sa.invoke is not re-entrant');
-  var input = jsonParse(Str(inputJson));
-  var state = getOwn(input, 'state');
-  var attrsIn = getOwn(state, 'attributes');
-  var attrs = objectCreate(null);
-  if (isObj(attrsIn)) for (var keys = objectKeys(attrsIn), i = 0; i < keys.length; i++) setOwn(attrs, keys[i], attrsIn[keys[i]]);
+  var head = jsonParse(Str(headJson));
+  if (!isObj(head)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
   var st = {
-    returnType: getOwn(input, 'returnType'),
-    wantValue: getOwn(input, 'wantValue') === true,
-    attrs: attrs,
-    res: responseFromInput(getOwn(state, 'response')),
-    buffered: 0,
+    __proto__: StageProto,
+    returnType: getOwn(head, 'returnType'),
+    wantValue: getOwn(head, 'wantValue') === true,
+    requestJson: requestJson,
+    snapObj: null,
+    attrsJson: attrsJson,
+    attrsObj: null,
+    responseJson: responseJson,
+    resObj: null,
+    bufferedN: 0,
+    parts: null,
+    requestApi: null,
+    responseApi: null,
     status: 'pending',
     value: undefined,
     error: null,
     abort: null,
   };
-  for (var j = 0; j < st.res.chunks.length; j++) st.buffered += chunkByteLength(st.res.chunks[j], st.res.characterEncoding);
   current = st;
-  var ctx = makeCtx(st, getOwn(input, 'request'));
-  var stage = getOwn(input, 'stage');
+  var ctx = makeCtx(st);
+  var stage = getOwn(head, 'stage');
   var r;
   inInvoke = true;
   try {
     if (typeof fn !== 'function') throw makeError('TypeError', 'The exported value is not a function');
     if (stage === 'after') {
-      r = fn(ctx, getOwn(input, 'hasResult') === true ? getOwn(input, 'result') : undefined);
+      r = fn(ctx, getOwn(head, 'hasResult') === true ? getOwn(head, 'result') : undefined);
     } else if (stage === 'onError') {
-      var err = getOwn(input, 'error');
+      var err = getOwn(head, 'error');
       r = fn(ctx, { requestId: getOwn(err, 'requestId'), message: getOwn(err, 'message'), code: getOwn(err, 'code') });
     } else {
       r = fn(ctx);
@@ -59,7 +121,7 @@ function invoke(fn, inputJson) {
   } catch (e) {
     inInvoke = false;
     settle(st, 'error', e);
-    return;
+    return true;
   }
   inInvoke = false;
   var then;
@@ -67,11 +129,11 @@ function invoke(fn, inputJson) {
     then = isObj(r) ? r.then : undefined;
   } catch (e) {
     settle(st, 'error', e);
-    return;
+    return true;
   }
   if (typeof then !== 'function') {
     settle(st, 'value', r);
-    return;
+    return true;
   }
   var onValue = (v) => settle(st, 'value', v);
   var onError = (e) => settle(st, 'error', e);
@@ -84,6 +146,7 @@ function invoke(fn, inputJson) {
       settle(st, 'error', e);
     }
   }
+  return st.status !== 'pending';
 }
 
 function collect() {
@@ -116,22 +179,26 @@ function collect() {
       }
     }
   }
-  // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
-  var attrs = '';
-  for (var keys = objectKeys(st.attrs), i = 0; i < keys.length; i++) {
-    var json;
-    try {
-      json = stringifyUser(st.attrs[keys[i]]);
-    } catch (e) {
-      json = undefined;
-    }
-    if (json !== undefined) attrs += (attrs ? ',' : '') + jsonStringify(keys[i]) + ':' + json;
-  }
   var s = '{"status":' + jsonStringify(status) + ',"hasValue":' + (hasValue ? 'true' : 'false');
   if (valueJson !== undefined) s += ',"value":' + valueJson;
   if (output !== undefined && status === 'value') s += ',"output":' + enc(output);
   if (error !== undefined) s += ',"error":' + enc(error);
-  return s + ',"state":{"attributes":{' + attrs + '},"response":' + enc(responseToPlain(st.res)) + '}}';
+  // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
+  if (st.attrsObj !== null) {
+    var attrs = '';
+    for (var keys = objectKeys(st.attrsObj), i = 0; i < keys.length; i++) {
+      var json;
+      try {
+        json = stringifyUser(st.attrsObj[keys[i]]);
+      } catch (e) {
+        json = undefined;
+      }
+      if (json !== undefined) attrs += (attrs ? ',' : '') + jsonStringify(keys[i]) + ':' + json;
+    }
+    s += ',"attributes":{' + attrs + '}';
+  }
+  if (st.resObj !== null) s += ',"response":' + enc(responseToPlain(st.resObj));
+  return s + '}';
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
  * Sandbox adapter fragment: Part, Cookie, ctx.request (PlatformHttpRequest) and ctx (APIContext).
  *
  * Holds makePart, makeCookie, makeRequest(st, snap, parts) (parameters, headers, cookies,
- * attributes, parts of the RequestSnapshot) and makeCtx(st, snap), the ctx passed to the
- * tenant's function.
+ * attributes, parts of the RequestSnapshot) and makeCtx(st), the ctx passed to the tenant's
+ * function, whose fields are read from the stage record's snapshot on first use.
  *
  * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, clonePlain,
  * unionKeys, lower, ...); from host.js: hostCall (Part.save*); from enumeration.js:
@@ -153,46 +153,76 @@ function makeRequest(st, snap, parts) {
   };
 }
 
-function makeCtx(st, snap) {
-  var parts = null;
-  var request = null;
-  var response = null;
-  function partList() {
-    if (parts === null) {
-      parts = [];
-      var infos = getOwn(snap, 'parts');
-      if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(infos[i]));
-    }
-    return parts;
+/**
+ * ctx is built from shared, lazy property definitions: a field is read from the snapshot (parsed
+ * on first use) when the script first reads it, then becomes an ordinary data property. A
+ * script that never looks at ctx pays for none of it. ctxStage maps a ctx to its stage record.
+ */
+var ctxStage = new WeakMapCtor();
+function partsOf(st) {
+  if (st.parts === null) {
+    var parts = [];
+    var infos = getOwn(st.snap, 'parts');
+    if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(infos[i]));
+    st.parts = parts;
   }
-  function field(k, dflt) {
-    var v = getOwn(snap, k);
-    return v === undefined ? dflt : v;
-  }
-  var ctx = {
-    headers: clonePlain(field('headers', {})),
-    cookies: clonePlain(field('cookies', {})),
-    query: clonePlain(field('query', {})),
-    body: field('body', ''),
-    url: field('url', ''),
-    appId: field('appId', ''),
-    path: field('path', ''),
-    method: field('method', 'GET'),
-    getParts: () => copyArray(partList()),
+  return st.parts;
+}
+function lazyField(key, dflt, clone) {
+  return {
+    __proto__: null,
+    get: function () {
+      var st = wmGet(ctxStage, this);
+      if (st === undefined) return undefined;
+      var v = getOwn(st.snap, key);
+      v = v === undefined ? (clone ? {} : dflt) : clone ? clonePlain(v) : v;
+      setOwn(this, key, v);
+      return v;
+    },
+    set: function (v) {
+      setOwn(this, key, v);
+    },
+    enumerable: true,
+    configurable: true,
   };
+}
+var CTX_PROPS = {
+  __proto__: null,
+  headers: lazyField('headers', null, true),
+  cookies: lazyField('cookies', null, true),
+  query: lazyField('query', null, true),
+  body: lazyField('body', '', false),
+  url: lazyField('url', '', false),
+  appId: lazyField('appId', '', false),
+  path: lazyField('path', '', false),
+  method: lazyField('method', 'GET', false),
   // request and response are built on first use: most scripts touch neither, and building their
   // ~80 methods is the largest part of a stage's cost in QuickJS.
-  defineProperty(ctx, 'request', {
+  request: {
     __proto__: null,
-    get: () => request || (request = makeRequest(st, snap, partList())),
+    get: function () {
+      var st = wmGet(ctxStage, this);
+      if (st === undefined) return undefined;
+      return st.requestApi || (st.requestApi = makeRequest(st, st.snap, partsOf(st)));
+    },
     enumerable: true,
     configurable: false,
-  });
-  defineProperty(ctx, 'response', {
+  },
+  response: {
     __proto__: null,
-    get: () => response || (response = makeResponse(st)),
+    get: function () {
+      var st = wmGet(ctxStage, this);
+      if (st === undefined) return undefined;
+      return st.responseApi || (st.responseApi = makeResponse(st));
+    },
     enumerable: true,
     configurable: false,
-  });
+  },
+};
+
+function makeCtx(st) {
+  var ctx = { getParts: () => copyArray(partsOf(st)) };
+  wmSet(ctxStage, ctx, st);
+  defineProperties(ctx, CTX_PROPS);
   return ctx;
 }

@@ -3,7 +3,7 @@
  * app and source hash, never shared between apps) and invoke one exported function through the
  * sandbox adapter. lib/runtime/worker/pipeline.ts drives the stages on top of it.
  */
-import type { StageOutput } from '../protocol';
+import type { StageCall, StageOutput } from '../protocol';
 
 export interface LoadedModule {
   readonly appId: string;
@@ -24,8 +24,8 @@ export class EngineError extends Error {
 export interface SandboxDriver {
   /** Compile or reuse the module; throws EngineError('SCRIPT_COMPILE_ERROR') on a bad source. */
   load(appId: string, name: string, hash: string, source: string, deadline: number): LoadedModule | Promise<LoadedModule>;
-  /** Call the export `fn` with the adapter's StageInput JSON; resolves with the StageOutput. */
-  invoke(mod: LoadedModule, fn: string, inputJson: string, deadline: number): Promise<StageOutput>;
+  /** Call the export `fn` through the adapter's `__sa.invoke`; resolves with the StageOutput. */
+  invoke(mod: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput>;
   /** True once the engine is unusable (after out-of-memory): the worker must be replaced. */
   readonly poisoned: boolean;
 }

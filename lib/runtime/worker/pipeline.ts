@@ -10,7 +10,7 @@
 import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
-import type { StageInput, StageOutput, Stage, ThrownError, CarriedState } from '../protocol';
+import type { StageHead, StageOutput, Stage, ThrownError, CarriedState } from '../protocol';
 import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 
@@ -64,11 +64,19 @@ interface StageResult {
   fatal?: boolean;
 }
 
-export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<JobResult> {
+/** A job as the worker received it; `requestJson` is the request's JSON text when the transport carried it raw. */
+export type WorkerJob = ScriptJob & { requestJson?: string };
+
+export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
+  // JSON texts handed to the sandbox: the request once per job, the state again only after a
+  // stage changed it.
+  let requestJson = job.requestJson;
+  let attributesJson: string | undefined;
+  let responseJson: string | undefined;
 
-  const runScript = async (ref: ScriptRef, stage: Stage, extra: Partial<StageInput>): Promise<StageResult> => {
+  const runScript = async (ref: ScriptRef, stage: Stage, extra: Partial<StageHead>): Promise<StageResult> => {
     const src = job.scripts[ref.script];
     const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
@@ -76,9 +84,23 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     try {
       env.setScript(ref.script);
       const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
-      const input: StageInput = { stage, returnType: job.returnType, request: job.request, state, wantValue: false, ...extra };
-      const out = await env.driver.invoke(mod, ref.function, JSON.stringify(input), job.deadline);
-      state = out.state;
+      const head: StageHead = { stage, returnType: job.returnType, wantValue: false, ...extra };
+      const out = await env.driver.invoke(
+        mod,
+        ref.function,
+        {
+          head: JSON.stringify(head),
+          request: (requestJson ??= JSON.stringify(job.request)),
+          attributes: (attributesJson ??= JSON.stringify(state.attributes)),
+          response: (responseJson ??= JSON.stringify(state.response)),
+        },
+        job.deadline,
+      );
+      if (out.attributes || out.response) {
+        state = { attributes: out.attributes ?? state.attributes, response: out.response ?? state.response };
+        if (out.attributes) attributesJson = undefined;
+        if (out.response) responseJson = undefined;
+      }
       const abort = env.takeAbort();
       if (abort) {
         return { fail: { kind: 'error', message: abort.message, code: ERRORS.ABORTED.code, status: abort.status ?? ERRORS.ABORTED.status } };
@@ -107,7 +129,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         input: { request: job.request, attributes: state.attributes, ...(stage === 'after' ? { result: value } : {}) },
       });
       const output = serializeForReturnType(v, job.returnType);
-      const out: StageOutput = { status: 'value', hasValue: v !== undefined && v !== null, value: v, output, state };
+      const out: StageOutput = { status: 'value', hasValue: v !== undefined && v !== null, value: v, output };
       if (output.type === 'invalid' && out.hasValue) return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: output.message } };
       return { out };
     } catch (e) {

@@ -21,7 +21,7 @@ import {
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
-import type { StageOutput } from '../protocol';
+import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
 
@@ -33,6 +33,8 @@ interface QuickJsModule extends LoadedModule {
   collect: QuickJSHandle;
   /** Puts the adapter's `platform` back on the global object (see PLATFORM_GUARD). */
   guard: QuickJSHandle;
+  /** Handles of the exported functions called so far (the namespace is immutable). */
+  fns: Map<string, QuickJSHandle>;
 }
 
 export interface QuickJsDriverOptions {
@@ -72,7 +74,7 @@ const PLATFORM_GUARD = `(function (G, platform, defineProperty) {
 /** False when the runtime could not be freed (QuickJS assertion, WebAssembly abort): the module is suspect. */
 function disposeModule(m: QuickJsModule): boolean {
   try {
-    for (const h of [m.ns, m.invoke, m.collect, m.guard]) if (h?.alive) h.dispose();
+    for (const h of [m.ns, m.invoke, m.collect, m.guard, ...(m.fns?.values() ?? [])]) if (h?.alive) h.dispose();
     m.ctx.dispose();
     m.rt.dispose();
     return true;
@@ -180,7 +182,7 @@ export class QuickJsDriver implements SandboxDriver {
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
     const ctx = rt.newContext();
-    const partial = { appId, hash, rt, ctx } as QuickJsModule;
+    const partial = { appId, hash, rt, ctx, fns: new Map() } as unknown as QuickJsModule;
     try {
       const host = ctx.newFunction('__host', (opH, argsH) => ctx.newString(this.options.host(ctx.getString(opH), ctx.getString(argsH))));
       ctx.setProp(ctx.global, '__host', host);
@@ -238,27 +240,32 @@ export class QuickJsDriver implements SandboxDriver {
     throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: top-level await never settled`);
   }
 
-  async invoke(loaded: LoadedModule, fn: string, inputJson: string, deadline: number): Promise<StageOutput> {
+  async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
     const m = loaded as QuickJsModule;
     const key = `${m.appId}\u0000${m.hash}`;
     const { ctx, rt } = m;
     this.heapFull = false;
     rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
-    const fnH = ctx.getProp(m.ns, fn);
-    if (ctx.typeof(fnH) !== 'function') {
-      fnH.dispose();
-      throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+    let fnH = m.fns.get(fn);
+    if (!fnH) {
+      fnH = ctx.getProp(m.ns, fn);
+      if (ctx.typeof(fnH) !== 'function') {
+        fnH.dispose();
+        throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+      }
+      if (m.fns.size < 64) m.fns.set(fn, fnH);
     }
+    const owned = m.fns.get(fn) !== fnH ? fnH : undefined;
     const guarded = ctx.callFunction(m.guard, ctx.undefined);
     if (guarded.error) {
-      fnH.dispose();
+      owned?.dispose();
       this.fail(m, errorText(ctx, guarded.error), deadline, key);
     }
     guarded.value.dispose();
-    const inH = ctx.newString(inputJson);
-    const called = ctx.callFunction(m.invoke, ctx.undefined, fnH, inH);
-    fnH.dispose();
-    inH.dispose();
+    const args = [ctx.newString(call.head), ctx.newString(call.request), ctx.newString(call.attributes), ctx.newString(call.response)];
+    const called = ctx.callFunction(m.invoke, ctx.undefined, fnH, ...args);
+    owned?.dispose();
+    for (const h of args) h.dispose();
     if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
     called.value.dispose();
     while (rt.hasPendingJob()) {

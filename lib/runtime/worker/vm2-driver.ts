@@ -4,7 +4,7 @@
  * worker, and a memory bomb by the worker's resourceLimits.
  */
 import { VM, VMScript } from 'vm2';
-import type { StageOutput } from '../protocol';
+import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
 
@@ -29,7 +29,7 @@ const HARDEN = new VMScript(
   "'use strict'; delete globalThis.Buffer; if (typeof Atomics === 'object') delete Atomics.waitAsync;",
   'scriptable-api:harden.js',
 );
-const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in)', 'scriptable-api:invoke.js');
+const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in.head, __sa_in.request, __sa_in.attributes, __sa_in.response)', 'scriptable-api:invoke.js');
 const COLLECT = new VMScript('__sa.collect()', 'scriptable-api:collect.js');
 
 function isTimeout(e: unknown): boolean {
@@ -77,7 +77,7 @@ export class Vm2Driver implements SandboxDriver {
     return mod;
   }
 
-  async invoke(loaded: LoadedModule, fn: string, inputJson: string, deadline: number): Promise<StageOutput> {
+  async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
     const m = loaded as Vm2Module;
     if (typeof m.exportsObj[fn] !== 'function') {
       throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
@@ -85,7 +85,7 @@ export class Vm2Driver implements SandboxDriver {
     const { vm } = m;
     try {
       vm.setGlobal('__sa_fn', fn);
-      vm.setGlobal('__sa_in', inputJson);
+      vm.setGlobal('__sa_in', { head: call.head, request: call.request, attributes: call.attributes, response: call.response });
       vm.timeout = Math.max(1, deadline - Date.now());
       vm.run(INVOKE);
       // Promise continuations are V8 microtasks of this worker: one macrotask turn drains them.
