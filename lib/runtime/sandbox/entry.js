@@ -37,7 +37,7 @@ defineProperty(StageProto, 'attrs', {
   get: function () {
     if (this.attrsObj === null) {
       var attrs = objectCreate(null);
-      var src = this.attrsJson === undefined ? null : jsonParse(Str(this.attrsJson));
+      var src = this.attrsJson === undefined || this.attrsJson === '' || this.attrsJson === '{}' ? null : jsonParse(Str(this.attrsJson));
       if (isObj(src)) for (var keys = objectKeys(src), i = 0; i < keys.length; i++) setOwn(attrs, keys[i], src[keys[i]]);
       this.attrsObj = attrs;
     }
@@ -48,7 +48,9 @@ defineProperty(StageProto, 'res', {
   __proto__: null,
   get: function () {
     if (this.resObj === null) {
-      var res = responseFromInput(this.responseJson === undefined ? null : jsonParse(Str(this.responseJson)));
+      // '' (or nothing): the response as it starts, with no parsing
+      var json = this.responseJson === undefined || this.responseJson === '' ? null : Str(this.responseJson);
+      var res = responseFromInput(json === null ? null : jsonParse(json));
       var buffered = 0;
       for (var j = 0; j < res.chunks.length; j++) buffered += chunkByteLength(res.chunks[j], res.characterEncoding);
       this.bufferedN = buffered;
@@ -98,6 +100,8 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
     parts: null,
     requestApi: null,
     responseApi: null,
+    writer: null,
+    stream: null,
     status: 'pending',
     value: undefined,
     error: null,

@@ -68,6 +68,7 @@ var G = globalThis;
 var FnProto = Function.prototype;
 /** uncurry(String.prototype.slice)(s, 1, 2) is s.slice(1, 2), immune to later patching. */
 var uncurry = FnProto.bind.bind(FnProto.call);
+var fnApply = uncurry(FnProto.apply);
 var defineProperty = Object.defineProperty;
 var freeze = Object.freeze;
 var objectKeys = Object.keys;

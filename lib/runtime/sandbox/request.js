@@ -1,8 +1,8 @@
 /*
  * Sandbox adapter fragment: Part, Cookie, ctx.request (PlatformHttpRequest) and ctx (APIContext).
  *
- * Holds makePart, makeCookie, makeRequest(st, snap, parts) (parameters, headers, cookies,
- * attributes, parts of the RequestSnapshot) and makeCtx(st), the ctx passed to the tenant's
+ * Holds makePart, makeCookie, makeRequest(st) (parameters, headers, cookies, attributes, parts
+ * of the RequestSnapshot, as methods of one shared prototype) and makeCtx(st), the ctx passed to the tenant's
  * function, whose fields are read from the stage record's snapshot on first use.
  *
  * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, clonePlain,
@@ -38,119 +38,156 @@ function makeCookie(name, value) {
   return { name: name, value: value, getName: () => name, getValue: () => value };
 }
 
-function makeRequest(st, snap, parts) {
-  function field(k, dflt) {
-    var v = getOwn(snap, k);
-    return v === undefined ? dflt : v;
+/**
+ * ctx.request: its methods live on one frozen prototype per context (building ~40 closures per
+ * stage was most of a hook's cost in QuickJS); each request object finds its own data in
+ * reqRecs. A method called detached from its object (`const { getHeader } = ctx.request`) acts
+ * on the request of the stage running now.
+ */
+var reqRecs = new WeakMapCtor();
+function reqRec(self) {
+  var st = isObj(self) ? wmGet(reqRecs, self) : undefined;
+  if (st !== undefined) return st;
+  if (current !== null) return current;
+  throw illegalState('ctx.request is used outside of a call');
+}
+function snapField(snap, k, dflt) {
+  var v = getOwn(snap, k);
+  return v === undefined ? dflt : v;
+}
+/** Query values first, then the urlencoded / multipart form fields. */
+function parameterValues(st, name) {
+  var out = [];
+  var sources = [getOwn(snapField(st.snap, 'query', {}), name), getOwn(snapField(st.snap, 'form', {}), name)];
+  for (var s = 0; s < 2; s++) {
+    var v = sources[s];
+    if (typeof v === 'string') push(out, v);
+    else if (isArray(v)) for (var i = 0; i < v.length; i++) push(out, Str(v[i]));
   }
-  var query = field('query', {});
-  var form = field('form', {});
-  var headers = field('headers', {});
-  var headerLists = field('headerLists', {});
-  var cookies = field('cookies', {});
-  var scheme = field('scheme', 'http');
-  var serverName = field('serverName', '');
-  var serverPort = field('serverPort', 0);
-  var requestURI = field('requestURI', '');
-  var get = (k, dflt) => () => field(k, dflt);
-
-  /** Query values first, then the urlencoded / multipart form fields. */
-  function parameterValues(name) {
+  return out;
+}
+function headerValues(st, name) {
+  if (isNil(name)) return [];
+  var ln = lower(name);
+  var list = getOwn(snapField(st.snap, 'headerLists', {}), ln);
+  if (isArray(list) && list.length) {
     var out = [];
-    var sources = [getOwn(query, name), getOwn(form, name)];
-    for (var s = 0; s < 2; s++) {
-      var v = sources[s];
-      if (typeof v === 'string') push(out, v);
-      else if (isArray(v)) for (var i = 0; i < v.length; i++) push(out, Str(v[i]));
-    }
+    for (var i = 0; i < list.length; i++) push(out, Str(list[i]));
     return out;
   }
-  function headerValues(name) {
-    if (isNil(name)) return [];
-    var ln = lower(name);
-    var list = getOwn(headerLists, ln);
-    if (isArray(list) && list.length) {
-      var out = [];
-      for (var i = 0; i < list.length; i++) push(out, Str(list[i]));
-      return out;
-    }
-    var h = getOwn(headers, ln);
-    return typeof h === 'string' ? [h] : [];
-  }
-
-  return {
-    // Attributes: the live values within a stage, JSON copies from one stage to the next.
-    getAttribute: (name) => (hasOwn(st.attrs, Str(name)) ? st.attrs[Str(name)] : null),
-    getAttributeNames: () => makeEnumeration(objectKeys(st.attrs)),
-    /** Setting null or undefined removes the attribute. */
-    setAttribute: function (name, value) {
-      if (isNil(value)) delete st.attrs[Str(name)];
-      else setOwn(st.attrs, Str(name), value);
-    },
-    removeAttribute: (name) => void delete st.attrs[Str(name)],
-
-    getParameter: function (name) {
-      var v = parameterValues(Str(name));
-      return v.length ? v[0] : null;
-    },
-    getParameterNames: () => makeEnumeration(unionKeys(query, form)),
-    getParameterValues: function (name) {
-      var v = parameterValues(Str(name));
-      return v.length ? v : null;
-    },
-    getParameterMap: function () {
-      var out = {};
-      var names = unionKeys(query, form);
-      for (var i = 0; i < names.length; i++) setOwn(out, names[i], parameterValues(names[i]));
-      return out;
-    },
-
-    getCharacterEncoding: get('characterEncoding', null),
-    getProtocol: get('protocol', 'HTTP/1.1'),
-    getScheme: () => scheme,
-    getServerName: () => serverName,
-    getServerPort: () => serverPort,
-    getRemoteAddr: get('remoteAddr', null),
-    getRemoteHost: get('remoteHost', null),
-    getRemotePort: get('remotePort', 0),
-    isSecure: () => scheme === 'https',
-
-    getContentType: get('contentType', null),
-    getAuthType: get('authType', null),
-    /** Cookie[], or null when the request has none (as HttpServletRequest.getCookies). */
-    getCookies: function () {
-      var keys = objectKeys(cookies);
-      if (keys.length === 0) return null;
-      var out = [];
-      for (var i = 0; i < keys.length; i++) push(out, makeCookie(keys[i], Str(cookies[keys[i]])));
-      return out;
-    },
-    /** The first value of the header, case-insensitive; null when absent. */
-    getHeader: function (name) {
-      var v = headerValues(name);
-      return v.length ? v[0] : null;
-    },
-    getHeaders: (name) => makeEnumeration(headerValues(name)),
-    getHeaderNames: () => makeEnumeration(unionKeys(headers, headerLists)),
-    getMethod: get('method', 'GET'),
-    getPathInfo: get('pathInfo', null),
-    getContextPath: get('contextPath', ''),
-    getQueryString: get('queryString', null),
-    getRemoteUser: () => null,
-    getUserPrincipal: () => null,
-    getRequestURI: () => requestURI,
-    /** scheme://serverName[:port]requestURI, without the port when it is the scheme's default. */
-    getRequestURL: function () {
-      var dflt = scheme === 'https' ? 443 : 80;
-      return scheme + '://' + serverName + (serverPort && serverPort !== dflt ? ':' + serverPort : '') + requestURI;
-    },
-    getServletPath: get('servletPath', ''),
-    getParts: () => copyArray(parts),
-    getPart: function (name) {
-      for (var i = 0; i < parts.length; i++) if (parts[i].name === Str(name)) return parts[i];
-      return null;
-    },
+  var h = getOwn(snapField(st.snap, 'headers', {}), ln);
+  return typeof h === 'string' ? [h] : [];
+}
+function snapGetter(k, dflt) {
+  return function () {
+    return snapField(reqRec(this).snap, k, dflt);
   };
+}
+
+var ReqProto = freeze({
+  // Attributes: the live values within a stage, JSON copies from one stage to the next.
+  getAttribute: function (name) {
+    var attrs = reqRec(this).attrs;
+    return hasOwn(attrs, Str(name)) ? attrs[Str(name)] : null;
+  },
+  getAttributeNames: function () {
+    return makeEnumeration(objectKeys(reqRec(this).attrs));
+  },
+  /** Setting null or undefined removes the attribute. */
+  setAttribute: function (name, value) {
+    var attrs = reqRec(this).attrs;
+    if (isNil(value)) delete attrs[Str(name)];
+    else setOwn(attrs, Str(name), value);
+  },
+  removeAttribute: function (name) {
+    delete reqRec(this).attrs[Str(name)];
+  },
+
+  getParameter: function (name) {
+    var v = parameterValues(reqRec(this), Str(name));
+    return v.length ? v[0] : null;
+  },
+  getParameterNames: function () {
+    var snap = reqRec(this).snap;
+    return makeEnumeration(unionKeys(snapField(snap, 'query', {}), snapField(snap, 'form', {})));
+  },
+  getParameterValues: function (name) {
+    var v = parameterValues(reqRec(this), Str(name));
+    return v.length ? v : null;
+  },
+  getParameterMap: function () {
+    var rec = reqRec(this);
+    var out = {};
+    var names = unionKeys(snapField(rec.snap, 'query', {}), snapField(rec.snap, 'form', {}));
+    for (var i = 0; i < names.length; i++) setOwn(out, names[i], parameterValues(rec, names[i]));
+    return out;
+  },
+
+  getCharacterEncoding: snapGetter('characterEncoding', null),
+  getProtocol: snapGetter('protocol', 'HTTP/1.1'),
+  getScheme: snapGetter('scheme', 'http'),
+  getServerName: snapGetter('serverName', ''),
+  getServerPort: snapGetter('serverPort', 0),
+  getRemoteAddr: snapGetter('remoteAddr', null),
+  getRemoteHost: snapGetter('remoteHost', null),
+  getRemotePort: snapGetter('remotePort', 0),
+  isSecure: function () {
+    return snapField(reqRec(this).snap, 'scheme', 'http') === 'https';
+  },
+
+  getContentType: snapGetter('contentType', null),
+  getAuthType: snapGetter('authType', null),
+  /** Cookie[], or null when the request has none (as HttpServletRequest.getCookies). */
+  getCookies: function () {
+    var cookies = snapField(reqRec(this).snap, 'cookies', {});
+    var keys = objectKeys(cookies);
+    if (keys.length === 0) return null;
+    var out = [];
+    for (var i = 0; i < keys.length; i++) push(out, makeCookie(keys[i], Str(cookies[keys[i]])));
+    return out;
+  },
+  /** The first value of the header, case-insensitive; null when absent. */
+  getHeader: function (name) {
+    var v = headerValues(reqRec(this), name);
+    return v.length ? v[0] : null;
+  },
+  getHeaders: function (name) {
+    return makeEnumeration(headerValues(reqRec(this), name));
+  },
+  getHeaderNames: function () {
+    var snap = reqRec(this).snap;
+    return makeEnumeration(unionKeys(snapField(snap, 'headers', {}), snapField(snap, 'headerLists', {})));
+  },
+  getMethod: snapGetter('method', 'GET'),
+  getPathInfo: snapGetter('pathInfo', null),
+  getContextPath: snapGetter('contextPath', ''),
+  getQueryString: snapGetter('queryString', null),
+  getRemoteUser: () => null,
+  getUserPrincipal: () => null,
+  getRequestURI: snapGetter('requestURI', ''),
+  /** scheme://serverName[:port]requestURI, without the port when it is the scheme's default. */
+  getRequestURL: function () {
+    var snap = reqRec(this).snap;
+    var scheme = snapField(snap, 'scheme', 'http');
+    var serverPort = snapField(snap, 'serverPort', 0);
+    var dflt = scheme === 'https' ? 443 : 80;
+    return scheme + '://' + snapField(snap, 'serverName', '') + (serverPort && serverPort !== dflt ? ':' + serverPort : '') + snapField(snap, 'requestURI', '');
+  },
+  getServletPath: snapGetter('servletPath', ''),
+  getParts: function () {
+    return copyArray(partsOf(reqRec(this)));
+  },
+  getPart: function (name) {
+    var parts = partsOf(reqRec(this));
+    for (var i = 0; i < parts.length; i++) if (parts[i].name === Str(name)) return parts[i];
+    return null;
+  },
+});
+
+function makeRequest(st) {
+  var req = objectCreate(ReqProto);
+  wmSet(reqRecs, req, st);
+  return req;
 }
 
 /**
@@ -203,7 +240,7 @@ var CTX_PROPS = {
     get: function () {
       var st = wmGet(ctxStage, this);
       if (st === undefined) return undefined;
-      return st.requestApi || (st.requestApi = makeRequest(st, st.snap, partsOf(st)));
+      return st.requestApi || (st.requestApi = makeRequest(st));
     },
     enumerable: true,
     configurable: false,

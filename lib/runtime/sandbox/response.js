@@ -4,15 +4,43 @@
  * Holds makeResponse(st): the servlet-like response API over st.res (the carried state),
  * with its Writer (getWriter) and OutputStream (getOutputStream).
  *
+ * The API's methods are built once per context (buildResponseProto), over a variable `st` that
+ * each method sets, on entry, to the stage record of the response object it is called on (found
+ * in resRecs; a method called detached from its object acts on the stage running now). Building
+ * ~50 closures per stage was most of an after hook's cost in QuickJS. The Writer and the
+ * OutputStream are made per stage, bound to it.
+ *
  * Expects from prelude.js: the helpers and error constructors; from encoding.js: utf8Binary;
  * from response-state.js: chunkByteLength; from response-helpers.js: httpDate, formatJava,
  * bytesOf. st is the stage record built by invoke (entry.js).
  */
-function makeResponse(st) {
+var resRecs = new WeakMapCtor();
+function resStage(self) {
+  var st = isObj(self) ? wmGet(resRecs, self) : undefined;
+  if (st !== undefined) return st;
+  if (current !== null) return current;
+  throw illegalState('ctx.response is used outside of a call');
+}
+function buildResponseProto() {
+  var st = null;
   var api;
-  var writer = null;
-  var stream = null;
   var r = () => st.res;
+  /** fn, run with `st` set to `own` (a Writer's or OutputStream's stage). */
+  function bindTo(own, fn) {
+    return function () {
+      var prev = st;
+      st = own;
+      try {
+        return fnApply(fn, this, arguments);
+      } finally {
+        st = prev;
+      }
+    };
+  }
+  function bindAll(obj, own) {
+    for (var keys = objectKeys(obj), i = 0; i < keys.length; i++) obj[keys[i]] = bindTo(own, obj[keys[i]]);
+    return obj;
+  }
   function statusCode(sc) {
     var n = Num(sc);
     if (!(n === n && n % 1 === 0 && n >= 100 && n <= 999)) throw illegalArgument('Invalid status code: ' + safeString(sc));
@@ -115,7 +143,8 @@ function makeResponse(st) {
     return out;
   }
   function getWriter() {
-    if (writer !== null) return writer;
+    if (st.writer) return st.writer;
+    var writer;
     var closed = false;
     var text = (s) => closed || append('t', s);
     writer = {
@@ -144,10 +173,12 @@ function makeResponse(st) {
       close: () => void (closed || api.flushBuffer(), (closed = true)),
       checkError: () => false,
     };
+    st.writer = bindAll(writer, st);
     return writer;
   }
   function getOutputStream() {
-    if (stream !== null) return stream;
+    if (st.stream) return st.stream;
+    var stream;
     var closed = false;
     var bytes = (bin) => closed || append('bin', bin);
     stream = {
@@ -162,6 +193,7 @@ function makeResponse(st) {
       close: () => void (closed || api.flushBuffer(), (closed = true)),
       isReady: () => true,
     };
+    st.stream = bindAll(stream, st);
     return stream;
   }
   var sameUrl = (url) => (isNil(url) ? url : Str(url));
@@ -278,5 +310,25 @@ function makeResponse(st) {
     },
     isCommitted: () => r().committed,
   };
-  return api;
+  var proto = {};
+  for (var keys = objectKeys(api), i = 0; i < keys.length; i++) {
+    proto[keys[i]] = (function (fn) {
+      return function () {
+        var prev = st;
+        st = resStage(this);
+        try {
+          return fnApply(fn, undefined, arguments);
+        } finally {
+          st = prev;
+        }
+      };
+    })(api[keys[i]]);
+  }
+  return freeze(proto);
+}
+var ResProto = buildResponseProto();
+function makeResponse(st) {
+  var res = objectCreate(ResProto);
+  wmSet(resRecs, res, st);
+  return res;
 }
