@@ -4,7 +4,13 @@
  * - keeps `size` workers and grows (up to `maxWorkers`) while workers are blocked in host calls,
  *   so scripts waiting on an upstream never stall the others;
  * - enforces each job's deadline by terminating its worker (the engine's own limits fire first);
- * - replaces dead or poisoned workers; only the offending job fails, queued jobs go elsewhere.
+ * - replaces dead or poisoned workers; only the offending job fails, queued jobs go elsewhere;
+ * - keeps the workers' pipes full: a worker computing a job may hold one more, sent ahead so it
+ *   starts without a wake-up round trip. That job is only lent: each job has a claim cell in
+ *   shared memory which the worker sets (0 -> 1) when it starts the job and the pool sets
+ *   (0 -> 2) to take it back — when the worker blocks in a host call, dies, or another worker
+ *   goes idle first. Exactly one of them wins, so a job never runs twice and never waits behind
+ *   a blocked worker.
  */
 import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as path from 'node:path';
@@ -39,12 +45,23 @@ interface Task {
   done: boolean;
 }
 
+/** Claim cells per worker (indexed by jobId % CLAIM_CELLS); far more than the jobs a worker holds. */
+const CLAIM_CELLS = 64;
+const CLAIM_FREE = 0;
+const CLAIM_STARTED = 1;
+const CLAIM_REVOKED = 2;
+
 interface PoolWorker {
   worker: Worker;
   flag: Int32Array;
+  /** Claim cells of the jobs sent to this worker (see the file comment). */
+  claims: Int32Array;
   replies: MessagePort;
   ready: boolean;
+  /** The job this worker runs (or was sent first): null when idle. */
   task: Task | null;
+  /** A job sent ahead, to start when `task` ends, unless the pool takes it back first. */
+  next: Task | null;
   /** Host calls in flight: while > 0 the worker's thread is blocked, not computing. */
   blocked: number;
   known: Set<string>;
@@ -100,8 +117,9 @@ export class WorkerPool implements ScriptEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    const retiring = this.workers.splice(0).map((w) => this.retire(w)); // (jobs sent ahead come back in line)
     for (const t of this.queue.splice(0)) this.finish(t, errorResult(t.job, 'ENGINE_FAILURE', 'The script engine is closed'));
-    await Promise.all(this.workers.splice(0).map((w) => this.retire(w)));
+    await Promise.all(retiring);
   }
 
   private finish(task: Task, result: JobResult): void {
@@ -116,7 +134,12 @@ export class WorkerPool implements ScriptEngine {
     if (task.done) return;
     const qi = this.queue.indexOf(task);
     if (qi >= 0) this.queue.splice(qi, 1);
-    const w = this.workers.find((x) => x.task === task);
+    const ahead = this.workers.find((x) => x.next === task);
+    if (ahead && this.revoke(ahead)) {
+      this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
+      return;
+    }
+    const w = this.workers.find((x) => x.task === task || x.next === task);
     this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
     if (w) {
       this.options.logger?.warn(`scriptable-api: terminating a worker: app '${task.job.appId}' ran past its deadline`);
@@ -136,6 +159,29 @@ export class WorkerPool implements ScriptEngine {
       else this.assign(w, task);
     }
     this.grow();
+    // Keep the pipes full: one job ahead on each worker that is computing (not blocked).
+    while (this.queue.length > 0) {
+      const w = this.workers.find((x) => x.ready && x.task && !x.next && x.blocked === 0 && !x.retired);
+      if (!w) break;
+      const task = this.queue.shift()!;
+      if (task.job.deadline <= Date.now()) this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
+      else this.assign(w, task, false, true);
+    }
+  }
+
+  /** Takes back the job sent ahead to `w`, if it has not started; true when taken back. */
+  private revoke(w: PoolWorker): boolean {
+    const task = w.next;
+    if (!task) return false;
+    if (Atomics.compareExchange(w.claims, task.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) !== CLAIM_FREE) return false;
+    w.next = null;
+    return true;
+  }
+
+  /** Takes back the job sent ahead to `w` and puts it first in line, to go to a worker that can start it now. */
+  private reclaim(w: PoolWorker): void {
+    const task = w.next;
+    if (task && this.revoke(w)) this.queue.unshift(task);
   }
 
   /** Start workers while fewer than `size` are able to compute (idle, starting or not blocked). */
@@ -156,9 +202,11 @@ export class WorkerPool implements ScriptEngine {
     for (let i = 0; i < want; i++) this.spawn();
   }
 
-  private assign(w: PoolWorker, task: Task, withAllSources = false): void {
+  private assign(w: PoolWorker, task: Task, withAllSources = false, ahead = false): void {
     clearTimeout(w.idleTimer);
-    w.task = task;
+    if (ahead) w.next = task;
+    else w.task = task;
+    Atomics.store(w.claims, task.jobId % CLAIM_CELLS, CLAIM_FREE);
     const scripts: ScriptJob['scripts'] = {};
     for (const [name, s] of Object.entries(task.job.scripts)) {
       scripts[name] = !withAllSources && w.known.has(s.hash) ? { name: s.name, hash: s.hash } : s;
@@ -166,18 +214,20 @@ export class WorkerPool implements ScriptEngine {
       w.known.add(s.hash);
     }
     // Jobs and results cross as JSON text: one string copy is much cheaper than a structured clone.
-    w.worker.postMessage(JSON.stringify({ type: 'job', jobId: task.jobId, job: { ...task.job, scripts } }));
+    w.worker.postMessage(JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job: { ...task.job, scripts } }));
   }
 
   private spawn(): void {
     const { port1, port2 } = new MessageChannel();
     const flagBuffer = new SharedArrayBuffer(4);
+    const claimBuffer = new SharedArrayBuffer(4 * CLAIM_CELLS);
     const worker = new Worker(path.join(__dirname, 'worker', 'worker.js'), {
       workerData: {
         engine: this.options.engine,
         memoryLimitMb: this.options.memoryLimitMb,
         adapterSource: adapterSource(),
         flag: flagBuffer,
+        claims: claimBuffer,
         replies: port2,
       },
       transferList: [port2],
@@ -188,7 +238,18 @@ export class WorkerPool implements ScriptEngine {
       },
     });
     worker.unref();
-    const w: PoolWorker = { worker, flag: new Int32Array(flagBuffer), replies: port1, ready: false, task: null, blocked: 0, known: new Set(), retired: false };
+    const w: PoolWorker = {
+      worker,
+      flag: new Int32Array(flagBuffer),
+      claims: new Int32Array(claimBuffer),
+      replies: port1,
+      ready: false,
+      task: null,
+      next: null,
+      blocked: 0,
+      known: new Set(),
+      retired: false,
+    };
     this.workers.push(w);
     worker.on('message', (msg) => this.onMessage(w, typeof msg === 'string' ? JSON.parse(msg) : msg));
     worker.on('error', (err) => this.onExit(w, err));
@@ -207,18 +268,29 @@ export class WorkerPool implements ScriptEngine {
         this.onHostCall(w, msg);
         return;
       case 'result': {
-        const task = w.task;
-        if (!task || task.jobId !== msg.jobId) return;
-        w.task = null;
+        let task: Task | null;
+        if (w.task && w.task.jobId === msg.jobId) {
+          task = w.task;
+          w.task = w.next; // the job sent ahead, if any, runs now
+          w.next = null;
+        } else if (w.next && w.next.jobId === msg.jobId) {
+          task = w.next; // (after a resend, the job sent ahead ran first)
+          w.next = null;
+        } else return;
         if (msg.needSources && !task.resent) {
           task.resent = true;
-          this.assign(w, task, true);
+          if (w.task) this.assign(w, task, true, true);
+          else this.assign(w, task, true);
           return;
         }
         if (msg.result) this.finish(task, msg.result as JobResult);
         else this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', String(msg.failure ?? 'The script engine failed')));
-        if (msg.poisoned) void this.retire(w);
+        if (msg.poisoned) {
+          this.reclaim(w);
+          void this.retire(w);
+        }
         this.dispatch();
+        if (!w.task) this.stealFor(w);
         this.idle(w);
         return;
       }
@@ -234,7 +306,7 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private onHostCall(w: PoolWorker, msg: Record<string, unknown>): void {
-    const task = w.task;
+    const task = w.task && w.task.jobId === msg.jobId ? w.task : w.next && w.next.jobId === msg.jobId ? w.next : w.task;
     const op = String(msg.op);
     const args = (msg.args ?? {}) as Record<string, unknown>;
     if (msg.noReply) {
@@ -249,6 +321,7 @@ export class WorkerPool implements ScriptEngine {
       Atomics.notify(w.flag, 0);
     };
     w.blocked++;
+    this.reclaim(w); // the job sent ahead must not wait for this call
     this.dispatch(); // this worker is now waiting: let another one compute
     if (!task || task.jobId !== msg.jobId) {
       reply({ ok: false, error: { name: 'Error', message: 'The call is over' } });
@@ -277,6 +350,17 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private onExit(w: PoolWorker, err?: Error): void {
+    if (w.next) {
+      const ahead = w.next;
+      if (this.revoke(w)) {
+        this.queue.unshift(ahead); // never started: back in line, first
+      } else {
+        // it had started, so the job before it had ended (its result lost with the worker)
+        if (w.task && !w.task.done) this.finish(w.task, errorResult(w.task.job, 'ENGINE_FAILURE', 'The script engine failed'));
+        w.task = ahead;
+        w.next = null;
+      }
+    }
     const task = w.task;
     w.task = null;
     if (task && !task.done) {
@@ -287,9 +371,9 @@ export class WorkerPool implements ScriptEngine {
       w.retired = true;
       const i = this.workers.indexOf(w);
       if (i >= 0) this.workers.splice(i, 1);
-      this.dispatch();
     }
     this.replenish();
+    this.dispatch();
   }
 
   /** Keeps `size` workers warm after one died or was replaced, so the next burst pays no start-up. */
@@ -299,8 +383,18 @@ export class WorkerPool implements ScriptEngine {
     for (let i = live; i < this.options.size; i++) this.spawn();
   }
 
+  /** `w` has nothing to run and nothing is in line: take over a job sent ahead to a busy worker. */
+  private stealFor(w: PoolWorker): void {
+    if (w.task || w.retired || !w.ready || this.queue.length > 0) return;
+    const from = this.workers.find((x) => x !== w && x.next && !x.retired);
+    if (!from) return;
+    const task = from.next!;
+    if (this.revoke(from)) this.assign(w, task);
+  }
+
   private async retire(w: PoolWorker): Promise<void> {
     if (w.retired) return;
+    this.reclaim(w);
     w.retired = true;
     clearTimeout(w.idleTimer);
     const i = this.workers.indexOf(w);

@@ -16,6 +16,8 @@ interface WorkerConfig {
   memoryLimitMb: number;
   adapterSource: string;
   flag: SharedArrayBuffer;
+  /** Claim cells: 0 -> 1 when this worker starts a job; the pool sets 2 when it took the job back. */
+  claims: SharedArrayBuffer;
   replies: MessagePort;
 }
 
@@ -23,6 +25,7 @@ const config = workerData as WorkerConfig;
 const port = parentPort!;
 const channel = new HostChannel((m) => port.postMessage(m), config.replies, new Int32Array(config.flag));
 const sources = new Lru<string, string>(2000, () => undefined);
+const claims = new Int32Array(config.claims);
 
 let current: { jobId: number; deadline: number; script: string; abort: { message: string; status?: number } | null } | null = null;
 
@@ -79,9 +82,13 @@ async function main(): Promise<void> {
   const driver = await createDriver();
   let queue = Promise.resolve();
   port.on('message', (raw: string) => {
-    const msg = JSON.parse(raw) as { type: string; jobId: number; job: ScriptJob };
+    const msg = JSON.parse(raw) as { type: string; jobId: number; cell: number; job: ScriptJob };
     if (msg.type !== 'job') return;
-    queue = queue.then(() => runOne(driver, msg.jobId, msg.job));
+    queue = queue.then(() => {
+      // a job sent ahead may have been taken back by the pool: start it only if we claim it first
+      if (Atomics.compareExchange(claims, msg.cell, 0, 1) !== 0) return undefined;
+      return runOne(driver, msg.jobId, msg.job);
+    });
   });
   port.postMessage({ type: 'ready' });
 }
