@@ -90,3 +90,36 @@ test('the context cache evicts the previous version of a script when a new one i
   lru.set('app\u0000h2', 'ctx-v2', 'app\u0000main.js'); // the same version again evicts nothing
   expect(evicted).toEqual(['ctx-v1']);
 });
+
+test.each(['quickjs', 'vm2'])('%s: a job sent ahead to a worker that then blocks in a host call runs elsewhere at once', async (engine) => {
+  // One worker kept warm. The slow call blocks its worker for 800 ms in getAccountByToken; fast
+  // calls sent ahead to that worker are taken back and run on another worker, not after the wait.
+  const pool = new WorkerPool({ engine, size: 1, maxWorkers: 4, memoryLimitMb: 32, maxConcurrentPerApp: 16 });
+  const accounts = { getAccountByToken: (t) => new Promise((r) => setTimeout(() => r({ id: t }), 800)) };
+  // 150 ms of computing first, so the fast calls are sent ahead while the worker is busy
+  const slowScript = 'export function fn() { const t = Date.now(); while (Date.now() - t < 150) {} return platform.system.getAccountByToken("slow") }';
+  const { app, registry, router } = oneApi(slowScript, {}, { engine: pool, accounts });
+  try {
+    registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
+    registry.putApi('app1', { path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' });
+    const server = app.listen(0);
+    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1`;
+    try {
+      expect((await (await fetch(`${base}/fast`)).json()).fast).toBe(true); // warm
+      const slow = fetch(`${base}/p`).then((r) => r.json());
+      await new Promise((r) => setTimeout(r, 30)); // the slow call is computing
+      const started = Date.now();
+      const fast = await Promise.all(Array.from({ length: 6 }, () => fetch(`${base}/fast`).then((r) => r.json())));
+      const fastMs = Date.now() - started;
+      expect(fast).toEqual(Array.from({ length: 6 }, () => ({ fast: true })));
+      expect(fastMs).toBeLessThan(650); // not queued behind the 800 ms host call
+      expect(await slow).toEqual({ id: 'slow' });
+    } finally {
+      server.closeAllConnections?.();
+      await new Promise((r) => server.close(r));
+    }
+  } finally {
+    await router.close();
+    await pool.close();
+  }
+});

@@ -262,6 +262,7 @@ export class WorkerPool implements ScriptEngine {
         w.ready = true;
         this.startFailures = 0;
         this.dispatch();
+        this.stealFor(w);
         this.idle(w);
         return;
       case 'host':
