@@ -287,7 +287,14 @@ export class WorkerPool implements ScriptEngine {
         if (msg.result) this.finish(task, msg.result as JobResult);
         else this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', String(msg.failure ?? 'The script engine failed')));
         if (msg.poisoned) {
-          this.reclaim(w);
+          // the worker starts nothing more (it does not claim jobs once poisoned): what it holds goes back in line
+          for (const held of [w.task, w.next]) {
+            if (held && Atomics.compareExchange(w.claims, held.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) === CLAIM_FREE) {
+              this.queue.unshift(held);
+              if (w.task === held) w.task = null;
+              else w.next = null;
+            }
+          }
           void this.retire(w);
         }
         this.dispatch();

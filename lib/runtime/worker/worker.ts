@@ -86,7 +86,8 @@ async function main(): Promise<void> {
     if (msg.type !== 'job') return;
     queue = queue.then(() => {
       // a job sent ahead may have been taken back by the pool: start it only if we claim it first
-      if (Atomics.compareExchange(claims, msg.cell, 0, 1) !== 0) return undefined;
+      // (a poisoned worker is about to be replaced: it leaves its jobs to the pool)
+      if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, 0, 1) !== 0) return undefined;
       return runOne(driver, msg.jobId, msg.job);
     });
   });
