@@ -4,7 +4,7 @@
  * The adapter, put together by lib/runtime/adapter-source.ts, is a classic script (not a module,
  * not TypeScript) that the engines (QuickJS through quickjs-emscripten, V8 through vm2) evaluate
  * once in each sandbox context, BEFORE the tenant's script module. It is the only code between
- * the tenant script and the host. Its contract is lib/runtime/protocol.ts (StageInput,
+ * the tenant script and the host. Its contract is lib/runtime/protocol.ts (StageHead, StageCall,
  * StageOutput, RequestSnapshot, ResponseState, CarriedState, SerializedOutput, ThrownError,
  * HostOp).
  *
@@ -14,13 +14,16 @@
  *     global object so tenant code never sees it.
  *
  * It defines:
- *   globalThis.__sa = { invoke(fn, inputJson), collect() }    (non-writable/enumerable/configurable, frozen)
- *     invoke  parses a StageInput, builds a fresh ctx (APIContext) and calls fn(ctx) for
- *             'before' / 'call', fn(ctx, result) for 'after', fn(ctx, apiError) for 'onError'.
- *             A thenable result is followed with then-handlers. Returns nothing.
+ *   globalThis.__sa = { invoke(fn, headJson, requestJson, attributesJson, responseJson), collect() }
+ *             (non-writable/enumerable/configurable, frozen)
+ *     invoke  parses the StageHead, builds a fresh ctx (APIContext; the request, attributes and
+ *             response JSON are parsed when first used) and calls fn(ctx) for 'before' /
+ *             'call', fn(ctx, result) for 'after', fn(ctx, apiError) for 'onError'. A thenable
+ *             result is followed with then-handlers. Returns true when the stage settled.
  *     collect (after the engine drained its job queue) returns the StageOutput JSON string:
  *             status pending | value | error, the value serialized for the API's return type
- *             (`output`), the ThrownError, and the carried state (attributes, response).
+ *             (`output`), the ThrownError, and the attributes / response when the stage
+ *             touched them (absent = unchanged).
  *   globalThis.platform   (non-writable, deeply frozen)
  *     app.abort(message[, status])  system.getAccountByToken(token)  utils.toJSON(value)
  *     utils.stringToBytes(string[, charset])  http.request({url, method, headers, body, timeoutMs})

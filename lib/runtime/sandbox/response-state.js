@@ -1,7 +1,7 @@
 /*
  * Sandbox adapter fragment: the carried response state.
  *
- * Holds responseFromInput (ResponseState of a StageInput -> internal state), chunkByteLength
+ * Holds responseFromInput (a carried ResponseState -> internal state), chunkByteLength
  * and responseToPlain (internal state -> ResponseState for the StageOutput). Internal chunks:
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
