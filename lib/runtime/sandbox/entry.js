@@ -7,7 +7,7 @@
  * defines globalThis.__sa = { invoke, collect } (non-writable/enumerable/configurable, frozen).
  *
  * Expects every earlier fragment: prelude.js (helpers, builtins), encoding.js (enc,
- * stringifyUser), response-state.js (responseFromInput, chunkByteLength, responseToPlain),
+ * stringifyUser), response-state.js (responseFromInput, chunkByteLength, encResponse),
  * request.js (makeCtx), serialize.js (thrownInfo, serializeOutput).
  *
  * `current` / `inInvoke` are initialized here, after platform and console are defined: nothing
@@ -15,6 +15,13 @@
  */
 var current = null; // the stage being run, or the last one
 var inInvoke = false;
+// The last stage head and request snapshot parsed, by their JSON text: the engine passes the same
+// text again for the next call of the same kind (a head) and for the later stages of one job in
+// this context (the request). Both are only read, never changed.
+var lastHeadJson = null;
+var lastHead = null;
+var lastRequestJson = null;
+var lastSnap = null;
 
 /**
  * The stage record's carried state is parsed on first use: a stage that never reads the request,
@@ -26,8 +33,15 @@ defineProperty(StageProto, 'snap', {
   __proto__: null,
   get: function () {
     if (this.snapObj === null) {
-      var v = this.requestJson === undefined ? null : jsonParse(Str(this.requestJson));
-      this.snapObj = isObj(v) ? v : {};
+      var json = this.requestJson;
+      if (typeof json === 'string' && json === lastRequestJson) {
+        this.snapObj = lastSnap;
+      } else {
+        var v = json === undefined ? null : jsonParse(Str(json));
+        this.snapObj = isObj(v) ? v : {};
+        lastRequestJson = typeof json === 'string' ? json : null;
+        lastSnap = this.snapObj;
+      }
     }
     return this.snapObj;
   },
@@ -84,8 +98,24 @@ function settle(st, status, v) {
  */
 function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
   if (inInvoke) throw illegalState('__sa.invoke is not re-entrant');
-  var head = jsonParse(Str(headJson));
-  if (!isObj(head)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
+  var head;
+  if (typeof headJson === 'string' && headJson === lastHeadJson) {
+    head = lastHead;
+  } else {
+    head = jsonParse(Str(headJson));
+    if (!isObj(head)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
+    lastHeadJson = typeof headJson === 'string' ? headJson : null;
+    lastHead = head;
+  }
+  if (G.platform !== platform) {
+    // QuickJS lets a script redefine a non-writable, non-configurable global: put ours back
+    defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
+  }
+  // the previous stage is over: its objects stop leading to it (and can be collected)
+  if (current !== null && current.ctx !== null) {
+    endStage(current);
+    current.ctx = null;
+  }
   var st = {
     __proto__: StageProto,
     returnType: getOwn(head, 'returnType'),
@@ -106,6 +136,7 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
     value: undefined,
     error: null,
     abort: null,
+    ctx: null,
   };
   current = st;
   var ctx = makeCtx(st);
@@ -185,7 +216,9 @@ function collect() {
   }
   var s = '{"status":' + jsonStringify(status) + ',"hasValue":' + (hasValue ? 'true' : 'false');
   if (valueJson !== undefined) s += ',"value":' + valueJson;
-  if (output !== undefined && status === 'value') s += ',"output":' + enc(output);
+  if (output !== undefined && status === 'value') {
+    s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + jsonStringify(output.json) + '}' : enc(output));
+  }
   if (error !== undefined) s += ',"error":' + enc(error);
   // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
   if (st.attrsObj !== null) {
@@ -201,8 +234,19 @@ function collect() {
     }
     s += ',"attributes":{' + attrs + '}';
   }
-  if (st.resObj !== null) s += ',"response":' + enc(responseToPlain(st.resObj));
+  if (st.resObj !== null) s += ',"response":' + encResponse(st.resObj);
   return s + '}';
+}
+
+/**
+ * run(fn, headJson, requestJson, attributesJson, responseJson): invoke, then, when the stage
+ * settled synchronously, collect — one call into the sandbox for most stages. Returns the
+ * StageOutput JSON string, or '' when the stage is waiting on a promise: the engine then runs
+ * the sandbox's pending jobs and calls collect(). An engine that finds promise jobs pending
+ * after a non-empty answer runs them and calls collect() again (what they changed counts).
+ */
+function run(fn, headJson, requestJson, attrsJson, responseJson) {
+  return invoke(fn, headJson, requestJson, attrsJson, responseJson) ? collect() : '';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,7 +254,7 @@ function collect() {
 // ---------------------------------------------------------------------------------------------
 defineProperty(G, '__sa', {
   __proto__: null,
-  value: freeze({ invoke: freeze(invoke), collect: freeze(collect) }),
+  value: freeze({ invoke: freeze(invoke), collect: freeze(collect), run: freeze(run) }),
   writable: false,
   enumerable: false,
   configurable: false,

@@ -14,7 +14,8 @@
  *     global object so tenant code never sees it.
  *
  * It defines:
- *   globalThis.__sa = { invoke(fn, headJson, requestJson, attributesJson, responseJson), collect() }
+ *   globalThis.__sa = { invoke(fn, headJson, requestJson, attributesJson, responseJson), collect(),
+ *                       run(fn, headJson, requestJson, attributesJson, responseJson) }
  *             (non-writable/enumerable/configurable, frozen)
  *     invoke  parses the StageHead, builds a fresh ctx (APIContext; the request, attributes and
  *             response JSON are parsed when first used) and calls fn(ctx) for 'before' /
@@ -24,6 +25,10 @@
  *             status pending | value | error, the value serialized for the API's return type
  *             (`output`), the ThrownError, and the attributes / response when the stage
  *             touched them (absent = unchanged).
+ *     run     invoke, then collect when the stage settled synchronously: the StageOutput JSON,
+ *             or '' when the stage waits on a promise (drain the job queue, then collect()).
+ *             The engine may pass the same head and request texts again (a cached string):
+ *             the adapter reuses what it parsed for them.
  *   globalThis.platform   (non-writable, deeply frozen)
  *     app.abort(message[, status])  system.getAccountByToken(token)  utils.toJSON(value)
  *     utils.stringToBytes(string[, charset])  http.request({url, method, headers, body, timeoutMs})
@@ -111,6 +116,13 @@ var PromiseCtor = Promise;
 var WeakMapCtor = WeakMap;
 var wmGet = uncurry(WeakMap.prototype.get);
 var wmSet = uncurry(WeakMap.prototype.set);
+/**
+ * What the adapter's WeakMaps (ctx -> stage, request / response object -> stage) map an object
+ * to once its stage has ended. QuickJS never collects a WeakMap entry whose value leads back to
+ * its key (the stage record holds its ctx.request), so collect() replaces each entry's value
+ * with this marker: the stage's objects are then ordinary garbage.
+ */
+var ENDED = freeze(objectCreate(null));
 var promiseThen = uncurry(Promise.prototype.then);
 var SymIterator = Symbol.iterator;
 var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;

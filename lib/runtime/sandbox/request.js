@@ -47,6 +47,7 @@ function makeCookie(name, value) {
 var reqRecs = new WeakMapCtor();
 function reqRec(self) {
   var st = isObj(self) ? wmGet(reqRecs, self) : undefined;
+  if (st === ENDED) throw illegalState('ctx.request is used after its call ended');
   if (st !== undefined) return st;
   if (current !== null) return current;
   throw illegalState('ctx.request is used outside of a call');
@@ -210,7 +211,7 @@ function lazyField(key, dflt, clone) {
     __proto__: null,
     get: function () {
       var st = wmGet(ctxStage, this);
-      if (st === undefined) return undefined;
+      if (st === undefined || st === ENDED) return undefined;
       var v = getOwn(st.snap, key);
       v = v === undefined ? (clone ? {} : dflt) : clone ? clonePlain(v) : v;
       setOwn(this, key, v);
@@ -239,7 +240,7 @@ var CTX_PROPS = {
     __proto__: null,
     get: function () {
       var st = wmGet(ctxStage, this);
-      if (st === undefined) return undefined;
+      if (st === undefined || st === ENDED) return undefined;
       return st.requestApi || (st.requestApi = makeRequest(st));
     },
     enumerable: true,
@@ -249,7 +250,7 @@ var CTX_PROPS = {
     __proto__: null,
     get: function () {
       var st = wmGet(ctxStage, this);
-      if (st === undefined) return undefined;
+      if (st === undefined || st === ENDED) return undefined;
       return st.responseApi || (st.responseApi = makeResponse(st));
     },
     enumerable: true,
@@ -261,5 +262,12 @@ function makeCtx(st) {
   var ctx = { getParts: () => copyArray(partsOf(st)) };
   wmSet(ctxStage, ctx, st);
   defineProperties(ctx, CTX_PROPS);
+  st.ctx = ctx;
   return ctx;
+}
+/** The stage is over: its ctx, request and response objects no longer lead to it (see ENDED). */
+function endStage(st) {
+  if (st.ctx !== null) wmSet(ctxStage, st.ctx, ENDED);
+  if (st.requestApi !== null) wmSet(reqRecs, st.requestApi, ENDED);
+  if (st.responseApi !== null) wmSet(resRecs, st.responseApi, ENDED);
 }

@@ -2,7 +2,7 @@
  * Sandbox adapter fragment: the carried response state.
  *
  * Holds responseFromInput (a carried ResponseState -> internal state), chunkByteLength
- * and responseToPlain (internal state -> ResponseState for the StageOutput). Internal chunks:
+ * and encResponse (internal state -> ResponseState JSON for the StageOutput). Internal chunks:
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
  *
@@ -56,23 +56,42 @@ function chunkByteLength(ch, charset) {
   var c = charset === null ? '' : lower(charset);
   return c === 'iso-8859-1' || c === 'latin1' || c === 'us-ascii' ? ch.v.length : utf8Length(ch.v);
 }
-function responseToPlain(r) {
-  var chunks = [];
-  for (var i = 0; i < r.chunks.length; i++) {
-    var ch = r.chunks[i];
-    push(chunks, ch.k === 't' ? { t: ch.v } : { b: ch.k === 'b' ? ch.v : base64(ch.v) });
+/** A string or null as JSON. */
+function encText(v) {
+  return isNil(v) ? 'null' : jsonStringify(Str(v));
+}
+/** A finite number as JSON, else null (what JSON.stringify writes). */
+function encNumber(v) {
+  return typeof v === 'number' && v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
+}
+/**
+ * The internal state as ResponseState JSON, written field by field (the generic `enc` walk was
+ * most of an after hook's cost in QuickJS). Binary chunks written in this stage go as base64.
+ */
+function encResponse(r) {
+  var headers = '';
+  var i;
+  for (i = 0; i < r.headers.length; i++) {
+    headers += (i ? ',[' : '[') + encText(r.headers[i][0]) + ',' + encText(r.headers[i][1]) + ']';
   }
-  return {
-    status: r.status,
-    headers: r.headers,
-    contentType: r.contentType,
-    characterEncoding: r.characterEncoding,
-    contentLength: r.contentLength,
-    bufferSize: r.bufferSize,
-    chunks: chunks,
-    written: r.written,
-    committed: r.committed,
-    error: r.error,
-    redirect: r.redirect,
-  };
+  var chunks = '';
+  for (i = 0; i < r.chunks.length; i++) {
+    var ch = r.chunks[i];
+    chunks += (i ? ',' : '') + (ch.k === 't' ? '{"t":' + encText(ch.v) : '{"b":' + encText(ch.k === 'b' ? ch.v : base64(ch.v))) + '}';
+  }
+  var e = r.error;
+  return (
+    '{"status":' + encNumber(r.status) +
+    ',"headers":[' + headers +
+    '],"contentType":' + encText(r.contentType) +
+    ',"characterEncoding":' + encText(r.characterEncoding) +
+    ',"contentLength":' + encNumber(r.contentLength) +
+    ',"bufferSize":' + encNumber(r.bufferSize) +
+    ',"chunks":[' + chunks +
+    '],"written":' + (r.written === true ? 'true' : 'false') +
+    ',"committed":' + (r.committed === true ? 'true' : 'false') +
+    ',"error":' + (isObj(e) ? '{"status":' + encNumber(e.status) + ',"message":' + encText(e.message) + '}' : 'null') +
+    ',"redirect":' + encText(r.redirect) +
+    '}'
+  );
 }

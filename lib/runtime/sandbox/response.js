@@ -17,6 +17,7 @@
 var resRecs = new WeakMapCtor();
 function resStage(self) {
   var st = isObj(self) ? wmGet(resRecs, self) : undefined;
+  if (st === ENDED) throw illegalState('ctx.response is used after its call ended');
   if (st !== undefined) return st;
   if (current !== null) return current;
   throw illegalState('ctx.response is used outside of a call');

@@ -29,12 +29,14 @@ interface QuickJsModule extends LoadedModule {
   rt: QuickJSRuntime;
   ctx: QuickJSContext;
   ns: QuickJSHandle;
-  invoke: QuickJSHandle;
+  run: QuickJSHandle;
   collect: QuickJSHandle;
-  /** Puts the adapter's `platform` back on the global object (see PLATFORM_GUARD). */
-  guard: QuickJSHandle;
   /** Handles of the exported functions called so far (the namespace is immutable). */
   fns: Map<string, QuickJSHandle>;
+  /** Short texts passed again and again (stage heads, '{}', ''), as QuickJS strings. */
+  texts: Map<string, QuickJSHandle>;
+  /** The request text of the last stage, kept for the job's later stages in this context. */
+  request?: { text: string; handle: QuickJSHandle };
 }
 
 export interface QuickJsDriverOptions {
@@ -59,22 +61,15 @@ interface WasmMemory {
 }
 const WasmMemoryCtor = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly.Memory;
 
-/**
- * QuickJS (2025-09-13) lets Object.defineProperty redefine a non-writable, non-configurable
- * property of the global object, so a script could replace the frozen `platform` global for the
- * later calls of its context. Evaluated after the adapter, before the script: the returned
- * function, called before every stage, restores the adapter's `platform`.
- */
-const PLATFORM_GUARD = `(function (G, platform, defineProperty) {
-  return function () {
-    if (G.platform !== platform) defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
-  };
-})(globalThis, globalThis.platform, Object.defineProperty)`;
+/** Texts up to this length are kept as QuickJS strings per context, up to TEXT_CACHE of them. */
+const TEXT_CACHE_MAX_LENGTH = 512;
+const TEXT_CACHE = 32;
 
 /** False when the runtime could not be freed (QuickJS assertion, WebAssembly abort): the module is suspect. */
 function disposeModule(m: QuickJsModule): boolean {
   try {
-    for (const h of [m.ns, m.invoke, m.collect, m.guard, ...(m.fns?.values() ?? [])]) if (h?.alive) h.dispose();
+    const handles = [m.ns, m.run, m.collect, m.request?.handle, ...(m.fns?.values() ?? []), ...(m.texts?.values() ?? [])];
+    for (const h of handles) if (h?.alive) h.dispose();
     m.ctx.dispose();
     m.rt.dispose();
     return true;
@@ -182,7 +177,7 @@ export class QuickJsDriver implements SandboxDriver {
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
     const ctx = rt.newContext();
-    const partial = { appId, hash, rt, ctx, fns: new Map() } as unknown as QuickJsModule;
+    const partial = { appId, hash, rt, ctx, fns: new Map(), texts: new Map() } as unknown as QuickJsModule;
     try {
       const host = ctx.newFunction('__host', (opH, argsH) => ctx.newString(this.options.host(ctx.getString(opH), ctx.getString(argsH))));
       ctx.setProp(ctx.global, '__host', host);
@@ -191,12 +186,9 @@ export class QuickJsDriver implements SandboxDriver {
       if (adapter.error) this.setupFailed(partial, 'adapter', errorText(ctx, adapter.error), deadline);
       adapter.value.dispose();
       const sa = ctx.getProp(ctx.global, '__sa');
-      partial.invoke = ctx.getProp(sa, 'invoke');
+      partial.run = ctx.getProp(sa, 'run');
       partial.collect = ctx.getProp(sa, 'collect');
       sa.dispose();
-      const guard = ctx.evalCode(PLATFORM_GUARD, 'scriptable-api:guard.js');
-      if (guard.error) this.setupFailed(partial, 'guard', errorText(ctx, guard.error), deadline);
-      partial.guard = guard.value;
       const mod = ctx.evalCode(code, name, { type: 'module' });
       if (mod.error) this.loadFailed(partial, errorText(ctx, mod.error), name, deadline);
       partial.ns = this.settleModule(partial, mod.value, name, deadline);
@@ -240,6 +232,29 @@ export class QuickJsDriver implements SandboxDriver {
     throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: top-level await never settled`);
   }
 
+  /** A QuickJS string for a text that comes back often (kept), or a new one (the caller disposes it). */
+  private text(m: QuickJsModule, value: string): { handle: QuickJSHandle; owned: boolean } {
+    if (value.length > TEXT_CACHE_MAX_LENGTH) return { handle: m.ctx.newString(value), owned: true };
+    let handle = m.texts.get(value);
+    if (!handle) {
+      if (m.texts.size >= TEXT_CACHE) {
+        for (const h of m.texts.values()) h.dispose();
+        m.texts.clear();
+      }
+      handle = m.ctx.newString(value);
+      m.texts.set(value, handle);
+    }
+    return { handle, owned: false };
+  }
+
+  /** The request text as a QuickJS string: the same one for every stage of a job in this context. */
+  private requestText(m: QuickJsModule, value: string): QuickJSHandle {
+    if (m.request?.text === value) return m.request.handle;
+    m.request?.handle.dispose();
+    m.request = { text: value, handle: m.ctx.newString(value) };
+    return m.request.handle;
+  }
+
   async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
     const m = loaded as QuickJsModule;
     const key = `${m.appId}\u0000${m.hash}`;
@@ -256,26 +271,27 @@ export class QuickJsDriver implements SandboxDriver {
       if (m.fns.size < 64) m.fns.set(fn, fnH);
     }
     const owned = m.fns.get(fn) !== fnH ? fnH : undefined;
-    const guarded = ctx.callFunction(m.guard, ctx.undefined);
-    if (guarded.error) {
-      owned?.dispose();
-      this.fail(m, errorText(ctx, guarded.error), deadline, key);
-    }
-    guarded.value.dispose();
-    const args = [ctx.newString(call.head), ctx.newString(call.request), ctx.newString(call.attributes), ctx.newString(call.response)];
-    const called = ctx.callFunction(m.invoke, ctx.undefined, fnH, ...args);
+    const head = this.text(m, call.head);
+    const attributes = this.text(m, call.attributes);
+    const response = this.text(m, call.response);
+    const called = ctx.callFunction(m.run, ctx.undefined, fnH, head.handle, this.requestText(m, call.request), attributes.handle, response.handle);
     owned?.dispose();
-    for (const h of args) h.dispose();
+    for (const t of [head, attributes, response]) if (t.owned) t.handle.dispose();
     if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
+    let json = ctx.getString(called.value);
     called.value.dispose();
-    while (rt.hasPendingJob()) {
-      const jobs = rt.executePendingJobs(-1);
-      if (jobs.error) this.fail(m, errorText(ctx, jobs.error), deadline, key);
+    if (json === '' || rt.hasPendingJob()) {
+      // the stage waits on a promise, or settled but left promise jobs behind (a floating
+      // promise chain): run them, then collect the stage as they left it
+      while (rt.hasPendingJob()) {
+        const jobs = rt.executePendingJobs(-1);
+        if (jobs.error) this.fail(m, errorText(ctx, jobs.error), deadline, key);
+      }
+      const collected = ctx.callFunction(m.collect, ctx.undefined);
+      if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, key);
+      json = ctx.getString(collected.value);
+      collected.value.dispose();
     }
-    const collected = ctx.callFunction(m.collect, ctx.undefined);
-    if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, key);
-    const json = ctx.getString(collected.value);
-    collected.value.dispose();
     const out = JSON.parse(json) as StageOutput;
     if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, key);
     // A refused heap growth ends a call that did not return normally as out-of-memory: the script
