@@ -578,7 +578,16 @@ describe('ctx.response', () => {
     const sb = sandbox();
     expect((await sb.run(() => ({ ok: true }))).sent).toEqual({ attributes: false, response: false });
     expect((await sb.run((ctx) => ctx.headers.host)).sent).toEqual({ attributes: false, response: false });
-    expect((await sb.run((ctx) => ctx.request.getAttribute('a'))).sent).toEqual({ attributes: true, response: false });
+    // reading a primitive attribute changes nothing; an object one may be changed in place
+    expect((await sb.run((ctx) => ctx.request.getAttribute('a'))).sent).toEqual({ attributes: false, response: false });
+    const withObject = { state: { attributes: { o: { n: 1 } }, response: baseResponse() } };
+    const inPlace = await sb.run((ctx) => {
+      ctx.request.getAttribute('o').n = 2;
+    }, withObject);
+    expect(inPlace.sent).toEqual({ attributes: true, response: false });
+    expect(inPlace.state.attributes).toEqual({ o: { n: 2 } });
+    expect((await sb.run((ctx) => ctx.request.setAttribute('a', 1))).sent).toEqual({ attributes: true, response: false });
+    expect((await sb.run((ctx) => ctx.request.removeAttribute('a'))).sent).toEqual({ attributes: true, response: false });
     expect((await sb.run((ctx) => ctx.response.setStatus(201))).sent).toEqual({ attributes: false, response: true });
   });
 
@@ -1031,6 +1040,41 @@ describe('ctx.response', () => {
     expect(out.state.response.chunks).toEqual([{ b: 'aMOpbGxvIOKCrA==' }, { t: 'héllo €' }, { b: 'aMOpbGxvIOKCrA==' }]);
     expect(b64text(out.state.response.chunks[0].b)).toBe('héllo €');
     expect(Buffer.from('héllo €', 'utf8').toString('base64')).toBe('aMOpbGxvIOKCrA==');
+  });
+
+  test('header names must be HTTP tokens and values free of control characters', async () => {
+    const sb = sandbox();
+    const out = await sb.run((ctx) => {
+      var r = ctx.response;
+      var results = [];
+      var names = ['X-Ok', "!#$%&'*+-.^_`|~09azAZ", 'Bad Name', 'Bad:Name', 'Bad\u00e9', 'Bad(', 'Bad\n'];
+      for (var i = 0; i < names.length; i++) {
+        try {
+          r.setHeader(names[i], 'v');
+          results.push('ok');
+        } catch (e) {
+          results.push(e.name);
+        }
+      }
+      var values = ['tab\there', 'latin-1 \u00e9', 'crlf\r\nSet-Cookie: x=1', 'nul\u0000', 'del\u007f', 'euro \u20ac'];
+      for (var j = 0; j < values.length; j++) {
+        try {
+          r.addHeader('X-V', values[j]);
+          results.push('ok');
+        } catch (e) {
+          results.push(e.name);
+        }
+      }
+      return results;
+    });
+    const IAE = 'IllegalArgumentException';
+    expect(out.value).toEqual(['ok', 'ok', IAE, IAE, IAE, IAE, IAE, 'ok', 'ok', IAE, IAE, IAE, IAE]);
+    expect(out.state.response.headers).toEqual([
+      ['X-Ok', 'v'],
+      ["!#$%&'*+-.^_`|~09azAZ", 'v'],
+      ['X-V', 'tab\there'],
+      ['X-V', 'latin-1 \u00e9'],
+    ]);
   });
 
   test('OutputStream: print / println (CRLF), flush and close commit', async () => {

@@ -124,6 +124,7 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
     snapObj: null,
     attrsJson: attrsJson,
     attrsObj: null,
+    attrsChanged: false,
     responseJson: responseJson,
     resObj: null,
     bufferedN: 0,
@@ -221,7 +222,7 @@ function collect() {
   }
   if (error !== undefined) s += ',"error":' + enc(error);
   // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
-  if (st.attrsObj !== null) {
+  if (st.attrsObj !== null && st.attrsChanged) {
     var attrs = '';
     for (var keys = objectKeys(st.attrsObj), i = 0; i < keys.length; i++) {
       var json;

@@ -42,7 +42,8 @@
  * a bound Function.prototype.call), internal objects are built as literals or with
  * defineProperty and null-prototype descriptors (no inherited setter can intercept them), input
  * objects are read through hasOwnProperty, adapter JSON is written by `enc`, which never calls
- * toJSON, and no array/string prototype method, iterator protocol, regex or split() is used.
+ * toJSON, and no array/string prototype method, iterator protocol or split() is used; regexes
+ * only through the captured RegExp.prototype.exec, on the adapter's own regex literals.
  * A script that replaces JSON.stringify, Array.prototype.push, String.prototype.toLowerCase or
  * adds Object.prototype.toJSON breaks its own code, not the adapter.
  *
@@ -116,6 +117,8 @@ var PromiseCtor = Promise;
 var WeakMapCtor = WeakMap;
 var wmGet = uncurry(WeakMap.prototype.get);
 var wmSet = uncurry(WeakMap.prototype.set);
+/** Only ever called on the adapter's own regex literals, which no script can reach. */
+var reExec = uncurry(RegExp.prototype.exec);
 /**
  * What the adapter's WeakMaps (ctx -> stage, request / response object -> stage) map an object
  * to once its stage has ended. QuickJS never collects a WeakMap entry whose value leads back to

@@ -88,20 +88,28 @@ function snapGetter(k, dflt) {
 var ReqProto = freeze({
   // Attributes: the live values within a stage, JSON copies from one stage to the next.
   getAttribute: function (name) {
-    var attrs = reqRec(this).attrs;
-    return hasOwn(attrs, Str(name)) ? attrs[Str(name)] : null;
+    var st = reqRec(this);
+    var attrs = st.attrs;
+    if (!hasOwn(attrs, Str(name))) return null;
+    var v = attrs[Str(name)];
+    if (v !== null && (typeof v === 'object' || typeof v === 'function')) st.attrsChanged = true; // may be changed in place
+    return v;
   },
   getAttributeNames: function () {
     return makeEnumeration(objectKeys(reqRec(this).attrs));
   },
   /** Setting null or undefined removes the attribute. */
   setAttribute: function (name, value) {
-    var attrs = reqRec(this).attrs;
+    var st = reqRec(this);
+    var attrs = st.attrs;
+    st.attrsChanged = true;
     if (isNil(value)) delete attrs[Str(name)];
     else setOwn(attrs, Str(name), value);
   },
   removeAttribute: function (name) {
-    delete reqRec(this).attrs[Str(name)];
+    var st = reqRec(this);
+    st.attrsChanged = true;
+    delete st.attrs[Str(name)];
   },
 
   getParameter: function (name) {

@@ -80,20 +80,16 @@ function buildResponseProto() {
   function badName(name) {
     return st.res.committed || isNil(name) || Str(name) === '';
   }
-  var SEPARATORS = '"(),/:;<=>?@[\\]{}';
+  /** RFC 9110 token characters: visible ASCII except the separators "(),/:;<=>?@[\]{} */
+  var TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  /** Control characters except tab, DEL, and anything past Latin-1. */
+  var BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
   /** Header names must be HTTP tokens and values must not hold CR, LF or other control characters. */
   function checkHeader(name, value) {
     var n = Str(name);
-    for (var i = 0; i < n.length; i++) {
-      var c = charCodeAt(n, i);
-      if (c <= 0x20 || c >= 0x7f || indexOf(SEPARATORS, n[i]) >= 0) throw illegalArgument('Invalid header name: ' + n);
-    }
+    if (reExec(TOKEN, n) === null) throw illegalArgument('Invalid header name: ' + n);
     if (isNil(value)) return;
-    var v = Str(value);
-    for (var j = 0; j < v.length; j++) {
-      var d = charCodeAt(v, j);
-      if ((d < 0x20 && d !== 0x09) || d === 0x7f || d > 0xff) throw illegalArgument('Invalid character in the value of header ' + n);
-    }
+    if (reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
   }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name, value) {
