@@ -5,15 +5,19 @@
  *   so scripts waiting on an upstream never stall the others;
  * - enforces each job's deadline by terminating its worker (the engine's own limits fire first);
  * - replaces dead or poisoned workers; only the offending job fails, queued jobs go elsewhere;
- * - keeps the workers' pipes full: a worker computing a job may hold one more, sent ahead so it
- *   starts without a wake-up round trip. That job is only lent: each job has a claim cell in
- *   shared memory which the worker sets (0 -> 1) when it starts the job and the pool sets
- *   (0 -> 2) to take it back — when the worker blocks in a host call, dies, or another worker
- *   goes idle first. Exactly one of them wins, so a job never runs twice and never waits behind
- *   a blocked worker.
+ * - keeps the workers' pipes full and wakes as few threads as it can: a worker computing a job
+ *   may hold more, sent ahead so it starts them without a wake-up round trip, as long as the
+ *   jobs ahead of it add up to about AHEAD_BUDGET_MS of work (from the recent average job
+ *   time); a sleeping worker is woken only when the computing ones have no room. Waking a thread
+ *   costs both threads CPU, which on a small machine is what the HTTP server is short of.
+ *   A job sent ahead is only lent: each job has a claim cell in shared memory which the worker
+ *   sets (0 -> 1) when it starts the job and the pool sets (0 -> 2) to take it back — when the
+ *   worker blocks in a host call, dies, or its current job runs longer than SLOW_MS. Exactly
+ *   one of them wins, so a job never runs twice and never waits long behind another.
  */
 import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
 import type { Logger } from '../types';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
@@ -47,6 +51,12 @@ interface Task {
 
 /** Claim cells per worker (indexed by jobId % CLAIM_CELLS); far more than the jobs a worker holds. */
 const CLAIM_CELLS = 64;
+/** Work (ms, at the recent average job time) a computing worker may hold ahead before another is woken. */
+const AHEAD_BUDGET_MS = 1;
+/** Most jobs sent ahead to one worker. */
+const MAX_AHEAD = 8;
+/** A job running this long makes its worker slow: its jobs ahead go back in line for the others. */
+const SLOW_MS = 2;
 const CLAIM_FREE = 0;
 const CLAIM_STARTED = 1;
 const CLAIM_REVOKED = 2;
@@ -60,8 +70,12 @@ interface PoolWorker {
   ready: boolean;
   /** The job this worker runs (or was sent first): null when idle. */
   task: Task | null;
-  /** A job sent ahead, to start when `task` ends, unless the pool takes it back first. */
-  next: Task | null;
+  /** Jobs sent ahead, in order, to start when `task` ends, unless the pool takes them back first. */
+  ahead: Task[];
+  /** performance.now() when `task` became this worker's current job. */
+  startedAt: number;
+  /** The current job ran past SLOW_MS: nothing more is sent ahead until it ends. */
+  slow: boolean;
   /** Host calls in flight: while > 0 the worker's thread is blocked, not computing. */
   blocked: number;
   known: Set<string>;
@@ -82,6 +96,10 @@ export class WorkerPool implements ScriptEngine {
   private nextJobId = 1;
   private closed = false;
   private startFailures = 0;
+  /** Recent average time (ms) from a job becoming a worker's current one to its result. */
+  private avgJobMs = 0.5;
+  /** Checks, while jobs are held ahead, for workers whose current job runs long. */
+  private watch: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PoolOptions) {
     this.name = options.engine;
@@ -117,6 +135,7 @@ export class WorkerPool implements ScriptEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.watch);
     const retiring = this.workers.splice(0).map((w) => this.retire(w)); // (jobs sent ahead come back in line)
     for (const t of this.queue.splice(0)) this.finish(t, errorResult(t.job, 'ENGINE_FAILURE', 'The script engine is closed'));
     await Promise.all(retiring);
@@ -134,12 +153,12 @@ export class WorkerPool implements ScriptEngine {
     if (task.done) return;
     const qi = this.queue.indexOf(task);
     if (qi >= 0) this.queue.splice(qi, 1);
-    const ahead = this.workers.find((x) => x.next === task);
-    if (ahead && this.revoke(ahead)) {
+    const ahead = this.workers.find((x) => x.ahead.includes(task));
+    if (ahead && this.revoke(ahead, task)) {
       this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
       return;
     }
-    const w = this.workers.find((x) => x.task === task || x.next === task);
+    const w = this.workers.find((x) => x.task === task || x.ahead.includes(task));
     this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
     if (w) {
       this.options.logger?.warn(`scriptable-api: terminating a worker: app '${task.job.appId}' ran past its deadline`);
@@ -151,37 +170,74 @@ export class WorkerPool implements ScriptEngine {
   private dispatch(): void {
     if (this.closed) return;
     while (this.queue.length > 0) {
-      const w = this.workers.find((x) => x.ready && !x.task && !x.retired);
-      if (!w) break;
-      const task = this.queue.shift()!;
+      const task = this.queue[0];
       // a call whose deadline passed while it waited in line never starts
-      if (task.job.deadline <= Date.now()) this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
-      else this.assign(w, task);
+      if (task.job.deadline <= Date.now()) {
+        this.queue.shift();
+        this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
+        continue;
+      }
+      const idle = this.workers.find((x) => x.ready && !x.task && !x.retired);
+      // Room ahead of a computing worker (no thread to wake): up to AHEAD_BUDGET_MS of work, and
+      // one job in any case when no worker is idle, so a worker never waits for the main thread.
+      let room = Math.min(MAX_AHEAD, Math.floor(AHEAD_BUDGET_MS / this.avgJobMs));
+      if (!idle) room = Math.max(1, room);
+      let target: PoolWorker | undefined;
+      for (const x of this.workers) {
+        if (x.ready && x.task && !x.retired && x.blocked === 0 && !x.slow && x.ahead.length < room && (!target || x.ahead.length < target.ahead.length)) target = x;
+      }
+      if (target) this.assign(target, task, false, true);
+      else if (idle) this.assign(idle, task);
+      else break;
+      this.queue.shift();
     }
     this.grow();
-    // Keep the pipes full: one job ahead on each worker that is computing (not blocked).
-    while (this.queue.length > 0) {
-      const w = this.workers.find((x) => x.ready && x.task && !x.next && x.blocked === 0 && !x.retired);
-      if (!w) break;
-      const task = this.queue.shift()!;
-      if (task.job.deadline <= Date.now()) this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
-      else this.assign(w, task, false, true);
+  }
+
+  /** Takes back `task` (default: every job) sent ahead to `w`, if not started; true when all were taken back. */
+  private revoke(w: PoolWorker, task?: Task): boolean {
+    let all = true;
+    for (const t of task ? [task] : [...w.ahead]) {
+      if (Atomics.compareExchange(w.claims, t.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) !== CLAIM_FREE) {
+        all = false;
+        continue;
+      }
+      w.ahead.splice(w.ahead.indexOf(t), 1);
     }
+    return all;
   }
 
-  /** Takes back the job sent ahead to `w`, if it has not started; true when taken back. */
-  private revoke(w: PoolWorker): boolean {
-    const task = w.next;
-    if (!task) return false;
-    if (Atomics.compareExchange(w.claims, task.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) !== CLAIM_FREE) return false;
-    w.next = null;
-    return true;
-  }
-
-  /** Takes back the job sent ahead to `w` and puts it first in line, to go to a worker that can start it now. */
+  /** Takes back the jobs sent ahead to `w` and puts them first in line, in order, for workers that can start them now. */
   private reclaim(w: PoolWorker): void {
-    const task = w.next;
-    if (task && this.revoke(w)) this.queue.unshift(task);
+    const held = [...w.ahead];
+    this.revoke(w);
+    const back = held.filter((t) => !w.ahead.includes(t));
+    if (back.length > 0) this.queue.unshift(...back);
+  }
+
+  /** While jobs are held ahead: a worker whose current job runs past SLOW_MS gives them back. */
+  private watchAhead(): void {
+    if (this.watch || this.closed) return;
+    this.watch = setInterval(() => {
+      const now = performance.now();
+      let holding = false;
+      let moved = false;
+      for (const w of this.workers) {
+        if (w.ahead.length === 0 || w.retired) continue;
+        if (w.task && now - w.startedAt >= SLOW_MS) {
+          w.slow = true;
+          this.reclaim(w);
+          moved = true;
+        }
+        if (w.ahead.length > 0) holding = true;
+      }
+      if (moved) this.dispatch();
+      if (!holding && !moved) {
+        clearInterval(this.watch);
+        this.watch = undefined;
+      }
+    }, SLOW_MS);
+    this.watch.unref();
   }
 
   /** Start workers while fewer than `size` are able to compute (idle, starting or not blocked). */
@@ -204,8 +260,14 @@ export class WorkerPool implements ScriptEngine {
 
   private assign(w: PoolWorker, task: Task, withAllSources = false, ahead = false): void {
     clearTimeout(w.idleTimer);
-    if (ahead) w.next = task;
-    else w.task = task;
+    if (ahead) {
+      w.ahead.push(task);
+      this.watchAhead();
+    } else {
+      w.task = task;
+      w.startedAt = performance.now();
+      w.slow = false;
+    }
     Atomics.store(w.claims, task.jobId % CLAIM_CELLS, CLAIM_FREE);
     const scripts: ScriptJob['scripts'] = {};
     for (const [name, s] of Object.entries(task.job.scripts)) {
@@ -245,7 +307,9 @@ export class WorkerPool implements ScriptEngine {
       replies: port1,
       ready: false,
       task: null,
-      next: null,
+      ahead: [],
+      startedAt: 0,
+      slow: false,
       blocked: 0,
       known: new Set(),
       retired: false,
@@ -272,12 +336,17 @@ export class WorkerPool implements ScriptEngine {
         let task: Task | null;
         if (w.task && w.task.jobId === msg.jobId) {
           task = w.task;
-          w.task = w.next; // the job sent ahead, if any, runs now
-          w.next = null;
-        } else if (w.next && w.next.jobId === msg.jobId) {
-          task = w.next; // (after a resend, the job sent ahead ran first)
-          w.next = null;
-        } else return;
+          const now = performance.now();
+          this.avgJobMs += (Math.max(0.01, now - w.startedAt) - this.avgJobMs) * 0.1;
+          w.task = w.ahead.shift() ?? null; // the first job sent ahead, if any, runs now
+          w.startedAt = now;
+          w.slow = false;
+        } else {
+          const i = w.ahead.findIndex((t) => t.jobId === msg.jobId);
+          if (i < 0) return;
+          task = w.ahead[i]; // (not expected: jobs end in the order they were sent)
+          w.ahead.splice(i, 1);
+        }
         if (msg.needSources && !task.resent) {
           task.resent = true;
           if (w.task) this.assign(w, task, true, true);
@@ -288,12 +357,10 @@ export class WorkerPool implements ScriptEngine {
         else this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', String(msg.failure ?? 'The script engine failed')));
         if (msg.poisoned) {
           // the worker starts nothing more (it does not claim jobs once poisoned): what it holds goes back in line
-          for (const held of [w.task, w.next]) {
-            if (held && Atomics.compareExchange(w.claims, held.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) === CLAIM_FREE) {
-              this.queue.unshift(held);
-              if (w.task === held) w.task = null;
-              else w.next = null;
-            }
+          this.reclaim(w);
+          if (w.task && Atomics.compareExchange(w.claims, w.task.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) === CLAIM_FREE) {
+            this.queue.unshift(w.task);
+            w.task = null;
           }
           void this.retire(w);
         }
@@ -314,7 +381,7 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private onHostCall(w: PoolWorker, msg: Record<string, unknown>): void {
-    const task = w.task && w.task.jobId === msg.jobId ? w.task : w.next && w.next.jobId === msg.jobId ? w.next : w.task;
+    const task = w.task && w.task.jobId === msg.jobId ? w.task : (w.ahead.find((t) => t.jobId === msg.jobId) ?? w.task);
     const op = String(msg.op);
     const args = (msg.args ?? {}) as Record<string, unknown>;
     if (msg.noReply) {
@@ -329,7 +396,7 @@ export class WorkerPool implements ScriptEngine {
       Atomics.notify(w.flag, 0);
     };
     w.blocked++;
-    this.reclaim(w); // the job sent ahead must not wait for this call
+    this.reclaim(w); // the jobs sent ahead must not wait for this call
     this.dispatch(); // this worker is now waiting: let another one compute
     if (!task || task.jobId !== msg.jobId) {
       reply({ ok: false, error: { name: 'Error', message: 'The call is over' } });
@@ -358,15 +425,16 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private onExit(w: PoolWorker, err?: Error): void {
-    if (w.next) {
-      const ahead = w.next;
-      if (this.revoke(w)) {
-        this.queue.unshift(ahead); // never started: back in line, first
-      } else {
-        // it had started, so the job before it had ended (its result lost with the worker)
+    if (w.ahead.length > 0) {
+      const held = [...w.ahead];
+      this.reclaim(w); // never started: back in line, first
+      const started = held.filter((t) => w.ahead.includes(t));
+      if (started.length > 0) {
+        // it had started one, so the jobs before it had ended (their results lost with the worker)
         if (w.task && !w.task.done) this.finish(w.task, errorResult(w.task.job, 'ENGINE_FAILURE', 'The script engine failed'));
-        w.task = ahead;
-        w.next = null;
+        for (const t of started.slice(0, -1)) if (!t.done) this.finish(t, errorResult(t.job, 'ENGINE_FAILURE', 'The script engine failed'));
+        w.task = started[started.length - 1];
+        w.ahead = [];
       }
     }
     const task = w.task;
@@ -391,13 +459,17 @@ export class WorkerPool implements ScriptEngine {
     for (let i = live; i < this.options.size; i++) this.spawn();
   }
 
-  /** `w` has nothing to run and nothing is in line: take over a job sent ahead to a busy worker. */
+  /**
+   * `w` has nothing to run and nothing is in line: take over the last job sent ahead to a worker
+   * whose current job has been running a while (a worker keeping up with short jobs keeps them).
+   */
   private stealFor(w: PoolWorker): void {
     if (w.task || w.retired || !w.ready || this.queue.length > 0) return;
-    const from = this.workers.find((x) => x !== w && x.next && !x.retired);
+    const now = performance.now();
+    const from = this.workers.find((x) => x !== w && x.ahead.length > 0 && !x.retired && now - x.startedAt >= Math.min(SLOW_MS, Math.max(0.5, this.avgJobMs * 2)));
     if (!from) return;
-    const task = from.next!;
-    if (this.revoke(from)) this.assign(w, task);
+    const task = from.ahead[from.ahead.length - 1];
+    if (this.revoke(from, task)) this.assign(w, task);
   }
 
   private async retire(w: PoolWorker): Promise<void> {

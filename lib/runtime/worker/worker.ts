@@ -5,6 +5,7 @@
  *               { type: 'host', jobId, seq, op, args, noReply? } (answered on the reply port).
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
 import type { ScriptJob } from '../engine';
 import { ERRORS } from '../../errors';
 import { HostChannel, HostTimeoutError } from './host-channel';
@@ -78,13 +79,29 @@ async function createDriver(): Promise<SandboxDriver> {
   return QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, adapterSource: config.adapterSource, host });
 }
 
+/**
+ * Jobs sent ahead run back to back from a promise chain. V8 also posts tasks to this thread's event
+ * loop that other threads wait for (another worker compiling the QuickJS WebAssembly module stalls
+ * until every isolate has run its share of V8's WebAssembly code GC), so a worker busy with job
+ * after job turns its event loop at least every YIELD_MS.
+ */
+const YIELD_MS = 2;
+let lastTurn = performance.now();
+function turn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+    lastTurn = performance.now();
+  });
+}
+
 async function main(): Promise<void> {
   const driver = await createDriver();
   let queue = Promise.resolve();
   port.on('message', (raw: string) => {
+    lastTurn = performance.now(); // (a message is delivered from the event loop)
     const msg = JSON.parse(raw) as { type: string; jobId: number; cell: number; job: ScriptJob };
     if (msg.type !== 'job') return;
-    queue = queue.then(() => {
+    queue = queue.then(async () => {
+      if (performance.now() - lastTurn >= YIELD_MS) await turn();
       // a job sent ahead may have been taken back by the pool: start it only if we claim it first
       // (a poisoned worker is about to be replaced: it leaves its jobs to the pool)
       if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, 0, 1) !== 0) return undefined;
