@@ -15,7 +15,7 @@
  *   worker blocks in a host call, dies, or its current job runs longer than SLOW_MS. Exactly
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
-import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
+import { Worker, MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
@@ -67,6 +67,8 @@ interface PoolWorker {
   /** Claim cells of the jobs sent to this worker (see the file comment). */
   claims: Int32Array;
   replies: MessagePort;
+  /** Results of this worker's jobs. */
+  results: MessagePort;
   ready: boolean;
   /** The job this worker runs (or was sent first): null when idle. */
   task: Task | null;
@@ -281,6 +283,7 @@ export class WorkerPool implements ScriptEngine {
 
   private spawn(): void {
     const { port1, port2 } = new MessageChannel();
+    const results = new MessageChannel();
     const flagBuffer = new SharedArrayBuffer(4);
     const claimBuffer = new SharedArrayBuffer(4 * CLAIM_CELLS);
     const worker = new Worker(path.join(__dirname, 'worker', 'worker.js'), {
@@ -291,8 +294,9 @@ export class WorkerPool implements ScriptEngine {
         flag: flagBuffer,
         claims: claimBuffer,
         replies: port2,
+        results: results.port2,
       },
-      transferList: [port2],
+      transferList: [port2, results.port2],
       resourceLimits: {
         maxOldGenerationSizeMb: Math.max(64, this.options.memoryLimitMb * 2),
         maxYoungGenerationSizeMb: 16,
@@ -305,6 +309,7 @@ export class WorkerPool implements ScriptEngine {
       flag: new Int32Array(flagBuffer),
       claims: new Int32Array(claimBuffer),
       replies: port1,
+      results: results.port1,
       ready: false,
       task: null,
       ahead: [],
@@ -316,6 +321,15 @@ export class WorkerPool implements ScriptEngine {
     };
     this.workers.push(w);
     worker.on('message', (msg) => this.onMessage(w, typeof msg === 'string' ? JSON.parse(msg) : msg));
+    // One event for every result waiting: the rest are taken synchronously (no event each).
+    results.port1.on('message', (first) => {
+      let msg: unknown = first;
+      while (msg !== undefined) {
+        this.onMessage(w, typeof msg === 'string' ? JSON.parse(msg) : (msg as Record<string, unknown>));
+        msg = receiveMessageOnPort(results.port1)?.message;
+      }
+    });
+    results.port1.unref();
     worker.on('error', (err) => this.onExit(w, err));
     worker.on('exit', () => this.onExit(w));
   }
@@ -425,6 +439,17 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private onExit(w: PoolWorker, err?: Error): void {
+    if (!w.retired) {
+      w.retired = true;
+      const i = this.workers.indexOf(w);
+      if (i >= 0) this.workers.splice(i, 1);
+    }
+    // results the worker sent before it ended still count (they travel on their own port)
+    for (let m = receiveMessageOnPort(w.results); m !== undefined; m = receiveMessageOnPort(w.results)) {
+      this.onMessage(w, typeof m.message === 'string' ? JSON.parse(m.message) : m.message);
+    }
+    w.results.close();
+    w.replies.close();
     if (w.ahead.length > 0) {
       const held = [...w.ahead];
       this.reclaim(w); // never started: back in line, first
@@ -442,11 +467,6 @@ export class WorkerPool implements ScriptEngine {
     if (task && !task.done) {
       const oom = (err as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
       this.finish(task, errorResult(task.job, oom ? 'SCRIPT_OUT_OF_MEMORY' : 'ENGINE_FAILURE', oom ? undefined : `The script engine failed${err ? `: ${err.message}` : ''}`));
-    }
-    if (!w.retired) {
-      w.retired = true;
-      const i = this.workers.indexOf(w);
-      if (i >= 0) this.workers.splice(i, 1);
     }
     this.replenish();
     this.dispatch();

@@ -1,8 +1,9 @@
 /**
  * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
  * Messages in:  { type: 'job', jobId, job }.
- * Messages out: { type: 'ready' }, { type: 'result', jobId, result | needSources | failure, poisoned },
- *               { type: 'host', jobId, seq, op, args, noReply? } (answered on the reply port).
+ * Messages out: { type: 'ready' }, { type: 'host', jobId, seq, op, args, noReply? } (answered on
+ *               the reply port); on the results port: { type: 'result', jobId, result | needSources
+ *               | failure, poisoned }.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
@@ -20,6 +21,8 @@ interface WorkerConfig {
   /** Claim cells: 0 -> 1 when this worker starts a job; the pool sets 2 when it took the job back. */
   claims: SharedArrayBuffer;
   replies: MessagePort;
+  /** Where results go (their own channel: the pool drains every result waiting there at once). */
+  results: MessagePort;
 }
 
 const config = workerData as WorkerConfig;
@@ -133,13 +136,13 @@ async function runOne(driver: SandboxDriver, jobId: number, job: ScriptJob): Pro
   };
   try {
     const result = await runPipeline(job, env);
-    port.postMessage(JSON.stringify({ type: 'result', jobId, result, poisoned: driver.poisoned }));
+    config.results.postMessage(JSON.stringify({ type: 'result', jobId, result, poisoned: driver.poisoned }));
   } catch (e) {
     if (e instanceof MissingSourceError) {
-      port.postMessage({ type: 'result', jobId, needSources: true });
+      config.results.postMessage({ type: 'result', jobId, needSources: true });
     } else {
       const message = e instanceof EngineError || e instanceof Error ? e.message : String(e);
-      port.postMessage({ type: 'result', jobId, failure: message, poisoned: driver.poisoned });
+      config.results.postMessage({ type: 'result', jobId, failure: message, poisoned: driver.poisoned });
     }
   } finally {
     current = null;
