@@ -252,7 +252,8 @@ function table(headers, rows) {
 const mib = (b) => (b / MiB).toFixed(0);
 
 async function runThroughput(o) {
-  const defaultWorkers = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  const defaultWorkers = Math.max(1, cpus - 1); // the library's default (lib/options.ts)
   console.log(
     `scriptable-api bench — ${new Date().toISOString()} — Node ${process.version} — ${os.cpus().length} cores (${os.cpus()[0]?.model?.trim()})\n` +
       `${o.connections} connections, ${o.warmup} s warm-up + ${o.duration} s measured per config, ${o.rounds} round(s); ` +

@@ -33,7 +33,8 @@ function defaultLogger(): Logger | undefined {
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
   const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-  const workers = options.workers ?? Math.max(1, cpus);
+  // one core stays with the event loop (which serves every request); measured in bench/README.md
+  const workers = options.workers ?? Math.max(1, cpus - 1);
   return {
     raw: options,
     scriptTimeoutMs: options.scriptTimeoutMs ?? DEFAULTS.scriptTimeoutMs,

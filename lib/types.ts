@@ -169,7 +169,10 @@ export interface ApiRouterOptions {
   scriptTimeoutMs?: number;
   /** Memory limit of one script context, MiB. Default 64. */
   scriptMemoryLimitMb?: number;
-  /** Worker threads kept running scripts. Default: the number of CPUs. */
+  /**
+   * Worker threads kept running scripts. Default: the number of CPUs less one (at least 1): the
+   * host's event loop keeps a core, and the pool adds workers while scripts wait on host calls.
+   */
   workers?: number;
   /** Most worker threads, counting ones grown while scripts wait on host calls. Default 32. */
   maxWorkers?: number;
