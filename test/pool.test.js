@@ -123,3 +123,35 @@ test.each(['quickjs', 'vm2'])('%s: a job sent ahead to a worker that then blocks
     await pool.close();
   }
 });
+
+test.each(['quickjs', 'vm2'])('%s: while a job runs long on the only worker, another worker stands in for it', async (engine) => {
+  // size 1 (the default on a 2-core machine): a script computing for 1500 ms must not hold up
+  // other calls for that long; the pool starts a second worker (computeWorkers: 2) for them.
+  const pool = new WorkerPool({ engine, size: 1, maxWorkers: 4, computeWorkers: 2, memoryLimitMb: 32, maxConcurrentPerApp: 16 });
+  const spin = 'export function fn() { const t = Date.now(); while (Date.now() - t < 1500) {} return { spun: true } }';
+  const { app, registry, router } = oneApi(spin, {}, { engine: pool });
+  try {
+    registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
+    registry.putApi('app1', { path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' });
+    const server = app.listen(0);
+    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1`;
+    try {
+      expect((await (await fetch(`${base}/fast`)).json()).fast).toBe(true); // warm
+      const slow = fetch(`${base}/p`).then((r) => r.json());
+      await new Promise((r) => setTimeout(r, 30)); // the long job is running
+      const started = Date.now();
+      const fast = await Promise.all(Array.from({ length: 4 }, () => fetch(`${base}/fast`).then((r) => r.json())));
+      const fastMs = Date.now() - started;
+      expect(fast).toEqual(Array.from({ length: 4 }, () => ({ fast: true })));
+      expect(fastMs).toBeLessThan(1200); // a worker start (~250 ms), not the 1500 ms job
+      expect(pool.workerCount).toBe(2); // and no more than computeWorkers
+      expect(await slow).toEqual({ spun: true });
+    } finally {
+      server.closeAllConnections?.();
+      await new Promise((r) => server.close(r));
+    }
+  } finally {
+    await router.close();
+    await pool.close();
+  }
+});

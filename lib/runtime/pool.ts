@@ -16,6 +16,7 @@
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
 import { Worker, MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
@@ -30,6 +31,11 @@ export interface PoolOptions {
   size: number;
   /** Most workers, counting those grown for blocked host calls. */
   maxWorkers: number;
+  /**
+   * Most workers computing at once, when the pool grows because a job runs long (past SLOW_MS)
+   * while others wait. Workers blocked in host calls do not count. Default: the number of CPUs.
+   */
+  computeWorkers?: number;
   memoryLimitMb: number;
   maxConcurrentPerApp: number;
   /** How long a grown worker may stay idle before it stops. Default 30000. */
@@ -194,6 +200,7 @@ export class WorkerPool implements ScriptEngine {
       this.queue.shift();
     }
     this.grow();
+    if (this.queue.length > 0) this.watchSlow();
   }
 
   /** Takes back `task` (default: every job) sent ahead to `w`, if not started; true when all were taken back. */
@@ -217,24 +224,24 @@ export class WorkerPool implements ScriptEngine {
     if (back.length > 0) this.queue.unshift(...back);
   }
 
-  /** While jobs are held ahead: a worker whose current job runs past SLOW_MS gives them back. */
-  private watchAhead(): void {
+  /**
+   * While jobs are held ahead or wait in line: a worker whose current job runs past SLOW_MS is
+   * slow — it gives back the jobs held ahead of it and, while jobs wait, another worker may be
+   * started to stand in for it (see grow).
+   */
+  private watchSlow(): void {
     if (this.watch || this.closed) return;
     this.watch = setInterval(() => {
       const now = performance.now();
-      let holding = false;
       let moved = false;
       for (const w of this.workers) {
-        if (w.ahead.length === 0 || w.retired) continue;
-        if (w.task && now - w.startedAt >= SLOW_MS) {
-          w.slow = true;
-          this.reclaim(w);
-          moved = true;
-        }
-        if (w.ahead.length > 0) holding = true;
+        if (w.retired || !w.task || w.slow || now - w.startedAt < SLOW_MS) continue;
+        w.slow = true;
+        this.reclaim(w);
+        moved = true;
       }
       if (moved) this.dispatch();
-      if (!holding && !moved) {
+      if (this.queue.length === 0 && !this.workers.some((w) => w.ahead.length > 0)) {
         clearInterval(this.watch);
         this.watch = undefined;
       }
@@ -242,29 +249,37 @@ export class WorkerPool implements ScriptEngine {
     this.watch.unref();
   }
 
+
   /** Start workers while fewer than `size` are able to compute (idle, starting or not blocked). */
   private grow(): void {
     const live = this.workers.filter((w) => !w.retired);
     let starting = 0;
     let computing = 0;
+    let blocked = 0;
     for (const w of live) {
       if (!w.ready) starting++;
-      else if (!w.task || w.blocked === 0) computing++;
+      else if (!w.task || (w.blocked === 0 && !w.slow)) computing++;
+      else if (w.blocked > 0) blocked++;
     }
     if (live.length < this.options.size && (this.queue.length > 0 || live.length === 0)) {
       for (let i = live.length; i < this.options.size; i++) this.spawn();
       return;
     }
     if (this.queue.length === 0 || computing + starting >= this.options.size) return;
-    const want = Math.min(this.queue.length - starting, this.options.maxWorkers - live.length);
+    // A worker blocked in a host call is not computing: each one may be stood in for (up to
+    // maxWorkers). A worker running a long job is: stand in for it only up to computeWorkers.
+    const cpus = this.options.computeWorkers ?? (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+    const cap = Math.min(this.options.maxWorkers, Math.max(this.options.size, cpus) + blocked);
+    const want = Math.min(this.queue.length - starting, cap - live.length);
     for (let i = 0; i < want; i++) this.spawn();
   }
+
 
   private assign(w: PoolWorker, task: Task, withAllSources = false, ahead = false): void {
     clearTimeout(w.idleTimer);
     if (ahead) {
       w.ahead.push(task);
-      this.watchAhead();
+      this.watchSlow();
     } else {
       w.task = task;
       w.startedAt = performance.now();
