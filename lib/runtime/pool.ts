@@ -293,7 +293,12 @@ export class WorkerPool implements ScriptEngine {
       w.known.add(s.hash);
     }
     // Jobs and results cross as JSON text: one string copy is much cheaper than a structured clone.
-    w.worker.postMessage(JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job: { ...task.job, scripts } }));
+    // The request snapshot follows the job after a newline, so the worker hands it to the sandbox
+    // as it is instead of parsing it and writing it again.
+    const { request, ...rest } = task.job;
+    w.worker.postMessage(
+      `${JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job: { ...rest, scripts } })}\n${JSON.stringify(request)}`,
+    );
   }
 
   private spawn(): void {

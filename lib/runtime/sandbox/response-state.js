@@ -10,6 +10,10 @@
  * base64ByteLength, utf8Length.
  */
 function responseFromInput(r) {
+  if (r === null) {
+    // the response as it starts (sent as '')
+    return { status: 200, headers: [], contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, chunks: [], written: false, committed: false, error: null, redirect: null };
+  }
   var headers = [];
   var chunks = [];
   var list = getOwn(r, 'headers');

@@ -1,6 +1,6 @@
 /**
  * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
- * Messages in:  { type: 'job', jobId, job }.
+ * Messages in:  '{ type: 'job', jobId, cell, job }' + '\n' + the job's request snapshot, as JSON text.
  * Messages out: { type: 'ready' }, { type: 'host', jobId, seq, op, args, noReply? } (answered on
  *               the reply port); on the results port: { type: 'result', jobId, result | needSources
  *               | failure, poisoned }.
@@ -11,7 +11,7 @@ import type { ScriptJob } from '../engine';
 import { ERRORS } from '../../errors';
 import { HostChannel, HostTimeoutError } from './host-channel';
 import { EngineError, Lru, type SandboxDriver } from './driver';
-import { MissingSourceError, runPipeline } from './pipeline';
+import { MissingSourceError, runPipeline, type WorkerJob } from './pipeline';
 
 interface WorkerConfig {
   engine: 'quickjs' | 'vm2';
@@ -101,8 +101,11 @@ async function main(): Promise<void> {
   let queue = Promise.resolve();
   port.on('message', (raw: string) => {
     lastTurn = performance.now(); // (a message is delivered from the event loop)
-    const msg = JSON.parse(raw) as { type: string; jobId: number; cell: number; job: ScriptJob };
+    // '<job JSON>\n<request snapshot JSON>' (JSON text never holds a raw newline)
+    const cut = raw.indexOf('\n');
+    const msg = JSON.parse(cut < 0 ? raw : raw.slice(0, cut)) as { type: string; jobId: number; cell: number; job: WorkerJob };
     if (msg.type !== 'job') return;
+    if (cut >= 0) withRawRequest(msg.job, raw.slice(cut + 1));
     queue = queue.then(async () => {
       if (performance.now() - lastTurn >= YIELD_MS) await turn();
       // a job sent ahead may have been taken back by the pool: start it only if we claim it first
@@ -114,7 +117,18 @@ async function main(): Promise<void> {
   port.postMessage({ type: 'ready' });
 }
 
-async function runOne(driver: SandboxDriver, jobId: number, job: ScriptJob): Promise<void> {
+/** The request snapshot as text for the sandbox; parsed only if something reads `job.request` (automations). */
+function withRawRequest(job: WorkerJob, requestJson: string): void {
+  job.requestJson = requestJson;
+  let parsed: ScriptJob['request'] | undefined;
+  Object.defineProperty(job, 'request', {
+    get: () => (parsed ??= JSON.parse(requestJson) as ScriptJob['request']),
+    enumerable: true,
+    configurable: true,
+  });
+}
+
+async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
   for (const s of Object.values(job.scripts)) if (s.source !== undefined) sources.set(s.hash, s.source);
   current = { jobId, deadline: job.deadline, script: '', abort: null };
   const env = {
