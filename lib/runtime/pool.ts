@@ -11,7 +11,7 @@
  *   time); a sleeping worker is woken only when the computing ones have no room. Waking a thread
  *   costs both threads CPU, which on a small machine is what the HTTP server is short of.
  *   A job sent ahead is only lent: each job has a claim cell in shared memory which the worker
- *   sets (0 -> 1) when it starts the job and the pool sets (0 -> 2) to take it back — when the
+ *   sets (id -> -id) when it starts the job and the pool sets (id -> 0) to take it back — when the
  *   worker blocks in a host call, dies, or its current job runs longer than SLOW_MS. Exactly
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
@@ -55,17 +55,26 @@ interface Task {
   done: boolean;
 }
 
-/** Claim cells per worker (indexed by jobId % CLAIM_CELLS); far more than the jobs a worker holds. */
-const CLAIM_CELLS = 64;
+/**
+ * Claim cells per worker, indexed by jobId % CLAIM_CELLS. A cell holds the id of the job lent to
+ * the worker (free to start), minus that id once the worker started it, or 0 once the pool took
+ * it back. Holding the id (not just a state) means a stale message of a job taken back can never
+ * claim the cell of a newer job that shares it.
+ */
+const CLAIM_CELLS = 4096;
+/** Job ids are int32 claim values: they wrap before 2^31. */
+const MAX_JOB_ID = 0x7fffffff;
 /** Work (ms, at the recent average job time) a computing worker may hold ahead before another is woken. */
 const AHEAD_BUDGET_MS = 1;
 /** Most jobs sent ahead to one worker. */
 const MAX_AHEAD = 8;
 /** A job running this long makes its worker slow: its jobs ahead go back in line for the others. */
-const SLOW_MS = 2;
-const CLAIM_FREE = 0;
-const CLAIM_STARTED = 1;
-const CLAIM_REVOKED = 2;
+const SLOW_MS = 10;
+
+/** Takes back job `jobId` lent to a worker, unless it started; true when taken back. */
+function takeBack(claims: Int32Array, jobId: number): boolean {
+  return Atomics.compareExchange(claims, jobId % CLAIM_CELLS, jobId, 0) === jobId;
+}
 
 interface PoolWorker {
   worker: Worker;
@@ -80,8 +89,10 @@ interface PoolWorker {
   task: Task | null;
   /** Jobs sent ahead, in order, to start when `task` ends, unless the pool takes them back first. */
   ahead: Task[];
-  /** performance.now() when `task` became this worker's current job. */
+  /** performance.now() when `task` became this worker's current job (as the pool saw it). */
   startedAt: number;
+  /** Written by the worker: when it started the job it runs now (epoch ms, fractional), 0 when idle. */
+  running: Float64Array;
   /** The current job ran past SLOW_MS: nothing more is sent ahead until it ends. */
   slow: boolean;
   /** Host calls in flight: while > 0 the worker's thread is blocked, not computing. */
@@ -89,6 +100,17 @@ interface PoolWorker {
   known: Set<string>;
   idleTimer?: NodeJS.Timeout;
   retired: boolean;
+}
+
+/** Epoch ms with sub-ms precision, comparable across threads. */
+function clock(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** How long (ms) the worker has been running its current job, by its own account; 0 when idle. */
+function runningFor(w: PoolWorker, now: number): number {
+  const since = w.running[0];
+  return since > 1e12 ? now - since : 0; // (0 when idle; anything else not a time is ignored)
 }
 
 function errorResult(job: ScriptJob, name: ErrorName, message?: string): JobResult {
@@ -131,7 +153,9 @@ export class WorkerPool implements ScriptEngine {
     }
     try {
       return await new Promise<JobResult>((resolve) => {
-        const task: Task = { jobId: this.nextJobId++, job, host, resolve, resent: false, done: false };
+        const jobId = this.nextJobId;
+        this.nextJobId = jobId >= MAX_JOB_ID ? 1 : jobId + 1;
+        const task: Task = { jobId, job, host, resolve, resent: false, done: false };
         task.timer = setTimeout(() => this.expire(task), Math.max(0, job.deadline - Date.now()) + (this.options.graceMs ?? 250));
         this.queue.push(task);
         this.dispatch();
@@ -190,10 +214,9 @@ export class WorkerPool implements ScriptEngine {
       // one job in any case when no worker is idle, so a worker never waits for the main thread.
       let room = Math.min(MAX_AHEAD, Math.floor(AHEAD_BUDGET_MS / this.avgJobMs));
       if (!idle) room = Math.max(1, room);
-      let target: PoolWorker | undefined;
-      for (const x of this.workers) {
-        if (x.ready && x.task && !x.retired && x.blocked === 0 && !x.slow && x.ahead.length < room && (!target || x.ahead.length < target.ahead.length)) target = x;
-      }
+      // first fit: the workers first in the list take the work while they keep up, so the others
+      // sleep (and the ones grown for a burst go idle and stop)
+      const target = this.workers.find((x) => x.ready && x.task && !x.retired && x.blocked === 0 && !x.slow && x.ahead.length < room);
       if (target) this.assign(target, task, false, true);
       else if (idle) this.assign(idle, task);
       else break;
@@ -207,7 +230,7 @@ export class WorkerPool implements ScriptEngine {
   private revoke(w: PoolWorker, task?: Task): boolean {
     let all = true;
     for (const t of task ? [task] : [...w.ahead]) {
-      if (Atomics.compareExchange(w.claims, t.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) !== CLAIM_FREE) {
+      if (!takeBack(w.claims, t.jobId)) {
         all = false;
         continue;
       }
@@ -232,10 +255,10 @@ export class WorkerPool implements ScriptEngine {
   private watchSlow(): void {
     if (this.watch || this.closed) return;
     this.watch = setInterval(() => {
-      const now = performance.now();
+      const now = clock();
       let moved = false;
       for (const w of this.workers) {
-        if (w.retired || !w.task || w.slow || now - w.startedAt < SLOW_MS) continue;
+        if (w.retired || !w.task || w.slow || runningFor(w, now) < SLOW_MS) continue;
         w.slow = true;
         this.reclaim(w);
         moved = true;
@@ -245,7 +268,7 @@ export class WorkerPool implements ScriptEngine {
         clearInterval(this.watch);
         this.watch = undefined;
       }
-    }, SLOW_MS);
+    }, SLOW_MS / 2);
     this.watch.unref();
   }
 
@@ -285,7 +308,7 @@ export class WorkerPool implements ScriptEngine {
       w.startedAt = performance.now();
       w.slow = false;
     }
-    Atomics.store(w.claims, task.jobId % CLAIM_CELLS, CLAIM_FREE);
+    Atomics.store(w.claims, task.jobId % CLAIM_CELLS, task.jobId);
     const scripts: ScriptJob['scripts'] = {};
     for (const [name, s] of Object.entries(task.job.scripts)) {
       scripts[name] = !withAllSources && w.known.has(s.hash) ? { name: s.name, hash: s.hash } : s;
@@ -306,6 +329,7 @@ export class WorkerPool implements ScriptEngine {
     const results = new MessageChannel();
     const flagBuffer = new SharedArrayBuffer(4);
     const claimBuffer = new SharedArrayBuffer(4 * CLAIM_CELLS);
+    const runningBuffer = new SharedArrayBuffer(8);
     const worker = new Worker(path.join(__dirname, 'worker', 'worker.js'), {
       workerData: {
         engine: this.options.engine,
@@ -313,6 +337,7 @@ export class WorkerPool implements ScriptEngine {
         adapterSource: adapterSource(),
         flag: flagBuffer,
         claims: claimBuffer,
+        running: runningBuffer,
         replies: port2,
         results: results.port2,
       },
@@ -334,6 +359,7 @@ export class WorkerPool implements ScriptEngine {
       task: null,
       ahead: [],
       startedAt: 0,
+      running: new Float64Array(runningBuffer),
       slow: false,
       blocked: 0,
       known: new Set(),
@@ -392,7 +418,7 @@ export class WorkerPool implements ScriptEngine {
         if (msg.poisoned) {
           // the worker starts nothing more (it does not claim jobs once poisoned): what it holds goes back in line
           this.reclaim(w);
-          if (w.task && Atomics.compareExchange(w.claims, w.task.jobId % CLAIM_CELLS, CLAIM_FREE, CLAIM_REVOKED) === CLAIM_FREE) {
+          if (w.task && takeBack(w.claims, w.task.jobId)) {
             this.queue.unshift(w.task);
             w.task = null;
           }
@@ -505,8 +531,8 @@ export class WorkerPool implements ScriptEngine {
    */
   private stealFor(w: PoolWorker): void {
     if (w.task || w.retired || !w.ready || this.queue.length > 0) return;
-    const now = performance.now();
-    const from = this.workers.find((x) => x !== w && x.ahead.length > 0 && !x.retired && now - x.startedAt >= Math.min(SLOW_MS, Math.max(0.5, this.avgJobMs * 2)));
+    const now = clock();
+    const from = this.workers.find((x) => x !== w && x.ahead.length > 0 && !x.retired && runningFor(x, now) >= Math.min(SLOW_MS, Math.max(0.5, this.avgJobMs * 2)));
     if (!from) return;
     const task = from.ahead[from.ahead.length - 1];
     if (this.revoke(from, task)) this.assign(w, task);

@@ -18,8 +18,10 @@ interface WorkerConfig {
   memoryLimitMb: number;
   adapterSource: string;
   flag: SharedArrayBuffer;
-  /** Claim cells: 0 -> 1 when this worker starts a job; the pool sets 2 when it took the job back. */
+  /** Claim cells: jobId -> -jobId when this worker starts a job; the pool sets 0 when it took the job back. */
   claims: SharedArrayBuffer;
+  /** When this worker started its current job (epoch ms, fractional), 0 when idle: read by the pool. */
+  running: SharedArrayBuffer;
   replies: MessagePort;
   /** Where results go (their own channel: the pool drains every result waiting there at once). */
   results: MessagePort;
@@ -30,6 +32,7 @@ const port = parentPort!;
 const channel = new HostChannel((m) => port.postMessage(m), config.replies, new Int32Array(config.flag));
 const sources = new Lru<string, string>(2000, () => undefined);
 const claims = new Int32Array(config.claims);
+const running = new Float64Array(config.running);
 
 let current: { jobId: number; deadline: number; script: string; abort: { message: string; status?: number } | null } | null = null;
 
@@ -110,7 +113,7 @@ async function main(): Promise<void> {
       if (performance.now() - lastTurn >= YIELD_MS) await turn();
       // a job sent ahead may have been taken back by the pool: start it only if we claim it first
       // (a poisoned worker is about to be replaced: it leaves its jobs to the pool)
-      if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, 0, 1) !== 0) return undefined;
+      if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, msg.jobId, -msg.jobId) !== msg.jobId) return undefined;
       return runOne(driver, msg.jobId, msg.job);
     });
   });
@@ -129,6 +132,7 @@ function withRawRequest(job: WorkerJob, requestJson: string): void {
 }
 
 async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
+  running[0] = performance.timeOrigin + performance.now();
   for (const s of Object.values(job.scripts)) if (s.source !== undefined) sources.set(s.hash, s.source);
   current = { jobId, deadline: job.deadline, script: '', abort: null };
   const env = {
@@ -160,6 +164,7 @@ async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Pro
     }
   } finally {
     current = null;
+    running[0] = 0;
   }
 }
 
