@@ -14,7 +14,7 @@ const waitFor = async (cond, ms = 5000) => {
 
 test('a worker terminated for a runaway script is replaced at once, keeping the pool warm', async () => {
   const pool = new WorkerPool({ engine: 'quickjs', size: 2, maxWorkers: 4, memoryLimitMb: 32, maxConcurrentPerApp: 4, graceMs: 50 });
-  const { app, registry, router } = oneApi('export async function fn() { await null; while (true) {} }', {}, { engine: pool, scriptTimeoutMs: 300 });
+  const { app, registry, router } = oneApi('export async function fn() { await null; while (true) {} }', {}, { engine: pool, scriptTimeoutMs: 1000 }); // (room for a cold context on a loaded machine)
   try {
     registry.putScript('app1', 'ok.js', 'export function f() { return 1 }');
     registry.putApi('app1', { path: 'ok', call: { script: 'ok.js', function: 'f' }, returnType: 'JSON' });
