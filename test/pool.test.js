@@ -91,6 +91,36 @@ test('the context cache evicts the previous version of a script when a new one i
   expect(evicted).toEqual(['ctx-v1']);
 });
 
+/**
+ * app1 with API `p` (the slow script) and API `fast` (returns at once) on a listening server. Warms
+ * the pool with one fast call, starts the slow call, and 30 ms later makes `n` fast calls at once:
+ * returns their bodies, how long they took together, and the slow call's body.
+ */
+async function fastWhileSlow(pool, slowScript, routerOpts, n) {
+  const { app, registry, router } = oneApi(slowScript, {}, { engine: pool, ...routerOpts });
+  try {
+    registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
+    registry.putApi('app1', { path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' });
+    const server = app.listen(0);
+    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1`;
+    try {
+      expect((await (await fetch(`${base}/fast`)).json()).fast).toBe(true); // warm
+      const slow = fetch(`${base}/p`).then((r) => r.json());
+      await new Promise((r) => setTimeout(r, 30)); // the slow call is running
+      const started = Date.now();
+      const fast = await Promise.all(Array.from({ length: n }, () => fetch(`${base}/fast`).then((r) => r.json())));
+      const fastMs = Date.now() - started;
+      return { fast, fastMs, workers: pool.workerCount, slow: await slow };
+    } finally {
+      server.closeAllConnections?.();
+      await new Promise((r) => server.close(r));
+    }
+  } finally {
+    await router.close();
+    await pool.close();
+  }
+}
+
 test.each(['quickjs', 'vm2'])('%s: a job sent ahead to a worker that then blocks in a host call runs elsewhere at once', async (engine) => {
   // One worker kept warm. The slow call blocks its worker for 800 ms in getAccountByToken; fast
   // calls sent ahead to that worker are taken back and run on another worker, not after the wait.
@@ -98,30 +128,10 @@ test.each(['quickjs', 'vm2'])('%s: a job sent ahead to a worker that then blocks
   const accounts = { getAccountByToken: (t) => new Promise((r) => setTimeout(() => r({ id: t }), 800)) };
   // 150 ms of computing first, so the fast calls are sent ahead while the worker is busy
   const slowScript = 'export function fn() { const t = Date.now(); while (Date.now() - t < 150) {} return platform.system.getAccountByToken("slow") }';
-  const { app, registry, router } = oneApi(slowScript, {}, { engine: pool, accounts });
-  try {
-    registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
-    registry.putApi('app1', { path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' });
-    const server = app.listen(0);
-    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1`;
-    try {
-      expect((await (await fetch(`${base}/fast`)).json()).fast).toBe(true); // warm
-      const slow = fetch(`${base}/p`).then((r) => r.json());
-      await new Promise((r) => setTimeout(r, 30)); // the slow call is computing
-      const started = Date.now();
-      const fast = await Promise.all(Array.from({ length: 6 }, () => fetch(`${base}/fast`).then((r) => r.json())));
-      const fastMs = Date.now() - started;
-      expect(fast).toEqual(Array.from({ length: 6 }, () => ({ fast: true })));
-      expect(fastMs).toBeLessThan(650); // not queued behind the 800 ms host call
-      expect(await slow).toEqual({ id: 'slow' });
-    } finally {
-      server.closeAllConnections?.();
-      await new Promise((r) => server.close(r));
-    }
-  } finally {
-    await router.close();
-    await pool.close();
-  }
+  const { fast, fastMs, slow } = await fastWhileSlow(pool, slowScript, { accounts }, 6);
+  expect(fast).toEqual(Array.from({ length: 6 }, () => ({ fast: true })));
+  expect(fastMs).toBeLessThan(650); // not queued behind the 800 ms host call
+  expect(slow).toEqual({ id: 'slow' });
 });
 
 test.each(['quickjs', 'vm2'])('%s: while a job runs long on the only worker, another worker stands in for it', async (engine) => {
@@ -129,29 +139,9 @@ test.each(['quickjs', 'vm2'])('%s: while a job runs long on the only worker, ano
   // other calls for that long; the pool starts a second worker (computeWorkers: 2) for them.
   const pool = new WorkerPool({ engine, size: 1, maxWorkers: 4, computeWorkers: 2, memoryLimitMb: 32, maxConcurrentPerApp: 16 });
   const spin = 'export function fn() { const t = Date.now(); while (Date.now() - t < 1500) {} return { spun: true } }';
-  const { app, registry, router } = oneApi(spin, {}, { engine: pool });
-  try {
-    registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
-    registry.putApi('app1', { path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' });
-    const server = app.listen(0);
-    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1`;
-    try {
-      expect((await (await fetch(`${base}/fast`)).json()).fast).toBe(true); // warm
-      const slow = fetch(`${base}/p`).then((r) => r.json());
-      await new Promise((r) => setTimeout(r, 30)); // the long job is running
-      const started = Date.now();
-      const fast = await Promise.all(Array.from({ length: 4 }, () => fetch(`${base}/fast`).then((r) => r.json())));
-      const fastMs = Date.now() - started;
-      expect(fast).toEqual(Array.from({ length: 4 }, () => ({ fast: true })));
-      expect(fastMs).toBeLessThan(1200); // a worker start (~250 ms), not the 1500 ms job
-      expect(pool.workerCount).toBe(2); // and no more than computeWorkers
-      expect(await slow).toEqual({ spun: true });
-    } finally {
-      server.closeAllConnections?.();
-      await new Promise((r) => server.close(r));
-    }
-  } finally {
-    await router.close();
-    await pool.close();
-  }
+  const { fast, fastMs, workers, slow } = await fastWhileSlow(pool, spin, {}, 4);
+  expect(fast).toEqual(Array.from({ length: 4 }, () => ({ fast: true })));
+  expect(fastMs).toBeLessThan(1200); // a worker start (~250 ms), not the 1500 ms job
+  expect(workers).toBe(2); // and no more than computeWorkers
+  expect(slow).toEqual({ spun: true });
 });
