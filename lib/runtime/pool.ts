@@ -82,7 +82,7 @@ interface PoolWorker {
   /** Claim cells of the jobs sent to this worker (see the file comment). */
   claims: Int32Array;
   replies: MessagePort;
-  /** Results of this worker's jobs. */
+  /** Results of this worker's jobs, and its host calls (in the order sent). */
   results: MessagePort;
   ready: boolean;
   /** The job this worker runs (or was sent first): null when idle. */
@@ -490,9 +490,11 @@ export class WorkerPool implements ScriptEngine {
       const i = this.workers.indexOf(w);
       if (i >= 0) this.workers.splice(i, 1);
     }
-    // results the worker sent before it ended still count (they travel on their own port)
+    // results the worker sent before it ended still count (they travel on their own port); a
+    // host call it can no longer wait for is dropped
     for (let m = receiveMessageOnPort(w.results); m !== undefined; m = receiveMessageOnPort(w.results)) {
-      this.onMessage(w, typeof m.message === 'string' ? JSON.parse(m.message) : m.message);
+      const msg = (typeof m.message === 'string' ? JSON.parse(m.message) : m.message) as Record<string, unknown>;
+      if (msg.type === 'result' || msg.noReply) this.onMessage(w, msg);
     }
     w.results.close();
     w.replies.close();

@@ -1,9 +1,9 @@
 /**
  * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
  * Messages in:  '{ type: 'job', jobId, cell, job }' + '\n' + the job's request snapshot, as JSON text.
- * Messages out: { type: 'ready' }, { type: 'host', jobId, seq, op, args, noReply? } (answered on
- *               the reply port); on the results port: { type: 'result', jobId, result | needSources
- *               | failure, poisoned }.
+ * Messages out: { type: 'ready' } | { type: 'fatal' }; on the results port, in order: { type:
+ *               'host', jobId, seq, op, args, noReply? } (answered on the reply port) and { type:
+ *               'result', jobId, result | needSources | failure, poisoned }.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
@@ -29,7 +29,8 @@ interface WorkerConfig {
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
-const channel = new HostChannel((m) => port.postMessage(m), config.replies, new Int32Array(config.flag));
+// host calls and console lines travel with the results, so the pool sees them in the order sent
+const channel = new HostChannel((m) => config.results.postMessage(m), config.replies, new Int32Array(config.flag));
 const sources = new Lru<string, string>(2000, () => undefined);
 const claims = new Int32Array(config.claims);
 const running = new Float64Array(config.running);
