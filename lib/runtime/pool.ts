@@ -15,15 +15,13 @@
  *   worker blocks in a host call, dies, or its current job runs longer than SLOW_MS. Exactly
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
-import { Worker, MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
 import type { Logger } from '../types';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
-import { adapterSource } from './adapter-source';
+import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
 export interface PoolOptions {
   engine: 'quickjs' | 'vm2';
@@ -45,73 +43,12 @@ export interface PoolOptions {
   logger?: Logger;
 }
 
-interface Task {
-  jobId: number;
-  job: ScriptJob;
-  host: HostBridge;
-  resolve: (r: JobResult) => void;
-  timer?: NodeJS.Timeout;
-  resent: boolean;
-  done: boolean;
-}
-
-/**
- * Claim cells per worker, indexed by jobId % CLAIM_CELLS. A cell holds the id of the job lent to
- * the worker (free to start), minus that id once the worker started it, or 0 once the pool took
- * it back. Holding the id (not just a state) means a stale message of a job taken back can never
- * claim the cell of a newer job that shares it.
- */
-const CLAIM_CELLS = 4096;
-/** Job ids are int32 claim values: they wrap before 2^31. */
-const MAX_JOB_ID = 0x7fffffff;
 /** Work (ms, at the recent average job time) a computing worker may hold ahead before another is woken. */
 const AHEAD_BUDGET_MS = 1;
 /** Most jobs sent ahead to one worker. */
 const MAX_AHEAD = 8;
 /** A job running this long makes its worker slow: its jobs ahead go back in line for the others. */
 const SLOW_MS = 10;
-
-/** Takes back job `jobId` lent to a worker, unless it started; true when taken back. */
-function takeBack(claims: Int32Array, jobId: number): boolean {
-  return Atomics.compareExchange(claims, jobId % CLAIM_CELLS, jobId, 0) === jobId;
-}
-
-interface PoolWorker {
-  worker: Worker;
-  flag: Int32Array;
-  /** Claim cells of the jobs sent to this worker (see the file comment). */
-  claims: Int32Array;
-  replies: MessagePort;
-  /** Results of this worker's jobs, and its host calls (in the order sent). */
-  results: MessagePort;
-  ready: boolean;
-  /** The job this worker runs (or was sent first): null when idle. */
-  task: Task | null;
-  /** Jobs sent ahead, in order, to start when `task` ends, unless the pool takes them back first. */
-  ahead: Task[];
-  /** performance.now() when `task` became this worker's current job (as the pool saw it). */
-  startedAt: number;
-  /** Written by the worker: when it started the job it runs now (epoch ms, fractional), 0 when idle. */
-  running: Float64Array;
-  /** The current job ran past SLOW_MS: nothing more is sent ahead until it ends. */
-  slow: boolean;
-  /** Host calls in flight: while > 0 the worker's thread is blocked, not computing. */
-  blocked: number;
-  known: Set<string>;
-  idleTimer?: NodeJS.Timeout;
-  retired: boolean;
-}
-
-/** Epoch ms with sub-ms precision, comparable across threads. */
-function clock(): number {
-  return performance.timeOrigin + performance.now();
-}
-
-/** How long (ms) the worker has been running its current job, by its own account; 0 when idle. */
-function runningFor(w: PoolWorker, now: number): number {
-  const since = w.running[0];
-  return since > 1e12 ? now - since : 0; // (0 when idle; anything else not a time is ignored)
-}
 
 function errorResult(job: ScriptJob, name: ErrorName, message?: string): JobResult {
   const e = ERRORS[name];
@@ -325,59 +262,11 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private spawn(): void {
-    const { port1, port2 } = new MessageChannel();
-    const results = new MessageChannel();
-    const flagBuffer = new SharedArrayBuffer(4);
-    const claimBuffer = new SharedArrayBuffer(4 * CLAIM_CELLS);
-    const runningBuffer = new SharedArrayBuffer(8);
-    const worker = new Worker(path.join(__dirname, 'worker', 'worker.js'), {
-      workerData: {
-        engine: this.options.engine,
-        memoryLimitMb: this.options.memoryLimitMb,
-        adapterSource: adapterSource(),
-        flag: flagBuffer,
-        claims: claimBuffer,
-        running: runningBuffer,
-        replies: port2,
-        results: results.port2,
-      },
-      transferList: [port2, results.port2],
-      resourceLimits: {
-        maxOldGenerationSizeMb: Math.max(64, this.options.memoryLimitMb * 2),
-        maxYoungGenerationSizeMb: 16,
-        stackSizeMb: 4,
-      },
-    });
-    worker.unref();
-    const w: PoolWorker = {
-      worker,
-      flag: new Int32Array(flagBuffer),
-      claims: new Int32Array(claimBuffer),
-      replies: port1,
-      results: results.port1,
-      ready: false,
-      task: null,
-      ahead: [],
-      startedAt: 0,
-      running: new Float64Array(runningBuffer),
-      slow: false,
-      blocked: 0,
-      known: new Set(),
-      retired: false,
-    };
+    const w = startWorker(
+      { engine: this.options.engine, memoryLimitMb: this.options.memoryLimitMb },
+      { message: (x, msg) => this.onMessage(x, msg), exit: (x, err) => this.onExit(x, err) },
+    );
     this.workers.push(w);
-    worker.on('message', (msg) => this.onMessage(w, typeof msg === 'string' ? JSON.parse(msg) : msg));
-    // One event for every result waiting: the rest are taken synchronously (no event each).
-    results.port1.on('message', (first) => {
-      let msg: unknown = first;
-      while (msg !== undefined) {
-        this.onMessage(w, typeof msg === 'string' ? JSON.parse(msg) : (msg as Record<string, unknown>));
-        msg = receiveMessageOnPort(results.port1)?.message;
-      }
-    });
-    results.port1.unref();
-    worker.on('error', (err) => this.onExit(w, err));
-    worker.on('exit', () => this.onExit(w));
   }
 
   private onMessage(w: PoolWorker, msg: Record<string, unknown>): void {
@@ -490,14 +379,8 @@ export class WorkerPool implements ScriptEngine {
       const i = this.workers.indexOf(w);
       if (i >= 0) this.workers.splice(i, 1);
     }
-    // results the worker sent before it ended still count (they travel on their own port); a
-    // host call it can no longer wait for is dropped
-    for (let m = receiveMessageOnPort(w.results); m !== undefined; m = receiveMessageOnPort(w.results)) {
-      const msg = (typeof m.message === 'string' ? JSON.parse(m.message) : m.message) as Record<string, unknown>;
-      if (msg.type === 'result' || msg.noReply) this.onMessage(w, msg);
-    }
-    w.results.close();
-    w.replies.close();
+    // results the worker sent before it ended still count (they travel on their own port)
+    drainResults(w, (msg) => this.onMessage(w, msg));
     if (w.ahead.length > 0) {
       const held = [...w.ahead];
       this.reclaim(w); // never started: back in line, first
