@@ -67,6 +67,9 @@ export class WorkerPool implements ScriptEngine {
   private avgJobMs = 0.5;
   /** Checks, while jobs are held ahead, for workers whose current job runs long. */
   private watch: NodeJS.Timeout | undefined;
+  private dispatchScheduled = false;
+  /** Job messages of the current dispatch pass, per worker. */
+  private outbox: Map<PoolWorker, string[]> | undefined;
 
   constructor(private readonly options: PoolOptions) {
     this.name = options.engine;
@@ -95,7 +98,7 @@ export class WorkerPool implements ScriptEngine {
         const task: Task = { jobId, job, host, resolve, resent: false, done: false };
         task.timer = setTimeout(() => this.expire(task), Math.max(0, job.deadline - Date.now()) + (this.options.graceMs ?? 250));
         this.queue.push(task);
-        this.dispatch();
+        this.dispatchSoon();
       });
     } finally {
       this.apps.release(job.appId);
@@ -136,8 +139,39 @@ export class WorkerPool implements ScriptEngine {
     }
   }
 
+  /**
+   * New calls are handed out once per event-loop turn, after the I/O callbacks of the turn: the
+   * calls that arrived together go in one burst, so a sleeping worker is woken (and the main
+   * thread loses its core to it) once per turn instead of in the middle of the turn's requests.
+   */
+  private dispatchSoon(): void {
+    if (this.dispatchScheduled) return;
+    this.dispatchScheduled = true;
+    setImmediate(() => {
+      this.dispatchScheduled = false;
+      this.dispatch();
+    });
+  }
+
   private dispatch(): void {
     if (this.closed) return;
+    // the jobs handed out in this pass go to each worker in one message (NUL-separated)
+    const outer = this.outbox === undefined;
+    if (outer) this.outbox = new Map();
+    try {
+      this.handOut();
+    } finally {
+      if (outer) {
+        const outbox = this.outbox!;
+        this.outbox = undefined;
+        for (const [w, texts] of outbox) if (!w.retired) w.worker.postMessage(texts.length === 1 ? texts[0] : texts.join('\u0000'));
+      }
+    }
+    this.grow();
+    if (this.queue.length > 0) this.watchSlow();
+  }
+
+  private handOut(): void {
     while (this.queue.length > 0) {
       const task = this.queue[0];
       // a call whose deadline passed while it waited in line never starts
@@ -159,8 +193,6 @@ export class WorkerPool implements ScriptEngine {
       else break;
       this.queue.shift();
     }
-    this.grow();
-    if (this.queue.length > 0) this.watchSlow();
   }
 
   /** Takes back `task` (default: every job) sent ahead to `w`, if not started; true when all were taken back. */
@@ -256,9 +288,12 @@ export class WorkerPool implements ScriptEngine {
     // The request snapshot follows the job after a newline, so the worker hands it to the sandbox
     // as it is instead of parsing it and writing it again.
     const { request, ...rest } = task.job;
-    w.worker.postMessage(
-      `${JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job: { ...rest, scripts } })}\n${JSON.stringify(request)}`,
-    );
+    const text = `${JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job: { ...rest, scripts } })}\n${JSON.stringify(request)}`;
+    if (this.outbox) {
+      const list = this.outbox.get(w);
+      if (list) list.push(text);
+      else this.outbox.set(w, [text]);
+    } else w.worker.postMessage(text);
   }
 
   private spawn(): void {

@@ -1,6 +1,7 @@
 /**
  * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
- * Messages in:  '{ type: 'job', jobId, cell, job }' + '\n' + the job's request snapshot, as JSON text.
+ * Messages in:  '{ type: 'job', jobId, cell, job }' + '\n' + the job's request snapshot, as JSON text;
+ *               several of them in one message are separated by NUL.
  * Messages out: { type: 'ready' } | { type: 'fatal' }; on the results port, in order: { type:
  *               'host', jobId, seq, op, args, noReply? } (answered on the reply port) and { type:
  *               'result', jobId, result | needSources | failure, poisoned }.
@@ -103,8 +104,7 @@ function turn(): Promise<void> {
 async function main(): Promise<void> {
   const driver = await createDriver();
   let queue = Promise.resolve();
-  port.on('message', (raw: string) => {
-    lastTurn = performance.now(); // (a message is delivered from the event loop)
+  const accept = (raw: string): void => {
     // '<job JSON>\n<request snapshot JSON>' (JSON text never holds a raw newline)
     const cut = raw.indexOf('\n');
     const msg = JSON.parse(cut < 0 ? raw : raw.slice(0, cut)) as { type: string; jobId: number; cell: number; job: WorkerJob };
@@ -117,6 +117,16 @@ async function main(): Promise<void> {
       if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, msg.jobId, -msg.jobId) !== msg.jobId) return undefined;
       return runOne(driver, msg.jobId, msg.job);
     });
+  };
+  port.on('message', (raw: string) => {
+    lastTurn = performance.now(); // (a message is delivered from the event loop)
+    // several jobs sent at once are separated by NUL (never raw in JSON text either)
+    let from = 0;
+    for (let at = raw.indexOf('\u0000'); at >= 0; at = raw.indexOf('\u0000', from)) {
+      accept(raw.slice(from, at));
+      from = at + 1;
+    }
+    accept(from === 0 ? raw : raw.slice(from));
   });
   port.postMessage({ type: 'ready' });
 }
