@@ -280,7 +280,8 @@ export class WorkerPool implements ScriptEngine {
     Atomics.store(w.claims, task.jobId % CLAIM_CELLS, task.jobId);
     const scripts: ScriptJob['scripts'] = {};
     for (const [name, s] of Object.entries(task.job.scripts)) {
-      scripts[name] = !withAllSources && w.known.has(s.hash) ? { name: s.name, hash: s.hash } : s;
+      // (a job resent for its sources carries them all, wherever it goes next)
+      scripts[name] = !withAllSources && !task.resent && w.known.has(s.hash) ? { name: s.name, hash: s.hash } : s;
       if (w.known.size > 4000) w.known.clear();
       w.known.add(s.hash);
     }

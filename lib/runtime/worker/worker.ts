@@ -110,6 +110,8 @@ async function main(): Promise<void> {
     const msg = JSON.parse(cut < 0 ? raw : raw.slice(0, cut)) as { type: string; jobId: number; cell: number; job: WorkerJob };
     if (msg.type !== 'job') return;
     if (cut >= 0) withRawRequest(msg.job, raw.slice(cut + 1));
+    // kept on arrival, even for a job taken back before it starts: the pool now counts them as known here
+    for (const src of Object.values(msg.job.scripts)) if (src.source !== undefined) sources.set(src.hash, src.source);
     queue = queue.then(async () => {
       if (performance.now() - lastTurn >= YIELD_MS) await turn();
       // a job sent ahead may have been taken back by the pool: start it only if we claim it first
@@ -144,7 +146,6 @@ function withRawRequest(job: WorkerJob, requestJson: string): void {
 
 async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
   running[0] = performance.timeOrigin + performance.now();
-  for (const s of Object.values(job.scripts)) if (s.source !== undefined) sources.set(s.hash, s.source);
   current = { jobId, deadline: job.deadline, script: '', abort: null };
   const env = {
     driver,
