@@ -75,6 +75,22 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
       await request(fixture.app).get(`/web0/api/app1/p?q=${i}`).set('x-n', String(i)).expect(200, { n: String(i), b: String(i), a: String(i), q: String(i) });
     }
   });
+
+  test('stages passing many different short texts (heads, attributes) all run, call after call', async () => {
+    // the driver keeps short texts as engine strings; a cache turnover in the middle of a stage
+    // once freed a text that stage was about to use ("Lifetime not alive")
+    fixture = oneApi(
+      `export function before(ctx) { ctx.request.setAttribute('n', ctx.query.n) }
+      export function fn(ctx) { return { n: ctx.request.getAttribute('n') } }
+      export function after(ctx, r) { ctx.response.setHeader('X-N', r.n); return r }`,
+      { before: { script: 'main.js', function: 'before' }, after: { script: 'main.js', function: 'after' } },
+      { engine },
+    );
+    for (let i = 0; i < 120; i++) {
+      const res = await request(fixture.app).get(`/web0/api/app1/p?n=${i}`).expect(200, { n: String(i) });
+      expect(res.headers['x-n']).toBe(String(i));
+    }
+  });
 });
 
 describe('QuickJS context memory', () => {

@@ -232,15 +232,21 @@ export class QuickJsDriver implements SandboxDriver {
     throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: top-level await never settled`);
   }
 
+  /**
+   * Make room for a stage's texts. Called once before the stage takes them, never in between: a
+   * turnover while taking them would free a text the stage already holds.
+   */
+  private roomForTexts(m: QuickJsModule, count: number): void {
+    if (m.texts.size + count <= TEXT_CACHE) return;
+    for (const h of m.texts.values()) h.dispose();
+    m.texts.clear();
+  }
+
   /** A QuickJS string for a text that comes back often (kept), or a new one (the caller disposes it). */
   private text(m: QuickJsModule, value: string): { handle: QuickJSHandle; owned: boolean } {
     if (value.length > TEXT_CACHE_MAX_LENGTH) return { handle: m.ctx.newString(value), owned: true };
     let handle = m.texts.get(value);
     if (!handle) {
-      if (m.texts.size >= TEXT_CACHE) {
-        for (const h of m.texts.values()) h.dispose();
-        m.texts.clear();
-      }
       handle = m.ctx.newString(value);
       m.texts.set(value, handle);
     }
@@ -271,6 +277,7 @@ export class QuickJsDriver implements SandboxDriver {
       if (m.fns.size < 64) m.fns.set(fn, fnH);
     }
     const owned = m.fns.get(fn) !== fnH ? fnH : undefined;
+    this.roomForTexts(m, 3);
     const head = this.text(m, call.head);
     const attributes = this.text(m, call.attributes);
     const response = this.text(m, call.response);
