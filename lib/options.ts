@@ -1,7 +1,7 @@
 /** Validates router options and fills in the defaults. */
-import * as os from 'node:os';
 import type { ApiRouterOptions, Logger } from './types';
 import { parseSize, validateOptions } from './validations';
+import { cpuCount } from './runtime/pool-options';
 
 export const DEFAULTS = {
   scriptTimeoutMs: 10_000,
@@ -32,9 +32,8 @@ function defaultLogger(): Logger | undefined {
 
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
-  const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
   // one core stays with the event loop (which serves every request); measured in bench/README.md
-  const workers = options.workers ?? Math.max(1, cpus - 1);
+  const workers = options.workers ?? Math.max(1, cpuCount() - 1);
   return {
     raw: options,
     scriptTimeoutMs: options.scriptTimeoutMs ?? DEFAULTS.scriptTimeoutMs,

@@ -145,3 +145,39 @@ test.each(['quickjs', 'vm2'])('%s: while a job runs long on the only worker, ano
   expect(workers).toBe(2); // and no more than computeWorkers
   expect(slow).toEqual({ spun: true });
 });
+
+test('a pool made with only an engine name gets working defaults', async () => {
+  // every option of `new WorkerPool` is optional: the defaults match createApiRouter's
+  const pool = new WorkerPool({ engine: 'quickjs' });
+  const { app, router } = oneApi('export function fn(ctx) { return { ok: ctx.query.n } }', {}, { engine: pool });
+  try {
+    await request(app).get('/web0/api/app1/p?n=1').expect(200, { ok: '1' });
+    const all = await Promise.all(Array.from({ length: 30 }, (_, i) => request(app).get(`/web0/api/app1/p?n=${i}`)));
+    expect(all.map((r) => r.body.ok)).toEqual(Array.from({ length: 30 }, (_, i) => String(i)));
+    expect(new WorkerPool().name).toBe('quickjs');
+  } finally {
+    await router.close();
+    await pool.close();
+  }
+});
+
+test.each([
+  [{ engine: 'v8' }, 'engine'],
+  [{ size: 0 }, 'size'],
+  [{ size: 1.5 }, 'size'],
+  [{ size: 4, maxWorkers: 2 }, 'maxWorkers'],
+  [{ memoryLimitMb: 4 }, 'memoryLimitMb'],
+  [{ maxConcurrentPerApp: '8' }, 'maxConcurrentPerApp'],
+  [{ computeWorkers: -1 }, 'computeWorkers'],
+  [{ graceMs: -5 }, 'graceMs'],
+  [{ logger: 'console' }, 'logger'],
+])('new WorkerPool(%j) is refused, naming %s', (options, field) => {
+  let error;
+  try {
+    new WorkerPool(options);
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toMatchObject({ name: 'ConfigError', field });
+  expect(error.message).toContain(`invalid ${field}:`);
+});

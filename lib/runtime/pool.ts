@@ -15,33 +15,16 @@
  *   worker blocks in a host call, dies, or its current job runs longer than SLOW_MS. Exactly
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
-import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
 import type { Logger } from '../types';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
+import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
+
+export type { PoolOptions } from './pool-options';
 import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
-export interface PoolOptions {
-  engine: 'quickjs' | 'vm2';
-  /** Workers kept running. */
-  size: number;
-  /** Most workers, counting those grown for blocked host calls. */
-  maxWorkers: number;
-  /**
-   * Most workers computing at once, when the pool grows because a job runs long (past SLOW_MS)
-   * while others wait. Workers blocked in host calls do not count. Default: the number of CPUs.
-   */
-  computeWorkers?: number;
-  memoryLimitMb: number;
-  maxConcurrentPerApp: number;
-  /** How long a grown worker may stay idle before it stops. Default 30000. */
-  idleTimeoutMs?: number;
-  /** Time the engine gets past a deadline to stop a script itself before its worker is terminated. */
-  graceMs?: number;
-  logger?: Logger;
-}
 
 /** Work (ms, at the recent average job time) a computing worker may hold ahead before another is woken. */
 const AHEAD_BUDGET_MS = 1;
@@ -71,9 +54,12 @@ export class WorkerPool implements ScriptEngine {
   /** Job messages of the current dispatch pass, per worker. */
   private outbox: Map<PoolWorker, string[]> | undefined;
 
-  constructor(private readonly options: PoolOptions) {
-    this.name = options.engine;
-    this.apps = new AppLimiter(options.maxConcurrentPerApp);
+  private readonly options: ResolvedPoolOptions;
+
+  constructor(options?: PoolOptions) {
+    this.options = resolvePoolOptions(options);
+    this.name = this.options.engine;
+    this.apps = new AppLimiter(this.options.maxConcurrentPerApp);
   }
 
   /** Workers now running, for diagnostics and tests. */
@@ -96,7 +82,7 @@ export class WorkerPool implements ScriptEngine {
         const jobId = this.nextJobId;
         this.nextJobId = jobId >= MAX_JOB_ID ? 1 : jobId + 1;
         const task: Task = { jobId, job, host, resolve, resent: false, done: false };
-        task.timer = setTimeout(() => this.expire(task), Math.max(0, job.deadline - Date.now()) + (this.options.graceMs ?? 250));
+        task.timer = setTimeout(() => this.expire(task), Math.max(0, job.deadline - Date.now()) + this.options.graceMs);
         this.queue.push(task);
         this.dispatchSoon();
       });
@@ -260,7 +246,7 @@ export class WorkerPool implements ScriptEngine {
     if (this.queue.length === 0 || computing + starting >= this.options.size) return;
     // A worker blocked in a host call is not computing: each one may be stood in for (up to
     // maxWorkers). A worker running a long job is: stand in for it only up to computeWorkers.
-    const cpus = this.options.computeWorkers ?? (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length);
+    const cpus = this.options.computeWorkers;
     const cap = Math.min(this.options.maxWorkers, Math.max(this.options.size, cpus) + blocked);
     const want = Math.min(this.queue.length - starting, cap - live.length);
     for (let i = 0; i < want; i++) this.spawn();
@@ -405,7 +391,7 @@ export class WorkerPool implements ScriptEngine {
     clearTimeout(w.idleTimer);
     w.idleTimer = setTimeout(() => {
       if (!w.task && this.workers.filter((x) => !x.retired).length > this.options.size) void this.retire(w);
-    }, this.options.idleTimeoutMs ?? 30_000);
+    }, this.options.idleTimeoutMs);
     w.idleTimer.unref();
   }
 

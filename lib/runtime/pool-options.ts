@@ -1,0 +1,82 @@
+/** Options of the built-in `WorkerPool`: defaults and checks, for pools made with `new WorkerPool(...)`. */
+import * as os from 'node:os';
+import { ConfigError } from '../errors';
+import type { Logger } from '../types';
+
+export interface PoolOptions {
+  /** The sandbox each worker runs. Default `'quickjs'`. */
+  engine?: 'quickjs' | 'vm2';
+  /** Workers kept running. Default: the number of CPUs minus one (at least 1). */
+  size?: number;
+  /** Most workers, counting those grown for blocked host calls. Default: the larger of `size` and 32. */
+  maxWorkers?: number;
+  /**
+   * Most workers computing at once, when the pool grows because a job runs long (past 10 ms)
+   * while others wait. Workers blocked in host calls do not count. Default: the number of CPUs.
+   */
+  computeWorkers?: number;
+  /** Memory limit of one script call, in MiB (at least 8). Default 64. */
+  memoryLimitMb?: number;
+  /** Most script calls of one app running at once; more wait in line within their deadline. Default 24. */
+  maxConcurrentPerApp?: number;
+  /** How long a grown worker may stay idle before it stops, in ms. Default 30000. */
+  idleTimeoutMs?: number;
+  /** Time (ms) the engine gets past a deadline to stop a script itself before its worker is terminated. Default 250. */
+  graceMs?: number;
+  /** Where worker failures and script console lines go. Default: nowhere. */
+  logger?: Logger;
+}
+
+export type ResolvedPoolOptions = Required<Omit<PoolOptions, 'logger'>> & { logger?: Logger };
+
+export const POOL_DEFAULTS = {
+  engine: 'quickjs',
+  maxWorkers: 32,
+  memoryLimitMb: 64,
+  maxConcurrentPerApp: 24,
+  idleTimeoutMs: 30_000,
+  graceMs: 250,
+} as const;
+
+export function cpuCount(): number {
+  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+function int(o: Record<string, unknown>, field: string, min: number): void {
+  const v = o[field];
+  if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
+    throw new ConfigError(field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  }
+}
+
+/** Checks `new WorkerPool(options)` and fills in the defaults; a bad field throws a ConfigError naming it. */
+export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPoolOptions {
+  const o = (options ?? {}) as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new ConfigError('options', 'WorkerPool options must be an object');
+  if (o.engine !== undefined && o.engine !== 'quickjs' && o.engine !== 'vm2') {
+    throw new ConfigError('engine', `must be 'quickjs' or 'vm2', got ${JSON.stringify(o.engine)}`);
+  }
+  int(o, 'size', 1);
+  int(o, 'maxWorkers', 1);
+  int(o, 'computeWorkers', 1);
+  int(o, 'memoryLimitMb', 8);
+  int(o, 'maxConcurrentPerApp', 1);
+  int(o, 'idleTimeoutMs', 0);
+  int(o, 'graceMs', 0);
+  const logger = o.logger as Logger | undefined;
+  if (logger !== undefined && (typeof logger !== 'object' || logger === null)) throw new ConfigError('logger', 'must be an object with debug/info/warn/error methods');
+  const p = options ?? {};
+  const size = p.size ?? Math.max(1, cpuCount() - 1);
+  if (p.maxWorkers !== undefined && p.maxWorkers < size) throw new ConfigError('maxWorkers', `must be >= size (${size})`);
+  return {
+    engine: p.engine ?? POOL_DEFAULTS.engine,
+    size,
+    maxWorkers: p.maxWorkers ?? Math.max(size, POOL_DEFAULTS.maxWorkers),
+    computeWorkers: p.computeWorkers ?? cpuCount(),
+    memoryLimitMb: p.memoryLimitMb ?? POOL_DEFAULTS.memoryLimitMb,
+    maxConcurrentPerApp: p.maxConcurrentPerApp ?? POOL_DEFAULTS.maxConcurrentPerApp,
+    idleTimeoutMs: p.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs,
+    graceMs: p.graceMs ?? POOL_DEFAULTS.graceMs,
+    logger,
+  };
+}
