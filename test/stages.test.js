@@ -76,6 +76,24 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     }
   });
 
+  test('text of every kind reaches the script intact: multi-byte, astral, long, in body, query, header and attributes', async () => {
+    // long texts enter QuickJS through a faster UTF-8 path than short ones: both must agree
+    fixture = oneApi(
+      `export function before(ctx) { ctx.request.setAttribute('seen', ctx.body + '|' + ctx.query.q) }
+      export function fn(ctx) { return { body: ctx.body, q: ctx.query.q, h: ctx.request.getHeader('x-t'), seen: ctx.request.getAttribute('seen') } }`,
+      { before: { script: 'main.js', function: 'before' } },
+      { engine },
+    );
+    const text = 'añ日本😀\u00e9-'.repeat(40) + 'end';
+    const res = await request(fixture.app)
+      .post(`/web0/api/app1/p?q=${encodeURIComponent(text)}`)
+      .set('content-type', 'text/plain; charset=utf-8')
+      .set('x-t', 'plain-ascii-header-value-long-enough-'.repeat(3))
+      .send(text)
+      .expect(200);
+    expect(res.body).toEqual({ body: text, q: text, h: 'plain-ascii-header-value-long-enough-'.repeat(3), seen: `${text}|${text}` });
+  });
+
   test('stages passing many different short texts (heads, attributes) all run, call after call', async () => {
     // the driver keeps short texts as engine strings; a cache turnover in the middle of a stage
     // once freed a text that stage was about to use ("Lifetime not alive")

@@ -24,6 +24,7 @@ import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
+import { newString } from './quickjs-strings';
 
 interface QuickJsModule extends LoadedModule {
   rt: QuickJSRuntime;
@@ -244,7 +245,7 @@ export class QuickJsDriver implements SandboxDriver {
 
   /** A QuickJS string for a text that comes back often (kept), or a new one (the caller disposes it). */
   private text(m: QuickJsModule, value: string): { handle: QuickJSHandle; owned: boolean } {
-    if (value.length > TEXT_CACHE_MAX_LENGTH) return { handle: m.ctx.newString(value), owned: true };
+    if (value.length > TEXT_CACHE_MAX_LENGTH) return { handle: newString(m.ctx, value), owned: true };
     let handle = m.texts.get(value);
     if (!handle) {
       handle = m.ctx.newString(value);
@@ -257,7 +258,7 @@ export class QuickJsDriver implements SandboxDriver {
   private requestText(m: QuickJsModule, value: string): QuickJSHandle {
     if (m.request?.text === value) return m.request.handle;
     m.request?.handle.dispose();
-    m.request = { text: value, handle: m.ctx.newString(value) };
+    m.request = { text: value, handle: newString(m.ctx, value) };
     return m.request.handle;
   }
 
