@@ -65,10 +65,33 @@ function readRaw(req: Request, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * `limit` bounds the whole multipart body (declared or counted as it streams), not only each part:
+ * an upload is held in memory until the script ends.
+ */
 function readMultipart(req: Request, res: Response, limit: number): Promise<RequestBody> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    return Promise.reject(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
+  }
   const upload = multer({ storage: multer.memoryStorage(), limits: { fileSize: limit, fieldSize: limit } }).any();
   return new Promise((resolve, reject) => {
+    let settled = false;
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit || settled) return;
+      // over the limit (a body without Content-Length): stop parsing, drain the rest, answer 413
+      settled = true;
+      req.removeListener('data', onData);
+      req.unpipe();
+      req.resume();
+      reject(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
+    };
     upload(req, res, (err?: unknown) => {
+      req.removeListener('data', onData);
+      if (settled) return;
+      settled = true;
       if (err) {
         const e = err as { code?: string; message?: string };
         if (e.code === 'LIMIT_FILE_SIZE' || e.code === 'LIMIT_FIELD_VALUE') return reject(new ApiError('BODY_TOO_LARGE', `An upload is larger than ${limit} bytes`));
@@ -83,6 +106,8 @@ function readMultipart(req: Request, res: Response, limit: number): Promise<Requ
         parts: files.map((f) => ({ fieldName: f.fieldname, fileName: f.originalname || null, contentType: f.mimetype, size: f.size, data: f.buffer })),
       });
     });
+    // (after multer piped the request: a 'data' listener added first could start the flow early)
+    req.on('data', onData);
   });
 }
 
