@@ -63,6 +63,12 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
 
   /** Definitions from the registry are validated once per object. */
   function checkDefinition(def: ApiDefinition): ApiDefinition {
+    if (typeof def !== 'object' || def === null) {
+      // (e.g. a registry handing back the JSON text it stored instead of the parsed object)
+      const message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
+      logger?.error(message);
+      throw new ApiError('INVALID_API_DEFINITION', message);
+    }
     let v = checked.get(def);
     if (v === undefined) {
       try {

@@ -3,6 +3,8 @@
  * field, thrown at startup (options) or registration (MemoryRegistry.putApi); definitions from a
  * custom registry are checked on first use and answered with INVALID_API_DEFINITION.
  */
+import { MAX_TIMER_MS } from './timers';
+import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
 import type { ApiDefinition, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
 
@@ -64,13 +66,20 @@ export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinitio
     const rl = def.rateLimit;
     if (!isObject(rl)) throw new ConfigError(`${where}.rateLimit`, 'must be an object');
     if (typeof rl.requestsPerSecond !== 'number' || !Number.isFinite(rl.requestsPerSecond) || rl.requestsPerSecond < 0) {
-      throw new ConfigError(`${where}.rateLimit.requestsPerSecond`, `must be a number >= 0 (0 = no limit), got ${JSON.stringify(rl.requestsPerSecond)}`);
+      throw new ConfigError(`${where}.rateLimit.requestsPerSecond`, `must be a number >= 0 (0 = no limit), got ${shown(rl.requestsPerSecond)}`);
     }
     if (rl.timeoutMs !== undefined && (typeof rl.timeoutMs !== 'number' || Number.isNaN(rl.timeoutMs))) {
       throw new ConfigError(`${where}.rateLimit.timeoutMs`, 'must be a number of milliseconds (negative counts as 0)');
     }
     if (rl.identifier !== undefined && typeof rl.identifier !== 'string') {
       throw new ConfigError(`${where}.rateLimit.identifier`, 'must be a template string such as "{ip}"');
+    }
+    const unknown = rl.identifier === undefined ? undefined : unknownPlaceholder(rl.identifier);
+    if (unknown !== undefined) {
+      throw new ConfigError(
+        `${where}.rateLimit.identifier`,
+        `${JSON.stringify(unknown)} is not a placeholder: use {ip}, {header.NAME}, {query.NAME}, {cookie.NAME} or {attr.NAME} (braces are not allowed in literal text)`,
+      );
     }
   }
   let methods: string[] | undefined;
@@ -92,14 +101,25 @@ const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 
 export function parseSize(v: unknown, field: string): number {
   if (typeof v === 'number' && Number.isFinite(v) && v >= 0) return Math.floor(v);
   const m = typeof v === 'string' ? SIZE.exec(v.trim()) : null;
-  if (!m) throw new ConfigError(field, `must be a byte count or a size like '1mb', got ${JSON.stringify(v)}`);
+  if (!m) throw new ConfigError(field, `must be a byte count or a size like '1mb', got ${shown(v)}`);
   return Math.floor(Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]);
 }
 
-function positiveInt(v: unknown, field: string, min = 1): void {
+/** A value as a message shows it: NaN and Infinity as themselves (JSON.stringify prints null). */
+export function shown(v: unknown): string {
+  return typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
+}
+
+function positiveInt(v: unknown, field: string, min = 1, max = Number.MAX_SAFE_INTEGER): void {
   if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
-    throw new ConfigError(field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+    throw new ConfigError(field, `must be an integer >= ${min}, got ${shown(v)}`);
   }
+  if (typeof v === 'number' && v > max) throw new ConfigError(field, `must be at most ${max}, got ${shown(v)}`);
+}
+
+/** Timeouts become Node.js timers, which hold at most 2^31 - 1 ms (about 24.8 days). */
+function timeoutMs(v: unknown, field: string): void {
+  positiveInt(v, field, 1, MAX_TIMER_MS);
 }
 
 /** Checks `createApiRouter` options. */
@@ -116,7 +136,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
       throw new ConfigError('engine', "must be 'quickjs', 'vm2' or a ScriptEngine with run() and close()");
     }
   }
-  positiveInt(o.scriptTimeoutMs, 'scriptTimeoutMs');
+  timeoutMs(o.scriptTimeoutMs, 'scriptTimeoutMs');
   positiveInt(o.scriptMemoryLimitMb, 'scriptMemoryLimitMb', 8);
   positiveInt(o.workers, 'workers');
   positiveInt(o.maxWorkers, 'maxWorkers');
@@ -145,7 +165,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     if (ob.allowHosts !== undefined && (!Array.isArray(ob.allowHosts) || ob.allowHosts.some((h) => typeof h !== 'string' || h === ''))) {
       throw new ConfigError('outbound.allowHosts', 'must be an array of host names');
     }
-    positiveInt(ob.timeoutMs, 'outbound.timeoutMs');
+    timeoutMs(ob.timeoutMs, 'outbound.timeoutMs');
     positiveInt(ob.maxBodyBytes, 'outbound.maxBodyBytes');
     positiveInt(ob.maxRedirects, 'outbound.maxRedirects', 0);
   }
@@ -162,5 +182,6 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (o.logger !== undefined && o.logger !== false) {
     const l = o.logger as Record<string, unknown>;
     if (!isObject(l) || ['info', 'warn', 'error'].some((m) => typeof l[m] !== 'function')) throw new ConfigError('logger', 'must have info, warn and error methods (or be false)');
+    if (l.debug !== undefined && typeof l.debug !== 'function') throw new ConfigError('logger.debug', 'must be a function when given (without it, debug lines go to info)');
   }
 }

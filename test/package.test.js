@@ -67,6 +67,67 @@ test('invalid options fail at startup with the field named', () => {
   expect(() => createApiRouter({ registry: new MemoryRegistry(), bodyLimit: 'lots' })).toThrow(/invalid bodyLimit/);
   expect(() => createApiRouter({ registry: new MemoryRegistry(), outbound: { allowHosts: 'x' } })).toThrow(/outbound\.allowHosts/);
   expect(() => createApiRouter({ registry: new MemoryRegistry(), accounts: {} })).toThrow(/accounts\.getAccountByToken/);
+  // timeouts become Node.js timers, which fire at once past 2^31 - 1 ms: refused, not a 1 ms limit
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), scriptTimeoutMs: 3e9 })).toThrow(/invalid scriptTimeoutMs: must be at most 2147483647/);
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), outbound: { timeoutMs: 3e9 } })).toThrow(/invalid outbound\.timeoutMs: must be at most/);
+  // NaN and Infinity are shown as themselves, not as JSON's null
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), workers: NaN })).toThrow(/invalid workers: must be an integer >= 1, got NaN/);
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), scriptTimeoutMs: Infinity })).toThrow(/got Infinity/);
+  const logger = { info() {}, warn() {}, error() {} };
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), logger: { ...logger, debug: 'x' } })).toThrow(/invalid logger\.debug/);
+});
+
+test('the longest timer-sized script timeout works (the pool\'s grace on top of it stays a valid timer)', async () => {
+  const { createApiRouter, MemoryRegistry } = require('scriptable-api');
+  const express = require('express');
+  const request = require('supertest');
+  const registry = new MemoryRegistry({ apps: { a: { scripts: { 's.js': 'export function f() { return { ok: 1 } }' }, apis: [{ path: 'p', call: { script: 's.js', function: 'f' }, returnType: 'JSON' }] } } });
+  const router = createApiRouter({ registry, scriptTimeoutMs: 2147483647, workers: 1, logger: false });
+  const app = express().use('/api', router);
+  try {
+    await request(app).get('/api/a/p').expect(200, { ok: 1 });
+  } finally {
+    await router.close();
+  }
+});
+
+test('a registry handing back something other than an object is an invalid definition (500, 270600)', async () => {
+  const { createApiRouter } = require('scriptable-api');
+  const express = require('express');
+  const request = require('supertest');
+  const errors = [];
+  const registry = { getApi: () => '{"path":"p"}', getScript: () => undefined };
+  const router = createApiRouter({ registry, workers: 1, logger: { info() {}, warn() {}, error: (m) => errors.push(m) } });
+  const app = express().use('/api', router);
+  try {
+    const res = await request(app).get('/api/a/p').expect(500);
+    expect(res.body).toMatchObject({ code: 270600, message: expect.stringContaining('returned a string, not an object') });
+    expect(errors.join('\n')).toMatch(/getApi returned a string/);
+  } finally {
+    await router.close();
+  }
+});
+
+test('new MemoryRegistry({ apps }) refuses a malformed app, naming it', () => {
+  const { MemoryRegistry, ConfigError } = require('scriptable-api');
+  const bad = [
+    [{ apps: { x: null } }, 'apps.x'],
+    [{ apps: { x: { apis: {} } } }, 'apps.x.apis'],
+    [{ apps: { x: { automations: 'a' } } }, 'apps.x.automations'],
+    [{ apps: { x: { scripts: ['a.js'] } } }, 'apps.x.scripts'],
+    [{ apps: [] }, 'apps'],
+    ['apps', 'options'],
+  ];
+  for (const [init, field] of bad) {
+    let error;
+    try {
+      new MemoryRegistry(init);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.field).toBe(field);
+  }
 });
 
 test('MemoryRegistry rejects invalid definitions at registration, naming the field', () => {
@@ -82,6 +143,11 @@ test('MemoryRegistry rejects invalid definitions at registration, naming the fie
     [{ ...base, before: { script: '', function: 'f' } }, /before\.script/],
     [{ ...base, rateLimit: { requestsPerSecond: -1 } }, /rateLimit\.requestsPerSecond/],
     [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: 5 } }, /rateLimit\.identifier/],
+    // a mistyped placeholder would be literal text: one bucket for every caller
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{headers.x-key}' } }, /rateLimit\.identifier: "\{headers\.x-key\}" is not a placeholder/],
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: 'k-{IP}' } }, /"\{IP\}" is not a placeholder/],
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{ip' } }, /"\{ip" is not a placeholder/],
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{ip}:{header.x}}' } }, /"\}" is not a placeholder/],
     [{ ...base, methods: ['GET', 'NOT A METHOD'] }, /methods\[1\]/],
   ];
   for (const [def, field] of bad) {
@@ -89,6 +155,7 @@ test('MemoryRegistry rejects invalid definitions at registration, naming the fie
     expect(() => reg.putApi('app', def)).toThrow(field);
   }
   expect(() => reg.putApi('a/b', base)).toThrow(/appId/);
+  reg.putApi('app2', { ...base, rateLimit: { requestsPerSecond: 1, identifier: 'global:{ip}:{header.X-Key}:{attr.user}' } });
   reg.putApi('app', { ...base, methods: ['get'] });
   expect(reg.getApi('app', 'p').methods).toEqual(['GET']);
   expect(reg.listApis('app')).toHaveLength(1);

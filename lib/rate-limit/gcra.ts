@@ -7,6 +7,7 @@
  *   untouched: a rejected request consumes no slot). Otherwise `tat = max(tat, now) + T` and the
  *   request runs after `wait` ms. Admissions are spaced by T, first come first served, no burst.
  */
+import { MAX_TIMER_MS } from '../timers';
 import type { Reservation } from './types';
 
 export interface GcraResult {
@@ -36,7 +37,7 @@ export function intervalFor(requestsPerSecond: number): number {
 }
 
 /** Longest wait a timer can hold (setTimeout overflows past 2^31 - 1 ms, about 24.8 days). */
-export const MAX_WAIT_MS = 2147483647;
+export const MAX_WAIT_MS = MAX_TIMER_MS;
 
 /** maxWait = max(0, timeoutMs ?? 0), capped at MAX_WAIT_MS; NaN and non-numbers count as 0. */
 export function maxWaitFor(timeoutMs: number | undefined): number {

@@ -3,7 +3,8 @@
  *
  * Placeholders: `{ip}`, `{header.NAME}` (case-insensitive), `{query.NAME}`, `{cookie.NAME}`,
  * `{attr.NAME}` (a request attribute set by the before script). Any other text is literal
- * (`"global"` is one bucket for every caller). A placeholder whose value is empty falls back to
+ * (`"global"` is one bucket for every caller); braces outside these placeholders are refused when
+ * the API is registered (a mistyped placeholder would otherwise be one bucket for everyone). A placeholder whose value is empty falls back to
  * the IP. `{ip}` is `req.ip` (so the host's `trust proxy` setting decides), with IPv6 addresses
  * grouped by subnet by express-rate-limit's `ipKeyGenerator`.
  */
@@ -27,6 +28,15 @@ interface ParsedTemplate {
 const PLACEHOLDER = /\{(ip|(header|query|cookie|attr)\.([^{}]+))\}/g;
 const cache = new Map<string, ParsedTemplate>();
 const CACHE_MAX = 10000;
+
+/** The first brace-delimited text that is not a placeholder (`{headers.x}`, `{IP}`, a lone `{`), if any. */
+export function unknownPlaceholder(template: string): string | undefined {
+  const rest = template.replace(PLACEHOLDER, '');
+  const at = rest.search(/[{}]/);
+  if (at < 0) return undefined;
+  const m = /\{[^{}]*\}?|\}/.exec(rest.slice(at));
+  return m ? m[0] : rest.slice(at, at + 1);
+}
 
 /** Parses a template once; later calls with the same string are a Map lookup. */
 export function parseTemplate(template: string | undefined): ParsedTemplate {

@@ -31,7 +31,16 @@ export class MemoryRegistry implements ApiRegistry {
   private readonly apps = new Map<string, AppEntry>();
 
   constructor(initial?: { apps?: Record<string, MemoryAppConfig> }) {
-    for (const [appId, app] of Object.entries(initial?.apps ?? {})) {
+    if (initial === undefined) return;
+    const isPlain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+    if (!isPlain(initial)) throw new ConfigError('options', 'new MemoryRegistry() takes { apps: { [appId]: { scripts, apis, automations } } }');
+    if (initial.apps !== undefined && !isPlain(initial.apps)) throw new ConfigError('apps', 'must be an object of apps by appId');
+    for (const [appId, app] of Object.entries(initial.apps ?? {})) {
+      if (!isPlain(app)) throw new ConfigError(`apps.${appId}`, 'must be an object { scripts?, apis?, automations? }');
+      if (app.scripts !== undefined && !isPlain(app.scripts)) throw new ConfigError(`apps.${appId}.scripts`, 'must be an object of script sources by name');
+      for (const key of ['apis', 'automations'] as const) {
+        if (app[key] !== undefined && !Array.isArray(app[key])) throw new ConfigError(`apps.${appId}.${key}`, 'must be an array');
+      }
       for (const [name, source] of Object.entries(app.scripts ?? {})) this.putScript(appId, name, source);
       for (const def of app.apis ?? []) this.putApi(appId, def);
       for (const a of app.automations ?? []) this.putAutomation(appId, a);

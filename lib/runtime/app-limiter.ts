@@ -2,6 +2,7 @@
  * Fairness between apps: at most `max` script calls of one app run at once; more wait in line
  * (first come, first served) until their deadline. One flooded app cannot take every worker.
  */
+import { MAX_TIMER_MS } from '../timers';
 import { ApiError } from '../errors';
 
 interface AppSlots {
@@ -32,7 +33,7 @@ export class AppLimiter {
           const i = s.waiting.indexOf(entry);
           if (i >= 0) s.waiting.splice(i, 1);
           reject(new ApiError('SCRIPT_TIMEOUT', `The call timed out waiting behind ${this.max} running calls of app '${appId}'`));
-        }, Math.max(0, deadline - Date.now())),
+        }, Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now()))),
       };
       s.waiting.push(entry);
     });

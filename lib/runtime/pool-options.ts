@@ -1,6 +1,7 @@
 /** Options of the built-in `WorkerPool`: defaults and checks, for pools made with `new WorkerPool(...)`. */
 import * as os from 'node:os';
 import { ConfigError } from '../errors';
+import { shown } from '../validations';
 import type { Logger } from '../types';
 
 export interface PoolOptions {
@@ -45,7 +46,7 @@ export function cpuCount(): number {
 function int(o: Record<string, unknown>, field: string, min: number): void {
   const v = o[field];
   if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
-    throw new ConfigError(field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+    throw new ConfigError(field, `must be an integer >= ${min}, got ${shown(v)}`);
   }
 }
 

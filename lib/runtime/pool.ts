@@ -20,6 +20,7 @@ import { ERRORS, type ErrorName } from '../errors';
 import type { Logger } from '../types';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
+import { MAX_TIMER_MS } from '../timers';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 
 export type { PoolOptions } from './pool-options';
@@ -82,7 +83,7 @@ export class WorkerPool implements ScriptEngine {
         const jobId = this.nextJobId;
         this.nextJobId = jobId >= MAX_JOB_ID ? 1 : jobId + 1;
         const task: Task = { jobId, job, host, resolve, resent: false, done: false };
-        task.timer = setTimeout(() => this.expire(task), Math.max(0, job.deadline - Date.now()) + this.options.graceMs);
+        task.timer = setTimeout(() => this.expire(task), Math.min(MAX_TIMER_MS, Math.max(0, job.deadline - Date.now()) + this.options.graceMs));
         this.queue.push(task);
         this.dispatchSoon();
       });
