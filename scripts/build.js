@@ -28,4 +28,5 @@ fs.writeFileSync(
   path.join(dist, 'esm', 'index.mjs'),
   `import cjs from '../cjs/index.js';\nexport const { ${names.join(', ')} } = cjs;\nexport default cjs;\n`,
 );
-fs.writeFileSync(path.join(dist, 'esm', 'index.d.mts'), `export * from '../cjs/index.js';\n`);
+// the default export of index.mjs (the whole CommonJS module) has its type too
+fs.writeFileSync(path.join(dist, 'esm', 'index.d.mts'), `export * from '../cjs/index.js';\nimport * as api from '../cjs/index.js';\nexport default api;\n`);
