@@ -170,6 +170,7 @@ test.each([
   [{ maxConcurrentPerApp: '8' }, 'maxConcurrentPerApp'],
   [{ computeWorkers: -1 }, 'computeWorkers'],
   [{ graceMs: -5 }, 'graceMs'],
+  [{ idleTimeoutMs: 3e9 }, 'idleTimeoutMs'],
   [{ logger: 'console' }, 'logger'],
 ])('new WorkerPool(%j) is refused, naming %s', (options, field) => {
   let error;

@@ -2,6 +2,7 @@
 import * as os from 'node:os';
 import { ConfigError } from '../errors';
 import { shown } from '../validations';
+import { MAX_TIMER_MS } from '../timers';
 import type { Logger } from '../types';
 
 export interface PoolOptions {
@@ -43,11 +44,12 @@ export function cpuCount(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 }
 
-function int(o: Record<string, unknown>, field: string, min: number): void {
+function int(o: Record<string, unknown>, field: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
   const v = o[field];
   if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
     throw new ConfigError(field, `must be an integer >= ${min}, got ${shown(v)}`);
   }
+  if (typeof v === 'number' && v > max) throw new ConfigError(field, `must be at most ${max}, got ${shown(v)}`);
 }
 
 /** Checks `new WorkerPool(options)` and fills in the defaults; a bad field throws a ConfigError naming it. */
@@ -62,8 +64,8 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
   int(o, 'computeWorkers', 1);
   int(o, 'memoryLimitMb', 8);
   int(o, 'maxConcurrentPerApp', 1);
-  int(o, 'idleTimeoutMs', 0);
-  int(o, 'graceMs', 0);
+  int(o, 'idleTimeoutMs', 0, MAX_TIMER_MS);
+  int(o, 'graceMs', 0, MAX_TIMER_MS);
   const logger = o.logger as Logger | undefined;
   if (logger !== undefined && (typeof logger !== 'object' || logger === null)) throw new ConfigError('logger', 'must be an object with debug/info/warn/error methods');
   const p = options ?? {};

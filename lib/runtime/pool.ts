@@ -17,14 +17,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
-import type { Logger } from '../types';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
 import { MAX_TIMER_MS } from '../timers';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
+import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
 export type { PoolOptions } from './pool-options';
-import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
 
 /** Work (ms, at the recent average job time) a computing worker may hold ahead before another is woken. */
