@@ -76,6 +76,27 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     }
   });
 
+  test('state set by the before script crosses to the call when a rate limit reads attributes', async () => {
+    // {attr.user} makes the router run `before` alone, limit, then run the rest with its state
+    fixture = oneApi(
+      `export function before(ctx) {
+        ctx.request.setAttribute('user', ctx.request.getHeader('x-user'));
+        ctx.response.setHeader('X-Before', 'seen');
+        ctx.response.setStatus(201);
+      }
+      export function fn(ctx) { return { user: ctx.request.getAttribute('user'), status: ctx.response.getStatus() } }`,
+      { before: { script: 'main.js', function: 'before' }, rateLimit: { requestsPerSecond: 1, timeoutMs: 0, identifier: '{attr.user}' } },
+      { engine },
+    );
+    const a = await request(fixture.app).get('/web0/api/app1/p').set('X-User', 'ann');
+    expect(a.status).toBe(201);
+    expect(a.body).toEqual({ user: 'ann', status: 201 });
+    expect(a.headers['x-before']).toBe('seen');
+    expect((await request(fixture.app).get('/web0/api/app1/p').set('X-User', 'ann')).status).toBe(429);
+    const b = await request(fixture.app).get('/web0/api/app1/p').set('X-User', 'bob');
+    expect(b.body).toEqual({ user: 'bob', status: 201 });
+  });
+
   test('text of every kind reaches the script intact: multi-byte, astral, long, in body, query, header and attributes', async () => {
     // long texts enter QuickJS through a faster UTF-8 path than short ones: both must agree
     fixture = oneApi(

@@ -20,6 +20,7 @@ import { ERRORS, type ErrorName } from '../errors';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
 import { MAX_TIMER_MS } from '../timers';
+import { isPristineState, type CarriedState } from './protocol';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
@@ -274,8 +275,12 @@ export class WorkerPool implements ScriptEngine {
     // Jobs and results cross as JSON text: one string copy is much cheaper than a structured clone.
     // The request snapshot follows the job after a newline, so the worker hands it to the sandbox
     // as it is instead of parsing it and writing it again.
-    const { request, ...rest } = task.job;
-    const text = `${JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job: { ...rest, scripts } })}\n${JSON.stringify(request)}`;
+    // The state every job starts with is left out: the worker makes it (and sends a state back
+    // only when a stage changed it).
+    const { request, state, ...rest } = task.job;
+    const job: Omit<ScriptJob, 'request' | 'state'> & { state?: CarriedState } = { ...rest, scripts };
+    if (!isPristineState(state)) job.state = state;
+    const text = `${JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job })}\n${JSON.stringify(request)}`;
     if (this.outbox) {
       const list = this.outbox.get(w);
       if (list) list.push(text);
@@ -324,7 +329,10 @@ export class WorkerPool implements ScriptEngine {
           else this.assign(w, task, true);
           return;
         }
-        if (msg.result) this.finish(task, msg.result as JobResult);
+        if (msg.result) {
+          const r = msg.result as Partial<JobResult> & Pick<JobResult, 'outcome'>;
+          this.finish(task, { outcome: r.outcome, state: r.state ?? task.job.state });
+        }
         else this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', String(msg.failure ?? 'The script engine failed')));
         if (msg.poisoned) {
           // the worker starts nothing more (it does not claim jobs once poisoned): what it holds goes back in line

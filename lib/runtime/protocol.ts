@@ -195,3 +195,26 @@ export function newResponseState(): ResponseState {
     redirect: null,
   };
 }
+
+/** The response as it starts (nothing set): it need not cross a thread or the sandbox boundary. */
+export function isPristineResponse(r: ResponseState): boolean {
+  return (
+    r.status === 200 &&
+    r.headers.length === 0 &&
+    r.chunks.length === 0 &&
+    !r.written &&
+    !r.committed &&
+    r.error === null &&
+    r.redirect === null &&
+    r.contentType === null &&
+    r.characterEncoding === null &&
+    r.contentLength === null &&
+    r.bufferSize === DEFAULT_BUFFER_SIZE
+  );
+}
+
+/** No attributes and a pristine response: what every job starts with. */
+export function isPristineState(state: CarriedState): boolean {
+  for (const _ in state.attributes) return false;
+  return isPristineResponse(state.response);
+}

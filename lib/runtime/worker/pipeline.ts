@@ -10,7 +10,7 @@
 import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
-import { DEFAULT_BUFFER_SIZE, type StageHead, type StageOutput, type Stage, type ThrownError, type CarriedState } from '../protocol';
+import { isPristineResponse, type StageHead, type StageOutput, type Stage, type ThrownError, type CarriedState } from '../protocol';
 import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 
@@ -57,23 +57,6 @@ function wrote(state: CarriedState): boolean {
   return r.written || r.error !== null || r.redirect !== null;
 }
 
-/** The response as it starts (nothing set): the sandbox builds it without parsing anything. */
-function isPristine(r: CarriedState['response']): boolean {
-  return (
-    r.status === 200 &&
-    r.headers.length === 0 &&
-    r.chunks.length === 0 &&
-    !r.written &&
-    !r.committed &&
-    r.error === null &&
-    r.redirect === null &&
-    r.contentType === null &&
-    r.characterEncoding === null &&
-    r.contentLength === null &&
-    r.bufferSize === DEFAULT_BUFFER_SIZE
-  );
-}
-
 interface StageResult {
   out?: StageOutput;
   fail?: Fail;
@@ -109,7 +92,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
           head: JSON.stringify(head),
           request: (requestJson ??= JSON.stringify(job.request)),
           attributes: (attributesJson ??= JSON.stringify(state.attributes)),
-          response: (responseJson ??= isPristine(state.response) ? '' : JSON.stringify(state.response)),
+          response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
         },
         job.deadline,
       );

@@ -1,10 +1,12 @@
 /**
  * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
  * Messages in:  '{ type: 'job', jobId, cell, job }' + '\n' + the job's request snapshot, as JSON text;
- *               several of them in one message are separated by NUL.
+ *               several of them in one message are separated by NUL. `job.state` is absent when it
+ *               is the state every job starts with.
  * Messages out: { type: 'ready' } | { type: 'fatal' }; on the results port, in order: { type:
  *               'host', jobId, seq, op, args, noReply? } (answered on the reply port) and { type:
- *               'result', jobId, result | needSources | failure, poisoned }.
+ *               'result', jobId, result | needSources | failure, poisoned } (`result.state` is absent
+ *               when no stage changed the state the job came with).
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
@@ -13,6 +15,7 @@ import { ERRORS } from '../../errors';
 import { HostChannel, HostTimeoutError } from './host-channel';
 import { EngineError, Lru, type SandboxDriver } from './driver';
 import { MissingSourceError, runPipeline, type WorkerJob } from './pipeline';
+import { newResponseState } from '../protocol';
 
 interface WorkerConfig {
   engine: 'quickjs' | 'vm2';
@@ -110,6 +113,8 @@ async function main(): Promise<void> {
     const msg = JSON.parse(cut < 0 ? raw : raw.slice(0, cut)) as { type: string; jobId: number; cell: number; job: WorkerJob };
     if (msg.type !== 'job') return;
     if (cut >= 0) withRawRequest(msg.job, raw.slice(cut + 1));
+    // the pool leaves out the state every job starts with
+    msg.job.state ??= { attributes: {}, response: newResponseState() };
     // kept on arrival, even for a job taken back before it starts: the pool now counts them as known here
     for (const src of Object.values(msg.job.scripts)) if (src.source !== undefined) sources.set(src.hash, src.source);
     queue = queue.then(async () => {
@@ -166,7 +171,9 @@ async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Pro
   };
   try {
     const result = await runPipeline(job, env);
-    config.results.postMessage(JSON.stringify({ type: 'result', jobId, result, poisoned: driver.poisoned }));
+    // a state no stage changed is the pool's own: it is not sent back
+    const sent = result.state === job.state ? { outcome: result.outcome } : result;
+    config.results.postMessage(JSON.stringify({ type: 'result', jobId, result: sent, poisoned: driver.poisoned }));
   } catch (e) {
     if (e instanceof MissingSourceError) {
       config.results.postMessage({ type: 'result', jobId, needSources: true });
