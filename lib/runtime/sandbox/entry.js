@@ -118,6 +118,7 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
   }
   var st = {
     __proto__: StageProto,
+    stage: getOwn(head, 'stage'),
     returnType: getOwn(head, 'returnType'),
     wantValue: getOwn(head, 'wantValue') === true,
     requestJson: requestJson,
@@ -141,7 +142,7 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
   };
   current = st;
   var ctx = makeCtx(st);
-  var stage = getOwn(head, 'stage');
+  var stage = st.stage;
   var r;
   inInvoke = true;
   try {
@@ -198,6 +199,8 @@ function collect() {
     error = st.abort;
   } else if (status === 'error') {
     error = st.error;
+  } else if (status === 'value' && st.value === undefined && st.stage !== 'call') {
+    // a hook that returned nothing: its output is never used (only the call's is, value or not)
   } else if (status === 'value') {
     hasValue = st.value !== undefined;
     try {

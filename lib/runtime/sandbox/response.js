@@ -69,9 +69,8 @@ function buildResponseProto() {
     var n = isNil(v) ? -1 : toInt(v);
     st.res.contentLength = n >= 0 ? n : null;
   }
-  /** Content-Type and Content-Length are response properties, as in a servlet container. */
-  function special(name, value) {
-    var ln = lower(name);
+  /** Content-Type and Content-Length are response properties, as in a servlet container. `ln`: the name in lower case. */
+  function special(ln, value) {
     if (ln === 'content-type') api.setContentType(value);
     else if (ln === 'content-length') setContentLengthValue(value);
     else return false;
@@ -85,8 +84,7 @@ function buildResponseProto() {
   /** Control characters except tab, DEL, and anything past Latin-1. */
   var BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
   /** Header names must be HTTP tokens and values must not hold CR, LF or other control characters. */
-  function checkHeader(name, value) {
-    var n = Str(name);
+  function checkHeader(n, value) {
     if (reExec(TOKEN, n) === null) throw illegalArgument('Invalid header name: ' + n);
     if (isNil(value)) return;
     if (reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
@@ -94,24 +92,26 @@ function buildResponseProto() {
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name, value) {
     if (badName(name)) return;
-    checkHeader(name, value);
-    if (special(name, value)) return;
-    var ln = lower(name);
+    var n = Str(name);
+    checkHeader(n, value);
+    var ln = toLowerCase(n);
+    if (special(ln, value)) return;
     var h = st.res.headers;
     var kept = [];
     var placed = isNil(value);
     for (var i = 0; i < h.length; i++) {
       if (lower(h[i][0]) !== ln) push(kept, h[i]);
-      else if (!placed) (placed = true), push(kept, [Str(name), Str(value)]);
+      else if (!placed) (placed = true), push(kept, [n, Str(value)]);
     }
-    if (!placed) push(kept, [Str(name), Str(value)]);
+    if (!placed) push(kept, [n, Str(value)]);
     st.res.headers = kept;
   }
   function addHeader(name, value) {
     if (badName(name)) return;
-    checkHeader(name, value);
-    if (special(name, value) || isNil(value)) return;
-    push(st.res.headers, [Str(name), Str(value)]);
+    var n = Str(name);
+    checkHeader(n, value);
+    if (special(toLowerCase(n), value) || isNil(value)) return;
+    push(st.res.headers, [n, Str(value)]);
   }
   function getHeaders(name) {
     var out = [];
@@ -309,12 +309,13 @@ function buildResponseProto() {
   };
   var proto = {};
   for (var keys = objectKeys(api), i = 0; i < keys.length; i++) {
+    // (no method of `api` takes more than two arguments or reads `arguments`)
     proto[keys[i]] = (function (fn) {
-      return function () {
+      return function (a, b) {
         var prev = st;
         st = resStage(this);
         try {
-          return fnApply(fn, undefined, arguments);
+          return fn(a, b);
         } finally {
           st = prev;
         }

@@ -64,8 +64,12 @@ interface StageResult {
   fatal?: boolean;
 }
 
-/** A job as the worker received it; `requestJson` is the request's JSON text when the transport carried it raw. */
-export type WorkerJob = ScriptJob & { requestJson?: string };
+/**
+ * A job as the worker received it. The transport may carry the request snapshot as raw JSON text
+ * (`requestJson`, with `request` absent): it is handed to the sandbox as it is, and parsed only if
+ * an automation needs the object.
+ */
+export type WorkerJob = Omit<ScriptJob, 'request'> & { request?: ScriptJob['request']; requestJson?: string };
 
 export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
@@ -126,7 +130,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
       const v = env.callHost('automation.run', {
         automation: ref.automation,
         stage,
-        input: { request: job.request, attributes: state.attributes, ...(stage === 'after' ? { result: value } : {}) },
+        input: { request: (job.request ??= JSON.parse(job.requestJson!) as ScriptJob['request']), attributes: state.attributes, ...(stage === 'after' ? { result: value } : {}) },
       });
       const output = serializeForReturnType(v, job.returnType);
       const out: StageOutput = { status: 'value', hasValue: v !== undefined && v !== null, value: v, output };

@@ -10,7 +10,6 @@
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import type { ScriptJob } from '../engine';
 import { ERRORS } from '../../errors';
 import { HostChannel, HostTimeoutError } from './host-channel';
 import { EngineError, Lru, type SandboxDriver } from './driver';
@@ -112,7 +111,7 @@ async function main(): Promise<void> {
     const cut = raw.indexOf('\n');
     const msg = JSON.parse(cut < 0 ? raw : raw.slice(0, cut)) as { type: string; jobId: number; cell: number; job: WorkerJob };
     if (msg.type !== 'job') return;
-    if (cut >= 0) withRawRequest(msg.job, raw.slice(cut + 1));
+    if (cut >= 0) msg.job.requestJson = raw.slice(cut + 1);
     // the pool leaves out the state every job starts with
     msg.job.state ??= { attributes: {}, response: newResponseState() };
     // kept on arrival, even for a job taken back before it starts: the pool now counts them as known here
@@ -136,17 +135,6 @@ async function main(): Promise<void> {
     accept(from === 0 ? raw : raw.slice(from));
   });
   port.postMessage({ type: 'ready' });
-}
-
-/** The request snapshot as text for the sandbox; parsed only if something reads `job.request` (automations). */
-function withRawRequest(job: WorkerJob, requestJson: string): void {
-  job.requestJson = requestJson;
-  let parsed: ScriptJob['request'] | undefined;
-  Object.defineProperty(job, 'request', {
-    get: () => (parsed ??= JSON.parse(requestJson) as ScriptJob['request']),
-    enumerable: true,
-    configurable: true,
-  });
 }
 
 async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
