@@ -105,11 +105,12 @@ function sandbox(table = {}) {
    */
   async function run(fn, opts = {}) {
     const head = { stage: opts.stage ?? 'call', returnType: opts.returnType ?? 'JSON', wantValue: opts.wantValue ?? true };
-    if ('result' in opts) head.result = opts.result;
-    if ('hasResult' in opts) head.hasResult = opts.hasResult;
-    if ('error' in opts) head.error = opts.error;
+    // the stage's argument, as the pipeline sends it: the call's result for after, the error for onError
+    let value = '';
+    if ('result' in opts && opts.hasResult !== false) value = JSON.stringify(opts.result);
+    if ('error' in opts) value = JSON.stringify(opts.error);
     const state = opts.state ?? { attributes: {}, response: baseResponse() };
-    context.__sa.invoke(toFn(fn), JSON.stringify(head), JSON.stringify(opts.request ?? baseRequest()), JSON.stringify(state.attributes), JSON.stringify(state.response));
+    context.__sa.invoke(toFn(fn), JSON.stringify(head), JSON.stringify(opts.request ?? baseRequest()), JSON.stringify(state.attributes), JSON.stringify(state.response), value);
     await flush();
     const text = context.__sa.collect();
     expect(typeof text).toBe('string');

@@ -26,6 +26,28 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     expect(res.body).toEqual({ ok: true, late: 1 });
   });
 
+  test("an after hook that changes its result changes only this request's copy", async () => {
+    // The after hook lives in a script of its own, so its context runs after-stages back to back
+    // with the same stage head: nothing parsed for one request may reach the next.
+    fixture = oneApi(
+      'export function fn(ctx) { return { ok: true, seen: [] } }',
+      { after: { script: 'after.js', function: 'after' }, onError: { script: 'after.js', function: 'onError' } },
+      { engine },
+      {
+        scripts: {
+          'after.js': `export function after(ctx, result) {
+            result.seen.push(ctx.request.getHeader('x-user'));
+            result.n = (result.n || 0) + 1;
+            return result;
+          }
+          export function onError(ctx, error) { error.message += '!'; return { message: error.message } }`,
+        },
+      },
+    );
+    await request(fixture.app).get('/web0/api/app1/p').set('x-user', 'alice').expect(200, { ok: true, seen: ['alice'], n: 1 });
+    await request(fixture.app).get('/web0/api/app1/p').set('x-user', 'bob').expect(200, { ok: true, seen: ['bob'], n: 1 });
+  });
+
   test('ctx objects kept from an ended call fail clearly instead of acting on a later call', async () => {
     fixture = oneApi(
       `let kept = null;

@@ -99,15 +99,14 @@ export interface ApiErrorInfo {
   code: number;
 }
 
-/** The per-stage part of what the adapter's `invoke` receives (as a JSON string). */
+/**
+ * The per-stage part of what the adapter's `invoke` receives (as a JSON string). It holds no
+ * per-request data, so the adapter parses each distinct head once per context and reuses it;
+ * the stage's argument (the call's result, the API error) travels in `StageCall.value`.
+ */
 export interface StageHead {
   stage: Stage;
   returnType: 'JSON' | 'Text' | 'File' | 'Redirect';
-  /** For `after`: the call's result (a JSON copy; absent = undefined). */
-  result?: unknown;
-  hasResult?: boolean;
-  /** For `onError`. */
-  error?: ApiErrorInfo;
   /** Include `value` (the JSON copy of the return value) in the output. */
   wantValue: boolean;
 }
@@ -126,6 +125,11 @@ export interface StageCall {
   attributes: string;
   /** CarriedState.response (ResponseState) JSON. */
   response: string;
+  /**
+   * The stage's second argument as JSON, parsed afresh for every stage: for `after` the call's
+   * result (a JSON copy; '' = undefined), for `onError` the ApiErrorInfo; '' for other stages.
+   */
+  value: string;
 }
 
 /** The return value serialized for the API's return type, inside the sandbox. */

@@ -30,6 +30,7 @@ async function main(calls) {
         request: JSON.stringify({ requestId: `r${i}`, method: 'GET', url: `/u/${i}`, headers: { host: `h${i}`, 'x-pad': 'p'.repeat(200) }, headerLists: {} }),
         attributes: '{}',
         response: '',
+        value: '',
       },
       deadline,
     );

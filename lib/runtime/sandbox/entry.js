@@ -2,7 +2,7 @@
  * Sandbox adapter fragment: __sa.invoke / __sa.collect (the last fragment).
  *
  * Holds the stage record (`current`, its carried state parsed on first use), invoke(fn, headJson,
- * requestJson, attributesJson, responseJson) (-> ctx, calls the tenant's function, follows a
+ * requestJson, attributesJson, responseJson, valueJson) (-> ctx, calls the tenant's function, follows a
  * thenable), collect() (-> the StageOutput JSON string, with only the state that was touched), and
  * defines globalThis.__sa = { invoke, collect } (non-writable/enumerable/configurable, frozen).
  *
@@ -15,11 +15,13 @@
  */
 var current = null; // the stage being run, or the last one
 var inInvoke = false;
-// The last stage head and request snapshot parsed, by their JSON text: the engine passes the same
-// text again for the next call of the same kind (a head) and for the later stages of one job in
-// this context (the request). Both are only read, never changed.
-var lastHeadJson = null;
-var lastHead = null;
+// The stage heads parsed so far, by their JSON text (a head holds no per-request data: a context
+// sees a handful of distinct ones, e.g. before and after of one hooks script), and the last
+// request snapshot parsed, for the later stages of one job in this context. Both are only read,
+// never changed; nothing a script can reach or change is ever shared between stages.
+var HEAD_CACHE = 4;
+var headJsons = [];
+var heads = [];
 var lastRequestJson = null;
 var lastSnap = null;
 
@@ -90,23 +92,35 @@ function settle(st, status, v) {
   else st.value = v;
 }
 
+/** The parsed StageHead for a head text, from the cache when this context has seen it. */
+function headOf(headJson) {
+  if (typeof headJson === 'string') {
+    for (var i = 0; i < headJsons.length; i++) if (headJsons[i] === headJson) return heads[i];
+  }
+  var head = jsonParse(Str(headJson));
+  if (!isObj(head)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
+  if (typeof headJson === 'string') {
+    if (headJsons.length >= HEAD_CACHE) {
+      headJsons.length = 0;
+      heads.length = 0;
+    }
+    push(headJsons, headJson);
+    push(heads, head);
+  }
+  return head;
+}
+
 /**
- * invoke(fn, headJson, requestJson, attributesJson, responseJson): headJson is the StageHead
- * (stage, returnType, wantValue, result / hasResult, error); the three others are the
- * RequestSnapshot, the attributes and the ResponseState as JSON text, parsed on first use.
+ * invoke(fn, headJson, requestJson, attributesJson, responseJson, valueJson): headJson is the
+ * StageHead (stage, returnType, wantValue); the next three are the RequestSnapshot, the
+ * attributes and the ResponseState as JSON text, parsed on first use; valueJson is the stage's
+ * second argument (after: the call's result, '' = undefined; onError: the API error), parsed
+ * afresh for each stage so a script that changes it changes only its own copy.
  * Returns true when the stage settled synchronously (no promise to wait for).
  */
-function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
+function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
   if (inInvoke) throw illegalState('__sa.invoke is not re-entrant');
-  var head;
-  if (typeof headJson === 'string' && headJson === lastHeadJson) {
-    head = lastHead;
-  } else {
-    head = jsonParse(Str(headJson));
-    if (!isObj(head)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
-    lastHeadJson = typeof headJson === 'string' ? headJson : null;
-    lastHead = head;
-  }
+  var head = headOf(headJson);
   if (G.platform !== platform) {
     // QuickJS lets a script redefine a non-writable, non-configurable global: put ours back
     defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
@@ -148,9 +162,9 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson) {
   try {
     if (typeof fn !== 'function') throw makeError('TypeError', 'The exported value is not a function');
     if (stage === 'after') {
-      r = fn(ctx, getOwn(head, 'hasResult') === true ? getOwn(head, 'result') : undefined);
+      r = fn(ctx, typeof valueJson === 'string' && valueJson !== '' ? jsonParse(valueJson) : undefined);
     } else if (stage === 'onError') {
-      var err = getOwn(head, 'error');
+      var err = typeof valueJson === 'string' && valueJson !== '' ? jsonParse(valueJson) : null;
       r = fn(ctx, { requestId: getOwn(err, 'requestId'), message: getOwn(err, 'message'), code: getOwn(err, 'code') });
     } else {
       r = fn(ctx);
@@ -243,14 +257,14 @@ function collect() {
 }
 
 /**
- * run(fn, headJson, requestJson, attributesJson, responseJson): invoke, then, when the stage
+ * run(fn, headJson, requestJson, attributesJson, responseJson, valueJson): invoke, then, when the stage
  * settled synchronously, collect — one call into the sandbox for most stages. Returns the
  * StageOutput JSON string, or '' when the stage is waiting on a promise: the engine then runs
  * the sandbox's pending jobs and calls collect(). An engine that finds promise jobs pending
  * after a non-empty answer runs them and calls collect() again (what they changed counts).
  */
-function run(fn, headJson, requestJson, attrsJson, responseJson) {
-  return invoke(fn, headJson, requestJson, attrsJson, responseJson) ? collect() : '';
+function run(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
+  return invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) ? collect() : '';
 }
 
 // ---------------------------------------------------------------------------------------------

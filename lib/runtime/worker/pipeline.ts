@@ -80,7 +80,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let attributesJson: string | undefined;
   let responseJson: string | undefined;
 
-  const runScript = async (ref: ScriptRef, stage: Stage, extra: Partial<StageHead>): Promise<StageResult> => {
+  const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
     const src = job.scripts[ref.script];
     const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
@@ -88,7 +88,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     try {
       env.setScript(ref.script);
       const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
-      const head: StageHead = { stage, returnType: job.returnType, wantValue: false, ...extra };
+      const head: StageHead = { stage, returnType: job.returnType, wantValue };
       const out = await env.driver.invoke(
         mod,
         ref.function,
@@ -97,6 +97,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
           request: (requestJson ??= JSON.stringify(job.request)),
           attributes: (attributesJson ??= JSON.stringify(state.attributes)),
           response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
+          value,
         },
         job.deadline,
       );
@@ -151,7 +152,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
 
   // 1. before
   if (job.phase !== 'rest' && job.before) {
-    const r = await runScript(job.before, 'before', { wantValue: false });
+    const r = await runScript(job.before, 'before', false);
     if (r.fail) return result(r.fail);
     if (wrote(state)) return result({ kind: 'written' });
     if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
@@ -161,14 +162,14 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   // 2. the call
   const call = isAutomation(job.call)
     ? runAutomation(job.call, 'call')
-    : await runScript(job.call, 'call', { wantValue: Boolean(job.after) });
+    : await runScript(job.call, 'call', Boolean(job.after));
 
   // 4. onError, on an error of the call only
   if (call.fail) {
     if (!job.onError || call.fatal) return result(call.fail);
     const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
     const before = JSON.stringify(state.response);
-    const r = await runScript(job.onError, 'onError', { error: apiError });
+    const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
     if (r.fail) return result(r.fail);
     if (wrote(state)) return result({ kind: 'written' });
     if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
@@ -182,7 +183,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   if (job.after) {
     const a = isAutomation(job.after)
       ? runAutomation(job.after, 'after', final.value)
-      : await runScript(job.after, 'after', { result: final.value, hasResult: final.hasValue });
+      : await runScript(job.after, 'after', false, final.hasValue && final.value !== undefined ? JSON.stringify(final.value) : '');
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;
   }

@@ -278,13 +278,14 @@ export class QuickJsDriver implements SandboxDriver {
       if (m.fns.size < 64) m.fns.set(fn, fnH);
     }
     const owned = m.fns.get(fn) !== fnH ? fnH : undefined;
-    this.roomForTexts(m, 3);
+    this.roomForTexts(m, 4);
     const head = this.text(m, call.head);
     const attributes = this.text(m, call.attributes);
     const response = this.text(m, call.response);
-    const called = ctx.callFunction(m.run, ctx.undefined, fnH, head.handle, this.requestText(m, call.request), attributes.handle, response.handle);
+    const value = this.text(m, call.value);
+    const called = ctx.callFunction(m.run, ctx.undefined, fnH, head.handle, this.requestText(m, call.request), attributes.handle, response.handle, value.handle);
     owned?.dispose();
-    for (const t of [head, attributes, response]) if (t.owned) t.handle.dispose();
+    for (const t of [head, attributes, response, value]) if (t.owned) t.handle.dispose();
     if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
     let json = ctx.getString(called.value);
     called.value.dispose();

@@ -29,7 +29,7 @@ const HARDEN = new VMScript(
   "'use strict'; delete globalThis.Buffer; if (typeof Atomics === 'object') delete Atomics.waitAsync;",
   'scriptable-api:harden.js',
 );
-const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in.head, __sa_in.request, __sa_in.attributes, __sa_in.response)', 'scriptable-api:invoke.js');
+const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in.head, __sa_in.request, __sa_in.attributes, __sa_in.response, __sa_in.value)', 'scriptable-api:invoke.js');
 const COLLECT = new VMScript('__sa.collect()', 'scriptable-api:collect.js');
 
 function isTimeout(e: unknown): boolean {
@@ -85,7 +85,7 @@ export class Vm2Driver implements SandboxDriver {
     const { vm } = m;
     try {
       vm.setGlobal('__sa_fn', fn);
-      vm.setGlobal('__sa_in', { head: call.head, request: call.request, attributes: call.attributes, response: call.response });
+      vm.setGlobal('__sa_in', { head: call.head, request: call.request, attributes: call.attributes, response: call.response, value: call.value });
       // Stages run without vm2's per-run timeout: it starts a watchdog for every run, which was
       // most of a stage's cost (vm2 served 0.47x plain Express with it, 0.82x without). A script
       // that never returns — synchronously, in a promise continuation or in a getter of its
