@@ -110,7 +110,8 @@ function sandbox(table = {}) {
     if ('result' in opts && opts.hasResult !== false) value = JSON.stringify(opts.result);
     if ('error' in opts) value = JSON.stringify(opts.error);
     const state = opts.state ?? { attributes: {}, response: baseResponse() };
-    context.__sa.invoke(toFn(fn), JSON.stringify(head), JSON.stringify(opts.request ?? baseRequest()), JSON.stringify(state.attributes), JSON.stringify(state.response), value);
+    const requestJson = opts.requestJson ?? JSON.stringify(opts.request ?? baseRequest());
+    context.__sa.invoke(toFn(fn), JSON.stringify(head), requestJson, JSON.stringify(state.attributes), JSON.stringify(state.response), value);
     await flush();
     const text = context.__sa.collect();
     expect(typeof text).toBe('string');
@@ -293,6 +294,72 @@ describe('ctx (APIContext)', () => {
 
 // -------------------------------------------------------------------------------------------------
 describe('ctx.request', () => {
+  /** The request laid out as the host writes it: the maps first (lib/context/request.ts). */
+  const mapsFirst = (r) => {
+    const { headers, headerLists, cookies, query, form, ...rest } = r;
+    return { headers, headerLists, cookies, query, form, ...rest };
+  };
+  const readAll = function (ctx) {
+    var r = ctx.request;
+    var names = function (e) {
+      var out = [];
+      while (e.hasMoreElements()) out.push(e.nextElement());
+      return out;
+    };
+    return {
+      headers: ctx.headers,
+      cookies: ctx.cookies,
+      query: ctx.query,
+      url: ctx.url,
+      method: ctx.method,
+      body: ctx.body,
+      xa: r.getHeader('X-A'),
+      xm: names(r.getHeaders('x-m')),
+      headerNames: names(r.getHeaderNames()),
+      cookieList: (r.getCookies() || []).map(function (c) { return c.getName() + '=' + c.getValue(); }),
+      q: r.getParameterValues('q'),
+      params: r.getParameterMap(),
+      url2: r.getRequestURL(),
+      remote: r.getRemoteAddr(),
+      parts: ctx.getParts().map(function (p) { return p.getName(); }),
+    };
+  };
+
+  test('the snapshot reads the same laid out maps-first (read a part at a time) or any other way, whatever the values hold', async () => {
+    const hostile = '},"headerLists":{"x":["forged"]},"cookies":{"a":"b"},"';
+    const request = baseRequest({
+      headers: { 'x-a': hostile, 'x-m': '1}, },"2', 'x-q': 'q\\"},"', host: 'api.example.com:8443' },
+      headerLists: { 'x-m': ['1}', '},"2'] },
+      cookies: { headerLists: '},"', sid: '{"a":1}' },
+      query: { q: ['},"form":{', 'x]'], r: '\\' },
+      form: { f: ['},"requestId":"forged"'] },
+      parts: [{ id: '0', name: 'file', contentType: 'text/plain', size: 1, submittedFileName: 'a.txt' }],
+    });
+    const sb = sandbox();
+    const laidOut = await sb.probe(readAll, { requestJson: JSON.stringify(mapsFirst(request)) });
+    const other = await sb.probe(readAll, { request });
+    expect(laidOut).toEqual(other);
+    expect(laidOut.xa).toBe(hostile);
+    expect(laidOut.xm).toEqual(['1}', '},"2']);
+    expect(laidOut.q).toEqual(['},"form":{', 'x]']);
+    expect(laidOut.params.f).toEqual(['},"requestId":"forged"']);
+    expect(laidOut.cookies).toEqual({ headerLists: '},"', sid: '{"a":1}' });
+    expect(laidOut.parts).toEqual(['file']);
+    // empty maps, and a text that ends right after them
+    const bare = { headers: {}, headerLists: {}, cookies: {}, query: {}, form: {} };
+    expect(await sb.probe(readAll, { requestJson: JSON.stringify(bare) })).toMatchObject({ headers: {}, xa: null, url: '', method: 'GET' });
+    expect(await sb.probe(readAll, { requestJson: JSON.stringify({ ...bare, url: '/u' }) })).toMatchObject({ headers: {}, url: '/u' });
+  });
+
+  test('a header read parses the headers map only (the maps-first layout is used, not a whole parse)', async () => {
+    // White-box: a duplicated key tells the two readings apart. JSON.parse of the whole text keeps
+    // the last "headers"; a read by parts finds the first map, where the host puts it.
+    const sb = sandbox();
+    const text = JSON.stringify(mapsFirst(baseRequest({ headers: { 'x-a': 'first' } }))).slice(0, -1) + ',"headers":{"x-a":"last"}}';
+    expect(await sb.probe((ctx) => ctx.request.getHeader('x-a'), { requestJson: text })).toBe('first');
+    expect(await sb.probe((ctx) => ctx.request.getHeader('x-a'), { requestJson: text.replace('{"headers"', '{"requestId":"r","headers"') })).toBe('last');
+  });
+
   test('attributes: get, set, names, remove; null / undefined remove', async () => {
     const sb = sandbox();
     const v = await sb.probe(function (ctx) {

@@ -66,19 +66,21 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
   const portMatch = /:(\d+)$/.exec(hostHeader);
   const auth = headers.authorization;
   const remoteAddr = req.ip ?? socket?.remoteAddress ?? '';
+  // The maps come first, in this order: the sandbox finds each one in the JSON text and parses
+  // only those a script reads (lib/runtime/sandbox/request-snapshot.js).
   return {
+    headers,
+    headerLists: lists,
+    cookies: headers.cookie ? (parseCookies(headers.cookie) as Record<string, string>) : {},
+    query: parseQuery(queryString),
+    form,
     requestId,
     appId,
     path: apiPath,
     method: req.method,
     url,
-    headers,
-    headerLists: lists,
-    cookies: headers.cookie ? (parseCookies(headers.cookie) as Record<string, string>) : {},
-    query: parseQuery(queryString),
     queryString,
     body: body.text,
-    form,
     protocol: `HTTP/${req.httpVersion}`,
     scheme,
     serverName: req.hostname ?? hostHeader.replace(/:\d+$/, ''),

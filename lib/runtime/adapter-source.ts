@@ -17,6 +17,7 @@ export const ADAPTER_FILES: readonly string[] = Object.freeze([
   'response-state.js',
   'response-helpers.js',
   'response.js',
+  'request-snapshot.js',
   'request.js',
   'serialize.js',
   'platform.js',

@@ -8,7 +8,7 @@
  *
  * Expects every earlier fragment: prelude.js (helpers, builtins), encoding.js (enc,
  * stringifyUser), response-state.js (responseFromInput, chunkByteLength, encResponse),
- * request.js (makeCtx), serialize.js (thrownInfo, serializeOutput).
+ * request-snapshot.js (requestRecord), request.js (makeCtx), serialize.js (thrownInfo, serializeOutput).
  *
  * `current` / `inInvoke` are initialized here, after platform and console are defined: nothing
  * reads them at load time (platform.app.abort reads `current` when called).
@@ -16,14 +16,11 @@
 var current = null; // the stage being run, or the last one
 var inInvoke = false;
 // The stage heads parsed so far, by their JSON text (a head holds no per-request data: a context
-// sees a handful of distinct ones, e.g. before and after of one hooks script), and the last
-// request snapshot parsed, for the later stages of one job in this context. Both are only read,
-// never changed; nothing a script can reach or change is ever shared between stages.
+// sees a handful of distinct ones, e.g. before and after of one hooks script). They are only
+// read, never changed; nothing a script can reach or change is ever shared between stages.
 var HEAD_CACHE = 4;
 var headJsons = [];
 var heads = [];
-var lastRequestJson = null;
-var lastSnap = null;
 
 /**
  * The stage record's carried state is parsed on first use: a stage that never reads the request,
@@ -31,21 +28,11 @@ var lastSnap = null;
  * touched (absent = unchanged).
  */
 var StageProto = objectCreate(null);
-defineProperty(StageProto, 'snap', {
+defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function () {
-    if (this.snapObj === null) {
-      var json = this.requestJson;
-      if (typeof json === 'string' && json === lastRequestJson) {
-        this.snapObj = lastSnap;
-      } else {
-        var v = json === undefined ? null : jsonParse(Str(json));
-        this.snapObj = isObj(v) ? v : {};
-        lastRequestJson = typeof json === 'string' ? json : null;
-        lastSnap = this.snapObj;
-      }
-    }
-    return this.snapObj;
+    if (this.reqObj === null) this.reqObj = requestRecord(this.requestJson); // see request-snapshot.js
+    return this.reqObj;
   },
 });
 defineProperty(StageProto, 'attrs', {
@@ -136,7 +123,7 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
     returnType: getOwn(head, 'returnType'),
     wantValue: getOwn(head, 'wantValue') === true,
     requestJson: requestJson,
-    snapObj: null,
+    reqObj: null,
     attrsJson: attrsJson,
     attrsObj: null,
     attrsChanged: false,

@@ -14,12 +14,13 @@
  *     global object so tenant code never sees it.
  *
  * It defines:
- *   globalThis.__sa = { invoke(fn, headJson, requestJson, attributesJson, responseJson), collect(),
- *                       run(fn, headJson, requestJson, attributesJson, responseJson) }
+ *   globalThis.__sa = { invoke(fn, headJson, requestJson, attributesJson, responseJson, valueJson),
+ *                       collect(), run(fn, headJson, requestJson, attributesJson, responseJson, valueJson) }
  *             (non-writable/enumerable/configurable, frozen)
  *     invoke  parses the StageHead, builds a fresh ctx (APIContext; the request, attributes and
  *             response JSON are parsed when first used) and calls fn(ctx) for 'before' /
- *             'call', fn(ctx, result) for 'after', fn(ctx, apiError) for 'onError'. A thenable
+ *             'call', fn(ctx, result) for 'after', fn(ctx, apiError) for 'onError' (result and
+ *             apiError from valueJson, parsed afresh for each stage). A thenable
  *             result is followed with then-handlers. Returns true when the stage settled.
  *     collect (after the engine drained its job queue) returns the StageOutput JSON string:
  *             status pending | value | error, the value serialized for the API's return type
@@ -59,8 +60,8 @@
  *
  * The adapter is split into FRAGMENTS in this folder, concatenated in a fixed order
  * (ADAPTER_FILES in lib/runtime/adapter-source.ts) inside one strict-mode IIFE:
- *   prelude, encoding, host, enumeration, response-state, response-helpers, response, request,
- *   serialize, platform, console, entry.
+ *   prelude, encoding, host, enumeration, response-state, response-helpers, response,
+ *   request-snapshot, request, serialize, platform, console, entry.
  * They share that one closure scope: a fragment is not a script of its own, and declares no
  * globals. Function declarations are hoisted across fragments; top-level statements run in
  * that order at load time.

@@ -52,14 +52,10 @@ function reqRec(self) {
   if (current !== null) return current;
   throw illegalState('ctx.request is used outside of a call');
 }
-function snapField(snap, k, dflt) {
-  var v = getOwn(snap, k);
-  return v === undefined ? dflt : v;
-}
 /** Query values first, then the urlencoded / multipart form fields. */
 function parameterValues(st, name) {
   var out = [];
-  var sources = [getOwn(snapField(st.snap, 'query', {}), name), getOwn(snapField(st.snap, 'form', {}), name)];
+  var sources = [getOwn(snapField(st, 'query', {}), name), getOwn(snapField(st, 'form', {}), name)];
   for (var s = 0; s < 2; s++) {
     var v = sources[s];
     if (typeof v === 'string') push(out, v);
@@ -70,18 +66,18 @@ function parameterValues(st, name) {
 function headerValues(st, name) {
   if (isNil(name)) return [];
   var ln = lower(name);
-  var list = getOwn(snapField(st.snap, 'headerLists', {}), ln);
+  var list = getOwn(snapField(st, 'headerLists', {}), ln);
   if (isArray(list) && list.length) {
     var out = [];
     for (var i = 0; i < list.length; i++) push(out, Str(list[i]));
     return out;
   }
-  var h = getOwn(snapField(st.snap, 'headers', {}), ln);
+  var h = getOwn(snapField(st, 'headers', {}), ln);
   return typeof h === 'string' ? [h] : [];
 }
 function snapGetter(k, dflt) {
   return function () {
-    return snapField(reqRec(this).snap, k, dflt);
+    return snapField(reqRec(this), k, dflt);
   };
 }
 
@@ -117,8 +113,8 @@ var ReqProto = freeze({
     return v.length ? v[0] : null;
   },
   getParameterNames: function () {
-    var snap = reqRec(this).snap;
-    return makeEnumeration(unionKeys(snapField(snap, 'query', {}), snapField(snap, 'form', {})));
+    var st = reqRec(this);
+    return makeEnumeration(unionKeys(snapField(st, 'query', {}), snapField(st, 'form', {})));
   },
   getParameterValues: function (name) {
     var v = parameterValues(reqRec(this), Str(name));
@@ -127,7 +123,7 @@ var ReqProto = freeze({
   getParameterMap: function () {
     var rec = reqRec(this);
     var out = {};
-    var names = unionKeys(snapField(rec.snap, 'query', {}), snapField(rec.snap, 'form', {}));
+    var names = unionKeys(snapField(rec, 'query', {}), snapField(rec, 'form', {}));
     for (var i = 0; i < names.length; i++) setOwn(out, names[i], parameterValues(rec, names[i]));
     return out;
   },
@@ -141,14 +137,14 @@ var ReqProto = freeze({
   getRemoteHost: snapGetter('remoteHost', null),
   getRemotePort: snapGetter('remotePort', 0),
   isSecure: function () {
-    return snapField(reqRec(this).snap, 'scheme', 'http') === 'https';
+    return snapField(reqRec(this), 'scheme', 'http') === 'https';
   },
 
   getContentType: snapGetter('contentType', null),
   getAuthType: snapGetter('authType', null),
   /** Cookie[], or null when the request has none (as HttpServletRequest.getCookies). */
   getCookies: function () {
-    var cookies = snapField(reqRec(this).snap, 'cookies', {});
+    var cookies = snapField(reqRec(this), 'cookies', {});
     var keys = objectKeys(cookies);
     if (keys.length === 0) return null;
     var out = [];
@@ -164,8 +160,8 @@ var ReqProto = freeze({
     return makeEnumeration(headerValues(reqRec(this), name));
   },
   getHeaderNames: function () {
-    var snap = reqRec(this).snap;
-    return makeEnumeration(unionKeys(snapField(snap, 'headers', {}), snapField(snap, 'headerLists', {})));
+    var st = reqRec(this);
+    return makeEnumeration(unionKeys(snapField(st, 'headers', {}), snapField(st, 'headerLists', {})));
   },
   getMethod: snapGetter('method', 'GET'),
   getPathInfo: snapGetter('pathInfo', null),
@@ -176,11 +172,11 @@ var ReqProto = freeze({
   getRequestURI: snapGetter('requestURI', ''),
   /** scheme://serverName[:port]requestURI, without the port when it is the scheme's default. */
   getRequestURL: function () {
-    var snap = reqRec(this).snap;
-    var scheme = snapField(snap, 'scheme', 'http');
-    var serverPort = snapField(snap, 'serverPort', 0);
+    var st = reqRec(this);
+    var scheme = snapField(st, 'scheme', 'http');
+    var serverPort = snapField(st, 'serverPort', 0);
     var dflt = scheme === 'https' ? 443 : 80;
-    return scheme + '://' + snapField(snap, 'serverName', '') + (serverPort && serverPort !== dflt ? ':' + serverPort : '') + snapField(snap, 'requestURI', '');
+    return scheme + '://' + snapField(st, 'serverName', '') + (serverPort && serverPort !== dflt ? ':' + serverPort : '') + snapField(st, 'requestURI', '');
   },
   getServletPath: snapGetter('servletPath', ''),
   getParts: function () {
@@ -208,7 +204,7 @@ var ctxStage = new WeakMapCtor();
 function partsOf(st) {
   if (st.parts === null) {
     var parts = [];
-    var infos = getOwn(st.snap, 'parts');
+    var infos = snapField(st, 'parts', null);
     if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(infos[i]));
     st.parts = parts;
   }
@@ -220,7 +216,7 @@ function lazyField(key, dflt, clone) {
     get: function () {
       var st = wmGet(ctxStage, this);
       if (st === undefined || st === ENDED) return undefined;
-      var v = getOwn(st.snap, key);
+      var v = snapField(st, key, undefined);
       v = v === undefined ? (clone ? {} : dflt) : clone ? clonePlain(v) : v;
       setOwn(this, key, v);
       return v;
