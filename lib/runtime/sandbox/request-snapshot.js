@@ -15,28 +15,37 @@
  * ~8 µs in QuickJS), and ctx.url costs the fields after the maps. A text laid out any other way
  * (or a part that fails to parse) is parsed whole, with the same results.
  *
- * Expects from prelude.js: jsonParse, isObj, getOwn, strSlice, indexOf, charCodeAt, objectCreate.
+ * Expects from prelude.js: jsonParse, isObj, getOwn, push, strSlice, indexOf, charCodeAt.
  */
 var REQUEST_MAPS = ['headers', 'headerLists', 'cookies', 'query', 'form'];
 var REQUEST_MAP_KEYS = ['"headers":{', '"headerLists":{', '"cookies":{', '"query":{', '"form":{'];
 
-/** [start, end) of each map's `{..}`, then where the other fields start; null for another layout. */
-function requestLayout(json) {
-  if (charCodeAt(json, 0) !== 123) return null; // '{'
-  var bounds = [];
-  var pos = 1;
-  for (var i = 0; i < REQUEST_MAP_KEYS.length; i++) {
-    var key = REQUEST_MAP_KEYS[i];
-    if (strSlice(json, pos, pos + key.length) !== key) return null;
-    var start = pos + key.length - 1;
-    var end = indexOf(json, '},"', start);
-    if (end < 0) return null;
-    bounds[2 * i] = start;
-    bounds[2 * i + 1] = end + 1;
-    pos = end + 2;
+/**
+ * Finds maps up to the i-th (i = REQUEST_MAPS.length: where the other fields start), from where
+ * the last one found ended: a header read locates the first two maps only. `bounds` holds each
+ * map's [start, end) of its `{..}`; false once the text turns out to be laid out otherwise.
+ */
+function locate(rec, i) {
+  var b = rec.bounds;
+  var json = rec.json;
+  while (b !== false && b.length < 2 * i + 2) {
+    var k = b.length / 2;
+    var pos = k === 0 ? 1 : b[2 * k - 1] + 1; // past the '{' of the text, or the ',' after a map
+    if (k === REQUEST_MAPS.length) {
+      push(b, pos);
+      push(b, pos);
+      break;
+    }
+    var key = REQUEST_MAP_KEYS[k];
+    var end = strSlice(json, pos, pos + key.length) === key ? indexOf(json, '},"', pos + key.length - 1) : -1;
+    if (end < 0) {
+      b = rec.bounds = false;
+    } else {
+      push(b, pos + key.length - 1);
+      push(b, end + 1);
+    }
   }
-  bounds[2 * REQUEST_MAPS.length] = pos;
-  return bounds;
+  return b;
 }
 
 // The record of the last snapshot text read in this context: the later stages of a job get the
@@ -46,8 +55,8 @@ var lastRequestRec = null;
 
 function requestRecord(json) {
   if (typeof json === 'string' && json === lastRequestJson) return lastRequestRec;
-  var rec = { json: typeof json === 'string' ? json : null, bounds: null, maps: [], rest: null, all: null };
-  if (rec.json !== null) rec.bounds = requestLayout(rec.json);
+  var rec = { json: typeof json === 'string' ? json : null, bounds: false, maps: [], rest: null, all: null };
+  if (rec.json !== null && charCodeAt(rec.json, 0) === 123) rec.bounds = []; // '{'
   lastRequestJson = rec.json;
   lastRequestRec = rec;
   return rec;
@@ -58,12 +67,12 @@ function requestAll(rec) {
   if (rec.all === null) {
     var v = rec.json === null ? null : jsonParse(rec.json);
     rec.all = isObj(v) ? v : {};
-    rec.bounds = null;
+    rec.bounds = false;
   }
   return rec.all;
 }
 
-function parsedPart(rec, text) {
+function parsedPart(text) {
   var v;
   try {
     v = jsonParse(text);
@@ -75,17 +84,18 @@ function parsedPart(rec, text) {
 
 /** A field of the request snapshot; undefined when absent. */
 function requestField(rec, key) {
-  var b = rec.bounds;
-  if (b !== null) {
-    for (var i = 0; i < REQUEST_MAPS.length; i++) {
-      if (REQUEST_MAPS[i] !== key) continue;
+  if (rec.bounds !== false) {
+    var i = 0;
+    while (i < REQUEST_MAPS.length && REQUEST_MAPS[i] !== key) i++;
+    var b = locate(rec, i);
+    if (b !== false && i < REQUEST_MAPS.length) {
       var map = rec.maps[i];
-      if (map === undefined) map = rec.maps[i] = parsedPart(rec, strSlice(rec.json, b[2 * i], b[2 * i + 1]));
+      if (map === undefined) map = rec.maps[i] = parsedPart(strSlice(rec.json, b[2 * i], b[2 * i + 1]));
       if (map !== null) return map;
-      return getOwn(requestAll(rec), key);
+    } else if (b !== false) {
+      if (rec.rest === null) rec.rest = parsedPart('{' + strSlice(rec.json, b[2 * i]));
+      if (rec.rest !== null) return getOwn(rec.rest, key);
     }
-    if (rec.rest === null) rec.rest = parsedPart(rec, '{' + strSlice(rec.json, b[2 * REQUEST_MAPS.length]));
-    if (rec.rest !== null) return getOwn(rec.rest, key);
   }
   return getOwn(requestAll(rec), key);
 }
