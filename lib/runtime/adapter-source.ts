@@ -19,6 +19,7 @@ export const ADAPTER_FILES: readonly string[] = Object.freeze([
   'response.js',
   'request-snapshot.js',
   'request.js',
+  'ctx.js',
   'serialize.js',
   'platform.js',
   'console.js',

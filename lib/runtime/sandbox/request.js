@@ -1,13 +1,13 @@
 /*
- * Sandbox adapter fragment: Part, Cookie, ctx.request (PlatformHttpRequest) and ctx (APIContext).
+ * Sandbox adapter fragment: Part, Cookie and ctx.request (PlatformHttpRequest).
  *
  * Holds makePart, makeCookie, makeRequest(st) (parameters, headers, cookies, attributes, parts
- * of the RequestSnapshot, as methods of one shared prototype) and makeCtx(st), the ctx passed to the tenant's
- * function, whose fields are read from the stage record's snapshot on first use.
+ * of the RequestSnapshot, as methods of one shared prototype) and partsOf(st). ctx itself is
+ * made in ctx.js.
  *
- * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, clonePlain,
- * unionKeys, lower, ...); from host.js: hostCall (Part.save*); from enumeration.js:
- * makeEnumeration; from response.js: makeResponse.
+ * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, unionKeys, lower, ...);
+ * from host.js: hostCall (Part.save*); from enumeration.js: makeEnumeration; from
+ * request-snapshot.js: snapField.
  */
 function makePart(info) {
   var id = Str(getOwn(info, 'id'));
@@ -195,12 +195,7 @@ function makeRequest(st) {
   return req;
 }
 
-/**
- * ctx is built from shared, lazy property definitions: a field is read from the snapshot (parsed
- * on first use) when the script first reads it, then becomes an ordinary data property. A
- * script that never looks at ctx pays for none of it. ctxStage maps a ctx to its stage record.
- */
-var ctxStage = new WeakMapCtor();
+/** The stage's Part objects, made on first use. */
 function partsOf(st) {
   if (st.parts === null) {
     var parts = [];
@@ -209,69 +204,4 @@ function partsOf(st) {
     st.parts = parts;
   }
   return st.parts;
-}
-function lazyField(key, dflt, clone) {
-  return {
-    __proto__: null,
-    get: function () {
-      var st = wmGet(ctxStage, this);
-      if (st === undefined || st === ENDED) return undefined;
-      var v = snapField(st, key, undefined);
-      v = v === undefined ? (clone ? {} : dflt) : clone ? clonePlain(v) : v;
-      setOwn(this, key, v);
-      return v;
-    },
-    set: function (v) {
-      setOwn(this, key, v);
-    },
-    enumerable: true,
-    configurable: true,
-  };
-}
-var CTX_PROPS = {
-  __proto__: null,
-  headers: lazyField('headers', null, true),
-  cookies: lazyField('cookies', null, true),
-  query: lazyField('query', null, true),
-  body: lazyField('body', '', false),
-  url: lazyField('url', '', false),
-  appId: lazyField('appId', '', false),
-  path: lazyField('path', '', false),
-  method: lazyField('method', 'GET', false),
-  // request and response are built on first use: most scripts touch neither, and building their
-  // ~80 methods is the largest part of a stage's cost in QuickJS.
-  request: {
-    __proto__: null,
-    get: function () {
-      var st = wmGet(ctxStage, this);
-      if (st === undefined || st === ENDED) return undefined;
-      return st.requestApi || (st.requestApi = makeRequest(st));
-    },
-    enumerable: true,
-    configurable: false,
-  },
-  response: {
-    __proto__: null,
-    get: function () {
-      var st = wmGet(ctxStage, this);
-      if (st === undefined || st === ENDED) return undefined;
-      return st.responseApi || (st.responseApi = makeResponse(st));
-    },
-    enumerable: true,
-    configurable: false,
-  },
-};
-
-function makeCtx(st) {
-  var ctx = { getParts: () => copyArray(partsOf(st)) };
-  wmSet(ctxStage, ctx, st);
-  defineProperties(ctx, CTX_PROPS);
-  st.ctx = ctx;
-  return ctx;
-}
-/** The stage is over: its ctx, request and response objects no longer lead to it (see ENDED). */
-function endStage(st) {
-  if (st.ctx !== null) wmSet(ctxStage, st.ctx, ENDED);
-  if (st.requestApi !== null) wmSet(reqRecs, st.requestApi, ENDED);
-  if (st.responseApi !== null) wmSet(resRecs, st.responseApi, ENDED);
 }
