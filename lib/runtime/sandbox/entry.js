@@ -27,7 +27,30 @@ var heads = [];
  * the attributes or the response pays for none of them, and collect() sends back only what was
  * touched (absent = unchanged).
  */
-var StageProto = objectCreate(null);
+var StageProto = {
+  __proto__: null,
+  stage: 'call',
+  returnType: 'JSON',
+  wantValue: false,
+  requestJson: '',
+  reqObj: null,
+  attrsJson: '',
+  attrsObj: null,
+  attrsChanged: false,
+  responseJson: '',
+  resObj: null,
+  bufferedN: 0,
+  parts: null,
+  requestApi: null,
+  responseApi: null,
+  writer: null,
+  stream: null,
+  status: 'pending',
+  value: undefined,
+  error: null,
+  abort: null,
+  ctx: null,
+};
 defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function () {
@@ -84,8 +107,9 @@ function headOf(headJson) {
   if (typeof headJson === 'string') {
     for (var i = 0; i < headJsons.length; i++) if (headJsons[i] === headJson) return heads[i];
   }
-  var head = jsonParse(Str(headJson));
-  if (!isObj(head)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
+  var parsed = jsonParse(Str(headJson));
+  if (!isObj(parsed)) throw makeError('TypeError', '__sa.invoke: the stage head must be a JSON object');
+  var head = { stage: getOwn(parsed, 'stage'), returnType: getOwn(parsed, 'returnType'), wantValue: getOwn(parsed, 'wantValue') === true };
   if (typeof headJson === 'string') {
     if (headJsons.length >= HEAD_CACHE) {
       headJsons.length = 0;
@@ -117,29 +141,17 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
     endStage(current);
     current.ctx = null;
   }
+  // Only what every stage sets; the rest (reqObj, attrsObj, resObj, parts, requestApi, ...)
+  // starts as StageProto's default and becomes an own field when a stage sets it.
   var st = {
     __proto__: StageProto,
-    stage: getOwn(head, 'stage'),
-    returnType: getOwn(head, 'returnType'),
-    wantValue: getOwn(head, 'wantValue') === true,
+    stage: head.stage,
+    returnType: head.returnType,
+    wantValue: head.wantValue,
     requestJson: requestJson,
-    reqObj: null,
     attrsJson: attrsJson,
-    attrsObj: null,
-    attrsChanged: false,
     responseJson: responseJson,
-    resObj: null,
-    bufferedN: 0,
-    parts: null,
-    requestApi: null,
-    responseApi: null,
-    writer: null,
-    stream: null,
     status: 'pending',
-    value: undefined,
-    error: null,
-    abort: null,
-    ctx: null,
   };
   current = st;
   var ctx = makeCtx(st);
