@@ -117,7 +117,7 @@ function sandbox(table = {}) {
     expect(typeof text).toBe('string');
     const out = JSON.parse(text);
     out.sent = { attributes: 'attributes' in out, response: 'response' in out };
-    out.state = { attributes: out.attributes ?? state.attributes, response: out.response ?? state.response };
+    out.state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
     return out;
   }
   /** Runs a stage that must succeed and returns the script's value (a JSON copy). */

@@ -161,8 +161,11 @@ export interface StageOutput {
   error?: ThrownError;
   /** The attributes after the stage; absent when the stage did not touch them (unchanged). */
   attributes?: Record<string, unknown>;
-  /** The response state after the stage; absent when the stage did not touch it (unchanged). */
-  response?: ResponseState;
+  /**
+   * The fields of the response state the stage changed (the others keep the values it was
+   * given); absent when it changed none.
+   */
+  response?: Partial<ResponseState>;
 }
 
 /**

@@ -251,7 +251,10 @@ function collect() {
     }
     s += ',"attributes":{' + attrs + '}';
   }
-  if (st.resObj !== null) s += ',"response":' + encResponse(st.resObj);
+  if (st.resObj !== null) {
+    var changed = encResponse(st.resObj);
+    if (changed !== '') s += ',"response":' + changed;
+  }
   return s + '}';
 }
 

@@ -95,6 +95,7 @@ var fromCharCode = String.fromCharCode;
 var charCodeAt = uncurry(String.prototype.charCodeAt);
 var indexOf = uncurry(String.prototype.indexOf);
 var strSlice = uncurry(String.prototype.slice);
+var startsWith = uncurry(String.prototype.startsWith);
 var toLowerCase = uncurry(String.prototype.toLowerCase);
 var toUpperCase = uncurry(String.prototype.toUpperCase);
 var trim = uncurry(String.prototype.trim);

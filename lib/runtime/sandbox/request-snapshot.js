@@ -15,37 +15,49 @@
  * ~8 µs in QuickJS), and ctx.url costs the fields after the maps. A text laid out any other way
  * (or a part that fails to parse) is parsed whole, with the same results.
  *
- * Expects from prelude.js: jsonParse, isObj, getOwn, push, strSlice, indexOf, charCodeAt.
+ * Expects from prelude.js: jsonParse, isObj, getOwn, strSlice, indexOf, startsWith, charCodeAt.
  */
-var REQUEST_MAPS = ['headers', 'headerLists', 'cookies', 'query', 'form'];
 var REQUEST_MAP_KEYS = ['"headers":{', '"headerLists":{', '"cookies":{', '"query":{', '"form":{'];
+var REQUEST_MAP_COUNT = REQUEST_MAP_KEYS.length;
+/** map name -> its position in the layout */
+var REQUEST_MAP_INDEX = { __proto__: null, headers: 0, headerLists: 1, cookies: 2, query: 3, form: 4 };
 
 /**
- * Finds maps up to the i-th (i = REQUEST_MAPS.length: where the other fields start), from where
- * the last one found ended: a header read locates the first two maps only. `bounds` holds each
- * map's [start, end) of its `{..}`; false once the text turns out to be laid out otherwise.
+ * A record of one snapshot text. `found` maps have been located, the k-th at [start[k], end[k])
+ * (its `{..}`); `at` is where the next one must begin. `found` is -1 once the text turns out to
+ * be laid out otherwise (then `all` is used). The arrays are made at their full length so that
+ * writing them never looks at Array.prototype.
  */
+function newRequestRecord(json) {
+  return {
+    json: json,
+    found: json !== null && charCodeAt(json, 0) === 123 ? 0 : -1, // '{'
+    at: 1,
+    start: [0, 0, 0, 0, 0],
+    end: [0, 0, 0, 0, 0],
+    maps: [undefined, undefined, undefined, undefined, undefined],
+    rest: undefined,
+    all: null,
+  };
+}
+
+/** Locates the maps up to the i-th (i = REQUEST_MAP_COUNT: also where the other fields start). */
 function locate(rec, i) {
-  var b = rec.bounds;
   var json = rec.json;
-  while (b !== false && b.length < 2 * i + 2) {
-    var k = b.length / 2;
-    var pos = k === 0 ? 1 : b[2 * k - 1] + 1; // past the '{' of the text, or the ',' after a map
-    if (k === REQUEST_MAPS.length) {
-      push(b, pos);
-      push(b, pos);
-      break;
-    }
+  while (rec.found >= 0 && rec.found <= i && rec.found < REQUEST_MAP_COUNT) {
+    var k = rec.found;
     var key = REQUEST_MAP_KEYS[k];
-    var end = strSlice(json, pos, pos + key.length) === key ? indexOf(json, '},"', pos + key.length - 1) : -1;
+    var end = startsWith(json, key, rec.at) ? indexOf(json, '},"', rec.at + key.length - 1) : -1;
     if (end < 0) {
-      b = rec.bounds = false;
-    } else {
-      push(b, pos + key.length - 1);
-      push(b, end + 1);
+      rec.found = -1;
+      return false;
     }
+    rec.start[k] = rec.at + key.length - 1;
+    rec.end[k] = end + 1;
+    rec.at = end + 2; // past the ','
+    rec.found = k + 1;
   }
-  return b;
+  return rec.found >= 0;
 }
 
 // The record of the last snapshot text read in this context: the later stages of a job get the
@@ -54,9 +66,8 @@ var lastRequestJson = null;
 var lastRequestRec = null;
 
 function requestRecord(json) {
-  if (typeof json === 'string' && json === lastRequestJson) return lastRequestRec;
-  var rec = { json: typeof json === 'string' ? json : null, bounds: false, maps: [], rest: null, all: null };
-  if (rec.json !== null && charCodeAt(rec.json, 0) === 123) rec.bounds = []; // '{'
+  if (json === lastRequestJson && lastRequestRec !== null) return lastRequestRec;
+  var rec = newRequestRecord(typeof json === 'string' ? json : null);
   lastRequestJson = rec.json;
   lastRequestRec = rec;
   return rec;
@@ -67,7 +78,7 @@ function requestAll(rec) {
   if (rec.all === null) {
     var v = rec.json === null ? null : jsonParse(rec.json);
     rec.all = isObj(v) ? v : {};
-    rec.bounds = false;
+    rec.found = -1;
   }
   return rec.all;
 }
@@ -84,16 +95,14 @@ function parsedPart(text) {
 
 /** A field of the request snapshot; undefined when absent. */
 function requestField(rec, key) {
-  if (rec.bounds !== false) {
-    var i = 0;
-    while (i < REQUEST_MAPS.length && REQUEST_MAPS[i] !== key) i++;
-    var b = locate(rec, i);
-    if (b !== false && i < REQUEST_MAPS.length) {
+  if (rec.found >= 0) {
+    var i = REQUEST_MAP_INDEX[key];
+    if (i !== undefined) {
       var map = rec.maps[i];
-      if (map === undefined) map = rec.maps[i] = parsedPart(strSlice(rec.json, b[2 * i], b[2 * i + 1]));
-      if (map !== null) return map;
-    } else if (b !== false) {
-      if (rec.rest === null) rec.rest = parsedPart('{' + strSlice(rec.json, b[2 * i]));
+      if (map === undefined && locate(rec, i)) map = rec.maps[i] = parsedPart(strSlice(rec.json, rec.start[i], rec.end[i]));
+      if (map !== null && map !== undefined) return map;
+    } else if (locate(rec, REQUEST_MAP_COUNT)) {
+      if (rec.rest === undefined) rec.rest = parsedPart('{' + strSlice(rec.json, rec.at));
       if (rec.rest !== null) return getOwn(rec.rest, key);
     }
   }

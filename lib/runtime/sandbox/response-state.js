@@ -2,19 +2,42 @@
  * Sandbox adapter fragment: the carried response state.
  *
  * Holds responseFromInput (a carried ResponseState -> internal state), chunkByteLength
- * and encResponse (internal state -> ResponseState JSON for the StageOutput). Internal chunks:
+ * and encResponse (internal state -> the changed fields, as partial ResponseState JSON for the
+ * StageOutput). Internal chunks:
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
  *
  * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower; from encoding.js: base64,
  * base64ByteLength, utf8Length.
  */
+/**
+ * The response as it starts: the defaults of a state made from no input (sent as ''). Not
+ * frozen: a frozen prototype's fields could not be shadowed by the state's own. No script can
+ * reach it.
+ */
+var RES_PRISTINE = {
+  __proto__: null,
+  status: 200,
+  contentType: null,
+  characterEncoding: null,
+  contentLength: null,
+  bufferSize: 8192,
+  written: false,
+  committed: false,
+  error: null,
+  redirect: null,
+};
+/**
+ * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
+ * the parsed input's), `headers0` / `headerCount0` its header list, and `chunksChanged` says the
+ * body changed: encResponse sends only what differs from them.
+ */
 function responseFromInput(r) {
-  if (r === null) {
-    // the response as it starts (sent as '')
-    return { status: 200, headers: [], contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, chunks: [], written: false, committed: false, error: null, redirect: null };
-  }
   var headers = [];
+  if (r === null) {
+    // the scalar fields stay RES_PRISTINE's until the script sets them
+    return { __proto__: RES_PRISTINE, headers: headers, chunks: [], base: RES_PRISTINE, headers0: headers, headerCount0: 0, chunksChanged: false };
+  }
   var chunks = [];
   var list = getOwn(r, 'headers');
   var i;
@@ -35,7 +58,7 @@ function responseFromInput(r) {
     return typeof v === type ? v : dflt;
   }
   var error = getOwn(r, 'error');
-  return {
+  var res = {
     status: pick('status', 'number', 200),
     headers: headers,
     contentType: pick('contentType', 'string', null),
@@ -52,7 +75,24 @@ function responseFromInput(r) {
         }
       : null,
     redirect: pick('redirect', 'string', null),
+    base: null,
+    headers0: headers,
+    headerCount0: headers.length,
+    chunksChanged: false,
   };
+  res.base = {
+    __proto__: null,
+    status: res.status,
+    contentType: res.contentType,
+    characterEncoding: res.characterEncoding,
+    contentLength: res.contentLength,
+    bufferSize: res.bufferSize,
+    written: res.written,
+    committed: res.committed,
+    error: res.error,
+    redirect: res.redirect,
+  };
+  return res;
 }
 function chunkByteLength(ch, charset) {
   if (ch.k === 'b') return base64ByteLength(ch.v);
@@ -69,33 +109,39 @@ function encNumber(v) {
   return typeof v === 'number' && v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
 }
 /**
- * The internal state as ResponseState JSON, written field by field (the generic `enc` walk was
- * most of an after hook's cost in QuickJS). Binary chunks written in this stage go as base64.
+ * The fields of the internal state that differ from what the stage got, as a partial
+ * ResponseState JSON object ('' when nothing differs), written field by field (the generic `enc`
+ * walk was most of an after hook's cost in QuickJS). Binary chunks written in this stage go as
+ * base64. The host lays it over the state it sent.
  */
 function encResponse(r) {
-  var headers = '';
+  var o = r.base;
+  var s = '';
   var i;
-  for (i = 0; i < r.headers.length; i++) {
-    headers += (i ? ',[' : '[') + encText(r.headers[i][0]) + ',' + encText(r.headers[i][1]) + ']';
+  if (r.status !== o.status) s += ',"status":' + encNumber(r.status);
+  if (r.headers !== r.headers0 || r.headers.length !== r.headerCount0) {
+    var headers = '';
+    for (i = 0; i < r.headers.length; i++) {
+      headers += (i ? ',[' : '[') + encText(r.headers[i][0]) + ',' + encText(r.headers[i][1]) + ']';
+    }
+    s += ',"headers":[' + headers + ']';
   }
-  var chunks = '';
-  for (i = 0; i < r.chunks.length; i++) {
-    var ch = r.chunks[i];
-    chunks += (i ? ',' : '') + (ch.k === 't' ? '{"t":' + encText(ch.v) : '{"b":' + encText(ch.k === 'b' ? ch.v : base64(ch.v))) + '}';
+  if (r.contentType !== o.contentType) s += ',"contentType":' + encText(r.contentType);
+  if (r.characterEncoding !== o.characterEncoding) s += ',"characterEncoding":' + encText(r.characterEncoding);
+  if (r.contentLength !== o.contentLength) s += ',"contentLength":' + encNumber(r.contentLength);
+  if (r.bufferSize !== o.bufferSize) s += ',"bufferSize":' + encNumber(r.bufferSize);
+  if (r.chunksChanged) {
+    var chunks = '';
+    for (i = 0; i < r.chunks.length; i++) {
+      var ch = r.chunks[i];
+      chunks += (i ? ',' : '') + (ch.k === 't' ? '{"t":' + encText(ch.v) : '{"b":' + encText(ch.k === 'b' ? ch.v : base64(ch.v))) + '}';
+    }
+    s += ',"chunks":[' + chunks + ']';
   }
+  if (r.written !== o.written) s += ',"written":' + (r.written === true ? 'true' : 'false');
+  if (r.committed !== o.committed) s += ',"committed":' + (r.committed === true ? 'true' : 'false');
   var e = r.error;
-  return (
-    '{"status":' + encNumber(r.status) +
-    ',"headers":[' + headers +
-    '],"contentType":' + encText(r.contentType) +
-    ',"characterEncoding":' + encText(r.characterEncoding) +
-    ',"contentLength":' + encNumber(r.contentLength) +
-    ',"bufferSize":' + encNumber(r.bufferSize) +
-    ',"chunks":[' + chunks +
-    '],"written":' + (r.written === true ? 'true' : 'false') +
-    ',"committed":' + (r.committed === true ? 'true' : 'false') +
-    ',"error":' + (isObj(e) ? '{"status":' + encNumber(e.status) + ',"message":' + encText(e.message) + '}' : 'null') +
-    ',"redirect":' + encText(r.redirect) +
-    '}'
-  );
+  if (e !== o.error) s += ',"error":' + (isObj(e) ? '{"status":' + encNumber(e.status) + ',"message":' + encText(e.message) + '}' : 'null');
+  if (r.redirect !== o.redirect) s += ',"redirect":' + encText(r.redirect);
+  return s === '' ? '' : '{' + strSlice(s, 1) + '}';
 }

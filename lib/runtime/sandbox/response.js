@@ -48,6 +48,7 @@ function buildResponseProto() {
     return n;
   }
   function clearBuffer() {
+    if (st.res.chunks.length) st.res.chunksChanged = true;
     st.res.chunks = [];
     st.res.written = false;
     st.buffered = 0;
@@ -58,6 +59,7 @@ function buildResponseProto() {
     if (res.error !== null || res.redirect !== null) return; // suspended by sendError / sendRedirect
     res.written = true;
     if (data.length === 0) return;
+    res.chunksChanged = true;
     var last = res.chunks.length ? res.chunks[res.chunks.length - 1] : null;
     var ch = { k: kind, v: data };
     if (last !== null && last.k === kind) last.v += data;

@@ -102,7 +102,8 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
         job.deadline,
       );
       if (out.attributes || out.response) {
-        state = { attributes: out.attributes ?? state.attributes, response: out.response ?? state.response };
+        // out.response holds only the fields the stage changed
+        state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
         if (out.attributes) attributesJson = undefined;
         if (out.response) responseJson = undefined;
       }
