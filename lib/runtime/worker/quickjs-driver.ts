@@ -24,7 +24,7 @@ import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
-import { newString } from './quickjs-strings';
+import { callForText, newString } from './quickjs-fast';
 
 interface QuickJsModule extends LoadedModule {
   rt: QuickJSRuntime;
@@ -283,12 +283,11 @@ export class QuickJsDriver implements SandboxDriver {
     const attributes = this.text(m, call.attributes);
     const response = this.text(m, call.response);
     const value = this.text(m, call.value);
-    const called = ctx.callFunction(m.run, ctx.undefined, fnH, head.handle, this.requestText(m, call.request), attributes.handle, response.handle, value.handle);
+    const called = callForText(ctx, m.run, [fnH, head.handle, this.requestText(m, call.request), attributes.handle, response.handle, value.handle]);
     owned?.dispose();
     for (const t of [head, attributes, response, value]) if (t.owned) t.handle.dispose();
     if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
-    let json = ctx.getString(called.value);
-    called.value.dispose();
+    let json = called.text;
     if (json === '' || rt.hasPendingJob()) {
       // the stage waits on a promise, or settled but left promise jobs behind (a floating
       // promise chain): run them, then collect the stage as they left it
@@ -296,10 +295,9 @@ export class QuickJsDriver implements SandboxDriver {
         const jobs = rt.executePendingJobs(-1);
         if (jobs.error) this.fail(m, errorText(ctx, jobs.error), deadline, key);
       }
-      const collected = ctx.callFunction(m.collect, ctx.undefined);
+      const collected = callForText(ctx, m.collect, []);
       if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, key);
-      json = ctx.getString(collected.value);
-      collected.value.dispose();
+      json = collected.text;
     }
     const out = JSON.parse(json) as StageOutput;
     if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, key);
