@@ -62,10 +62,9 @@ defineProperty(StageProto, 'attrs', {
   __proto__: null,
   get: function () {
     if (this.attrsObj === null) {
-      var attrs = objectCreate(null);
+      // the parsed object itself: the request methods read it only through own properties
       var src = this.attrsJson === undefined || this.attrsJson === '' || this.attrsJson === '{}' ? null : jsonParse(Str(this.attrsJson));
-      if (isObj(src)) for (var keys = objectKeys(src), i = 0; i < keys.length; i++) setOwn(attrs, keys[i], src[keys[i]]);
-      this.attrsObj = attrs;
+      this.attrsObj = isObj(src) && !isArray(src) ? src : objectCreate(null);
     }
     return this.attrsObj;
   },
@@ -231,7 +230,7 @@ function collect() {
       }
     }
   }
-  var s = '{"status":' + jsonStringify(status) + ',"hasValue":' + (hasValue ? 'true' : 'false');
+  var s = '{"status":"' + status + '","hasValue":' + (hasValue ? 'true' : 'false'); // (status: value | error | pending)
   if (valueJson !== undefined) s += ',"value":' + valueJson;
   if (output !== undefined && status === 'value') {
     s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + jsonStringify(output.json) + '}' : enc(output));

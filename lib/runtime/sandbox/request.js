@@ -52,10 +52,12 @@ function reqRec(self) {
   if (current !== null) return current;
   throw illegalState('ctx.request is used outside of a call');
 }
+/** What a read of an absent map of the snapshot sees (never handed out). */
+var NO_MAP = freeze(objectCreate(null));
 /** Query values first, then the urlencoded / multipart form fields. */
 function parameterValues(st, name) {
   var out = [];
-  var sources = [getOwn(snapField(st, 'query', {}), name), getOwn(snapField(st, 'form', {}), name)];
+  var sources = [getOwn(snapField(st, 'query', NO_MAP), name), getOwn(snapField(st, 'form', NO_MAP), name)];
   for (var s = 0; s < 2; s++) {
     var v = sources[s];
     if (typeof v === 'string') push(out, v);
@@ -66,13 +68,13 @@ function parameterValues(st, name) {
 function headerValues(st, name) {
   if (isNil(name)) return [];
   var ln = lower(name);
-  var list = getOwn(snapField(st, 'headerLists', {}), ln);
+  var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
   if (isArray(list) && list.length) {
     var out = [];
     for (var i = 0; i < list.length; i++) push(out, Str(list[i]));
     return out;
   }
-  var h = getOwn(snapField(st, 'headers', {}), ln);
+  var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
   return typeof h === 'string' ? [h] : [];
 }
 function snapGetter(k, dflt) {
@@ -114,7 +116,7 @@ var ReqProto = freeze({
   },
   getParameterNames: function () {
     var st = reqRec(this);
-    return makeEnumeration(unionKeys(snapField(st, 'query', {}), snapField(st, 'form', {})));
+    return makeEnumeration(unionKeys(snapField(st, 'query', NO_MAP), snapField(st, 'form', NO_MAP)));
   },
   getParameterValues: function (name) {
     var v = parameterValues(reqRec(this), Str(name));
@@ -123,7 +125,7 @@ var ReqProto = freeze({
   getParameterMap: function () {
     var rec = reqRec(this);
     var out = {};
-    var names = unionKeys(snapField(rec, 'query', {}), snapField(rec, 'form', {}));
+    var names = unionKeys(snapField(rec, 'query', NO_MAP), snapField(rec, 'form', NO_MAP));
     for (var i = 0; i < names.length; i++) setOwn(out, names[i], parameterValues(rec, names[i]));
     return out;
   },
@@ -144,7 +146,7 @@ var ReqProto = freeze({
   getAuthType: snapGetter('authType', null),
   /** Cookie[], or null when the request has none (as HttpServletRequest.getCookies). */
   getCookies: function () {
-    var cookies = snapField(reqRec(this), 'cookies', {});
+    var cookies = snapField(reqRec(this), 'cookies', NO_MAP);
     var keys = objectKeys(cookies);
     if (keys.length === 0) return null;
     var out = [];
@@ -153,15 +155,20 @@ var ReqProto = freeze({
   },
   /** The first value of the header, case-insensitive; null when absent. */
   getHeader: function (name) {
-    var v = headerValues(reqRec(this), name);
-    return v.length ? v[0] : null;
+    var st = reqRec(this);
+    if (isNil(name)) return null;
+    var ln = lower(name);
+    var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
+    if (isArray(list) && list.length) return Str(list[0]);
+    var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
+    return typeof h === 'string' ? h : null;
   },
   getHeaders: function (name) {
     return makeEnumeration(headerValues(reqRec(this), name));
   },
   getHeaderNames: function () {
     var st = reqRec(this);
-    return makeEnumeration(unionKeys(snapField(st, 'headers', {}), snapField(st, 'headerLists', {})));
+    return makeEnumeration(unionKeys(snapField(st, 'headers', NO_MAP), snapField(st, 'headerLists', NO_MAP)));
   },
   getMethod: snapGetter('method', 'GET'),
   getPathInfo: snapGetter('pathInfo', null),
