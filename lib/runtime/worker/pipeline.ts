@@ -71,6 +71,19 @@ interface StageResult {
  */
 export type WorkerJob = Omit<ScriptJob, 'request'> & { request?: ScriptJob['request']; requestJson?: string };
 
+/** StageHead texts by stage, return type and wantValue: a handful, made once (the engines cache what they parse by text). */
+const headTexts = new Map<string, string>();
+function headText(stage: Stage, returnType: ScriptJob['returnType'], wantValue: boolean): string {
+  const key = stage + (wantValue ? '+' : '-') + returnType;
+  let text = headTexts.get(key);
+  if (text === undefined) {
+    const head: StageHead = { stage, returnType, wantValue };
+    text = JSON.stringify(head);
+    if (headTexts.size < 64) headTexts.set(key, text);
+  }
+  return text;
+}
+
 export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
@@ -88,12 +101,11 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     try {
       env.setScript(ref.script);
       const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
-      const head: StageHead = { stage, returnType: job.returnType, wantValue };
       const out = await env.driver.invoke(
         mod,
         ref.function,
         {
-          head: JSON.stringify(head),
+          head: headText(stage, job.returnType, wantValue),
           request: (requestJson ??= JSON.stringify(job.request)),
           attributes: (attributesJson ??= JSON.stringify(state.attributes)),
           response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
