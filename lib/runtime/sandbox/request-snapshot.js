@@ -9,55 +9,86 @@
  *
  *   {"headers":{..},"headerLists":{..},"cookies":{..},"query":{..},"form":{..},"requestId":..}
  *
- * A JSON string never holds an unescaped quote, and these maps hold no nested object, so the
- * first `},"` after a map's opening brace closes it. A stage then parses only the parts it reads:
- * a header costs the headers map, about a tenth of the text (JSON.parse of a whole snapshot is
- * ~8 µs in QuickJS), and ctx.url costs the fields after the maps. A text laid out any other way
- * (or a part that fails to parse) is parsed whole, with the same results.
+ * A stage parses only the group of fields it reads, found by the text between them:
+ *   0  headers and headerLists   from the start to `},"cookies":{`
+ *   1  cookies                   to `},"query":{`
+ *   2  query and form            to the first `},"` after `},"form":{`
+ *   3  the other fields          to the end
+ * A JSON string never holds an unescaped quote and these maps hold no nested object, so none of
+ * those marks can occur inside a key or a value. A header read parses group 0, about a tenth of
+ * the text (JSON.parse of a whole snapshot is ~8 µs in QuickJS); ctx.url parses group 3. A text
+ * laid out any other way (or a group that fails to parse) is parsed whole, with the same results.
  *
- * Expects from prelude.js: jsonParse, isObj, getOwn, strSlice, indexOf, startsWith, charCodeAt.
+ * Expects from prelude.js: jsonParse, isObj, isArray, getOwn, objectKeys, strSlice, indexOf, startsWith.
  */
-var REQUEST_MAP_KEYS = ['"headers":{', '"headerLists":{', '"cookies":{', '"query":{', '"form":{'];
-var REQUEST_MAP_COUNT = REQUEST_MAP_KEYS.length;
-/** map name -> its position in the layout */
-var REQUEST_MAP_INDEX = { __proto__: null, headers: 0, headerLists: 1, cookies: 2, query: 3, form: 4 };
+/** field -> its group (the other fields are in group 3) */
+var REQUEST_GROUP = { __proto__: null, headers: 0, headerLists: 0, cookies: 1, query: 2, form: 2 };
+/** how many fields groups 0-2 hold */
+var GROUP_SIZE = [2, 1, 2];
+var RQ_START = '{"headers":{';
+var RQ_COOKIES = '},"cookies":{';
+var RQ_QUERY = '},"query":{';
+var RQ_FORM = '},"form":{';
 
 /**
- * A record of one snapshot text. `found` maps have been located, the k-th at [start[k], end[k])
- * (its `{..}`); `at` is where the next one must begin. `found` is -1 once the text turns out to
- * be laid out otherwise (then `all` is used). The arrays are made at their full length so that
- * writing them never looks at Array.prototype.
+ * A record of one snapshot text: `parts` holds the groups parsed so far (undefined: not yet),
+ * `ends` where groups 0-2 end (the index of their closing `}`; -1: not located yet). `grouped` is
+ * false once the text turns out to be laid out otherwise (then `all` is used). The arrays are
+ * made at their full length, so writing them never looks at Array.prototype.
  */
 function newRequestRecord(json) {
   return {
     json: json,
-    found: json !== null && charCodeAt(json, 0) === 123 ? 0 : -1, // '{'
-    at: 1,
-    start: [0, 0, 0, 0, 0],
-    end: [0, 0, 0, 0, 0],
-    maps: [undefined, undefined, undefined, undefined, undefined],
-    rest: undefined,
+    grouped: json !== null && startsWith(json, RQ_START, 0),
+    ends: [-1, -1, -1],
+    parts: [undefined, undefined, undefined, undefined],
     all: null,
   };
 }
 
-/** Locates the maps up to the i-th (i = REQUEST_MAP_COUNT: also where the other fields start). */
-function locate(rec, i) {
-  var json = rec.json;
-  while (rec.found >= 0 && rec.found <= i && rec.found < REQUEST_MAP_COUNT) {
-    var k = rec.found;
-    var key = REQUEST_MAP_KEYS[k];
-    var end = startsWith(json, key, rec.at) ? indexOf(json, '},"', rec.at + key.length - 1) : -1;
-    if (end < 0) {
-      rec.found = -1;
-      return false;
+/** Where group g ends (g < 3), locating the groups before it first; -1 when the layout is off. */
+function groupEnd(rec, g) {
+  var ends = rec.ends;
+  if (ends[g] >= 0) return ends[g];
+  var from = g === 0 ? 0 : groupEnd(rec, g - 1);
+  var at = -1;
+  if (from >= 0) {
+    if (g === 0) at = indexOf(rec.json, RQ_COOKIES, RQ_START.length - 1);
+    else if (g === 1) at = indexOf(rec.json, RQ_QUERY, from + 1);
+    else {
+      var form = indexOf(rec.json, RQ_FORM, from + 1);
+      at = form < 0 ? -1 : indexOf(rec.json, '},"', form + RQ_FORM.length - 1);
     }
-    rec.start[k] = rec.at + key.length - 1;
-    rec.end[k] = end + 1;
-    rec.at = end + 2; // past the ','
-    rec.found = k + 1;
   }
-  return rec.found >= 0;
+  if (at < 0) rec.grouped = false;
+  else ends[g] = at;
+  return at;
+}
+
+/** Group g parsed, or null when the text is laid out otherwise. */
+function requestGroup(rec, g) {
+  var part = rec.parts[g];
+  if (part !== undefined) return part;
+  var end = g < 3 ? groupEnd(rec, g) : 0;
+  var text = null;
+  if (g === 0 && end >= 0) text = strSlice(rec.json, 0, end + 1) + '}';
+  else if (g < 3 && end >= 0) text = '{' + strSlice(rec.json, groupEnd(rec, g - 1) + 2, end + 1) + '}';
+  else if (g === 3 && groupEnd(rec, 2) >= 0) text = '{' + strSlice(rec.json, rec.ends[2] + 2);
+  part = null;
+  if (text !== null) {
+    try {
+      part = jsonParse(text);
+    } catch (e) {
+      part = null;
+    }
+  }
+  if (!isObj(part) || isArray(part) || (g < 3 && objectKeys(part).length !== GROUP_SIZE[g])) {
+    // (a group holding other fields than its maps: not our layout)
+    part = null;
+    rec.grouped = false;
+  }
+  rec.parts[g] = part;
+  return part;
 }
 
 // The record of the last snapshot text read in this context: the later stages of a job get the
@@ -78,33 +109,17 @@ function requestAll(rec) {
   if (rec.all === null) {
     var v = rec.json === null ? null : jsonParse(rec.json);
     rec.all = isObj(v) ? v : {};
-    rec.found = -1;
+    rec.grouped = false;
   }
   return rec.all;
 }
 
-function parsedPart(text) {
-  var v;
-  try {
-    v = jsonParse(text);
-  } catch (e) {
-    v = undefined;
-  }
-  return isObj(v) ? v : null;
-}
-
 /** A field of the request snapshot; undefined when absent. */
 function requestField(rec, key) {
-  if (rec.found >= 0) {
-    var i = REQUEST_MAP_INDEX[key];
-    if (i !== undefined) {
-      var map = rec.maps[i];
-      if (map === undefined && locate(rec, i)) map = rec.maps[i] = parsedPart(strSlice(rec.json, rec.start[i], rec.end[i]));
-      if (map !== null && map !== undefined) return map;
-    } else if (locate(rec, REQUEST_MAP_COUNT)) {
-      if (rec.rest === undefined) rec.rest = parsedPart('{' + strSlice(rec.json, rec.at));
-      if (rec.rest !== null) return getOwn(rec.rest, key);
-    }
+  if (rec.grouped) {
+    var g = REQUEST_GROUP[key];
+    var part = requestGroup(rec, g === undefined ? 3 : g);
+    if (part !== null) return getOwn(part, key);
   }
   return getOwn(requestAll(rec), key);
 }
