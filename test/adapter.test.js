@@ -1826,7 +1826,7 @@ describe('the real engines', () => {
     '{}',
     JSON.stringify(baseResponse()),
   ];
-  const withState = (out) => ({ ...out, state: { attributes: out.attributes ?? {}, response: out.response ?? baseResponse() } });
+  const withState = (out) => ({ ...out, state: { attributes: out.attributes ?? {}, response: { ...baseResponse(), ...out.response } } });
   const check = (out) => {
     expect(out.status).toBe('error');
     expect(out.error).toMatchObject({ name: 'AbortError', message: 'caught', code: 270001, status: 401 });

@@ -81,6 +81,87 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     });
   });
 
+  test('ctx behaves as a plain object whose fields are made on first use', async () => {
+    // QuickJS builds ctx as a Proxy, vm2 (no Proxy in its sandboxes) with accessors: one behaviour.
+    fixture = oneApi(
+      `export function fn(ctx) {
+        const tryIt = (f) => { try { return f() } catch (e) { return e.name } };
+        const req = ctx.request; // read first: the keys keep their documented order anyway
+        const had = 'url' in ctx && 'getParts' in ctx && !('nope' in ctx);
+        ctx.headers = 'mine';
+        ctx.extra = 1;
+        const deleted = delete ctx.query;
+        const desc = Object.getOwnPropertyDescriptor(ctx, 'method');
+        const out = {
+          keys: Object.keys(ctx),
+          json: Object.keys(JSON.parse(JSON.stringify(ctx))),
+          spread: Object.keys({ ...ctx }).length,
+          had,
+          headers: ctx.headers,
+          query: ctx.query,
+          deleted,
+          hasQuery: 'query' in ctx,
+          // (a field not read yet: a data property under QuickJS, an accessor under vm2)
+          method: 'value' in desc ? desc.value : ctx.method,
+          methodDesc: [desc.enumerable, desc.configurable],
+          setRequest: tryIt(() => { ctx.request = null; return 'set' }),
+          deleteResponse: tryIt(() => delete ctx.response),
+          sameRequest: ctx.request === req,
+          host: req.getHeader('host') !== null,
+          url: ctx.url,
+        };
+        Object.freeze(ctx);
+        out.frozen = [Object.isFrozen(ctx), ctx.appId, tryIt(() => { ctx.appId = 'x'; return 'set' })];
+        return out;
+      }`,
+      {},
+      { engine },
+    );
+    const res = await request(fixture.app).get('/web0/api/app1/p?a=1').expect(200);
+    expect(res.body).toEqual({
+      keys: ['getParts', 'headers', 'cookies', 'body', 'url', 'appId', 'path', 'method', 'request', 'response', 'extra'],
+      json: ['headers', 'cookies', 'body', 'url', 'appId', 'path', 'method', 'request', 'response', 'extra'],
+      spread: 11,
+      had: true,
+      headers: 'mine',
+      deleted: true,
+      hasQuery: false,
+      method: 'GET',
+      methodDesc: [true, true],
+      setRequest: 'TypeError',
+      deleteResponse: 'TypeError',
+      sameRequest: true,
+      host: true,
+      url: '/web0/api/app1/p?a=1',
+      frozen: [true, 'app1', 'TypeError'],
+    });
+  });
+
+  test('a stage sends back only the response fields it changed; the others keep what earlier stages set', async () => {
+    fixture = oneApi(
+      `export function fn(ctx) { return { status: ctx.response.getStatus(), type: ctx.response.getContentType() } }`,
+      { before: { script: 'hooks.js', function: 'before' }, after: { script: 'hooks.js', function: 'after' } },
+      { engine },
+      {
+        scripts: {
+          'hooks.js': `export function before(ctx) {
+            ctx.response.setStatus(202);
+            ctx.response.setContentType('application/json;charset=UTF-8');
+            ctx.response.addHeader('X-A', '1');
+          }
+          export function after(ctx, r) {
+            ctx.response.addHeader('X-B', String(ctx.response.getStatus()));
+            return { ...r, headers: ctx.response.getHeaderNames() };
+          }`,
+        },
+      },
+    );
+    const res = await request(fixture.app).get('/web0/api/app1/p').expect(202);
+    expect(res.headers['x-a']).toBe('1');
+    expect(res.headers['x-b']).toBe('202');
+    expect(res.body).toEqual({ status: 202, type: 'application/json;charset=UTF-8', headers: ['Content-Type', 'X-A', 'X-B'] });
+  });
+
   test('a before and an after hook of one script see their own request, call after call', async () => {
     fixture = oneApi(
       `export function fn(ctx) { return { n: ctx.request.getHeader('x-n') } }`,

@@ -54,15 +54,12 @@ function ctxValue(st, k) {
   return undefined;
 }
 
-/**
- * Makes field `k` of the target `t` unless it was made (or deleted) already. `replace`: the
- * accessor variant, where the field is there already as an accessor.
- */
-function ctxFill(rec, t, k, replace) {
+/** Makes field `k` of the target `t` unless it was made (or deleted) already. */
+function ctxFill(rec, t, k) {
   var b = typeof k === 'string' ? CTX_BIT[k] : undefined;
   if (b === undefined || (rec.done & b) !== 0) return;
   rec.done |= b;
-  if (replace !== true && hasOwn(t, k)) return;
+  if (hasOwn(t, k)) return;
   var v = ctxValue(rec.st, k);
   if (k === 'request' || k === 'response') {
     CTX_API_DESC.value = v;
@@ -137,9 +134,15 @@ function ctxAccessor(k) {
     get: function () {
       var rec = wmGet(ctxRecs, this);
       if (rec === undefined || rec.st === null) return undefined;
-      if (api) return ctxValue(rec.st, k); // made once per stage, kept on the stage record
-      ctxFill(rec, this, k, true);
-      return this[k];
+      var v = ctxValue(rec.st, k); // (request / response: made once per stage, kept on the stage record)
+      if (!api) {
+        try {
+          setOwn(this, k, v); // from now on a data property
+        } catch (e) {
+          // a frozen ctx keeps its accessors: each read makes the value again
+        }
+      }
+      return v;
     },
     set: api
       ? undefined

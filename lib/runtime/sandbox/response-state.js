@@ -10,12 +10,8 @@
  * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower; from encoding.js: base64,
  * base64ByteLength, utf8Length.
  */
-/**
- * The response as it starts: the defaults of a state made from no input (sent as ''). Not
- * frozen: a frozen prototype's fields could not be shadowed by the state's own. No script can
- * reach it.
- */
-var RES_PRISTINE = {
+/** The response as it starts (sent as ''): the `base` of a state made from no input. */
+var RES_PRISTINE = freeze({
   __proto__: null,
   status: 200,
   contentType: null,
@@ -26,7 +22,7 @@ var RES_PRISTINE = {
   committed: false,
   error: null,
   redirect: null,
-};
+});
 /**
  * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
  * the parsed input's), `headers0` / `headerCount0` its header list, and `chunksChanged` says the
@@ -35,8 +31,24 @@ var RES_PRISTINE = {
 function responseFromInput(r) {
   var headers = [];
   if (r === null) {
-    // the scalar fields stay RES_PRISTINE's until the script sets them
-    return { __proto__: RES_PRISTINE, headers: headers, chunks: [], base: RES_PRISTINE, headers0: headers, headerCount0: 0, chunksChanged: false };
+    // (every field an own one from the start, as the stage record: see entry.js)
+    return {
+      status: 200,
+      headers: headers,
+      contentType: null,
+      characterEncoding: null,
+      contentLength: null,
+      bufferSize: 8192,
+      chunks: [],
+      written: false,
+      committed: false,
+      error: null,
+      redirect: null,
+      base: RES_PRISTINE,
+      headers0: headers,
+      headerCount0: 0,
+      chunksChanged: false,
+    };
   }
   var chunks = [];
   var list = getOwn(r, 'headers');
