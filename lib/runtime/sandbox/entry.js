@@ -8,7 +8,7 @@
  *
  * Expects every earlier fragment: prelude.js (helpers, builtins), encoding.js (enc,
  * stringifyUser), response-state.js (responseFromInput, chunkByteLength, encResponse),
- * request-snapshot.js (requestRecord), request.js (makeCtx), serialize.js (thrownInfo, serializeOutput).
+ * request-snapshot.js (requestRecord), ctx.js (makeCtx, endStage), serialize.js (thrownInfo, serializeOutput).
  *
  * `current` / `inInvoke` are initialized here, after platform and console are defined: nothing
  * reads them at load time (platform.app.abort reads `current` when called).

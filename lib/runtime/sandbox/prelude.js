@@ -132,7 +132,7 @@ var wmSet = uncurry(WeakMap.prototype.set);
 /** Only ever called on the adapter's own regex literals, which no script can reach. */
 var reExec = uncurry(RegExp.prototype.exec);
 /**
- * What the adapter's WeakMaps (ctx -> stage, request / response object -> stage) map an object
+ * What the adapter's WeakMaps (request / response object -> stage; ctx under vm2 -> its record) map an object
  * to once its stage has ended. QuickJS never collects a WeakMap entry whose value leads back to
  * its key (the stage record holds its ctx.request), so collect() replaces each entry's value
  * with this marker: the stage's objects are then ordinary garbage.
