@@ -351,6 +351,39 @@ describe('ctx.request', () => {
     expect(await sb.probe(readAll, { requestJson: JSON.stringify({ ...bare, url: '/u' }) })).toMatchObject({ headers: {}, url: '/u' });
   });
 
+  test('getHeader read straight from the text gives what a parse gives, whatever the values hold', async () => {
+    const request = baseRequest({
+      headers: {
+        'x-a': '},"headerLists":{"x":["forged"]},"',
+        'x-b': '"host":"evil"',
+        'x-c': 'a\\b',
+        'x-u': 'caf\u00e9 \u00bd',
+        'x-e': '',
+        'x-ab': 'longer',
+        'ax-b': 'prefixed',
+        host: 'api.example.com',
+      },
+      headerLists: {},
+      cookies: { 'x-z': 'cookie' },
+      query: { 'x-z': 'query', host: 'q' },
+    });
+    const names = ['X-A', 'x-b', 'x-c', 'x-u', 'x-e', 'x-ab', 'Host', 'x-z', 'x-none', 'x"a', '', 'constructor', '__proto__'];
+    const sb = sandbox();
+    for (const name of names) {
+      // each in its own stage, so the header is the first thing read
+      const read = new Function('ctx', `return ctx.request.getHeader(${JSON.stringify(name)})`);
+      const fromText = await sb.probe(read, { requestJson: JSON.stringify(mapsFirst(request)) });
+      const parsed = await sb.probe(read, { request });
+      expect([name, fromText]).toEqual([name, parsed]);
+    }
+    expect(await sb.probe((ctx) => ctx.request.getHeader('x-c'), { requestJson: JSON.stringify(mapsFirst(request)) })).toBe('a\\b');
+    expect(await sb.probe((ctx) => ctx.request.getHeader('x-u'), { requestJson: JSON.stringify(mapsFirst(request)) })).toBe('caf\u00e9 \u00bd');
+    expect(await sb.probe((ctx) => ctx.request.getHeader('x-z'), { requestJson: JSON.stringify(mapsFirst(request)) })).toBe(null);
+    // a header that arrived twice answers from its list
+    const twice = mapsFirst(baseRequest({ headers: { 'x-m': '1, 2', host: 'h' }, headerLists: { 'x-m': ['1', '2'] } }));
+    expect(await sb.probe((ctx) => [ctx.request.getHeader('x-m'), ctx.request.getHeader('host')], { requestJson: JSON.stringify(twice) })).toEqual(['1', 'h']);
+  });
+
   test('a header read parses the headers map only (the maps-first layout is used, not a whole parse)', async () => {
     // White-box: a duplicated key tells the two readings apart. JSON.parse of the whole text keeps
     // the last "headers"; a read by parts finds the first map, where the host puts it.

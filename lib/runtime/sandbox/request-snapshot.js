@@ -29,6 +29,7 @@ var RQ_START = '{"headers":{';
 var RQ_COOKIES = '},"cookies":{';
 var RQ_QUERY = '},"query":{';
 var RQ_FORM = '},"form":{';
+var RQ_LISTS = '},"headerLists":{';
 
 /**
  * A record of one snapshot text: `parts` holds the groups parsed so far (undefined: not yet),
@@ -43,6 +44,7 @@ function newRequestRecord(json) {
     ends: [-1, -1, -1],
     parts: [undefined, undefined, undefined, undefined],
     all: null,
+    headersEnd: -1,
   };
 }
 
@@ -112,6 +114,39 @@ function requestAll(rec) {
     rec.grouped = false;
   }
   return rec.all;
+}
+
+/** Names found verbatim in the text: the host writes header names in lower case, and a token holds no quote or backslash. */
+var HEADER_KEY = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+
+/**
+ * The value of request header `ln` (lower case) read straight from the text, without parsing
+ * group 0 (that parse is most of a getHeader in QuickJS): a string, null when the request has
+ * no such header, or undefined when the text cannot answer so simply (another layout, a header
+ * that arrived more than once, an escaped value) and the caller parses.
+ *
+ * Within the headers map, `"name":` can only be a key: inside a JSON string every quote is
+ * escaped, so `name"` followed by `:` never occurs there.
+ */
+function requestHeader(rec, ln) {
+  if (!rec.grouped || reExec(HEADER_KEY, ln) === null) return undefined;
+  var json = rec.json;
+  var hEnd = rec.headersEnd;
+  if (hEnd < 0) {
+    hEnd = indexOf(json, RQ_LISTS, RQ_START.length - 1);
+    if (hEnd < 0) return undefined;
+    rec.headersEnd = hEnd;
+  }
+  // headerLists must be empty ({}): a header that arrived twice answers from there
+  if (groupEnd(rec, 0) !== hEnd + RQ_LISTS.length) return undefined;
+  var key = '"' + ln + '":"';
+  var at = indexOf(json, key, RQ_START.length - 1);
+  if (at < 0 || at > hEnd) return null;
+  var from = at + key.length;
+  var to = indexOf(json, '"', from);
+  if (to < 0 || to > hEnd) return undefined;
+  var v = strSlice(json, from, to);
+  return indexOf(v, '\\') < 0 ? v : undefined;
 }
 
 /** A field of the request snapshot; undefined when absent. */

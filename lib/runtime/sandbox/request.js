@@ -7,7 +7,7 @@
  *
  * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, unionKeys, lower, ...);
  * from host.js: hostCall (Part.save*); from enumeration.js: makeEnumeration; from
- * request-snapshot.js: snapField.
+ * request-snapshot.js: snapField, requestHeader.
  */
 function makePart(info) {
   var id = Str(getOwn(info, 'id'));
@@ -158,6 +158,11 @@ var ReqProto = freeze({
     var st = reqRec(this);
     if (isNil(name)) return null;
     var ln = lower(name);
+    var rec = st.req;
+    if (rec.parts[0] === undefined) {
+      var v = requestHeader(rec, ln); // (group 0 not parsed yet: read the value from the text)
+      if (v !== undefined) return v;
+    }
     var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
     if (isArray(list) && list.length) return Str(list[0]);
     var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
