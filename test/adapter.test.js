@@ -87,6 +87,8 @@ const flush = async () => {
 function sandbox(table = {}) {
   const calls = [];
   const context = vm.createContext({});
+  // test/adapter-quickjs-layout.test.js runs this suite again with the records laid out for QuickJS
+  if (process.env.ADAPTER_LAYOUT === 'quickjs') context.__saEngine = 'quickjs';
   context.__host = (op, argsJson) => {
     const args = JSON.parse(argsJson);
     calls.push({ op, args });
@@ -440,6 +442,22 @@ describe('ctx.request', () => {
     expect(Object.keys(out.state.attributes)).toEqual(['o', 'd', '__proto__']);
   });
 
+  test('primitive attributes leave the stage as JSON.stringify writes them', async () => {
+    const sb = sandbox();
+    const out = await sb.run(function (ctx) {
+      var r = ctx.request;
+      r.setAttribute('n', 1.5);
+      r.setAttribute('negZero', -0);
+      r.setAttribute('nan', NaN);
+      r.setAttribute('inf', -Infinity);
+      r.setAttribute('t', true);
+      r.setAttribute('f', false);
+      r.setAttribute('s', 'say "hi"\\ \n\u2028 \ud800');
+      r.setAttribute('e', '');
+    });
+    expect(out.state.attributes).toEqual({ n: 1.5, negZero: 0, nan: null, inf: null, t: true, f: false, s: 'say "hi"\\ \n\u2028 \ud800', e: '' });
+  });
+
   test('attributes survive from stage to stage through state.attributes', async () => {
     const sb = sandbox({ 'system.getAccountByToken': { id: 'u1', createTime: 5 } });
     const before = await sb.run(
@@ -717,6 +735,14 @@ describe('ctx.response', () => {
       return [a, b, r.getContentType(), r.getCharacterEncoding()];
     });
     expect(v).toEqual(['text/plain;charset=UTF-16', 'multipart/mixed;boundary=xyz;charset=utf-8', null, 'utf-8']);
+  });
+
+  test('header names and values leave the stage exactly as set, quotes, backslashes, tabs and Latin-1 included', async () => {
+    const sb = sandbox();
+    const values = ['plain', 'a "quoted" word', 'back\\slash', 'tab\there', 'caf\u00e9 \u00ff', '', "o'k; q=0.5, */*"];
+    const out = await sb.run(new Function('ctx', `var v = ${JSON.stringify(values)}; for (var i = 0; i < v.length; i++) ctx.response.addHeader('X-' + i, v[i]); ctx.response.addHeader("X-~!#$%&'*+.^_|", 'token');`));
+    expect(out.status).toBe('value');
+    expect(out.state.response.headers).toEqual([...values.map((v, i) => ['X-' + i, v]), ["X-~!#$%&'*+.^_|", 'token']]);
   });
 
   test('setHeader / addHeader / getHeader / getHeaders / getHeaderNames / containsHeader', async () => {

@@ -28,6 +28,20 @@ var heads = [];
  * touched (absent = unchanged).
  */
 var StageProto = objectCreate(null);
+// the defaults a QuickJS stage record reads until it writes its own (see invoke)
+StageProto.reqObj = null;
+StageProto.attrsObj = null;
+StageProto.attrsChanged = false;
+StageProto.resObj = null;
+StageProto.bufferedN = 0;
+StageProto.parts = null;
+StageProto.requestApi = null;
+StageProto.responseApi = null;
+StageProto.writer = null;
+StageProto.stream = null;
+StageProto.value = undefined;
+StageProto.error = null;
+StageProto.abort = null;
 defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function () {
@@ -117,32 +131,45 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
     endStage(current);
     current.ctx = null;
   }
-  // Every field is an own one from the start: records that gain fields as they go (or read them
-  // from their prototype) cost V8 (vm2) ~8 µs a stage; QuickJS pays ~0.4 µs for the full set.
-  var st = {
-    __proto__: StageProto,
-    stage: head.stage,
-    returnType: head.returnType,
-    wantValue: head.wantValue,
-    requestJson: requestJson,
-    attrsJson: attrsJson,
-    responseJson: responseJson,
-    status: 'pending',
-    reqObj: null,
-    attrsObj: null,
-    attrsChanged: false,
-    resObj: null,
-    bufferedN: 0,
-    parts: null,
-    requestApi: null,
-    responseApi: null,
-    writer: null,
-    stream: null,
-    value: undefined,
-    error: null,
-    abort: null,
-    ctx: null,
-  };
+  // Laid out for the engine (see IS_QUICKJS): under QuickJS only the fields every stage sets are
+  // own, the rest are read from StageProto's defaults until written; under V8 every field is an
+  // own one from the start.
+  var st = IS_QUICKJS
+    ? {
+        __proto__: StageProto,
+        stage: head.stage,
+        returnType: head.returnType,
+        wantValue: head.wantValue,
+        requestJson: requestJson,
+        attrsJson: attrsJson,
+        responseJson: responseJson,
+        status: 'pending',
+        ctx: null,
+      }
+    : {
+        __proto__: StageProto,
+        stage: head.stage,
+        returnType: head.returnType,
+        wantValue: head.wantValue,
+        requestJson: requestJson,
+        attrsJson: attrsJson,
+        responseJson: responseJson,
+        status: 'pending',
+        reqObj: null,
+        attrsObj: null,
+        attrsChanged: false,
+        resObj: null,
+        bufferedN: 0,
+        parts: null,
+        requestApi: null,
+        responseApi: null,
+        writer: null,
+        stream: null,
+        value: undefined,
+        error: null,
+        abort: null,
+        ctx: null,
+      };
   current = st;
   var ctx = makeCtx(st);
   var stage = st.stage;
@@ -231,11 +258,17 @@ function collect() {
   if (st.attrsObj !== null && st.attrsChanged) {
     var attrs = '';
     for (var keys = objectKeys(st.attrsObj), i = 0; i < keys.length; i++) {
+      var v = st.attrsObj[keys[i]];
       var json;
-      try {
-        json = stringifyUser(st.attrsObj[keys[i]]);
-      } catch (e) {
-        json = undefined;
+      if (typeof v === 'number') json = v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
+      else if (typeof v === 'boolean') json = v ? 'true' : 'false';
+      else if (typeof v === 'string') json = jsonStringify(v);
+      else {
+        try {
+          json = stringifyUser(v); // (objects: Dates as ms, cycles and BigInts throw)
+        } catch (e) {
+          json = undefined;
+        }
       }
       if (json !== undefined) attrs += (attrs ? ',' : '') + jsonStringify(keys[i]) + ':' + json;
     }

@@ -7,7 +7,7 @@
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
  *
- * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower; from encoding.js: base64,
+ * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower, IS_QUICKJS; from encoding.js: base64,
  * base64ByteLength, utf8Length.
  */
 /** The response as it starts (sent as ''): the `base` of a state made from no input. */
@@ -24,12 +24,32 @@ var RES_PRISTINE = freeze({
   redirect: null,
 });
 /**
+ * Under QuickJS, a state made from no input reads its other fields from here until it writes its
+ * own (see IS_QUICKJS in prelude.js). Not frozen: a write to a field must make an own one.
+ */
+var RES_FRESH = {
+  __proto__: null,
+  status: 200,
+  contentType: null,
+  characterEncoding: null,
+  contentLength: null,
+  bufferSize: 8192,
+  written: false,
+  committed: false,
+  error: null,
+  redirect: null,
+  base: RES_PRISTINE,
+  headerCount0: 0,
+  chunksChanged: false,
+};
+/**
  * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
  * the parsed input's), `headers0` / `headerCount0` its header list, and `chunksChanged` says the
  * body changed: encResponse sends only what differs from them.
  */
 function responseFromInput(r) {
   var headers = [];
+  if (r === null && IS_QUICKJS) return { __proto__: RES_FRESH, headers: headers, chunks: [], headers0: headers };
   if (r === null) {
     // (every field an own one from the start, as the stage record: see entry.js)
     return {
@@ -116,6 +136,13 @@ function chunkByteLength(ch, charset) {
 function encText(v) {
   return isNil(v) ? 'null' : jsonStringify(Str(v));
 }
+/** What a header name or value must not hold to be written between quotes as it is. */
+var NEEDS_ESCAPE = /["\\\x00-\x1f\ud800-\udfff]/;
+/** A header text as JSON: most are plain, and quoting them costs less than JSON.stringify. */
+function encHeaderText(v) {
+  var s = Str(v);
+  return reExec(NEEDS_ESCAPE, s) === null ? '"' + s + '"' : jsonStringify(s);
+}
 /** A finite number as JSON, else null (what JSON.stringify writes). */
 function encNumber(v) {
   return typeof v === 'number' && v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
@@ -134,7 +161,7 @@ function encResponse(r) {
   if (r.headers !== r.headers0 || r.headers.length !== r.headerCount0) {
     var headers = '';
     for (i = 0; i < r.headers.length; i++) {
-      headers += (i ? ',[' : '[') + encText(r.headers[i][0]) + ',' + encText(r.headers[i][1]) + ']';
+      headers += (i ? ',[' : '[') + encHeaderText(r.headers[i][0]) + ',' + encHeaderText(r.headers[i][1]) + ']';
     }
     s += ',"headers":[' + headers + ']';
   }

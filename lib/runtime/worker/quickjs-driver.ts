@@ -183,6 +183,10 @@ export class QuickJsDriver implements SandboxDriver {
       const host = ctx.newFunction('__host', (opH, argsH) => ctx.newString(this.options.host(ctx.getString(opH), ctx.getString(argsH))));
       ctx.setProp(ctx.global, '__host', host);
       host.dispose();
+      // the adapter lays its per-stage records out for QuickJS (prelude.js: IS_QUICKJS)
+      const engine = ctx.newString('quickjs');
+      ctx.setProp(ctx.global, '__saEngine', engine);
+      engine.dispose();
       const adapter = ctx.evalCode(this.options.adapterSource, 'scriptable-api:adapter.js');
       if (adapter.error) this.setupFailed(partial, 'adapter', errorText(ctx, adapter.error), deadline);
       adapter.value.dispose();
