@@ -91,6 +91,27 @@ test('the context cache evicts the previous version of a script when a new one i
   expect(evicted).toEqual(['ctx-v1']);
 });
 
+test('the context cache evicts the entry used least recently', () => {
+  const { Lru } = require('../dist/cjs/runtime/worker/driver.js');
+  const evicted = [];
+  const lru = new Lru(3, (v) => evicted.push(v));
+  lru.set('a', 'A');
+  lru.set('b', 'B');
+  lru.set('c', 'C');
+  expect(lru.get('a')).toBe('A'); // a is now the most recently used
+  lru.set('d', 'D');
+  expect(evicted).toEqual(['B']);
+  lru.set('c', 'C2'); // replacing a value uses it, and evicts nothing
+  expect(lru.get('c')).toBe('C2');
+  lru.set('e', 'E');
+  expect(evicted).toEqual(['B', 'A']);
+  expect([lru.get('a'), lru.get('b'), lru.get('c'), lru.get('d'), lru.get('e')]).toEqual([undefined, undefined, 'C2', 'D', 'E']);
+  expect(lru.size).toBe(3);
+  lru.delete('d');
+  expect(lru.size).toBe(2);
+  expect(evicted).toEqual(['B', 'A']);
+});
+
 /**
  * app1 with API `p` (the slow script) and API `fast` (returns at once) on a listening server. Warms
  * the pool with one fast call, starts the slow call, and 30 ms later makes `n` fast calls at once:

@@ -30,21 +30,24 @@ export interface SandboxDriver {
   readonly poisoned: boolean;
 }
 
-/** A small LRU map used for context caches. */
+/**
+ * A small LRU map used for context caches. A read only stamps its entry (moving it to the end of
+ * a Map, a delete and an insert, cost more than the lookup itself on every stage); the least
+ * recently used entry is looked for when one must go.
+ */
 export class Lru<K, V> {
-  private readonly map = new Map<K, V>();
+  private readonly map = new Map<K, { value: V; used: number }>();
   private readonly slots = new Map<string, K>();
+  private clock = 0;
   constructor(
     private readonly max: number,
     private readonly onEvict: (value: V) => void,
   ) {}
   get(key: K): V | undefined {
-    const v = this.map.get(key);
-    if (v !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
+    const e = this.map.get(key);
+    if (e === undefined) return undefined;
+    e.used = ++this.clock;
+    return e.value;
   }
   /**
    * Adds an entry. With a `slot` (e.g. app + script name), the entry this slot held before under
@@ -58,15 +61,29 @@ export class Lru<K, V> {
       if (prev !== undefined && prev !== key) {
         const old = this.map.get(prev);
         this.map.delete(prev);
-        if (old !== undefined) this.onEvict(old);
+        if (old !== undefined) this.onEvict(old.value);
       }
       if (this.slots.size > this.max * 4) this.slots.clear();
     }
-    this.map.set(key, value);
+    const had = this.map.get(key);
+    if (had !== undefined) {
+      had.value = value;
+      had.used = ++this.clock;
+      return;
+    }
+    this.map.set(key, { value, used: ++this.clock });
     if (this.map.size > this.max) {
-      const [k, v] = this.map.entries().next().value as [K, V];
-      this.map.delete(k);
-      this.onEvict(v);
+      let oldest: K | undefined;
+      let least = Infinity;
+      for (const [k, e] of this.map) {
+        if (e.used < least) {
+          least = e.used;
+          oldest = k;
+        }
+      }
+      const e = this.map.get(oldest as K)!;
+      this.map.delete(oldest as K);
+      this.onEvict(e.value);
     }
   }
   /** Remove without calling onEvict. */
