@@ -38,6 +38,10 @@ interface QuickJsModule extends LoadedModule {
   texts: Map<string, QuickJSHandle>;
   /** The request text of the last stage, kept for the job's later stages in this context. */
   request?: { text: string; handle: QuickJSHandle };
+  /** The context cache's key: app and source hash. */
+  key: string;
+  /** The deadline the runtime's interrupt handler enforces now. */
+  deadline: number;
 }
 
 export interface QuickJsDriverOptions {
@@ -178,7 +182,7 @@ export class QuickJsDriver implements SandboxDriver {
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
     const ctx = rt.newContext();
-    const partial = { appId, hash, rt, ctx, fns: new Map(), texts: new Map() } as unknown as QuickJsModule;
+    const partial = { appId, hash, key, deadline, rt, ctx, fns: new Map(), texts: new Map() } as unknown as QuickJsModule;
     try {
       const host = ctx.newFunction('__host', (opH, argsH) => ctx.newString(this.options.host(ctx.getString(opH), ctx.getString(argsH))));
       ctx.setProp(ctx.global, '__host', host);
@@ -247,15 +251,18 @@ export class QuickJsDriver implements SandboxDriver {
     m.texts.clear();
   }
 
-  /** A QuickJS string for a text that comes back often (kept), or a new one (the caller disposes it). */
-  private text(m: QuickJsModule, value: string): { handle: QuickJSHandle; owned: boolean } {
-    if (value.length > TEXT_CACHE_MAX_LENGTH) return { handle: newString(m.ctx, value), owned: true };
+  /**
+   * A QuickJS string for a text that comes back often (kept), or a new one for a long text: the
+   * caller disposes a handle made for a text longer than TEXT_CACHE_MAX_LENGTH.
+   */
+  private text(m: QuickJsModule, value: string): QuickJSHandle {
+    if (value.length > TEXT_CACHE_MAX_LENGTH) return newString(m.ctx, value);
     let handle = m.texts.get(value);
     if (!handle) {
       handle = m.ctx.newString(value);
       m.texts.set(value, handle);
     }
-    return { handle, owned: false };
+    return handle;
   }
 
   /** The request text as a QuickJS string: the same one for every stage of a job in this context. */
@@ -268,10 +275,14 @@ export class QuickJsDriver implements SandboxDriver {
 
   async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
     const m = loaded as QuickJsModule;
-    const key = `${m.appId}\u0000${m.hash}`;
+    const key = m.key;
     const { ctx, rt } = m;
     this.heapFull = false;
-    rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+    if (m.deadline !== deadline) {
+      // (the stages of one job share its deadline: a hooks script's context is set once per job)
+      rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+      m.deadline = deadline;
+    }
     let fnH = m.fns.get(fn);
     if (!fnH) {
       fnH = ctx.getProp(m.ns, fn);
@@ -287,9 +298,12 @@ export class QuickJsDriver implements SandboxDriver {
     const attributes = this.text(m, call.attributes);
     const response = this.text(m, call.response);
     const value = this.text(m, call.value);
-    const called = callForText(ctx, m.run, [fnH, head.handle, this.requestText(m, call.request), attributes.handle, response.handle, value.handle]);
+    const called = callForText(ctx, m.run, [fnH, head, this.requestText(m, call.request), attributes, response, value]);
     owned?.dispose();
-    for (const t of [head, attributes, response, value]) if (t.owned) t.handle.dispose();
+    if (call.head.length > TEXT_CACHE_MAX_LENGTH) head.dispose();
+    if (call.attributes.length > TEXT_CACHE_MAX_LENGTH) attributes.dispose();
+    if (call.response.length > TEXT_CACHE_MAX_LENGTH) response.dispose();
+    if (call.value.length > TEXT_CACHE_MAX_LENGTH) value.dispose();
     if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
     let json = called.text;
     if (json === '' || rt.hasPendingJob()) {

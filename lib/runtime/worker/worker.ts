@@ -137,10 +137,9 @@ async function main(): Promise<void> {
   port.postMessage({ type: 'ready' });
 }
 
-async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
-  running[0] = performance.timeOrigin + performance.now();
-  current = { jobId, deadline: job.deadline, script: '', abort: null };
-  const env = {
+/** What the pipeline needs from the worker, for the job running now (`current`): made once. */
+function pipelineEnv(driver: SandboxDriver) {
+  return {
     driver,
     sourceOf: (hash: string) => sources.get(hash),
     setScript: (name: string) => {
@@ -152,11 +151,19 @@ async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Pro
       return a;
     },
     callHost: (op: string, args: Record<string, unknown>) => {
-      const reply = channel.call(jobId, op, args, job.deadline);
+      if (!current) throw new Error('No call in progress');
+      const reply = channel.call(current.jobId, op, args, current.deadline);
       if (!reply.ok) throw Object.assign(new Error(reply.error?.message ?? 'Host call failed'), reply.error);
       return reply.value;
     },
   };
+}
+let env: ReturnType<typeof pipelineEnv> | undefined;
+
+async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
+  running[0] = performance.timeOrigin + performance.now();
+  current = { jobId, deadline: job.deadline, script: '', abort: null };
+  if (env?.driver !== driver) env = pipelineEnv(driver);
   try {
     const result = await runPipeline(job, env);
     // a state no stage changed is the pool's own: it is not sent back
