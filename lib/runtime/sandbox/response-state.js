@@ -7,7 +7,7 @@
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
  *
- * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower, IS_QUICKJS; from encoding.js: base64,
+ * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower, objectKeys, IS_QUICKJS; from encoding.js: base64,
  * base64ByteLength, utf8Length.
  */
 /** The response as it starts (sent as ''): the `base` of a state made from no input. */
@@ -27,21 +27,8 @@ var RES_PRISTINE = freeze({
  * Under QuickJS, a state made from no input reads its other fields from here until it writes its
  * own (see IS_QUICKJS in prelude.js). Not frozen: a write to a field must make an own one.
  */
-var RES_FRESH = {
-  __proto__: null,
-  status: 200,
-  contentType: null,
-  characterEncoding: null,
-  contentLength: null,
-  bufferSize: 8192,
-  written: false,
-  committed: false,
-  error: null,
-  redirect: null,
-  base: RES_PRISTINE,
-  headerCount0: 0,
-  chunksChanged: false,
-};
+var RES_FRESH = { __proto__: null, base: RES_PRISTINE, headerCount0: 0, chunksChanged: false };
+for (var freshKeys = objectKeys(RES_PRISTINE), fk = 0; fk < freshKeys.length; fk++) RES_FRESH[freshKeys[fk]] = RES_PRISTINE[freshKeys[fk]];
 /**
  * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
  * the parsed input's), `headers0` / `headerCount0` its header list, and `chunksChanged` says the
