@@ -9,6 +9,7 @@ import { parseOptions } from './options';
 import { validateApiDefinition } from './validations';
 import { readBody } from './context/body';
 import { buildSnapshot } from './context/request';
+import { ownSet } from './context/own-map';
 import { HostServices } from './host/services';
 import { OutboundClient } from './outbound/client';
 import { createRateLimiter, type RateLimitDecision } from './rate-limit';
@@ -143,7 +144,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const scripts: Record<string, ScriptSource> = {};
     for (const name of scriptNames(def)) {
       const source = await registry.getScript(appId, name);
-      if (typeof source === 'string') scripts[name] = sourceOf(appId, name, source);
+      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source));
     }
     const job: ScriptJob = {
       requestId,

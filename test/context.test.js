@@ -2,6 +2,7 @@
 // ctx (APIContext), ctx.request and ctx.response end to end: real HTTP requests through Express
 // into the default engine and back.
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const request = require('supertest');
@@ -52,6 +53,72 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
       const { app: open } = api('export function fn(ctx) { return { v: ctx.headers["x_under"], h: ctx.request.getHeader("X_UNDER") } }', {}, { allowUnderscoreHeaders: true });
       const res = await request(open).get('/web0/api/app1/p').set('X_Under', 'kept');
       expect(res.body).toEqual({ v: 'kept', h: 'kept' });
+    });
+  });
+
+  describe('names that are members of Object.prototype are ordinary names', () => {
+    const { app } = api(`function values(e) { const out = []; while (e.hasMoreElements()) out.push(e.nextElement()); return out; }
+    export function fn(ctx) {
+      const r = ctx.request;
+      return { query: ctx.query, headers: ctx.headers, cookies: ctx.cookies, params: r.getParameterMap(),
+               ctor: r.getHeader('constructor'), proto: r.getHeader('__proto__'), ctors: values(r.getHeaders('constructor')),
+               toStr: r.getParameter('toString'), len: r.getParameterValues('length') };
+    }`, {}, { allowUnderscoreHeaders: true });
+
+    test('in the query and the headers (a header named constructor used to fail the request with a 500)', async () => {
+      const res = await request(app)
+        .get('/web0/api/app1/p?toString=a&constructor=b&__proto__=x&length=5&length=6')
+        .set('Constructor', 'c1')
+        .set('Cookie', '__proto__=1; toString=2');
+      expect(res.status).toBe(200);
+      expect(res.body.query).toEqual({ toString: 'a', constructor: 'b', ['__proto__']: 'x', length: ['5', '6'] });
+      expect(Object.keys(res.body.query)).toEqual(['toString', 'constructor', '__proto__', 'length']);
+      expect(res.body.headers.constructor).toBe('c1');
+      expect(Object.getOwnPropertyDescriptor(res.body.cookies, '__proto__').value).toBe('1');
+      expect(res.body.cookies.toString).toBe('2');
+      expect(res.body).toMatchObject({ ctor: 'c1', ctors: ['c1'], toStr: 'a', len: ['5', '6'] });
+    });
+
+    test('headers named constructor (twice) and __proto__', async () => {
+      // (sent with node:http: superagent keeps its headers in a plain object, which drops __proto__)
+      const server = app.listen(0);
+      await new Promise((resolve) => server.once('listening', resolve));
+      try {
+        const body = await new Promise((resolve, reject) => {
+          const req = http.request({ port: server.address().port, path: '/web0/api/app1/p' }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => (text += d));
+            res.on('end', () => resolve({ status: res.statusCode, ...JSON.parse(text) }));
+          });
+          req.on('error', reject);
+          req.setHeader('Constructor', ['a', 'b']);
+          req.setHeader('__proto__', 'p');
+          req.end();
+        });
+        expect(body.status).toBe(200);
+        expect(body.headers.constructor).toBe('a, b');
+        expect(Object.getOwnPropertyDescriptor(body.headers, '__proto__').value).toBe('p');
+        expect(body).toMatchObject({ ctor: 'a', ctors: ['a', 'b'], proto: 'p' });
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+
+    test('in an urlencoded and a multipart form', async () => {
+      const form = await request(app).post('/web0/api/app1/p').type('form').send('constructor=1&toString=2&__proto__=3&hasOwnProperty=4&toString=5');
+      expect(form.status).toBe(200);
+      expect(form.body.params).toEqual({ constructor: ['1'], toString: ['2', '5'], ['__proto__']: ['3'], hasOwnProperty: ['4'] });
+      const multi = await request(app).post('/web0/api/app1/p').field('constructor', 'm1').field('valueOf', 'm2');
+      expect(multi.status).toBe(200);
+      expect(multi.body.params).toEqual({ constructor: ['m1'], valueOf: ['m2'] });
+    });
+
+    test('a script named toString that the registry lacks is not found, not an Object.prototype member', async () => {
+      const { app: missing } = api('export function fn() { return 1 }', { call: { script: 'toString', function: 'fn' } });
+      const res = await request(missing).get('/web0/api/app1/p');
+      expect(res.status).toBe(500);
+      expect(res.body).toMatchObject({ code: 270202, message: "Script 'toString' not found" });
     });
   });
 

@@ -5,6 +5,7 @@
 import type { Request, Response } from 'express';
 import multer from 'multer';
 import { ApiError } from '../errors';
+import { ownGet, ownSet } from './own-map';
 
 export interface UploadedPart {
   fieldName: string;
@@ -32,7 +33,11 @@ function charsetOf(contentType: string | undefined): BufferEncoding {
 }
 
 export function parseForm(text: string, into: Record<string, string[]> = {}): Record<string, string[]> {
-  for (const [k, v] of new URLSearchParams(text)) (into[k] ??= []).push(v);
+  for (const [k, v] of new URLSearchParams(text)) {
+    const list = ownGet(into, k);
+    if (list) list.push(v);
+    else ownSet(into, k, [v]);
+  }
   return into;
 }
 
@@ -99,7 +104,7 @@ function readMultipart(req: Request, res: Response, limit: number): Promise<Requ
       }
       const files = (req.files ?? []) as Express.Multer.File[];
       const form: Record<string, string[]> = {};
-      for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) form[k] = Array.isArray(v) ? v.map(String) : [String(v)];
+      for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) ownSet(form, k, Array.isArray(v) ? v.map(String) : [String(v)]);
       resolve({
         text: '',
         form,
@@ -119,7 +124,7 @@ function fromParsed(req: Request): RequestBody {
   if (Buffer.isBuffer(b)) return { text: b.toString(charsetOf(req.headers['content-type'])), form: {}, parts: [] };
   const isForm = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
   const form: Record<string, string[]> = {};
-  if (isForm && typeof b === 'object') for (const [k, v] of Object.entries(b as Record<string, unknown>)) form[k] = Array.isArray(v) ? v.map(String) : [String(v)];
+  if (isForm && typeof b === 'object') for (const [k, v] of Object.entries(b as Record<string, unknown>)) ownSet(form, k, Array.isArray(v) ? v.map(String) : [String(v)]);
   return { text: isForm ? new URLSearchParams(form as unknown as Record<string, string>).toString() : JSON.stringify(b), form, parts: [] };
 }
 

@@ -7,13 +7,14 @@ import type { Request } from 'express';
 import { parse as parseCookies } from 'cookie';
 import type { PartInfo, RequestSnapshot } from '../runtime/protocol';
 import type { RequestBody } from './body';
+import { ownGet, ownSet } from './own-map';
 
 export function parseQuery(qs: string | null): Record<string, string | string[]> {
   const query: Record<string, string | string[]> = {};
   if (!qs) return query;
   for (const [k, v] of new URLSearchParams(qs)) {
-    const prev = query[k];
-    query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    const prev = ownGet(query, k);
+    ownSet(query, k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
   }
   return query;
 }
@@ -27,13 +28,15 @@ function headersOf(req: Request, allowUnderscore: boolean) {
     const name = raw[i].toLowerCase();
     if (!allowUnderscore && name.includes('_')) continue;
     const value = raw[i + 1];
-    const prev = headers[name];
+    const prev = ownGet(headers, name);
     if (prev === undefined) {
-      headers[name] = value;
+      ownSet(headers, name, value);
       continue;
     }
-    (lists[name] ??= [prev]).push(value);
-    headers[name] = prev + (name === 'cookie' ? '; ' : ', ') + value;
+    const list = ownGet(lists, name);
+    if (list) list.push(value);
+    else ownSet(lists, name, [prev, value]);
+    ownSet(headers, name, prev + (name === 'cookie' ? '; ' : ', ') + value);
   }
   return { headers, lists };
 }

@@ -11,6 +11,7 @@ import { ApiError } from '../errors';
 import type { OutboundOptions } from '../types';
 import { addressBlockReason, hostAllowed } from './address-policy';
 import { Deadline, describe, OutboundHttpResponse, type OutboundResponse } from './response';
+import { ownSet } from '../context/own-map';
 
 export type { OutboundResponse } from './response';
 
@@ -66,7 +67,7 @@ function buildHeaders(input: Record<string, string> | undefined): Record<string,
     } catch {
       throw failed(`invalid request header ${JSON.stringify(rawName).slice(0, 100)}`);
     }
-    out[name] = value;
+    ownSet(out, name, value);
   }
   if (!('user-agent' in out)) out['user-agent'] = 'scriptable-api';
   return out;

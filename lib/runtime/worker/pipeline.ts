@@ -13,6 +13,7 @@ import type { JobOutcome, JobResult, ScriptJob } from '../engine';
 import { isPristineResponse, type StageHead, type StageOutput, type Stage, type ThrownError, type CarriedState } from '../protocol';
 import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
+import { ownGet } from '../../context/own-map';
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -94,7 +95,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let responseJson: string | undefined;
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
-    const src = job.scripts[ref.script];
+    const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
     const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
     if (source === undefined) throw new MissingSourceError(src.hash);
