@@ -11,6 +11,7 @@
 import type { Request } from 'express';
 import { parse as parseCookie } from 'cookie';
 import { ipKeyGenerator } from 'express-rate-limit';
+import { ownGet } from '../context/own-map';
 
 export const DEFAULT_IDENTIFIER = '{ip}';
 export const DEFAULT_IPV6_SUBNET = 56;
@@ -99,7 +100,7 @@ export function resolveIdentifier(
         value = toText(req.headers[part.name]);
         break;
       case 'query':
-        value = toText(queryOf(req)[part.name]);
+        value = toText(ownGet(queryOf(req), part.name));
         break;
       case 'cookie':
         if (cookies === undefined) {
@@ -109,7 +110,7 @@ export function resolveIdentifier(
         value = toText(cookies[part.name]);
         break;
       case 'attr':
-        value = toText(attributes ? attributes[part.name] : undefined);
+        value = toText(attributes ? ownGet(attributes, part.name) : undefined);
         break;
     }
     out += value === '' ? ipKey(req, ipv6Subnet) : value;

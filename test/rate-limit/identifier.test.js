@@ -18,6 +18,13 @@ describe('identifier templates', () => {
     expect(resolveIdentifier('{ip}', fakeReq())).toBe('203.0.113.7');
   });
 
+  test('a query parameter or attribute named like an Object.prototype member falls back to the IP when absent', () => {
+    const req = fakeReq({ query: {} });
+    expect(resolveIdentifier('{query.constructor}', req)).toBe('203.0.113.7');
+    expect(resolveIdentifier('{attr.toString}', req, {})).toBe('203.0.113.7');
+    expect(resolveIdentifier('{query.constructor}', fakeReq({ query: { constructor: 'k' } }))).toBe('k');
+  });
+
   test('{ip} uses req.ip, never a raw X-Forwarded-For', () => {
     const req = fakeReq({ ip: '198.51.100.1', headers: { 'x-forwarded-for': '1.2.3.4' } });
     expect(resolveIdentifier('{ip}', req)).toBe('198.51.100.1');
