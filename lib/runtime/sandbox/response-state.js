@@ -23,11 +23,13 @@ var RES_PRISTINE = freeze({
   error: null,
   redirect: null,
 });
+/** The chunks of a state that has none yet (frozen, shared): append() gives the state its own list. */
+var NO_CHUNKS = freeze([]);
 /**
  * Under QuickJS, a state made from no input reads its other fields from here until it writes its
  * own (see IS_QUICKJS in prelude.js). Not frozen: a write to a field must make an own one.
  */
-var RES_FRESH = { __proto__: null, base: RES_PRISTINE, headerCount0: 0, chunksChanged: false };
+var RES_FRESH = { __proto__: null, base: RES_PRISTINE, headerCount0: 0, chunksChanged: false, chunks: NO_CHUNKS };
 for (var freshKeys = objectKeys(RES_PRISTINE), fk = 0; fk < freshKeys.length; fk++) RES_FRESH[freshKeys[fk]] = RES_PRISTINE[freshKeys[fk]];
 /**
  * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
@@ -36,7 +38,7 @@ for (var freshKeys = objectKeys(RES_PRISTINE), fk = 0; fk < freshKeys.length; fk
  */
 function responseFromInput(r) {
   var headers = [];
-  if (r === null && IS_QUICKJS) return { __proto__: RES_FRESH, headers: headers, chunks: [], headers0: headers };
+  if (r === null && IS_QUICKJS) return { __proto__: RES_FRESH, headers: headers, headers0: headers };
   if (r === null) {
     // (every field an own one from the start, as the stage record: see entry.js)
     return {

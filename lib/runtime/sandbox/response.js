@@ -63,6 +63,7 @@ function buildResponseProto() {
     var last = res.chunks.length ? res.chunks[res.chunks.length - 1] : null;
     var ch = { k: kind, v: data };
     if (last !== null && last.k === kind) last.v += data;
+    else if (res.chunks === NO_CHUNKS) res.chunks = [ch];
     else push(res.chunks, ch);
     st.buffered += chunkByteLength(ch, res.characterEncoding);
     if (st.buffered > res.bufferSize) res.committed = true; // the buffer overflowed: flushed
