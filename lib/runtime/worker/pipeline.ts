@@ -85,6 +85,12 @@ function headText(stage: Stage, returnType: ScriptJob['returnType'], wantValue: 
   return text;
 }
 
+/** The after hook's `result` as JSON text ('' = undefined): a JSON output is that text already. */
+function afterInput(call: StageOutput): string {
+  if (!call.hasValue || call.value === undefined) return '';
+  return call.output?.type === 'JSON' ? call.output.json : JSON.stringify(call.value);
+}
+
 export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
@@ -197,7 +203,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   if (job.after) {
     const a = isAutomation(job.after)
       ? runAutomation(job.after, 'after', final.value)
-      : await runScript(job.after, 'after', false, final.hasValue && final.value !== undefined ? JSON.stringify(final.value) : '');
+      : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;
   }

@@ -71,8 +71,8 @@ export function newString(context: QuickJSContext, text: string): QuickJSHandle 
 export type TextResult = { text: string; error?: undefined } | { text?: undefined; error: QuickJSHandle };
 
 const MAX_ARGS = 8;
-/** One argument-pointer buffer per WebAssembly module, and whether a call is using it. */
-const argvs = new WeakMap<object, { ptr: number; busy: boolean }>();
+/** One argument-pointer buffer per WebAssembly module, a view of it, and whether a call is using it. */
+const argvs = new WeakMap<object, { ptr: number; busy: boolean; view: Int32Array | null }>();
 
 /** `fn(...args)` with `this` undefined; its result converted to a string (as `context.getString`). */
 export function callForText(context: QuickJSContext, fn: QuickJSHandle, args: QuickJSHandle[]): TextResult {
@@ -80,7 +80,7 @@ export function callForText(context: QuickJSContext, fn: QuickJSHandle, args: Qu
   let argv = i && argvs.get(i.module);
   if (i && !argv) {
     const ptr = i.module._malloc(MAX_ARGS * 4);
-    if (ptr !== 0) argvs.set(i.module, (argv = { ptr, busy: false }));
+    if (ptr !== 0) argvs.set(i.module, (argv = { ptr, busy: false, view: null }));
   }
   if (!i || !argv || argv.busy) {
     // (a call made while another is running, from a host function, gets its own buffer)
@@ -90,7 +90,10 @@ export function callForText(context: QuickJSContext, fn: QuickJSHandle, args: Qu
     r.value.dispose();
     return { text };
   }
-  const heap = new Int32Array(i.module.HEAPU8.buffer, argv.ptr, args.length);
+  // (the view is made again only when a heap growth replaced the module's buffer)
+  const buffer = i.module.HEAPU8.buffer;
+  let heap = argv.view;
+  if (heap === null || heap.buffer !== buffer) heap = argv.view = new Int32Array(buffer, argv.ptr, MAX_ARGS);
   for (let k = 0; k < args.length; k++) heap[k] = args[k].value as unknown as number;
   const ctx = i.ctx.value;
   argv.busy = true;
