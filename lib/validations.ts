@@ -6,7 +6,7 @@
 import { MAX_TIMER_MS } from './timers';
 import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
-import type { ApiDefinition, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
+import type { ApiDefinition, ApiRouterOptions, AutomationRef, OutboundOptions, RateLimitOptions, ScriptRef } from './types';
 
 const RETURN_TYPES = new Set(['JSON', 'Text', 'File', 'Redirect']);
 const METHOD = /^[A-Z][A-Z0-9!#$%&'*+.^_`|~-]*$/;
@@ -122,9 +122,42 @@ function timeoutMs(v: unknown, field: string): void {
   positiveInt(v, field, 1, MAX_TIMER_MS);
 }
 
+/** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
+const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger'] as const;
+const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxRedirects'] as const;
+const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
+// (the build fails when an option is added to the types and not to these lists, or the other way round)
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const keysMatch: [Same<keyof ApiRouterOptions, (typeof ROUTER_KEYS)[number]>, Same<keyof OutboundOptions, (typeof OUTBOUND_KEYS)[number]>, Same<keyof RateLimitOptions, (typeof RATE_LIMIT_KEYS)[number]>] = [true, true, true];
+void keysMatch;
+
+/** Edit distance between two short names, or Infinity once it passes `max`. */
+function distance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return Infinity;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    if (Math.min(...row) > max) return Infinity;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+/** An unknown key is a typo until shown otherwise (`scriptTimeoutMS` would silently keep the default). */
+function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], prefix: string): void {
+  for (const k of Object.keys(o)) {
+    if (known.includes(k)) continue;
+    const lower = k.toLowerCase();
+    const near = known.find((n) => n.toLowerCase() === lower) ?? known.find((n) => distance(lower, n.toLowerCase(), 2) <= 2);
+    throw new ConfigError(prefix + k, `is not an option${near ? ` (did you mean '${prefix}${near}'?)` : `; the options are ${known.join(', ')}`}`);
+  }
+}
+
 /** Checks `createApiRouter` options. */
 export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (!isObject(o)) throw new ConfigError('options', 'createApiRouter needs an options object with a registry');
+  onlyKnownKeys(o, ROUTER_KEYS, '');
   const reg = o.registry as Record<string, unknown> | undefined;
   if (!isObject(reg) && typeof reg !== 'function') throw new ConfigError('registry', 'is required: an object with getApi(appId, path) and getScript(appId, name)');
   if (typeof reg!.getApi !== 'function') throw new ConfigError('registry.getApi', 'must be a function');
@@ -161,6 +194,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (o.outbound !== undefined) {
     if (!isObject(o.outbound)) throw new ConfigError('outbound', 'must be an object');
     const ob = o.outbound;
+    onlyKnownKeys(ob, OUTBOUND_KEYS, 'outbound.');
     if (ob.allowPrivateNetworks !== undefined && typeof ob.allowPrivateNetworks !== 'boolean') throw new ConfigError('outbound.allowPrivateNetworks', 'must be a boolean');
     if (ob.allowHosts !== undefined && (!Array.isArray(ob.allowHosts) || ob.allowHosts.some((h) => typeof h !== 'string' || h === ''))) {
       throw new ConfigError('outbound.allowHosts', 'must be an array of host names');
@@ -172,6 +206,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (o.rateLimit !== undefined) {
     if (!isObject(o.rateLimit)) throw new ConfigError('rateLimit', 'must be an object');
     const rl = o.rateLimit;
+    onlyKnownKeys(rl, RATE_LIMIT_KEYS, 'rateLimit.');
     if (rl.onStoreError !== undefined && rl.onStoreError !== 'memory' && rl.onStoreError !== 'open') throw new ConfigError('rateLimit.onStoreError', "must be 'memory' or 'open'");
     if (rl.store !== undefined && (!isObject(rl.store) || typeof rl.store.reserve !== 'function')) throw new ConfigError('rateLimit.store', 'must implement reserve(key, intervalMs, maxWaitMs)');
     positiveInt(rl.maxWaiting, 'rateLimit.maxWaiting', 0);

@@ -77,6 +77,21 @@ test('invalid options fail at startup with the field named', () => {
   expect(() => createApiRouter({ registry: new MemoryRegistry(), logger: { ...logger, debug: 'x' } })).toThrow(/invalid logger\.debug/);
 });
 
+test('an unknown option is refused, with the nearest known name', () => {
+  const { createApiRouter, MemoryRegistry } = require('scriptable-api');
+  const registry = new MemoryRegistry();
+  expect(() => createApiRouter({ registry, scriptTimeoutMS: 500 })).toThrow("invalid scriptTimeoutMS: is not an option (did you mean 'scriptTimeoutMs'?)");
+  expect(() => createApiRouter({ registry, worker: 2 })).toThrow("did you mean 'workers'?");
+  expect(() => createApiRouter({ registry, outbound: { allowPrivateNetwork: true } })).toThrow("invalid outbound.allowPrivateNetwork: is not an option (did you mean 'outbound.allowPrivateNetworks'?)");
+  expect(() => createApiRouter({ registry, rateLimit: { onstoreerror: 'open' } })).toThrow("did you mean 'rateLimit.onStoreError'?");
+  expect(() => createApiRouter({ registry, mountPath: '/api' })).toThrow(/invalid mountPath: is not an option; the options are registry, engine, /);
+  try {
+    createApiRouter({ registry, scriptTimeoutMS: 500 });
+  } catch (e) {
+    expect(e).toMatchObject({ name: 'ConfigError', field: 'scriptTimeoutMS' });
+  }
+});
+
 test('the longest timer-sized script timeout works (the pool\'s grace on top of it stays a valid timer)', async () => {
   const { createApiRouter, MemoryRegistry } = require('scriptable-api');
   const express = require('express');
