@@ -61,6 +61,8 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
           request: tryIt(() => kept.request.getHeader('x-n')),
           response: tryIt(() => kept.response.setHeader('X-Old', '1')),
           headers: kept.ctx.headers === undefined ? 'undefined' : 'defined',
+          // ctx.request / ctx.response read during the call stay the same objects afterwards
+          same: [kept.ctx.request === kept.request, kept.ctx.response === kept.response],
           detached: kept.getHeader('x-n'),
           now: ctx.request.getHeader('x-n'),
         };
@@ -75,6 +77,7 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
       request: 'IllegalStateException: ctx.request is used after its call ended',
       response: 'IllegalStateException: ctx.response is used after its call ended',
       headers: 'undefined',
+      same: [true, true],
       // a method taken off its object acts on the call running now (documented)
       detached: '2',
       now: '2',

@@ -282,8 +282,8 @@ function collect() {
     s += ',"attributes":{' + attrs + '}';
   }
   if (st.resObj !== null) {
-    var changed = encResponse(st.resObj);
-    if (changed !== '') s += ',"response":' + changed;
+    var changed = encResponse(st.resObj, ',"response":');
+    if (changed !== '') s += changed;
   }
   return s === OUT_NO_VALUE ? OUT_NO_VALUE_DONE : s + '}'; // (a hook that changed nothing: no new string)
 }

@@ -127,49 +127,50 @@ function encText(v) {
 }
 /** What a header name or value must not hold to be written between quotes as it is. */
 var NEEDS_ESCAPE = /["\\\x00-\x1f\ud800-\udfff]/;
-/** A header text as JSON: most are plain, and quoting them costs less than JSON.stringify. */
-function encHeaderText(v) {
-  var s = Str(v);
-  return reExec(NEEDS_ESCAPE, s) === null ? '"' + s + '"' : jsonStringify(s);
-}
 /** A finite number as JSON, else null (what JSON.stringify writes). */
 function encNumber(v) {
   return typeof v === 'number' && v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
 }
+/** A header [name, value] pair as JSON: one regex test for both, and quotes around them when plain. */
+function encHeaderPair(h) {
+  var n = Str(h[0]);
+  var v = Str(h[1]);
+  return reExec(NEEDS_ESCAPE, n + v) === null ? '["' + n + '","' + v + '"]' : '[' + jsonStringify(n) + ',' + jsonStringify(v) + ']';
+}
 /**
  * The fields of the internal state that differ from what the stage got, as a partial
- * ResponseState JSON object ('' when nothing differs), written field by field (the generic `enc`
- * walk was most of an after hook's cost in QuickJS). Binary chunks written in this stage go as
- * base64. The host lays it over the state it sent.
+ * ResponseState JSON object after `prefix` ('' when nothing differs), written field by field
+ * (the generic `enc` walk was most of an after hook's cost in QuickJS; each concatenation makes
+ * a new string there, so the text is built with as few as it can). Binary chunks written in this
+ * stage go as base64. The host lays it over the state it sent.
  */
-function encResponse(r) {
+function encResponse(r, prefix) {
   var o = r.base;
-  var s = '';
+  var s = prefix + '{';
+  var empty = s;
   var i;
-  if (r.status !== o.status) s += ',"status":' + encNumber(r.status);
+  if (r.status !== o.status) s += '"status":' + encNumber(r.status);
   if (r.headers !== r.headers0 || r.headers.length !== r.headerCount0) {
-    var headers = '';
-    for (i = 0; i < r.headers.length; i++) {
-      headers += (i ? ',[' : '[') + encHeaderText(r.headers[i][0]) + ',' + encHeaderText(r.headers[i][1]) + ']';
-    }
-    s += ',"headers":[' + headers + ']';
+    var headers = s === empty ? '"headers":[' : ',"headers":[';
+    for (i = 0; i < r.headers.length; i++) headers += (i ? ',' : '') + encHeaderPair(r.headers[i]);
+    s += headers + ']';
   }
-  if (r.contentType !== o.contentType) s += ',"contentType":' + encText(r.contentType);
-  if (r.characterEncoding !== o.characterEncoding) s += ',"characterEncoding":' + encText(r.characterEncoding);
-  if (r.contentLength !== o.contentLength) s += ',"contentLength":' + encNumber(r.contentLength);
-  if (r.bufferSize !== o.bufferSize) s += ',"bufferSize":' + encNumber(r.bufferSize);
+  if (r.contentType !== o.contentType) s += (s === empty ? '"contentType":' : ',"contentType":') + encText(r.contentType);
+  if (r.characterEncoding !== o.characterEncoding) s += (s === empty ? '"characterEncoding":' : ',"characterEncoding":') + encText(r.characterEncoding);
+  if (r.contentLength !== o.contentLength) s += (s === empty ? '"contentLength":' : ',"contentLength":') + encNumber(r.contentLength);
+  if (r.bufferSize !== o.bufferSize) s += (s === empty ? '"bufferSize":' : ',"bufferSize":') + encNumber(r.bufferSize);
   if (r.chunksChanged) {
-    var chunks = '';
+    var chunks = s === empty ? '"chunks":[' : ',"chunks":[';
     for (i = 0; i < r.chunks.length; i++) {
       var ch = r.chunks[i];
       chunks += (i ? ',' : '') + (ch.k === 't' ? '{"t":' + encText(ch.v) : '{"b":' + encText(ch.k === 'b' ? ch.v : base64(ch.v))) + '}';
     }
-    s += ',"chunks":[' + chunks + ']';
+    s += chunks + ']';
   }
-  if (r.written !== o.written) s += ',"written":' + (r.written === true ? 'true' : 'false');
-  if (r.committed !== o.committed) s += ',"committed":' + (r.committed === true ? 'true' : 'false');
+  if (r.written !== o.written) s += (s === empty ? '"written":' : ',"written":') + (r.written === true ? 'true' : 'false');
+  if (r.committed !== o.committed) s += (s === empty ? '"committed":' : ',"committed":') + (r.committed === true ? 'true' : 'false');
   var e = r.error;
-  if (e !== o.error) s += ',"error":' + (isObj(e) ? '{"status":' + encNumber(e.status) + ',"message":' + encText(e.message) + '}' : 'null');
-  if (r.redirect !== o.redirect) s += ',"redirect":' + encText(r.redirect);
-  return s === '' ? '' : '{' + strSlice(s, 1) + '}';
+  if (e !== o.error) s += (s === empty ? '"error":' : ',"error":') + (isObj(e) ? '{"status":' + encNumber(e.status) + ',"message":' + encText(e.message) + '}' : 'null');
+  if (r.redirect !== o.redirect) s += (s === empty ? '"redirect":' : ',"redirect":') + encText(r.redirect);
+  return s === empty ? '' : s + '}';
 }

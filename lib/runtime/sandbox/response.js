@@ -99,12 +99,19 @@ function buildResponseProto() {
   }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name, value) {
-    if (badName(name)) return;
+    var res = st.res;
+    if (res.committed || isNil(name)) return;
     var n = Str(name);
+    if (n === '') return;
     checkHeader(n, value);
     var ln = toLowerCase(n);
     if (special(ln, value)) return;
-    var h = st.res.headers;
+    var h = res.headers;
+    if (h.length === 0) {
+      // (the usual case: no header yet)
+      if (!isNil(value)) res.headers = [[n, Str(value)]];
+      return;
+    }
     var kept = [];
     var placed = isNil(value);
     for (var i = 0; i < h.length; i++) {
@@ -112,7 +119,7 @@ function buildResponseProto() {
       else if (!placed) (placed = true), push(kept, [n, Str(value)]);
     }
     if (!placed) push(kept, [n, Str(value)]);
-    st.res.headers = kept;
+    res.headers = kept;
   }
   function addHeader(name, value) {
     if (badName(name)) return;
