@@ -20,7 +20,7 @@ import { ERRORS, type ErrorName } from '../errors';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
 import { MAX_TIMER_MS } from '../timers';
-import { isPristineState, type CarriedState } from './protocol';
+import { applyStateDelta, isPristineState, type CarriedState, type StateDelta } from './protocol';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
@@ -330,8 +330,8 @@ export class WorkerPool implements ScriptEngine {
           return;
         }
         if (msg.result) {
-          const r = msg.result as Partial<JobResult> & Pick<JobResult, 'outcome'>;
-          this.finish(task, { outcome: r.outcome, state: r.state ?? task.job.state });
+          const r = msg.result as StateDelta & Pick<JobResult, 'outcome'>;
+          this.finish(task, { outcome: r.outcome, state: applyStateDelta(task.job.state, r) });
         }
         else this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', String(msg.failure ?? 'The script engine failed')));
         if (msg.poisoned) {

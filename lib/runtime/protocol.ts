@@ -225,3 +225,42 @@ export function isPristineState(state: CarriedState): boolean {
   for (const _ in state.attributes) return false;
   return isPristineResponse(state.response);
 }
+
+/**
+ * What a job changed in its carried state, as the worker sends it back: the attributes when they
+ * were replaced, and only the response fields that differ from the state the job started with
+ * (a stage that sets one header sends that list, not the whole response).
+ */
+export interface StateDelta {
+  attributes?: CarriedState['attributes'];
+  response?: Partial<ResponseState>;
+}
+
+const RESPONSE_FIELDS = Object.keys(newResponseState()) as Array<keyof ResponseState>;
+
+/** The delta from `from` to `to` (fields compared by identity: a stage's change replaces the field). */
+export function stateDelta(from: CarriedState, to: CarriedState): StateDelta {
+  const delta: StateDelta = {};
+  if (to.attributes !== from.attributes) delta.attributes = to.attributes;
+  if (to.response !== from.response) {
+    const response: Partial<Record<keyof ResponseState, unknown>> = {};
+    let changed = false;
+    for (const k of RESPONSE_FIELDS) {
+      if (to.response[k] !== from.response[k]) {
+        response[k] = to.response[k];
+        changed = true;
+      }
+    }
+    if (changed) delta.response = response as Partial<ResponseState>;
+  }
+  return delta;
+}
+
+/** `from` with a delta laid over it (stateDelta's inverse). */
+export function applyStateDelta(from: CarriedState, delta: StateDelta): CarriedState {
+  if (delta.attributes === undefined && delta.response === undefined) return from;
+  return {
+    attributes: delta.attributes ?? from.attributes,
+    response: delta.response === undefined ? from.response : { ...from.response, ...delta.response },
+  };
+}

@@ -14,7 +14,7 @@ import { ERRORS } from '../../errors';
 import { HostChannel, HostTimeoutError } from './host-channel';
 import { EngineError, Lru, type SandboxDriver } from './driver';
 import { MissingSourceError, runPipeline, type WorkerJob } from './pipeline';
-import { newResponseState } from '../protocol';
+import { newResponseState, stateDelta } from '../protocol';
 
 interface WorkerConfig {
   engine: 'quickjs' | 'vm2';
@@ -166,8 +166,9 @@ async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Pro
   if (env?.driver !== driver) env = pipelineEnv(driver);
   try {
     const result = await runPipeline(job, env);
-    // a state no stage changed is the pool's own: it is not sent back
-    const sent = result.state === job.state ? { outcome: result.outcome } : result;
+    // a state no stage changed is the pool's own: it is not sent back; a changed one goes as
+    // what changed (the pool lays it over the state it sent)
+    const sent = result.state === job.state ? { outcome: result.outcome } : { outcome: result.outcome, ...stateDelta(job.state, result.state) };
     config.results.postMessage(JSON.stringify({ type: 'result', jobId, result: sent, poisoned: driver.poisoned }));
   } catch (e) {
     if (e instanceof MissingSourceError) {
