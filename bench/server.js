@@ -4,10 +4,13 @@
  *
  *   node bench/server.js <config> [--workers N] [--version-every N]
  *
- * Configs: express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop. Every config answers
- * GET /web0/api/bench/p with `{"ok":true}` (200, JSON). `router-noop` is a diagnostic: the router
- * with a ScriptEngine object that answers at once on the main thread (no workers, no script), so
- * its cost is the router's own main-thread work per request.
+ * Configs: express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop, and the diagnostics
+ * quickjs-inline | vm2-inline. Every config answers GET /web0/api/bench/p with `{"ok":true}` (200,
+ * JSON). `router-noop` is a diagnostic: the router with a ScriptEngine object that answers at once
+ * on the main thread (no workers, no script), so its cost is the router's own main-thread work per
+ * request. `-inline` is a diagnostic too: no hooks, but the call does the hooks' work itself (it
+ * calls the same before and after functions from inside the call), so it shows what the hooks'
+ * work costs without the two extra stages.
  *
  * It listens on 127.0.0.1, port 0. Started with an IPC channel (child_process.fork) it reports
  * `{ type: 'listening', port }` and answers `{ type: 'stats' }` with `{ type: 'stats', rss, ... }`
@@ -42,6 +45,8 @@ const HOOKS = [
   'export function before(ctx) { ctx.request.setAttribute("t", ctx.request.getHeader("host") ? 1 : 0) }',
   'export function after(ctx, result) { ctx.response.setHeader("X-Hooked", String(ctx.request.getAttribute("t"))) }',
 ].join('\n');
+// The same work done inside the call: one stage instead of three (the -inline diagnostic).
+const INLINE = `${HOOKS}\nexport function fn(ctx) { before(ctx); const r = { ok: true }; after(ctx, r); return r }`;
 
 /** A ScriptEngine that runs nothing: every job ends with the JSON `{"ok":true}`. */
 const NOOP_ENGINE = {
@@ -61,16 +66,17 @@ if (config === 'express') {
     res.json({ ok: true });
   });
 } else {
-  const m = /^(quickjs|vm2|router-noop)(-hooks)?$/.exec(config);
-  if (!m) {
-    console.error(`unknown config '${config}' (express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop)`);
+  const m = /^(quickjs|vm2|router-noop)(-hooks|-inline)?$/.exec(config);
+  if (!m || (m[1] === 'router-noop' && m[2])) {
+    console.error(`unknown config '${config}' (express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop | quickjs-inline | vm2-inline)`);
     process.exit(2);
   }
   const { createApiRouter, MemoryRegistry } = require(process.env.SCRIPTABLE_API_PATH || '..');
   const registry = new MemoryRegistry();
-  registry.putScript(APP, 'main.js', MAIN);
+  const mainSource = m[2] === '-inline' ? INLINE : MAIN;
+  registry.putScript(APP, 'main.js', mainSource);
   const def = { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' };
-  if (m[2]) {
+  if (m[2] === '-hooks') {
     registry.putScript(APP, 'hooks.js', HOOKS);
     def.before = { script: 'hooks.js', function: 'before' };
     def.after = { script: 'hooks.js', function: 'after' };
@@ -83,7 +89,7 @@ if (config === 'express') {
     app.use((req, res, next) => {
       if (++count % versionEvery === 0) {
         versions++;
-        registry.putScript(APP, 'main.js', `// version ${versions}\n${MAIN}`);
+        registry.putScript(APP, 'main.js', `// version ${versions}\n${mainSource}`);
       }
       next();
     });
