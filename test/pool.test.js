@@ -76,6 +76,17 @@ test.each(['quickjs', 'vm2'])('%s: every new version of a script replaces the ol
   }
 });
 
+test('QuickJS workers instantiate one module compiled once per process, not each their own', () => {
+  const { execFileSync } = require('node:child_process');
+  const path = require('node:path');
+  const out = JSON.parse(execFileSync(process.execPath, [path.join(__dirname, 'helpers', 'quickjs-module.js')], { encoding: 'utf8' }));
+  expect(out.kind).toBe('[object WebAssembly.Module]');
+  expect(out.same).toBe(true);
+  expect(out.withModule).toEqual({ type: 'JSON', json: '{"sum":42}' });
+  // the driver runs the module it is handed (an empty module cannot start)
+  expect(out.withEmptyModule).toMatch(/^failed: /);
+}, 30_000);
+
 test('the context cache evicts the previous version of a script when a new one is added', () => {
   const { Lru } = require('../dist/cjs/runtime/worker/driver.js');
   const evicted = [];

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
+import { quickjsWasmModule } from './quickjs-wasm';
 
 /** A job in the pool: in line, lent to a worker, or running there. */
 export interface Task {
@@ -100,6 +101,8 @@ export function startWorker(settings: WorkerSettings, events: WorkerEvents): Poo
       running: runningBuffer,
       replies: port2,
       results: results.port2,
+      // compiled once, on this thread (see quickjs-wasm.ts)
+      wasmModule: settings.engine === 'quickjs' ? quickjsWasmModule() : undefined,
     },
     transferList: [port2, results.port2],
     resourceLimits: {

@@ -50,6 +50,8 @@ export interface QuickJsDriverOptions {
   /** The synchronous host bridge: (op, argsJson) => resultJson. */
   host: (op: string, argsJson: string) => string;
   maxContexts?: number;
+  /** A compiled `WebAssembly.Module` of the QuickJS build (lib/runtime/quickjs-wasm.ts); absent: loaded from its file. */
+  wasmModule?: object;
 }
 
 const MiB = 1024 * 1024;
@@ -114,6 +116,7 @@ export class QuickJsDriver implements SandboxDriver {
     const memory = new WasmMemoryCtor({ initial: 256, maximum: Math.ceil((capMb * MiB) / PAGE) });
     const wasm = await newQuickJSWASMModuleFromVariant(newVariant(releaseSync, {
         wasmMemory: memory,
+        ...(options.wasmModule ? { wasmModule: options.wasmModule as never } : {}),
         // A QuickJS assertion (e.g. freeing a runtime left inconsistent by an interrupt) is caught
         // and poisons the worker; emscripten's own report of it must not reach the host's stderr.
         emscriptenModule: { printErr: () => undefined, print: () => undefined } as object,

@@ -28,6 +28,8 @@ interface WorkerConfig {
   replies: MessagePort;
   /** Where results go (their own channel: the pool drains every result waiting there at once). */
   results: MessagePort;
+  /** The QuickJS WebAssembly module, compiled by the pool (absent: the driver loads it itself). */
+  wasmModule?: object;
 }
 
 const config = workerData as WorkerConfig;
@@ -86,7 +88,7 @@ async function createDriver(): Promise<SandboxDriver> {
     return new Vm2Driver({ adapterSource: config.adapterSource, host });
   }
   const { QuickJsDriver } = await import('./quickjs-driver');
-  return QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, adapterSource: config.adapterSource, host });
+  return QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, adapterSource: config.adapterSource, host, wasmModule: config.wasmModule });
 }
 
 /**
