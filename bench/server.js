@@ -38,15 +38,7 @@ const workers = flag('--workers', undefined);
 const versionEvery = flag('--version-every', 0);
 
 const APP = 'bench';
-const MAIN = 'export function fn(ctx) { return { ok: true } }';
-// Hooks that do trivial work: before reads a header and sets an attribute, after reads it back
-// and sets a response header (the response body stays `{"ok":true}`).
-const HOOKS = [
-  'export function before(ctx) { ctx.request.setAttribute("t", ctx.request.getHeader("host") ? 1 : 0) }',
-  'export function after(ctx, result) { ctx.response.setHeader("X-Hooked", String(ctx.request.getAttribute("t"))) }',
-].join('\n');
-// The same work done inside the call: one stage instead of three (the -inline diagnostic).
-const INLINE = `${HOOKS}\nexport function fn(ctx) { before(ctx); const r = { ok: true }; after(ctx, r); return r }`;
+const { MAIN, HOOKS, INLINE } = require('./scripts');
 
 /** A ScriptEngine that runs nothing: every job ends with the JSON `{"ok":true}`. */
 const NOOP_ENGINE = {

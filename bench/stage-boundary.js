@@ -37,13 +37,7 @@ const JOBS = opt('--jobs', 10000);
 const ROUNDS = opt('--rounds', 12);
 const NO_MERGE = argv.includes('--no-merge');
 
-// the bench's scripts (bench/server.js)
-const MAIN = 'export function fn(ctx) { return { ok: true } }';
-const HOOKS = [
-  'export function before(ctx) { ctx.request.setAttribute("t", ctx.request.getHeader("host") ? 1 : 0) }',
-  'export function after(ctx, result) { ctx.response.setHeader("X-Hooked", String(ctx.request.getAttribute("t"))) }',
-].join('\n');
-const INLINE = `${HOOKS}\nexport function fn(ctx) { before(ctx); const r = { ok: true }; after(ctx, r); return r }`;
+const { MAIN, HOOKS, INLINE } = require('./scripts'); // the bench's scripts
 
 // A request snapshot as the router makes it for the bench's GET (a new requestId per job)
 const REQUEST = JSON.stringify({
