@@ -7,7 +7,8 @@
  *   node bench/run.js --rounds 3                  # every config 3 times, interleaved; the median round is shown
  *   node bench/run.js --workers 1,2               # router configs once per pool size (default = the library's)
  *   node bench/run.js --configs express,quickjs   # a subset (express quickjs quickjs-hooks vm2 vm2-hooks router-noop;
- *                                                 # also the diagnostics quickjs-inline vm2-inline, see server.js)
+ *                                                 # also the diagnostics quickjs-inline vm2-inline, quickjs-empty-hooks vm2-empty-hooks,
+ *                                                 # quickjs-busy vm2-busy: see server.js)
  *   node bench/run.js --rate 2000                 # a fixed request rate instead of as fast as possible
  *   node bench/run.js --leak --requests 1000000   # RSS over N requests, then over N requests with a new script version every 1000
  *
@@ -30,7 +31,7 @@ const autocannon = require('autocannon');
 
 const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop'];
 /** Configs run only when asked for (see bench/server.js). */
-const DIAGNOSTICS = ['quickjs-inline', 'vm2-inline'];
+const DIAGNOSTICS = ['quickjs-inline', 'vm2-inline', 'quickjs-empty-hooks', 'vm2-empty-hooks', 'quickjs-busy', 'vm2-busy'];
 const URL_PATH = '/web0/api/bench/p';
 const EXPECT = '{"ok":true}';
 const MiB = 1024 * 1024;

@@ -5,12 +5,15 @@
  *   node bench/server.js <config> [--workers N] [--version-every N]
  *
  * Configs: express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop, and the diagnostics
- * quickjs-inline | vm2-inline. Every config answers GET /web0/api/bench/p with `{"ok":true}` (200,
+ * quickjs-inline | vm2-inline | quickjs-empty-hooks | vm2-empty-hooks | quickjs-busy | vm2-busy. Every config answers GET /web0/api/bench/p with `{"ok":true}` (200,
  * JSON). `router-noop` is a diagnostic: the router with a ScriptEngine object that answers at once
  * on the main thread (no workers, no script), so its cost is the router's own main-thread work per
  * request. `-inline` is a diagnostic too: no hooks, but the call does the hooks' work itself (it
  * calls the same before and after functions from inside the call), so it shows what the hooks'
- * work costs without the two extra stages.
+ * work costs without the two extra stages. `-empty-hooks`: before and after hooks whose bodies are
+ * empty, so it shows what the two extra stages cost by themselves. `-busy`: no hooks, and a call
+ * that loops for about as long as the hooked job runs in QuickJS but sends and returns what the
+ * trivial call does, so it shows what the workers' CPU alone costs the main thread.
  *
  * It listens on 127.0.0.1, port 0. Started with an IPC channel (child_process.fork) it reports
  * `{ type: 'listening', port }` and answers `{ type: 'stats' }` with `{ type: 'stats', rss, ... }`
@@ -38,7 +41,7 @@ const workers = flag('--workers', undefined);
 const versionEvery = flag('--version-every', 0);
 
 const APP = 'bench';
-const { MAIN, HOOKS, INLINE } = require('./scripts');
+const { MAIN, HOOKS, INLINE, EMPTY_HOOKS, BUSY } = require('./scripts');
 
 /** A ScriptEngine that runs nothing: every job ends with the JSON `{"ok":true}`. */
 const NOOP_ENGINE = {
@@ -58,18 +61,18 @@ if (config === 'express') {
     res.json({ ok: true });
   });
 } else {
-  const m = /^(quickjs|vm2|router-noop)(-hooks|-inline)?$/.exec(config);
+  const m = /^(quickjs|vm2|router-noop)(-hooks|-inline|-empty-hooks|-busy)?$/.exec(config);
   if (!m || (m[1] === 'router-noop' && m[2])) {
-    console.error(`unknown config '${config}' (express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop | quickjs-inline | vm2-inline)`);
+    console.error(`unknown config '${config}' (express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop | quickjs-inline | vm2-inline | quickjs-empty-hooks | vm2-empty-hooks | quickjs-busy | vm2-busy)`);
     process.exit(2);
   }
   const { createApiRouter, MemoryRegistry } = require(process.env.SCRIPTABLE_API_PATH || '..');
   const registry = new MemoryRegistry();
-  const mainSource = m[2] === '-inline' ? INLINE : MAIN;
+  const mainSource = m[2] === '-inline' ? INLINE : m[2] === '-busy' ? BUSY : MAIN;
   registry.putScript(APP, 'main.js', mainSource);
   const def = { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' };
-  if (m[2] === '-hooks') {
-    registry.putScript(APP, 'hooks.js', HOOKS);
+  if (m[2] === '-hooks' || m[2] === '-empty-hooks') {
+    registry.putScript(APP, 'hooks.js', m[2] === '-hooks' ? HOOKS : EMPTY_HOOKS);
     def.before = { script: 'hooks.js', function: 'before' };
     def.after = { script: 'hooks.js', function: 'after' };
   }
