@@ -11,23 +11,25 @@
  *                                                 # quickjs-busy vm2-busy: see server.js)
  *   node bench/run.js --rate 2000                 # a fixed request rate instead of as fast as possible
  *   node bench/run.js --leak --requests 1000000   # RSS over N requests, then over N requests with a new script version every 1000
+ *   node bench/run.js --loader wrk                # drive with wrk (C, one thread; as the issue's reference figures) instead of autocannon
  *
  * Other options: --duration S (10), --warmup S (2), --connections N (50), --sample S (leak: RSS every S s, 5),
  * --version-every N (leak, 1000), --json FILE (raw results), --wait-idle S (120; 0 = --no-wait-idle),
  * --max-noise CORES (0.3), --retries N (3).
  *
  * Each configuration runs in its own child process (bench/server.js), started fresh; this process
- * drives it with autocannon and asks it over IPC for its RSS (which covers its worker threads) and
+ * drives it with autocannon (or wrk: bench/loaders.js) and asks it over IPC for its RSS (which covers its worker threads) and
  * its per-thread CPU. Every response must be a 200 with the body `{"ok":true}`: non-2xx, wrong
  * bodies and socket errors are counted and printed. On a shared machine the run waits for the
  * cores to be idle before each measurement and repeats a measurement that other processes
- * disturbed (more than --max-noise cores busy besides the server and autocannon).
+ * disturbed (more than --max-noise cores busy besides the server and the load generator).
  */
 const { fork } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
 const fs = require('node:fs');
 const autocannon = require('autocannon');
+const { load, checkLoader } = require('./loaders');
 
 const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop'];
 /** Configs run only when asked for (see bench/server.js). */
@@ -53,6 +55,7 @@ function parseArgs(argv) {
     waitIdle: 120,
     maxNoise: 0.3,
     retries: 3,
+    loader: 'autocannon',
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -77,15 +80,18 @@ function parseArgs(argv) {
       case '--no-wait-idle': o.waitIdle = 0; break;
       case '--max-noise': o.maxNoise = Number(next()); break;
       case '--retries': o.retries = Number(next()); break;
+      case '--loader': o.loader = next(); break;
       case '-h':
       case '--help':
-        console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(3, 23).join('\n').replace(/^ \*\/? ?/gm, ''));
+        console.log(fs.readFileSync(__filename, 'utf8').split("\n").slice(3, 24).join('\n').replace(/^ \*\/? ?/gm, ''));
         process.exit(0);
         break;
       default:
         throw new Error(`unknown option ${a}`);
     }
   }
+  if (!o.leak) checkLoader(o.loader, o);
+  else if (o.loader !== 'autocannon') throw new Error('--leak runs a fixed number of requests with autocannon; drop --loader');
   for (const c of o.configs) if (!CONFIGS.includes(c) && !DIAGNOSTICS.includes(c)) throw new Error(`unknown config ${c} (${[...CONFIGS, ...DIAGNOSTICS].join(', ')})`);
   return o;
 }
@@ -190,36 +196,36 @@ async function measure(config, workers, o) {
   try {
     await checkOnce(srv.url);
     const start = await srv.stats();
-    if (o.warmup > 0) await cannon({ url: srv.url, connections: o.connections, duration: o.warmup });
+    const drive = { url: srv.url, connections: o.connections, expect: EXPECT };
+    if (o.warmup > 0) await load(o.loader, { ...drive, duration: o.warmup });
     const before = await srv.stats();
     const sys0 = systemCpu();
-    const me0 = process.cpuUsage();
-    const r = await cannon({ url: srv.url, connections: o.connections, duration: o.duration, ...(o.rate ? { overallRate: o.rate } : {}) });
+    const r = await load(o.loader, { ...drive, duration: o.duration, rate: o.rate });
     const sys1 = systemCpu();
-    const me1 = process.cpuUsage();
     const after = await srv.stats();
+    await checkOnce(srv.url); // (wrk does not read bodies: one more check after its run)
     const wall = sys1.at - sys0.at;
     const serverCpu = (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000;
-    const loadCpu = (me1.user + me1.system - me0.user - me0.system) / 1000;
+    const loadCpu = r.cpuMs;
     const served = after.requests - before.requests;
     return {
       config,
       workers,
-      reqPerSec: r.requests.average,
-      total: r.requests.total,
-      p50: r.latency.p50,
-      p99: r.latency.p99,
+      reqPerSec: r.reqPerSec,
+      total: r.total,
+      p50: r.p50,
+      p99: r.p99,
       rssStart: start.rss,
       rssBefore: before.rss,
       rssAfter: after.rss,
-      errors: r.errors + r.timeouts,
+      errors: r.errors,
       non2xx: r.non2xx,
       mismatches: r.mismatches,
       // Main-thread event-loop utilization during the measured run, and the server process's CPU
       // time (main thread + script workers) per request.
       elu: (after.elu.active - before.elu.active) / (after.elu.idle + after.elu.active - before.elu.idle - before.elu.active),
       cpuMsPerReq: serverCpu / Math.max(1, served),
-      // Cores busy during the measured run: the server process, autocannon (this process), and
+      // Cores busy during the measured run: the server process, the load generator, and
       // everything else on the machine (noise: other processes competing for the 2 cores).
       serverCores: serverCpu / wall,
       loadCores: loadCpu / wall,
@@ -263,7 +269,7 @@ async function runThroughput(o) {
       `${o.connections} connections, ${o.warmup} s warm-up + ${o.duration} s measured per config, ${o.rounds} round(s); ` +
       `router workers: ${o.workers.map((w) => w ?? `default (${defaultWorkers})`).join(', ')}\n` +
       `package: ${process.env.SCRIPTABLE_API_PATH || require.resolve('..')}\n` +
-      `Note: autocannon runs in this process on the same ${os.cpus().length} cores as the server under test.\n`,
+      `Note: the load generator (${o.loader}${o.loader === 'autocannon' ? ', in this process' : ', one thread'}) runs on the same ${os.cpus().length} cores as the server under test.\n`,
   );
   const runs = [];
   for (const config of o.configs) {
@@ -313,7 +319,7 @@ async function runThroughput(o) {
   console.log(
     '\n' +
       table(
-        ['config', 'main thread ELU', 'main thread CPU', 'main thread waiting for a core', 'other server threads CPU', 'autocannon CPU', 'other processes (cores)'],
+        ['config', 'main thread ELU', 'main thread CPU', 'main thread waiting for a core', 'other server threads CPU', `${o.loader} CPU`, 'other processes (cores)'],
         chosen.map(({ key, row }) => [
           key,
           `${(row.elu * 100).toFixed(0)}%`,
