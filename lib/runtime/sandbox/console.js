@@ -61,7 +61,7 @@ function formatArgs(args) {
 function logger(level) {
   return function () {
     try {
-      hostCall('console', { level: level, message: formatArgs(arguments) });
+      hostCall('console', { level: level, message: formatArgs(arguments), stage: current !== null ? current.stage : null });
     } catch (e) {
       /* console output is best effort */
     }
