@@ -1731,11 +1731,11 @@ describe('platform', () => {
       console.debug(BigInt(5), [1, [2, [3, [4, [5]]]]]);
     });
     expect(sb.calls).toEqual([
-      { op: 'console', args: { level: 'log', message: 'text 1 true null undefined {"a":[1,"two"]}', stage: 'call' } },
-      { op: 'console', args: { level: 'info', message: '1970-01-01T00:00:00.000Z', stage: 'call' } },
-      { op: 'console', args: { level: 'warn', message: '{"a":1,"self":[Circular]}', stage: 'call' } },
-      { op: 'console', args: { level: 'error', message: 'bad thing [Function: named]', stage: 'call' } },
-      { op: 'console', args: { level: 'debug', message: '5n [1,[2,[3,[4,[Array]]]]]', stage: 'call' } },
+      { op: 'console', args: { level: 'log', message: 'text 1 true null undefined {"a":[1,"two"]}' } },
+      { op: 'console', args: { level: 'info', message: '1970-01-01T00:00:00.000Z' } },
+      { op: 'console', args: { level: 'warn', message: '{"a":1,"self":[Circular]}' } },
+      { op: 'console', args: { level: 'error', message: 'bad thing [Function: named]' } },
+      { op: 'console', args: { level: 'debug', message: '5n [1,[2,[3,[4,[Array]]]]]' } },
     ]);
   });
 

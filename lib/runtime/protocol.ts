@@ -175,7 +175,7 @@ export interface StageOutput {
  */
 export type HostOp =
   | 'app.abort' // { message, status? } — recorded outside the sandbox; the adapter then throws
-  | 'console' // { level, message, stage } — fire and forget (stage: which stage logged, for the script tag)
+  | 'console' // { level, message } — fire and forget
   | 'utils.stringToBytes' // { text, charset } -> number[]
   | 'system.getAccountByToken' // { token } -> Account | null
   | 'http.request' // { url, method, headers, body, timeoutMs } -> { id, status, headers, url }

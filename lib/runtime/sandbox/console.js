@@ -61,7 +61,7 @@ function formatArgs(args) {
 function logger(level) {
   return function () {
     try {
-      hostCall('console', { level: level, message: formatArgs(arguments), stage: current !== null ? current.stage : null });
+      hostCall('console', { level: level, message: formatArgs(arguments) });
     } catch (e) {
       /* console output is best effort */
     }

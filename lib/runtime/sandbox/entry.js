@@ -42,10 +42,6 @@ StageProto.stream = null;
 StageProto.value = undefined;
 StageProto.error = null;
 StageProto.abort = null;
-// what collect() leaves for job(): the attributes it sent, the value's JSON, an invalid output
-StageProto.attrsText = null;
-StageProto.valueJson = undefined;
-StageProto.invalid = false;
 defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function () {
@@ -126,7 +122,7 @@ function headOf(headJson) {
  * afresh for each stage so a script that changes it changes only its own copy.
  * Returns true when the stage settled synchronously (no promise to wait for).
  */
-function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson, carry) {
+function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
   if (inInvoke) throw illegalState('__sa.invoke is not re-entrant');
   var head = headOf(headJson);
   if (G.platform !== platform) {
@@ -172,16 +168,8 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson, c
         value: undefined,
         error: null,
         abort: null,
-        attrsText: null,
-        valueJson: undefined,
-        invalid: false,
         ctx: null,
       };
-  if (carry !== undefined && carry !== null && carry.resObj !== null) {
-    // job(): the earlier stage's response state itself (its base is still the job's input)
-    st.resObj = carry.resObj;
-    st.bufferedN = carry.bufferedN;
-  }
   current = st;
   var ctx = makeCtx(st);
   var stage = st.stage;
@@ -264,9 +252,7 @@ function collect() {
       } catch (e) {
         valueJson = undefined; // no JSON form: `value` is left out
       }
-      if (valueJson !== undefined) st.valueJson = valueJson;
     }
-    if (status === 'value' && hasValue && output.type === 'invalid') st.invalid = true;
   }
   // (status: value | error | pending; hasValue only with value)
   var s = status === 'value' ? (hasValue ? OUT_VALUE : OUT_NO_VALUE) : status === 'error' ? OUT_ERROR : '{"status":"' + status + '","hasValue":false';
@@ -293,8 +279,7 @@ function collect() {
       }
       if (json !== undefined) attrs += (attrs ? ',' : '') + jsonStringify(keys[i]) + ':' + json;
     }
-    st.attrsText = '{' + attrs + '}';
-    s += ',"attributes":' + st.attrsText;
+    s += ',"attributes":{' + attrs + '}';
   }
   if (st.resObj !== null) {
     var changed = encResponse(st.resObj, ',"response":');
@@ -314,55 +299,12 @@ function run(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
   return invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) ? collect() : '';
 }
 
-/** The response as a stage left it has been written (a body, sendError or sendRedirect): the job stops. */
-function wroteResponse(st) {
-  var r = st.resObj;
-  return r !== null && (r.written === true || r.error !== null || r.redirect !== null);
-}
-
-/**
- * job(beforeFn, callFn, afterFn, beforeHead, callHead, afterHead, requestJson, attributesJson,
- * responseJson): a job's stages in one call into the sandbox, when the engine has loaded the
- * hooks and the call into one context. An absent hook is undefined. Returns the JSON array of
- * the StageOutputs of the stages it ran, in order, with the host's rules for going on
- * (lib/runtime/worker/pipeline.ts): it stops after a before hook that failed, answered or wrote
- * the response, after a call that failed, and after a stage left waiting on a promise (its
- * output says `pending`: the engine runs the promise jobs, collects it again, and runs the rest
- * stage by stage).
- *
- * What passes between the stages is what the host would pass: the attributes as the JSON text
- * collect() sent (the next stage parses it on first use), the call's result as its JSON copy,
- * and the response state itself, so every output's `response` holds the fields changed since
- * the job's input (the host lays the latest over the job's input, not over the last stage's).
- */
-function job(fnB, fnC, fnA, headB, headC, headA, requestJson, attrsJson, responseJson) {
-  var outs = '';
-  var prev = null;
-  var value = '';
-  for (var i = 0; i < 3; i++) {
-    var fn = i === 0 ? fnB : i === 1 ? fnC : fnA;
-    if (i !== 1 && fn === undefined) continue;
-    var settled = invoke(fn, i === 0 ? headB : i === 1 ? headC : headA, requestJson, attrsJson, responseJson, i === 2 ? value : '', prev);
-    var st = current;
-    outs += (outs === '' ? '' : ',') + collect();
-    if (!settled || st.abort !== null || st.status !== 'value') break;
-    if (i === 0 && (st.value !== undefined || wroteResponse(st))) break;
-    if (i === 1) {
-      if (st.invalid) break;
-      value = st.valueJson === undefined ? '' : st.valueJson;
-    }
-    if (st.attrsText !== null) attrsJson = st.attrsText;
-    prev = st;
-  }
-  return '[' + outs + ']';
-}
-
 // ---------------------------------------------------------------------------------------------
 // __sa, for the engine
 // ---------------------------------------------------------------------------------------------
 defineProperty(G, '__sa', {
   __proto__: null,
-  value: freeze({ invoke: freeze(invoke), collect: freeze(collect), run: freeze(run), job: freeze(job) }),
+  value: freeze({ invoke: freeze(invoke), collect: freeze(collect), run: freeze(run) }),
   writable: false,
   enumerable: false,
   configurable: false,

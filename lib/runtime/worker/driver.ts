@@ -21,34 +21,11 @@ export class EngineError extends Error {
   }
 }
 
-/** One stage of SandboxDriver.invokeJob: the module (an index from loadJob's `modules`), its export, and the StageHead text. */
-export interface JobStage {
-  module: number;
-  fn: string;
-  head: string;
-}
-
 export interface SandboxDriver {
   /** Compile or reuse the module; throws EngineError('SCRIPT_COMPILE_ERROR') on a bad source. */
   load(appId: string, name: string, hash: string, source: string, deadline: number): LoadedModule | Promise<LoadedModule>;
   /** Call the export `fn` through the adapter's `__sa.invoke`; resolves with the StageOutput. */
   invoke(mod: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput>;
-  /**
-   * Optional, together with invokeJob: one context holding several scripts of an app (a job's
-   * hooks and call), cached per app and source hashes; `modules[i]` is the module of scripts[i].
-   */
-  loadJob?(appId: string, scripts: { name: string; hash: string; source: string }[], deadline: number): { mod: LoadedModule; modules: number[] };
-  /**
-   * Optional: a job's before, call and after stages in one call into a loadJob context (the
-   * adapter's `__sa.job`). Resolves with the outputs of the stages run, in order; it stops where
-   * the pipeline would, and after a stage that waited on a promise.
-   */
-  invokeJob?(
-    mod: LoadedModule,
-    stages: [JobStage | undefined, JobStage, JobStage | undefined],
-    call: Omit<StageCall, 'head' | 'value'>,
-    deadline: number,
-  ): Promise<StageOutput[]>;
   /** True once the engine is unusable (after out-of-memory): the worker must be replaced. */
   readonly poisoned: boolean;
 }

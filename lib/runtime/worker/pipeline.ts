@@ -14,7 +14,6 @@ import { isPristineResponse, type StageHead, type StageOutput, type Stage, type 
 import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 import { ownGet } from '../../context/own-map';
-import { runJobCall, stateAfterJobStage } from './job-call';
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -24,8 +23,8 @@ export interface PipelineEnv {
   callHost(op: string, args: Record<string, unknown>): unknown;
   /** The abort recorded outside the sandbox during the last stage, cleared on read. */
   takeAbort(): { message: string; status?: number } | null;
-  /** Tells the worker which script runs now (console tagging); `byStage` when one call runs several stages. */
-  setScript(name: string, byStage?: Record<string, string>): void;
+  /** Tells the worker which script runs now (console tagging). */
+  setScript(name: string): void;
 }
 
 /** The worker lacks a source the pool thought it had: the pool resends the job with sources. */
@@ -100,10 +99,6 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let requestJson = job.requestJson;
   let attributesJson: string | undefined;
   let responseJson: string | undefined;
-  // The outputs of the stages run in one call into the sandbox (job-call.ts), taken in order
-  // by runScript; their `response` is relative to the job's input state (`base`).
-  let fromJob: StageOutput[] | undefined;
-  const base = state.response;
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
     const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
@@ -111,38 +106,27 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
     if (source === undefined) throw new MissingSourceError(src.hash);
     try {
-      let out: StageOutput;
-      const taken = fromJob !== undefined && fromJob.length > 0;
-      if (taken) {
-        out = fromJob!.shift()!;
-        const next = stateAfterJobStage(state, base, out);
-        if (next.attributes !== state.attributes) attributesJson = undefined;
-        if (next.response !== state.response) responseJson = undefined;
-        state = next;
-      } else {
-        env.setScript(ref.script);
-        const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
-        out = await env.driver.invoke(
-          mod,
-          ref.function,
-          {
-            head: headText(stage, job.returnType, wantValue),
-            request: (requestJson ??= JSON.stringify(job.request)),
-            attributes: (attributesJson ??= JSON.stringify(state.attributes)),
-            response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
-            value,
-          },
-          job.deadline,
-        );
-        if (out.attributes || out.response) {
-          // out.response holds only the fields the stage changed
-          state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
-          if (out.attributes) attributesJson = undefined;
-          if (out.response) responseJson = undefined;
-        }
+      env.setScript(ref.script);
+      const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
+      const out = await env.driver.invoke(
+        mod,
+        ref.function,
+        {
+          head: headText(stage, job.returnType, wantValue),
+          request: (requestJson ??= JSON.stringify(job.request)),
+          attributes: (attributesJson ??= JSON.stringify(state.attributes)),
+          response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
+          value,
+        },
+        job.deadline,
+      );
+      if (out.attributes || out.response) {
+        // out.response holds only the fields the stage changed
+        state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
+        if (out.attributes) attributesJson = undefined;
+        if (out.response) responseJson = undefined;
       }
-      // (an abort recorded during a call that ran several stages belongs to the last of them)
-      const abort = taken && fromJob !== undefined && fromJob.length > 0 ? null : env.takeAbort();
+      const abort = env.takeAbort();
       if (abort) {
         return { fail: { kind: 'error', message: abort.message, code: ERRORS.ABORTED.code, status: abort.status ?? ERRORS.ABORTED.status } };
       }
@@ -185,22 +169,6 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
       };
     }
   };
-
-  const joined = await runJobCall(
-    job,
-    env,
-    () => ({
-      request: (requestJson ??= JSON.stringify(job.request)),
-      attributes: (attributesJson ??= JSON.stringify(state.attributes)),
-      response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
-    }),
-    headText,
-  );
-  if (joined && 'error' in joined) {
-    env.takeAbort();
-    return result(fromEngine(joined.error));
-  }
-  fromJob = joined?.outs;
 
   // 1. before
   if (job.phase !== 'rest' && job.before) {

@@ -22,7 +22,7 @@ import {
 } from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import type { StageCall, StageOutput } from '../protocol';
-import { EngineError, Lru, type JobStage, type LoadedModule, type SandboxDriver } from './driver';
+import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
 import { callForText, newString } from './quickjs-fast';
 
@@ -30,12 +30,8 @@ interface QuickJsModule extends LoadedModule {
   rt: QuickJSRuntime;
   ctx: QuickJSContext;
   ns: QuickJSHandle;
-  /** Every module's namespace (a job context, see loadJob, holds several; `ns` is the first). */
-  nss: QuickJSHandle[];
   run: QuickJSHandle;
   collect: QuickJSHandle;
-  /** The adapter's `__sa.job`. */
-  job: QuickJSHandle;
   /** Handles of the exported functions called so far (the namespace is immutable). */
   fns: Map<string, QuickJSHandle>;
   /** Short texts passed again and again (stage heads, '{}', ''), as QuickJS strings. */
@@ -79,7 +75,7 @@ const TEXT_CACHE = 32;
 /** False when the runtime could not be freed (QuickJS assertion, WebAssembly abort): the module is suspect. */
 function disposeModule(m: QuickJsModule): boolean {
   try {
-    const handles = [...(m.nss ?? [m.ns]), m.run, m.collect, m.job, m.request?.handle, ...(m.fns?.values() ?? []), ...(m.texts?.values() ?? [])];
+    const handles = [m.ns, m.run, m.collect, m.request?.handle, ...(m.fns?.values() ?? []), ...(m.texts?.values() ?? [])];
     for (const h of handles) if (h?.alive) h.dispose();
     m.ctx.dispose();
     m.rt.dispose();
@@ -175,39 +171,13 @@ export class QuickJsDriver implements SandboxDriver {
 
   load(appId: string, name: string, hash: string, source: string, deadline = Date.now() + 10_000): LoadedModule {
     const key = `${appId}\u0000${hash}`;
-    return this.cache.get(key) ?? this.build(appId, hash, key, `${appId}\u0000${name}`, [{ name, source }], deadline);
-  }
-
-  /**
-   * A context holding several scripts' modules, for invokeJob: the scripts of one job (its hooks
-   * script and its call's script) of one app, cached per app and the list of source hashes, as
-   * load() caches one. Each module is evaluated in the order given; a script that appears twice
-   * (the same hash) is loaded once, and `modules` maps each entry to its module.
-   */
-  loadJob(appId: string, scripts: { name: string; hash: string; source: string }[], deadline = Date.now() + 10_000): { mod: LoadedModule; modules: number[] } {
-    const hashes: string[] = [];
-    const unique: { name: string; source: string }[] = [];
-    const modules = scripts.map((s) => {
-      let i = hashes.indexOf(s.hash);
-      if (i < 0) {
-        i = hashes.push(s.hash) - 1;
-        unique.push({ name: s.name, source: s.source });
-      }
-      return i;
-    });
-    const key = `${appId}\u0000${hashes.join('\u0000')}\u0000job`;
-    const mod = this.cache.get(key) ?? this.build(appId, hashes.join('+'), key, `${appId}\u0000${unique.map((u) => u.name).join('\u0000')}\u0000job`, unique, deadline);
-    return { mod, modules };
-  }
-
-  private build(appId: string, hash: string, key: string, slot: string, sources: { name: string; source: string }[], deadline: number): QuickJsModule {
-    const codes: string[] = [];
-    for (const { name, source } of sources) {
-      try {
-        codes.push(transpile(name, source, false));
-      } catch (e) {
-        throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
-      }
+    const cached = this.cache.get(key);
+    if (cached) return cached;
+    let code: string;
+    try {
+      code = transpile(name, source, false);
+    } catch (e) {
+      throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
     }
     this.heapFull = false;
     const rt = this.wasm.newRuntime();
@@ -215,7 +185,7 @@ export class QuickJsDriver implements SandboxDriver {
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
     const ctx = rt.newContext();
-    const partial = { appId, hash, key, deadline, rt, ctx, nss: [], fns: new Map(), texts: new Map() } as unknown as QuickJsModule;
+    const partial = { appId, hash, key, deadline, rt, ctx, fns: new Map(), texts: new Map() } as unknown as QuickJsModule;
     try {
       const host = ctx.newFunction('__host', (opH, argsH) => ctx.newString(this.options.host(ctx.getString(opH), ctx.getString(argsH))));
       ctx.setProp(ctx.global, '__host', host);
@@ -230,22 +200,17 @@ export class QuickJsDriver implements SandboxDriver {
       const sa = ctx.getProp(ctx.global, '__sa');
       partial.run = ctx.getProp(sa, 'run');
       partial.collect = ctx.getProp(sa, 'collect');
-      partial.job = ctx.getProp(sa, 'job');
       sa.dispose();
-      for (let i = 0; i < sources.length; i++) {
-        const name = sources[i].name;
-        const mod = ctx.evalCode(codes[i], name, { type: 'module' });
-        if (mod.error) this.loadFailed(partial, errorText(ctx, mod.error), name, deadline);
-        partial.nss.push(this.settleModule(partial, mod.value, name, deadline));
-      }
-      partial.ns = partial.nss[0];
+      const mod = ctx.evalCode(code, name, { type: 'module' });
+      if (mod.error) this.loadFailed(partial, errorText(ctx, mod.error), name, deadline);
+      partial.ns = this.settleModule(partial, mod.value, name, deadline);
     } catch (e) {
       this.dispose(partial);
       this.checkHeap();
       throw e;
     }
     this.checkHeap();
-    this.cache.set(key, partial, slot);
+    this.cache.set(key, partial, `${appId}\u0000${name}`);
     return partial;
   }
 
@@ -311,125 +276,59 @@ export class QuickJsDriver implements SandboxDriver {
     return m.request.handle;
   }
 
-  /** The export `fn` of a module (`ns`) as a handle, kept per context under `cacheKey`; `owned`: the caller disposes it. */
-  private fnOf(m: QuickJsModule, ns: QuickJSHandle, cacheKey: string, fn: string): { handle: QuickJSHandle; owned: boolean } {
-    const kept = m.fns.get(cacheKey);
-    if (kept) return { handle: kept, owned: false };
-    const handle = m.ctx.getProp(ns, fn);
-    if (m.ctx.typeof(handle) !== 'function') {
-      handle.dispose();
-      throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
-    }
-    if (m.fns.size < 64) {
-      m.fns.set(cacheKey, handle);
-      return { handle, owned: false };
-    }
-    return { handle, owned: true };
-  }
-
-  /** Before a call into the context: the job's deadline, and no refused heap growth yet. */
-  private enter(m: QuickJsModule, deadline: number): void {
+  async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
+    const m = loaded as QuickJsModule;
+    const key = m.key;
+    const { ctx, rt } = m;
     this.heapFull = false;
     if (m.deadline !== deadline) {
       // (the stages of one job share its deadline: a hooks script's context is set once per job)
-      m.rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+      rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
       m.deadline = deadline;
     }
-  }
-
-  /**
-   * After a call into the context returned `text`: when a stage waits on a promise (`waiting`),
-   * or settled but left promise jobs behind (a floating promise chain), run them and collect the
-   * stage again, as they left it.
-   */
-  private settle(m: QuickJsModule, text: string, waiting: boolean, deadline: number): string | null {
-    const { rt, ctx } = m;
-    if (!waiting && !rt.hasPendingJob()) return null;
-    while (rt.hasPendingJob()) {
-      const jobs = rt.executePendingJobs(-1);
-      if (jobs.error) this.fail(m, errorText(ctx, jobs.error), deadline, m.key);
+    let fnH = m.fns.get(fn);
+    if (!fnH) {
+      fnH = ctx.getProp(m.ns, fn);
+      if (ctx.typeof(fnH) !== 'function') {
+        fnH.dispose();
+        throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+      }
+      if (m.fns.size < 64) m.fns.set(fn, fnH);
     }
-    const collected = callForText(ctx, m.collect, []);
-    if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, m.key);
-    return collected.text;
-  }
-
-  /** A stage's output, once parsed: the deadline, and out-of-memory seen as the script's failure. */
-  private checkOutput(m: QuickJsModule, out: StageOutput, deadline: number): void {
-    if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, m.key);
-    // A refused heap growth ends a call that did not return normally as out-of-memory: the script
-    // may see the failure as a thrown null, or as a promise chain that silently stopped (pending).
-    const outOfMemory = this.heapFull
-      ? out.status !== 'value'
-      : out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message);
-    if (outOfMemory) this.fail(m, out.error ?? { name: 'InternalError', message: 'out of memory' }, deadline, m.key);
-  }
-
-  async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
-    const m = loaded as QuickJsModule;
-    const { ctx } = m;
-    this.enter(m, deadline);
-    const f = this.fnOf(m, m.ns, fn, fn);
+    const owned = m.fns.get(fn) !== fnH ? fnH : undefined;
     this.roomForTexts(m, 4);
     const head = this.text(m, call.head);
     const attributes = this.text(m, call.attributes);
     const response = this.text(m, call.response);
     const value = this.text(m, call.value);
-    const called = callForText(ctx, m.run, [f.handle, head, this.requestText(m, call.request), attributes, response, value]);
-    if (f.owned) f.handle.dispose();
+    const called = callForText(ctx, m.run, [fnH, head, this.requestText(m, call.request), attributes, response, value]);
+    owned?.dispose();
     if (call.head.length > TEXT_CACHE_MAX_LENGTH) head.dispose();
     if (call.attributes.length > TEXT_CACHE_MAX_LENGTH) attributes.dispose();
     if (call.response.length > TEXT_CACHE_MAX_LENGTH) response.dispose();
     if (call.value.length > TEXT_CACHE_MAX_LENGTH) value.dispose();
-    if (called.error) this.fail(m, errorText(ctx, called.error), deadline, m.key);
-    const json = this.settle(m, called.text, called.text === '', deadline) ?? called.text;
+    if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
+    let json = called.text;
+    if (json === '' || rt.hasPendingJob()) {
+      // the stage waits on a promise, or settled but left promise jobs behind (a floating
+      // promise chain): run them, then collect the stage as they left it
+      while (rt.hasPendingJob()) {
+        const jobs = rt.executePendingJobs(-1);
+        if (jobs.error) this.fail(m, errorText(ctx, jobs.error), deadline, key);
+      }
+      const collected = callForText(ctx, m.collect, []);
+      if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, key);
+      json = collected.text;
+    }
     const out = JSON.parse(json) as StageOutput;
-    this.checkOutput(m, out, deadline);
+    if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, key);
+    // A refused heap growth ends a call that did not return normally as out-of-memory: the script
+    // may see the failure as a thrown null, or as a promise chain that silently stopped (pending).
+    const outOfMemory = this.heapFull
+      ? out.status !== 'value'
+      : out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message);
+    if (outOfMemory) this.fail(m, out.error ?? { name: 'InternalError', message: 'out of memory' }, deadline, key);
     this.checkHeap();
     return out;
-  }
-
-  /**
-   * A job's stages in one call into a context made by loadJob (the adapter's `__sa.job`):
-   * `stages` are before, call and after (an absent hook is undefined), each naming its module
-   * (from loadJob's `modules`), export and StageHead text. Resolves with the outputs of the
-   * stages the adapter ran, in order: it stops where the host's rules stop a job, and after a
-   * stage that waits on a promise (that stage is collected again once the promise jobs ran; the
-   * caller runs the stages after it one by one).
-   */
-  async invokeJob(
-    loaded: LoadedModule,
-    stages: [JobStage | undefined, JobStage, JobStage | undefined],
-    call: Omit<StageCall, 'head' | 'value'>,
-    deadline: number,
-  ): Promise<StageOutput[]> {
-    const m = loaded as QuickJsModule;
-    const { ctx } = m;
-    this.enter(m, deadline);
-    const fns = stages.map((s) => (s ? this.fnOf(m, m.nss[s.module], `${s.module}\u0000${s.fn}`, s.fn) : undefined));
-    this.roomForTexts(m, 5);
-    const texts = [call.attributes, call.response, stages[0]?.head ?? '', stages[1].head, stages[2]?.head ?? ''];
-    const handles = texts.map((t) => this.text(m, t));
-    const args = [
-      fns[0]?.handle ?? ctx.undefined,
-      fns[1]!.handle,
-      fns[2]?.handle ?? ctx.undefined,
-      handles[2],
-      handles[3],
-      handles[4],
-      this.requestText(m, call.request),
-      handles[0],
-      handles[1],
-    ];
-    const called = callForText(ctx, m.job, args);
-    for (const f of fns) if (f?.owned) f.handle.dispose();
-    for (let i = 0; i < texts.length; i++) if (texts[i].length > TEXT_CACHE_MAX_LENGTH) handles[i].dispose();
-    if (called.error) this.fail(m, errorText(ctx, called.error), deadline, m.key);
-    const outs = JSON.parse(called.text) as StageOutput[];
-    const last = this.settle(m, called.text, outs[outs.length - 1]?.status === 'pending', deadline);
-    if (last !== null) outs[outs.length - 1] = JSON.parse(last) as StageOutput;
-    for (const out of outs) this.checkOutput(m, out, deadline);
-    this.checkHeap();
-    return outs;
   }
 }

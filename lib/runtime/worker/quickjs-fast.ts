@@ -70,7 +70,7 @@ export function newString(context: QuickJSContext, text: string): QuickJSHandle 
 /** The result of callForText: the function's result as a string, or the exception it threw (the caller disposes it). */
 export type TextResult = { text: string; error?: undefined } | { text?: undefined; error: QuickJSHandle };
 
-const MAX_ARGS = 10;
+const MAX_ARGS = 8;
 /** One argument-pointer buffer per WebAssembly module, a view of it, and whether a call is using it. */
 const argvs = new WeakMap<object, { ptr: number; busy: boolean; view: Int32Array | null }>();
 

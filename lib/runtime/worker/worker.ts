@@ -40,14 +40,7 @@ const sources = new Lru<string, string>(2000, () => undefined);
 const claims = new Int32Array(config.claims);
 const running = new Float64Array(config.running);
 
-let current: {
-  jobId: number;
-  deadline: number;
-  script: string;
-  /** The script of each stage, when one call into the sandbox runs several (console tagging). */
-  byStage: Record<string, string> | null;
-  abort: { message: string; status?: number } | null;
-} | null = null;
+let current: { jobId: number; deadline: number; script: string; abort: { message: string; status?: number } | null } | null = null;
 
 const OK = '{"ok":true}';
 
@@ -72,11 +65,7 @@ function host(op: string, argsJson: string): string {
       return OK;
     }
     case 'console':
-      channel.notify(job.jobId, 'console', {
-        level: args.level,
-        message: args.message,
-        script: (typeof args.stage === 'string' && job.byStage && Object.hasOwn(job.byStage, args.stage) && job.byStage[args.stage]) || job.script,
-      });
+      channel.notify(job.jobId, 'console', { level: args.level, message: args.message, script: job.script });
       return OK;
     case 'utils.stringToBytes': {
       const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
@@ -155,11 +144,8 @@ function pipelineEnv(driver: SandboxDriver) {
   return {
     driver,
     sourceOf: (hash: string) => sources.get(hash),
-    setScript: (name: string, byStage?: Record<string, string>) => {
-      if (current) {
-        current.script = name;
-        current.byStage = byStage ?? null;
-      }
+    setScript: (name: string) => {
+      if (current) current.script = name;
     },
     takeAbort: () => {
       const a = current?.abort ?? null;
@@ -178,7 +164,7 @@ let env: ReturnType<typeof pipelineEnv> | undefined;
 
 async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
   running[0] = performance.timeOrigin + performance.now();
-  current = { jobId, deadline: job.deadline, script: '', byStage: null, abort: null };
+  current = { jobId, deadline: job.deadline, script: '', abort: null };
   if (env?.driver !== driver) env = pipelineEnv(driver);
   try {
     const result = await runPipeline(job, env);
