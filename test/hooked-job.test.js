@@ -1,0 +1,172 @@
+'use strict';
+// A job with hooks in a script of their own, on both engines: what passes from before to the call
+// to after (attributes as JSON copies, the response, the call's result), where each rule of the
+// processing order stops a job, and how failures, aborts and console lines are attributed.
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const HOOKS = { before: { script: 'hooks.js', function: 'before' }, after: { script: 'hooks.js', function: 'after' } };
+
+/** app1 with one API `p`: main.js#fn, hooks.js for the hooks named in `def`. */
+function hooked(engine, main, hooks, def = HOOKS, router = {}) {
+  return makeApp({
+    router: { engine, ...router },
+    apps: {
+      app1: {
+        scripts: { 'main.js': main, 'hooks.js': hooks },
+        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', ...def }],
+      },
+    },
+  });
+}
+
+describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
+  let fixture;
+  afterEach(async () => {
+    await fixture?.router.close();
+    fixture = undefined;
+  });
+
+  test('attributes pass from before to the call to after as JSON copies', async () => {
+    fixture = hooked(
+      engine,
+      `export function fn(ctx) {
+        const o = ctx.request.getAttribute('o');
+        const same = o === globalThis.keptByBefore;
+        o.n += 1; // a change in place counts
+        return { o, same, when: ctx.request.getAttribute('when'), nan: ctx.request.getAttribute('nan') };
+      }`,
+      `export function before(ctx) {
+        const o = { n: 1 };
+        ctx.request.setAttribute('o', o);
+        o.n = 2; // sent as the stage ended it
+        globalThis.keptByBefore = o;
+        ctx.request.setAttribute('when', new Date(5));
+        ctx.request.setAttribute('nan', NaN);
+        ctx.request.setAttribute('fn', () => 1);
+      }
+      export function after(ctx, result) {
+        return { ...result, after: ctx.request.getAttribute('o').n, names: [...ctx.request.getAttributeNames()] };
+      }`,
+    );
+    await request(fixture.app)
+      .get('/web0/api/app1/p')
+      .expect(200, { o: { n: 3 }, same: false, when: 5, nan: null, after: 3, names: ['o', 'when', 'nan'] });
+  });
+
+  test('the response carries from stage to stage, and a value set back is sent as set back', async () => {
+    fixture = hooked(
+      engine,
+      `export function fn(ctx) {
+        ctx.response.setStatus(200); // back to what the job started with
+        ctx.response.setHeader('X-Call', ctx.response.getHeader('X-Before'));
+        return { status: 200 };
+      }`,
+      `export function before(ctx) { ctx.response.setStatus(404); ctx.response.setHeader('X-Before', 'b') }
+      export function after(ctx, result) { ctx.response.addHeader('X-After', String(result.status)) }`,
+    );
+    const res = await request(fixture.app).get('/web0/api/app1/p').expect(200, { status: 200 });
+    expect(res.headers['x-before']).toBe('b');
+    expect(res.headers['x-call']).toBe('b');
+    expect(res.headers['x-after']).toBe('200');
+  });
+
+  test('a before hook that answers or writes the response ends the job there', async () => {
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { throw new Error("the call must not run") }',
+      `export function before(ctx) {
+        if (ctx.request.getHeader('x-mode') === 'answer') return { from: 'before' };
+        ctx.response.sendError(403, 'no');
+      }
+      export function after(ctx, result) { throw new Error("after must not run") }`,
+    );
+    await request(fixture.app).get('/web0/api/app1/p').set('x-mode', 'answer').expect(200, { from: 'before' });
+    await request(fixture.app).get('/web0/api/app1/p').expect(403);
+  });
+
+  test("the call's result reaches after as a copy, and after's value replaces it", async () => {
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { globalThis.callResult = { n: 1, d: new Date(7) }; return globalThis.callResult }',
+      `export function after(ctx, result) {
+        if (ctx.request.getHeader('x-keep')) return undefined;
+        return { copy: result !== globalThis.callResult, result };
+      }`,
+      { after: HOOKS.after },
+    );
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { copy: true, result: { n: 1, d: 7 } });
+    await request(fixture.app).get('/web0/api/app1/p').set('x-keep', '1').expect(200, { n: 1, d: 7 });
+  });
+
+  test('a failing call goes to onError with the state the stages left; after does not run', async () => {
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { ctx.response.setHeader("X-Call", "1"); const e = new Error("broke"); e.code = 4242; throw e }',
+      `export function before(ctx) { ctx.request.setAttribute('who', 'alice') }
+      export function after(ctx, result) { return { after: true } }
+      export function onError(ctx, error) {
+        return { code: error.code, message: error.message, who: ctx.request.getAttribute('who'), header: ctx.response.getHeader('X-Call') };
+      }`,
+      { ...HOOKS, onError: { script: 'hooks.js', function: 'onError' } },
+    );
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { code: 4242, message: 'broke', who: 'alice', header: '1' });
+  });
+
+  test('an abort in the call, caught by the script, still ends the call; one in before ends the job', async () => {
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { try { platform.app.abort("stop here", 409) } catch (e) {} return { ran: true } }',
+      `export function before(ctx) { if (ctx.request.getHeader('x-stop')) { try { platform.app.abort("stopped early", 429) } catch (e) {} } }
+      export function after(ctx, result) { return { after: true } }`,
+    );
+    const late = await request(fixture.app).get('/web0/api/app1/p').expect(409);
+    expect(late.body.message).toBe('stop here');
+    const early = await request(fixture.app).get('/web0/api/app1/p').set('x-stop', '1').expect(429);
+    expect(early.body.message).toBe('stopped early');
+  });
+
+  test('an invalid result of the call is an error before after runs', async () => {
+    fixture = hooked(engine, 'export function fn(ctx) { return 10n }', 'export function before(ctx) {}\nexport function after(ctx, r) { return { after: true } }');
+    const res = await request(fixture.app).get('/web0/api/app1/p').expect(500);
+    expect(res.body.message).toMatch(/BigInt|JSON/i);
+  });
+
+  test('a missing hook export or a hooks script that does not compile fails the request with a clear error', async () => {
+    fixture = hooked(engine, 'export function fn(ctx) { return { ok: true } }', 'export function before(ctx) {}');
+    const missing = await request(fixture.app).get('/web0/api/app1/p').expect(500);
+    expect(missing.body.message).toMatch(/after/);
+    await fixture.router.close();
+    fixture = hooked(engine, 'export function fn(ctx) { return { ok: true } }', 'export function before(ctx) { ');
+    await request(fixture.app).get('/web0/api/app1/p').expect(500);
+  });
+
+  test('a hook that never ends times out, and the next request is served', async () => {
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { return { ok: true } }',
+      `export function before(ctx) { if (ctx.request.getHeader('x-loop')) while (true) {} }
+      export function after(ctx, result) {}`,
+      HOOKS,
+      { scriptTimeoutMs: 300 },
+    );
+    const res = await request(fixture.app).get('/web0/api/app1/p').set('x-loop', '1').expect(500);
+    expect(res.body.message).toMatch(/timed out/);
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { ok: true });
+  });
+
+  test('console lines name the script of the stage that logged them', async () => {
+    const lines = [];
+    const logger = { info: (m, meta) => lines.push(meta.script + ': ' + m), warn: () => {}, error: () => {} };
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { console.log("call"); return { ok: true } }',
+      'export function before(ctx) { console.log("before") }\nexport function after(ctx, r) { console.log("after") }',
+      HOOKS,
+      { logger },
+    );
+    await request(fixture.app).get('/web0/api/app1/p').expect(200);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines).toEqual(['hooks.js: [app1/hooks.js] before', 'main.js: [app1/main.js] call', 'hooks.js: [app1/hooks.js] after']);
+  });
+});
