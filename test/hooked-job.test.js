@@ -169,4 +169,98 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     await new Promise((r) => setTimeout(r, 50));
     expect(lines).toEqual(['hooks.js: [app1/hooks.js] before', 'main.js: [app1/main.js] call', 'hooks.js: [app1/hooks.js] after']);
   });
+
+  test('after gets the call result for each return type: a JSON value, null, nothing, a Text string', async () => {
+    const main = `export function fn(ctx) {
+      const mode = ctx.request.getHeader('x-mode');
+      if (mode === 'null') return null;
+      if (mode === 'none') return undefined;
+      if (mode === 'date') return { at: new Date(7) };
+      return mode === 'text' ? 'abc' : { n: 1 };
+    }`;
+    const hooks = `export function before(ctx) {}
+      export function after(ctx, result) {
+        ctx.response.setHeader('X-Result', result === undefined ? 'undefined' : JSON.stringify(result));
+      }`;
+    fixture = hooked(engine, main, hooks);
+    const get = (mode) => request(fixture.app).get('/web0/api/app1/p').set('x-mode', mode);
+    expect((await get('json').expect(200, { n: 1 })).headers['x-result']).toBe('{"n":1}');
+    expect((await get('null').expect(200)).headers['x-result']).toBe('null');
+    expect((await get('none').expect(200)).headers['x-result']).toBe('undefined');
+    expect((await get('date').expect(200, { at: 7 })).headers['x-result']).toBe('{"at":7}');
+    await fixture.router.close();
+
+    fixture = hooked(engine, main, 'export function before(ctx) {}\nexport function after(ctx, result) { return typeof result + ":" + result + "!" }', {
+      ...HOOKS,
+      returnType: 'Text',
+    });
+    const text = await request(fixture.app).get('/web0/api/app1/p').set('x-mode', 'text').expect(200);
+    expect(text.text).toBe('string:abc!');
+  });
+
+  test('header and attribute names read and written again and again, in any case and past any cache size, stay right', async () => {
+    // 80 header names (the adapter remembers 64), each asked for in two cases; attribute names
+    // that JSON must escape or that name Object.prototype members; response headers set in one
+    // case and replaced in another.
+    const names = Array.from({ length: 80 }, (_, i) => `x-h${i}`);
+    fixture = hooked(
+      engine,
+      `export function fn(ctx) {
+        const a = {};
+        for (const n of ctx.request.getAttributeNames()) {
+          Object.defineProperty(a, n, { value: ctx.request.getAttribute(n), enumerable: true }); // ('__proto__' too)
+        }
+        return a;
+      }`,
+      `const NAMES = ${JSON.stringify(names)};
+      export function before(ctx) {
+        const r = ctx.request;
+        let found = 0;
+        for (const n of NAMES) if (r.getHeader(n) === n + '-v' && r.getHeader(n.toUpperCase()) === n + '-v') found++;
+        r.setAttribute('found', found);
+        r.setAttribute('missing', String(r.getHeader('X-Absent'))); // (null would remove the attribute)
+        r.setAttribute('proto', String(r.getHeader('__proto__')));
+        r.setAttribute('notToken', String(r.getHeader('x h0')));
+        r.setAttribute('viaObject', r.getHeader({ toString: () => 'X-H1' }));
+        r.setAttribute('q"uo\\\\te', 1);
+        r.setAttribute('__proto__', 2);
+        r.setAttribute('constructor', 3);
+        r.setAttribute('ünï', 4);
+        for (let i = 0; i < 70; i++) r.setAttribute('k' + i, i);
+      }
+      export function after(ctx, result) {
+        const res = ctx.response;
+        res.setHeader('X-Twice', 'first');
+        res.setHeader('x-twice', 'second');
+        res.addHeader('CONTENT-TYPE', 'text/x-test'); // (a response property, not a header entry)
+        const a = {};
+        for (const k of ['found', 'missing', 'proto', 'notToken', 'viaObject', 'q"uo\\\\te', '__proto__', 'constructor', 'ünï', 'k0', 'k69']) {
+          Object.defineProperty(a, k, { value: result[k], enumerable: true });
+        }
+        a.count = Object.keys(result).length;
+        return a;
+      }`,
+    );
+    for (let round = 0; round < 2; round++) {
+      const req = request(fixture.app).get('/web0/api/app1/p');
+      for (const n of names) req.set(n, `${n}-v`);
+      const res = await req.expect(200);
+      expect(JSON.parse(res.text)).toEqual({ // (sent as text/x-test)
+        found: 80,
+        missing: 'null',
+        proto: 'null',
+        notToken: 'null',
+        viaObject: 'x-h1-v',
+        'q"uo\\te': 1,
+        ['__proto__']: 2,
+        constructor: 3,
+        ünï: 4,
+        k0: 0,
+        k69: 69,
+        count: 79,
+      });
+      expect(res.headers['x-twice']).toBe('second');
+      expect(res.headers['content-type']).toMatch(/^text\/x-test(;|$)/);
+    }
+  });
 });

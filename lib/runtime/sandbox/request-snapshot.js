@@ -19,7 +19,11 @@
  * the text (JSON.parse of a whole snapshot is ~8 µs in QuickJS); ctx.url parses group 3. A text
  * laid out any other way (or a group that fails to parse) is parsed whole, with the same results.
  *
- * Expects from prelude.js: jsonParse, isObj, isArray, getOwn, objectKeys, strSlice, indexOf, startsWith.
+ * Also holds requestHeader(rec, ln, key) (one header read straight from the text) and headerName(name)
+ * (the header names asked for in this context, lower-cased and checked once).
+ *
+ * Expects from prelude.js: jsonParse, isObj, isArray, getOwn, objectKeys, objectCreate, strSlice, indexOf,
+ * startsWith, toLowerCase, reExec.
  */
 /** field -> its group (the other fields are in group 3) */
 var REQUEST_GROUP = { __proto__: null, headers: 0, headerLists: 0, cookies: 1, query: 2, form: 2 };
@@ -128,8 +132,9 @@ var HEADER_KEY = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
  * Within the headers map, `"name":` can only be a key: inside a JSON string every quote is
  * escaped, so `name"` followed by `:` never occurs there.
  */
-function requestHeader(rec, ln) {
-  if (!rec.grouped || reExec(HEADER_KEY, ln) === null) return undefined;
+function requestHeader(rec, ln, key) {
+  if (key === undefined) key = reExec(HEADER_KEY, ln) === null ? null : '"' + ln + '":"';
+  if (!rec.grouped || key === null) return undefined;
   var json = rec.json;
   var hEnd = rec.headersEnd;
   if (hEnd < 0) {
@@ -139,7 +144,6 @@ function requestHeader(rec, ln) {
   }
   // headerLists must be empty ({}): a header that arrived twice answers from there
   if (groupEnd(rec, 0) !== hEnd + RQ_LISTS.length) return undefined;
-  var key = '"' + ln + '":"';
   var at = indexOf(json, key, RQ_START.length - 1);
   if (at < 0 || at > hEnd) return null;
   var from = at + key.length;
@@ -147,6 +151,28 @@ function requestHeader(rec, ln) {
   if (to < 0 || to > hEnd) return undefined;
   var v = strSlice(json, from, to);
   return indexOf(v, '\\') < 0 ? v : undefined;
+}
+
+/**
+ * Header names a script asked for in this context (scripts ask for the same few again and
+ * again): the name as given -> { ln: lower case, key: the text `"ln":"` that requestHeader looks
+ * for, or null when ln is not a plain token }. Emptied when it holds HEADER_NAMES_MAX names.
+ */
+var HEADER_NAMES_MAX = 64;
+var headerNames = objectCreate(null);
+var headerNameCount = 0;
+function headerName(name) {
+  var info = headerNames[name];
+  if (info !== undefined) return info;
+  var ln = toLowerCase(name);
+  info = { ln: ln, key: reExec(HEADER_KEY, ln) === null ? null : '"' + ln + '":"' };
+  if (headerNameCount >= HEADER_NAMES_MAX) {
+    headerNames = objectCreate(null);
+    headerNameCount = 0;
+  }
+  headerNames[name] = info;
+  headerNameCount++;
+  return info;
 }
 
 /** A field of the request snapshot; undefined when absent. */

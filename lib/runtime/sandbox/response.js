@@ -87,15 +87,18 @@ function buildResponseProto() {
   /** Control characters except tab, DEL, and anything past Latin-1. */
   var BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
   /** Header names must be HTTP tokens and values must not hold CR, LF or other control characters. */
-  var goodNames = objectCreate(null); // names that passed, up to 64 (most scripts set a few, again and again)
+  var goodNames = objectCreate(null); // names that passed -> in lower case, up to 64 (most scripts set a few, again and again)
   var goodCount = 0;
+  /** Checks a header; returns its name in lower case. */
   function checkHeader(n, value) {
-    if (goodNames[n] !== true) {
+    var ln = goodNames[n];
+    if (ln === undefined) {
       if (reExec(TOKEN, n) === null) throw illegalArgument('Invalid header name: ' + n);
-      if (goodCount < 64) (goodNames[n] = true), goodCount++;
+      ln = toLowerCase(n);
+      if (goodCount < 64) (goodNames[n] = ln), goodCount++;
     }
-    if (isNil(value)) return;
-    if (reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
+    if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
+    return ln;
   }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name, value) {
@@ -103,8 +106,7 @@ function buildResponseProto() {
     if (res.committed || isNil(name)) return;
     var n = Str(name);
     if (n === '') return;
-    checkHeader(n, value);
-    var ln = toLowerCase(n);
+    var ln = checkHeader(n, value);
     if (special(ln, value)) return;
     var h = res.headers;
     if (h.length === 0) {
@@ -124,8 +126,7 @@ function buildResponseProto() {
   function addHeader(name, value) {
     if (badName(name)) return;
     var n = Str(name);
-    checkHeader(n, value);
-    if (special(toLowerCase(n), value) || isNil(value)) return;
+    if (special(checkHeader(n, value), value) || isNil(value)) return;
     push(st.res.headers, [n, Str(value)]);
   }
   function getHeaders(name) {

@@ -87,8 +87,18 @@ function headText(stage: Stage, returnType: ScriptJob['returnType'], wantValue: 
 
 /** The after hook's `result` as JSON text ('' = undefined): a JSON output is that text already. */
 function afterInput(call: StageOutput): string {
-  if (!call.hasValue || call.value === undefined) return '';
-  return call.output?.type === 'JSON' ? call.output.json : JSON.stringify(call.value);
+  if (!call.hasValue) return '';
+  if (call.output?.type === 'JSON') return call.output.json;
+  return call.value === undefined ? '' : JSON.stringify(call.value);
+}
+
+/**
+ * Whether the call stage must send its value back as well as its output: only for an after
+ * stage, and then only when the output does not carry it already (an automation takes the value
+ * itself; a return type other than JSON has an output that is not the value's JSON text).
+ */
+function callValueWanted(job: WorkerJob): boolean {
+  return job.after !== undefined && (isAutomation(job.after) || job.returnType !== 'JSON');
 }
 
 export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<JobResult> {
@@ -182,7 +192,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   // 2. the call
   const call = isAutomation(job.call)
     ? runAutomation(job.call, 'call')
-    : await runScript(job.call, 'call', Boolean(job.after));
+    : await runScript(job.call, 'call', callValueWanted(job));
 
   // 4. onError, on an error of the call only
   if (call.fail) {
