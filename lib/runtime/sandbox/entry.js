@@ -216,26 +216,10 @@ function invoke(fn, headJson, requestJson, attrsJson, responseJson, valueJson) {
   return st.status !== 'pending';
 }
 
-/**
- * Attribute names as JSON strings, by name: scripts set the same few names in stage after stage
- * (JSON.stringify of a short string is ~0.5 µs in QuickJS). Emptied when it holds KEY_JSONS_MAX.
- */
-var KEY_JSONS_MAX = 64;
-var keyJsons = objectCreate(null);
-var keyJsonCount = 0;
-function keyJson(k) {
-  var json = keyJsons[k];
-  if (json === undefined) {
-    json = jsonStringify(k);
-    if (keyJsonCount >= KEY_JSONS_MAX) {
-      keyJsons = objectCreate(null);
-      keyJsonCount = 0;
-    }
-    keyJsons[k] = json;
-    keyJsonCount++;
-  }
-  return json;
-}
+/** Attribute names as JSON strings (JSON.stringify of a short string is ~0.5 µs in QuickJS). */
+var keyJson = nameCache(64, function (k) {
+  return jsonStringify(k);
+});
 
 /** The StageOutput texts collect() starts from (QuickJS makes a new string for each concatenation). */
 var OUT_VALUE = '{"status":"value","hasValue":true';

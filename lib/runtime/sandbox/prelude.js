@@ -216,6 +216,28 @@ function safeString(v) {
 function jstr(v) {
   return isNil(v) ? 'null' : Str(v);
 }
+/**
+ * A cache of what make(name) returns, for the few names scripts use again and again (header and
+ * attribute names): make runs once per name (a throw caches nothing), and the cache is emptied
+ * when it holds `max` names. Any string is just a key of its null-prototype map.
+ */
+function nameCache(max, make) {
+  var map = objectCreate(null);
+  var count = 0;
+  return function (name) {
+    var v = map[name];
+    if (v === undefined) {
+      v = make(name);
+      if (count >= max) {
+        map = objectCreate(null);
+        count = 0;
+      }
+      map[name] = v;
+      count++;
+    }
+    return v;
+  };
+}
 function lower(s) {
   return toLowerCase(Str(s));
 }

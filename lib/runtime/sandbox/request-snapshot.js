@@ -22,8 +22,8 @@
  * Also holds requestHeader(rec, ln, key) (one header read straight from the text) and headerName(name)
  * (the header names asked for in this context, lower-cased and checked once).
  *
- * Expects from prelude.js: jsonParse, isObj, isArray, getOwn, objectKeys, objectCreate, strSlice, indexOf,
- * startsWith, toLowerCase, reExec.
+ * Expects from prelude.js: jsonParse, isObj, isArray, getOwn, objectKeys, strSlice, indexOf, startsWith,
+ * toLowerCase, reExec, nameCache.
  */
 /** field -> its group (the other fields are in group 3) */
 var REQUEST_GROUP = { __proto__: null, headers: 0, headerLists: 0, cookies: 1, query: 2, form: 2 };
@@ -156,24 +156,12 @@ function requestHeader(rec, ln, key) {
 /**
  * Header names a script asked for in this context (scripts ask for the same few again and
  * again): the name as given -> { ln: lower case, key: the text `"ln":"` that requestHeader looks
- * for, or null when ln is not a plain token }. Emptied when it holds HEADER_NAMES_MAX names.
+ * for, or null when ln is not a plain token }.
  */
-var HEADER_NAMES_MAX = 64;
-var headerNames = objectCreate(null);
-var headerNameCount = 0;
-function headerName(name) {
-  var info = headerNames[name];
-  if (info !== undefined) return info;
+var headerName = nameCache(64, function (name) {
   var ln = toLowerCase(name);
-  info = { ln: ln, key: reExec(HEADER_KEY, ln) === null ? null : '"' + ln + '":"' };
-  if (headerNameCount >= HEADER_NAMES_MAX) {
-    headerNames = objectCreate(null);
-    headerNameCount = 0;
-  }
-  headerNames[name] = info;
-  headerNameCount++;
-  return info;
-}
+  return { ln: ln, key: reExec(HEADER_KEY, ln) === null ? null : '"' + ln + '":"' };
+});
 
 /** A field of the request snapshot; undefined when absent. */
 function requestField(rec, key) {

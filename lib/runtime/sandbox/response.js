@@ -87,16 +87,14 @@ function buildResponseProto() {
   /** Control characters except tab, DEL, and anything past Latin-1. */
   var BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
   /** Header names must be HTTP tokens and values must not hold CR, LF or other control characters. */
-  var goodNames = objectCreate(null); // names that passed -> in lower case, up to 64 (most scripts set a few, again and again)
-  var goodCount = 0;
+  /** Names that passed -> in lower case (most scripts set a few, again and again). */
+  var goodName = nameCache(64, function (n) {
+    if (reExec(TOKEN, n) === null) throw illegalArgument('Invalid header name: ' + n);
+    return toLowerCase(n);
+  });
   /** Checks a header; returns its name in lower case. */
   function checkHeader(n, value) {
-    var ln = goodNames[n];
-    if (ln === undefined) {
-      if (reExec(TOKEN, n) === null) throw illegalArgument('Invalid header name: ' + n);
-      ln = toLowerCase(n);
-      if (goodCount < 64) (goodNames[n] = ln), goodCount++;
-    }
+    var ln = goodName(n);
     if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
     return ln;
   }
