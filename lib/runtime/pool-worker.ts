@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
+import { TemplateTable } from './job-message';
 
 /** A job in the pool: in line, lent to a worker, or running there. */
 export interface Task {
@@ -57,6 +58,8 @@ export interface PoolWorker {
   /** Host calls in flight: while > 0 the worker's thread is blocked, not computing. */
   blocked: number;
   known: Set<string>;
+  /** The job templates this worker holds (see job-message.ts). */
+  templates: TemplateTable;
   idleTimer?: NodeJS.Timeout;
   retired: boolean;
 }
@@ -126,6 +129,7 @@ export function startWorker(settings: WorkerSettings, events: WorkerEvents): Poo
     slow: false,
     blocked: 0,
     known: new Set(),
+    templates: new TemplateTable(),
     retired: false,
   };
   worker.on('message', (msg) => events.message(w, typeof msg === 'string' ? JSON.parse(msg) : msg));

@@ -20,7 +20,8 @@ import { ERRORS, type ErrorName } from '../errors';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
 import { MAX_TIMER_MS } from '../timers';
-import { applyStateDelta, isPristineState, type CarriedState, type StateDelta } from './protocol';
+import { applyStateDelta, type StateDelta } from './protocol';
+import { encodeJob } from './job-message';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 import { CLAIM_CELLS, MAX_JOB_ID, clock, drainResults, runningFor, startWorker, takeBack, type PoolWorker, type Task } from './pool-worker';
 
@@ -265,22 +266,14 @@ export class WorkerPool implements ScriptEngine {
       w.slow = false;
     }
     Atomics.store(w.claims, task.jobId % CLAIM_CELLS, task.jobId);
-    const scripts: ScriptJob['scripts'] = {};
-    for (const [name, s] of Object.entries(task.job.scripts)) {
-      // (a job resent for its sources carries them all, wherever it goes next)
-      scripts[name] = !withAllSources && !task.resent && w.known.has(s.hash) ? { name: s.name, hash: s.hash } : s;
+    // (a job resent for its sources carries them all, wherever it goes next)
+    const all = withAllSources || task.resent;
+    const text = encodeJob(task.jobId, task.jobId % CLAIM_CELLS, task.job, w.templates, (hash) => {
+      const send = all || !w.known.has(hash);
       if (w.known.size > 4000) w.known.clear();
-      w.known.add(s.hash);
-    }
-    // Jobs and results cross as JSON text: one string copy is much cheaper than a structured clone.
-    // The request snapshot follows the job after a newline, so the worker hands it to the sandbox
-    // as it is instead of parsing it and writing it again.
-    // The state every job starts with is left out: the worker makes it (and sends a state back
-    // only when a stage changed it).
-    const { request, state, ...rest } = task.job;
-    const job: Omit<ScriptJob, 'request' | 'state'> & { state?: CarriedState } = { ...rest, scripts };
-    if (!isPristineState(state)) job.state = state;
-    const text = `${JSON.stringify({ type: 'job', jobId: task.jobId, cell: task.jobId % CLAIM_CELLS, job })}\n${JSON.stringify(request)}`;
+      w.known.add(hash);
+      return send;
+    });
     if (this.outbox) {
       const list = this.outbox.get(w);
       if (list) list.push(text);

@@ -1,8 +1,8 @@
 /**
  * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
- * Messages in:  '{ type: 'job', jobId, cell, job }' + '\n' + the job's request snapshot, as JSON text;
- *               several of them in one message are separated by NUL. `job.state` is absent when it
- *               is the state every job starts with.
+ * Messages in:  job messages (lib/runtime/job-message.ts: the job's own fields and a template slot,
+ *               then '\n' and the request snapshot, as JSON text); several of them in one message
+ *               are separated by NUL.
  * Messages out: { type: 'ready' } | { type: 'fatal' }; on the results port, in order: { type:
  *               'host', jobId, seq, op, args, noReply? } (answered on the reply port) and { type:
  *               'result', jobId, result | needSources | failure, poisoned } (`result.state` is absent
@@ -14,7 +14,8 @@ import { ERRORS } from '../../errors';
 import { HostChannel, HostTimeoutError } from './host-channel';
 import { EngineError, Lru, type SandboxDriver } from './driver';
 import { MissingSourceError, runPipeline, type WorkerJob } from './pipeline';
-import { newResponseState, stateDelta } from '../protocol';
+import { stateDelta } from '../protocol';
+import { TEMPLATE_SLOTS, decodeJob, type JobTemplate } from '../job-message';
 
 interface WorkerConfig {
   engine: 'quickjs' | 'vm2';
@@ -37,6 +38,9 @@ const port = parentPort!;
 // host calls and console lines travel with the results, so the pool sees them in the order sent
 const channel = new HostChannel((m) => config.results.postMessage(m), config.replies, new Int32Array(config.flag));
 const sources = new Lru<string, string>(2000, () => undefined);
+const keepSource = (hash: string, source: string): void => sources.set(hash, source);
+/** The job templates the pool defined here, by slot (lib/runtime/job-message.ts). */
+const templates = new Array<JobTemplate | undefined>(TEMPLATE_SLOTS);
 const claims = new Int32Array(config.claims);
 const running = new Float64Array(config.running);
 
@@ -109,20 +113,16 @@ async function main(): Promise<void> {
   const driver = await createDriver();
   let queue = Promise.resolve();
   const accept = (raw: string): void => {
-    // '<job JSON>\n<request snapshot JSON>' (JSON text never holds a raw newline)
-    const cut = raw.indexOf('\n');
-    const msg = JSON.parse(cut < 0 ? raw : raw.slice(0, cut)) as { type: string; jobId: number; cell: number; job: WorkerJob };
-    if (msg.type !== 'job') return;
-    if (cut >= 0) msg.job.requestJson = raw.slice(cut + 1);
-    // the pool leaves out the state every job starts with
-    msg.job.state ??= { attributes: {}, response: newResponseState() };
-    // kept on arrival, even for a job taken back before it starts: the pool now counts them as known here
-    for (const src of Object.values(msg.job.scripts)) if (src.source !== undefined) sources.set(src.hash, src.source);
+    // templates and sources are kept on arrival, even for a job taken back before it starts:
+    // the pool now counts them as held here
+    const msg = decodeJob(raw, templates, keepSource);
+    if (msg === null) return;
     queue = queue.then(async () => {
       if (performance.now() - lastTurn >= YIELD_MS) await turn();
       // a job sent ahead may have been taken back by the pool: start it only if we claim it first
       // (a poisoned worker is about to be replaced: it leaves its jobs to the pool)
       if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, msg.jobId, -msg.jobId) !== msg.jobId) return undefined;
+      if (msg.job === null) return noTemplate(msg.jobId);
       return runOne(driver, msg.jobId, msg.job);
     });
   };
@@ -161,6 +161,11 @@ function pipelineEnv(driver: SandboxDriver) {
   };
 }
 let env: ReturnType<typeof pipelineEnv> | undefined;
+
+/** A job naming a template slot never defined here: the pool and this worker are out of step. */
+function noTemplate(jobId: number): void {
+  config.results.postMessage({ type: 'result', jobId, failure: 'The job names a template the worker does not hold', poisoned: true });
+}
 
 async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
   running[0] = performance.timeOrigin + performance.now();
