@@ -214,3 +214,36 @@ test.each([
   expect(error).toMatchObject({ name: 'ConfigError', field });
   expect(error.message).toContain(`invalid ${field}:`);
 });
+
+test('the pool times a job by the worker\'s clock, not by how late the main thread reads the result', async () => {
+  // The pool sizes the work it sends ahead to a computing worker by the recent job time. A main
+  // thread busy elsewhere reads results late; counting that wait as job time would make the pool
+  // think jobs are slow and spread them over more workers than the work needs.
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1 });
+  let blockMs = 0;
+  const lateReader = {
+    name: 'late-reader',
+    run(job, host) {
+      const result = pool.run(job, host);
+      // after the pool's own dispatch in this turn: the worker runs the job while this thread is busy
+      setImmediate(() => {
+        const until = Date.now() + blockMs;
+        while (Date.now() < until);
+      });
+      return result;
+    },
+    close: async () => undefined,
+  };
+  const { app, router } = oneApi('export function fn() { const t = Date.now(); while (Date.now() - t < 5) {} return { ok: true } }', {}, { engine: lateReader });
+  try {
+    for (let i = 0; i < 3; i++) expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ ok: true });
+    const before = pool.avgJobMs;
+    blockMs = 300;
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ ok: true });
+    // a 5 ms job moves the average (10% per job) by well under a millisecond, not by 30 ms
+    expect(pool.avgJobMs - before).toBeLessThan(3);
+  } finally {
+    await router.close();
+    await pool.close();
+  }
+});

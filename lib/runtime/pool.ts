@@ -54,7 +54,11 @@ export class WorkerPool implements ScriptEngine {
   private nextJobId = 1;
   private closed = false;
   private startFailures = 0;
-  /** Recent average time (ms) from a job becoming a worker's current one to its result. */
+  /**
+   * Recent average time (ms) a job runs on its worker, by the worker's own clock. (Not the time
+   * the pool waited for the result: that includes the main thread's turn, and made the pool
+   * spread each turn's calls over more workers than the work needed.)
+   */
   private avgJobMs = 0.5;
   /** Checks, while jobs are held ahead, for workers whose current job runs long. */
   private watch: NodeJS.Timeout | undefined;
@@ -312,7 +316,8 @@ export class WorkerPool implements ScriptEngine {
         if (w.task && w.task.jobId === msg.jobId) {
           task = w.task;
           const now = performance.now();
-          this.avgJobMs += (Math.max(0.01, now - w.startedAt) - this.avgJobMs) * 0.1;
+          const ms = typeof msg.ms === 'number' ? msg.ms : now - w.startedAt;
+          this.avgJobMs += (Math.max(0.005, ms) - this.avgJobMs) * 0.1;
           w.task = w.ahead.shift() ?? null; // the first job sent ahead, if any, runs now
           w.startedAt = now;
           w.slow = false;

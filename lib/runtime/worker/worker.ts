@@ -5,8 +5,9 @@
  *               are separated by NUL.
  * Messages out: { type: 'ready' } | { type: 'fatal' }; on the results port, in order: { type:
  *               'host', jobId, seq, op, args, noReply? } (answered on the reply port) and { type:
- *               'result', jobId, result | needSources | failure, poisoned } (`result.state` is absent
- *               when no stage changed the state the job came with).
+ *               'result', jobId, result | needSources | failure, poisoned, ms } (`result.state` is
+ *               absent when no stage changed the state the job came with; `ms`: how long the job
+ *               ran here).
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
@@ -168,7 +169,10 @@ function noTemplate(jobId: number): void {
 }
 
 async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
-  running[0] = performance.timeOrigin + performance.now();
+  const started = performance.now();
+  running[0] = performance.timeOrigin + started;
+  // how long the job took here (ms, to the µs): the pool sizes the work it sends ahead by it
+  const took = () => Math.round((performance.now() - started) * 1000) / 1000;
   current = { jobId, deadline: job.deadline, script: '', abort: null };
   if (env?.driver !== driver) env = pipelineEnv(driver);
   try {
@@ -176,13 +180,13 @@ async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Pro
     // a state no stage changed is the pool's own: it is not sent back; a changed one goes as
     // what changed (the pool lays it over the state it sent)
     const sent = result.state === job.state ? { outcome: result.outcome } : { outcome: result.outcome, ...stateDelta(job.state, result.state) };
-    config.results.postMessage(JSON.stringify({ type: 'result', jobId, result: sent, poisoned: driver.poisoned }));
+    config.results.postMessage(JSON.stringify({ type: 'result', jobId, result: sent, poisoned: driver.poisoned, ms: took() }));
   } catch (e) {
     if (e instanceof MissingSourceError) {
       config.results.postMessage({ type: 'result', jobId, needSources: true });
     } else {
       const message = e instanceof EngineError || e instanceof Error ? e.message : String(e);
-      config.results.postMessage({ type: 'result', jobId, failure: message, poisoned: driver.poisoned });
+      config.results.postMessage({ type: 'result', jobId, failure: message, poisoned: driver.poisoned, ms: took() });
     }
   } finally {
     current = null;
