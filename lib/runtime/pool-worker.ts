@@ -49,8 +49,6 @@ export interface PoolWorker {
   task: Task | null;
   /** Jobs sent ahead, in order, to start when `task` ends, unless the pool takes them back first. */
   ahead: Task[];
-  /** performance.now() when `task` became this worker's current job (as the pool saw it). */
-  startedAt: number;
   /** Written by the worker: when it started the job it runs now (epoch ms, fractional), 0 when idle. */
   running: Float64Array;
   /** The current job ran past SLOW_MS: nothing more is sent ahead until it ends. */
@@ -124,7 +122,6 @@ export function startWorker(settings: WorkerSettings, events: WorkerEvents): Poo
     ready: false,
     task: null,
     ahead: [],
-    startedAt: 0,
     running: new Float64Array(runningBuffer),
     slow: false,
     blocked: 0,

@@ -15,7 +15,6 @@
  *   worker blocks in a host call, dies, or its current job runs longer than SLOW_MS. Exactly
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
-import { performance } from 'node:perf_hooks';
 import { ERRORS, type ErrorName } from '../errors';
 import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
@@ -272,7 +271,6 @@ export class WorkerPool implements ScriptEngine {
       this.watchSlow();
     } else {
       w.task = task;
-      w.startedAt = performance.now();
       w.slow = false;
     }
     Atomics.store(w.claims, task.jobId % CLAIM_CELLS, task.jobId);
@@ -315,11 +313,9 @@ export class WorkerPool implements ScriptEngine {
         let task: Task | null;
         if (w.task && w.task.jobId === msg.jobId) {
           task = w.task;
-          const now = performance.now();
-          const ms = typeof msg.ms === 'number' ? msg.ms : now - w.startedAt;
-          this.avgJobMs += (Math.max(0.005, ms) - this.avgJobMs) * 0.1;
+          // (a job sent back for its sources did not run: it has no time)
+          if (typeof msg.ms === 'number') this.avgJobMs += (Math.max(0.005, msg.ms) - this.avgJobMs) * 0.1;
           w.task = w.ahead.shift() ?? null; // the first job sent ahead, if any, runs now
-          w.startedAt = now;
           w.slow = false;
         } else {
           const i = w.ahead.findIndex((t) => t.jobId === msg.jobId);
