@@ -30,13 +30,17 @@ export type { PoolOptions } from './pool-options';
 /**
  * Work (ms, at the recent average job time) a computing worker may hold ahead before another is
  * woken. The pool sees results, and hands out the calls that wait in line, once per turn of the
- * main thread's event loop (about 2 ms on a busy server), so a call the workers could not take
- * waits a whole turn: the budget covers about one turn. (At 1 ms and at most 8 jobs ahead, a turn
- * under wrk left a third of its calls in line, and they made the p99 latency.)
+ * main thread's event loop (about 2 ms on a busy server, more at its slowest), so a call the
+ * workers could not take waits a whole turn: the budget covers a turn with room to spare. (At
+ * 1 ms and at most 8 jobs ahead, a turn under wrk left a third of its calls in line, and they
+ * made the p99 latency; at 2 ms, hooked calls still spilled over to a second worker in about one
+ * turn in ten, and waking it cost about 5% of req/s on 2 cores.)
  */
-const AHEAD_BUDGET_MS = 2;
+const AHEAD_BUDGET_MS = 4;
 /** Most jobs sent ahead to one worker (about a turn of trivial calls). */
 const MAX_AHEAD = 32;
+/** One job's time counts at most this many times the recent average (see avgJobMs). */
+const JOB_SAMPLE_CAP = 3;
 /** A job running this long makes its worker slow: its jobs ahead go back in line for the others. */
 const SLOW_MS = 10;
 
@@ -56,7 +60,9 @@ export class WorkerPool implements ScriptEngine {
   /**
    * Recent average time (ms) a job runs on its worker, by the worker's own clock. (Not the time
    * the pool waited for the result: that includes the main thread's turn, and made the pool
-   * spread each turn's calls over more workers than the work needed.)
+   * spread each turn's calls over more workers than the work needed.) One job counts at most
+   * JOB_SAMPLE_CAP times the average: a job whose thread lost its core for a while must not make
+   * every job look slow, while a real change still shows within a few dozen jobs.
    */
   private avgJobMs = 0.5;
   /** Checks, while jobs are held ahead, for workers whose current job runs long. */
@@ -314,7 +320,7 @@ export class WorkerPool implements ScriptEngine {
         if (w.task && w.task.jobId === msg.jobId) {
           task = w.task;
           // (a job sent back for its sources did not run: it has no time)
-          if (typeof msg.ms === 'number') this.avgJobMs += (Math.max(0.005, msg.ms) - this.avgJobMs) * 0.1;
+          if (typeof msg.ms === 'number') this.avgJobMs += (Math.min(Math.max(0.005, msg.ms), this.avgJobMs * JOB_SAMPLE_CAP) - this.avgJobMs) * 0.1;
           w.task = w.ahead.shift() ?? null; // the first job sent ahead, if any, runs now
           w.slow = false;
         } else {
