@@ -3,11 +3,11 @@
 /**
  * Where the server's main thread spends its time per request, under load.
  *
- *   node bench/profile.js [config ...] [--duration 10] [--connections 50] [--rate R] [--top 25] [--dir DIR]
+ *   node bench/profile.js [config ...] [--loader autocannon|wrk] [--duration 10] [--connections 50] [--rate R] [--top 25] [--dir DIR]
  *
  * For each config (default: express quickjs) it starts `node --cpu-prof bench/server.js <config>`
  * (every thread gets a profile: the main thread and each script worker), drives it with autocannon
- * for the duration, stops it, and prints for the main thread the top functions by self time and by
+ * (or wrk, `--loader wrk`, as bench/run.js: bench/loaders.js) for the duration, stops it, and prints for the main thread the top functions by self time and by
  * inclusive time in µs per request, then a one-line summary per worker thread. The .cpuprofile
  * files stay in DIR (open them in Chrome DevTools or speedscope for flame graphs). `--rate R` drives
  * a fixed R req/s instead of as many as possible: at a rate every config sustains, the µs per
@@ -22,11 +22,11 @@ const { fork } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const autocannon = require('autocannon');
+const { checkLoader, load } = require('./loaders');
 
 const argv = process.argv.slice(2);
 const configs = [];
-const o = { rate: 0, duration: 10, connections: 50, top: 25, dir: fs.mkdtempSync(path.join(os.tmpdir(), 'scriptable-api-prof-')), interval: 250 };
+const o = { loader: 'autocannon', rate: 0, duration: 10, connections: 50, top: 25, dir: fs.mkdtempSync(path.join(os.tmpdir(), 'scriptable-api-prof-')), interval: 250 };
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--duration') o.duration = Number(argv[++i]);
@@ -35,9 +35,11 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--dir') o.dir = path.resolve(argv[++i]);
   else if (a === '--interval') o.interval = Number(argv[++i]);
   else if (a === '--rate') o.rate = Number(argv[++i]);
+  else if (a === '--loader') o.loader = argv[++i];
   else configs.push(a);
 }
 if (configs.length === 0) configs.push('express', 'quickjs');
+checkLoader(o.loader, o);
 
 function frameName(cf) {
   const url = cf.url
@@ -88,11 +90,9 @@ async function profile(config) {
     child.on('message', (m) => m?.type === 'listening' && resolve(m.port));
   });
   const url = `http://127.0.0.1:${port}/web0/api/bench/p`;
-  const rate = o.rate ? { overallRate: o.rate } : {};
-  await new Promise((r) => autocannon({ url, connections: o.connections, duration: 2, ...rate }, r)); // warm-up
-  const result = await new Promise((resolve, reject) =>
-    autocannon({ url, connections: o.connections, duration: o.duration, expectBody: '{"ok":true}', ...rate }, (e, r) => (e ? reject(e) : resolve(r))),
-  );
+  const drive = { url, connections: o.connections, rate: o.rate, expect: '{"ok":true}' };
+  await load(o.loader, { ...drive, duration: 2 }); // warm-up
+  const result = await load(o.loader, { ...drive, duration: o.duration });
   await new Promise((r) => {
     if (child.exitCode !== null || child.signalCode !== null) return r();
     child.once('exit', r);
@@ -110,13 +110,13 @@ function us(t, n) {
 }
 
 async function main() {
-  console.log(`profiles in ${o.dir}; ${o.connections} connections, 2 s warm-up + ${o.duration} s; sampling every ${o.interval} µs`);
+  console.log(`profiles in ${o.dir}; ${o.loader}, ${o.connections} connections, 2 s warm-up + ${o.duration} s; sampling every ${o.interval} µs`);
   for (const config of configs) {
     const { result, threads } = await profile(config);
     // The warm-up's requests are in the profile too: estimate them from the measured rate.
-    const requests = Math.round(result.requests.total * (1 + 2 / o.duration));
+    const requests = Math.round(result.total * (1 + 2 / o.duration));
     const [main, ...workers] = threads;
-    console.log(`\n=== ${config}: ${result.requests.average.toFixed(0)} req/s measured, non2xx ${result.non2xx}, ~${requests} requests profiled`);
+    console.log(`\n=== ${config}: ${result.reqPerSec.toFixed(0)} req/s measured, non2xx ${result.non2xx}, errors ${result.errors}, ~${requests} requests profiled`);
     console.log(
       `main thread: ${us(main.total - main.idle, requests)} µs busy per request (${(((main.total - main.idle) / main.total) * 100).toFixed(0)}% of wall time)`,
     );
