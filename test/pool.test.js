@@ -240,9 +240,10 @@ test('the pool times a job by the worker\'s clock, not by how late the main thre
     for (let i = 0; i < 30; i++) expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ ok: true });
     const before = pool.avgJobMs;
     blockMs = 100;
-    for (let i = 0; i < 10; i++) expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ ok: true });
-    // still 5 ms jobs; counted at 100 ms each, ten of them would have raised it about sixfold
-    expect(pool.avgJobMs).toBeLessThan(before * 1.5);
+    for (let i = 0; i < 15; i++) expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ ok: true });
+    // still 5 ms jobs (by the worker's clock, more on a loaded machine); counted at 100 ms each,
+    // fifteen of them would have raised it about fifteenfold (1.2x each, at the 3x cap)
+    expect(pool.avgJobMs).toBeLessThan(before * 4);
     // one job that really runs long (or whose thread lost its core) counts at most 3 times the average
     blockMs = 0;
     const settled = pool.avgJobMs;
