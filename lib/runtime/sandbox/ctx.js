@@ -21,7 +21,7 @@
  *
  * Expects from prelude.js: the captured builtins and helpers (setOwn, clonePlain, copyArray,
  * hasOwn, freeze, objectCreate, ProxyCtor, reflect*); from request-snapshot.js: snapField; from
- * request.js: makeRequest, partsOf, reqRecs; from response.js: makeResponse, resRecs.
+ * request.js: makeRequest, partsOf; from response.js: makeResponse.
  */
 var CTX_FIELDS = ['getParts', 'headers', 'cookies', 'query', 'body', 'url', 'appId', 'path', 'method', 'request', 'response'];
 /** field name -> its bit in the record's `done` mask */
@@ -43,9 +43,9 @@ function ctxValue(st, k) {
       var map = snapField(st, k, undefined);
       return map === undefined ? {} : clonePlain(map);
     case 'request':
-      return st.requestApi || (st.requestApi = makeRequest(st));
+      return st.requestApi || (st.requestApi = makeRequest());
     case 'response':
-      return st.responseApi || (st.responseApi = makeResponse(st));
+      return st.responseApi || (st.responseApi = makeResponse());
     case 'body':
     case 'url':
     case 'appId':
@@ -191,9 +191,10 @@ function makeCtx(st) {
   defineProperties(ctx, CTX_PROPS);
   return ctx;
 }
-/** The stage is over: its ctx, request and response objects no longer lead to it (see ENDED). */
+/**
+ * The stage is over: its ctx no longer leads to it. Its request and response objects never did
+ * (they find their stage only while it is current: reqRec, resStage).
+ */
 function endStage(st) {
   if (st.ctx !== null) st.ctx.st = null;
-  if (st.requestApi !== null) wmSet(reqRecs, st.requestApi, ENDED);
-  if (st.responseApi !== null) wmSet(resRecs, st.responseApi, ENDED);
 }

@@ -85,6 +85,7 @@ var defineProperty = Object.defineProperty;
 var freeze = Object.freeze;
 var objectKeys = Object.keys;
 var objectCreate = Object.create;
+var getPrototypeOf = Object.getPrototypeOf;
 var defineProperties = Object.defineProperties;
 var hasOwn = uncurry(Object.prototype.hasOwnProperty);
 var objToString = uncurry(Object.prototype.toString);
@@ -133,13 +134,6 @@ var wmGet = uncurry(WeakMap.prototype.get);
 var wmSet = uncurry(WeakMap.prototype.set);
 /** Only ever called on the adapter's own regex literals, which no script can reach. */
 var reExec = uncurry(RegExp.prototype.exec);
-/**
- * What the adapter's WeakMaps (request / response object -> stage; ctx under vm2 -> its record) map an object
- * to once its stage has ended. QuickJS never collects a WeakMap entry whose value leads back to
- * its key (the stage record holds its ctx.request), so collect() replaces each entry's value
- * with this marker: the stage's objects are then ordinary garbage.
- */
-var ENDED = freeze(objectCreate(null));
 var promiseThen = uncurry(Promise.prototype.then);
 var SymIterator = Symbol.iterator;
 var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;

@@ -40,15 +40,16 @@ function makeCookie(name, value) {
 
 /**
  * ctx.request: its methods live on one frozen prototype per context (building ~40 closures per
- * stage was most of a hook's cost in QuickJS); each request object finds its own data in
- * reqRecs. A method called detached from its object (`const { getHeader } = ctx.request`) acts
- * on the request of the stage running now.
+ * stage was most of a hook's cost in QuickJS). Only one stage of a context is ever live (the
+ * `current` one: invoke ends the previous stage before it starts the next), so an object made
+ * on ReqProto is either the current stage's request (`current.requestApi`) or one kept from an
+ * ended stage: no per-object record is needed (a WeakMap entry per stage was ~1 µs of a hooked
+ * job in QuickJS). A method called detached from its object (`const { getHeader } =
+ * ctx.request`), or on any other object, acts on the request of the stage running now.
  */
-var reqRecs = new WeakMapCtor();
 function reqRec(self) {
-  var st = isObj(self) ? wmGet(reqRecs, self) : undefined;
-  if (st === ENDED) throw illegalState('ctx.request is used after its call ended');
-  if (st !== undefined) return st;
+  if (current !== null && self === current.requestApi) return current; // (the usual case)
+  if (isObj(self) && getPrototypeOf(self) === ReqProto) throw illegalState('ctx.request is used after its call ended');
   if (current !== null) return current;
   throw illegalState('ctx.request is used outside of a call');
 }
@@ -202,10 +203,9 @@ var ReqProto = freeze({
   },
 });
 
-function makeRequest(st) {
-  var req = objectCreate(ReqProto);
-  wmSet(reqRecs, req, st);
-  return req;
+/** The request object of a stage (its st.requestApi): reqRec finds the stage while it is current. */
+function makeRequest() {
+  return objectCreate(ReqProto);
 }
 
 /** The stage's Part objects, made on first use. */

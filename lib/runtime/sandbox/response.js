@@ -5,8 +5,9 @@
  * with its Writer (getWriter) and OutputStream (getOutputStream).
  *
  * The API's methods are built once per context (buildResponseProto), over a variable `st` that
- * each method sets, on entry, to the stage record of the response object it is called on (found
- * in resRecs; a method called detached from its object acts on the stage running now). Building
+ * each method sets, on entry, to the stage record of the response object it is called on (see
+ * resStage: the current stage's, or an error for an ended stage's; a method called detached from
+ * its object acts on the stage running now). Building
  * ~50 closures per stage was most of an after hook's cost in QuickJS. The Writer and the
  * OutputStream are made per stage, bound to it.
  *
@@ -14,11 +15,10 @@
  * from response-state.js: chunkByteLength; from response-helpers.js: httpDate, formatJava,
  * bytesOf. st is the stage record built by invoke (entry.js).
  */
-var resRecs = new WeakMapCtor();
+/** The stage of a response object: the current one's, or an error for one kept from an ended stage (see reqRec in request.js). */
 function resStage(self) {
-  var st = isObj(self) ? wmGet(resRecs, self) : undefined;
-  if (st === ENDED) throw illegalState('ctx.response is used after its call ended');
-  if (st !== undefined) return st;
+  if (current !== null && self === current.responseApi) return current; // (the usual case)
+  if (isObj(self) && getPrototypeOf(self) === ResProto) throw illegalState('ctx.response is used after its call ended');
   if (current !== null) return current;
   throw illegalState('ctx.response is used outside of a call');
 }
@@ -339,8 +339,7 @@ function buildResponseProto() {
   return freeze(proto);
 }
 var ResProto = buildResponseProto();
-function makeResponse(st) {
-  var res = objectCreate(ResProto);
-  wmSet(resRecs, res, st);
-  return res;
+/** The response object of a stage (its st.responseApi): resStage finds the stage while it is current. */
+function makeResponse() {
+  return objectCreate(ResProto);
 }
