@@ -24,8 +24,12 @@ export class EngineError extends Error {
 export interface SandboxDriver {
   /** Compile or reuse the module; throws EngineError('SCRIPT_COMPILE_ERROR') on a bad source. */
   load(appId: string, name: string, hash: string, source: string, deadline: number): LoadedModule | Promise<LoadedModule>;
-  /** Call the export `fn` through the adapter's `__sa.invoke`; resolves with the StageOutput. */
-  invoke(mod: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput>;
+  /**
+   * Call the export `fn` through the adapter's `__sa.invoke`: the StageOutput, or a promise of it
+   * (an engine that settles every stage before it returns answers directly: the pipeline then
+   * waits for nothing).
+   */
+  invoke(mod: LoadedModule, fn: string, call: StageCall, deadline: number): StageOutput | Promise<StageOutput>;
   /** True once the engine is unusable (after out-of-memory): the worker must be replaced. */
   readonly poisoned: boolean;
 }

@@ -117,8 +117,11 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     if (source === undefined) throw new MissingSourceError(src.hash);
     try {
       env.setScript(ref.script);
-      const mod = await env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
-      const out = await env.driver.invoke(
+      // (the QuickJS driver answers both directly: waiting on a value that is not a promise
+      // would still cost a turn of the microtask queue, twice per stage)
+      const loading = env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
+      const mod = loading instanceof Promise ? await loading : loading;
+      const invoked = env.driver.invoke(
         mod,
         ref.function,
         {
@@ -130,6 +133,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
         },
         job.deadline,
       );
+      const out = invoked instanceof Promise ? await invoked : invoked;
       if (out.attributes || out.response) {
         // out.response holds only the fields the stage changed
         state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };

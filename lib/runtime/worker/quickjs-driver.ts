@@ -101,6 +101,8 @@ export class QuickJsDriver implements SandboxDriver {
   private readonly cache: Lru<string, QuickJsModule>;
   /** A heap growth was refused during the current stage: the script ran into the memory cap. */
   private heapFull = false;
+  /** The WebAssembly heap's size in bytes (it only grows): kept by the memory's grow wrapper. */
+  private heapBytes: number;
 
   private constructor(
     private readonly wasm: QuickJSWASMModule,
@@ -108,6 +110,7 @@ export class QuickJsDriver implements SandboxDriver {
     private readonly memory: WasmMemory,
     private readonly heapCapBytes: number,
   ) {
+    this.heapBytes = memory.buffer.byteLength; // (`memory` stays readable for tests: test/helpers/quickjs-heap.js)
     this.cache = new Lru(options.maxContexts ?? 256, (m) => this.dispose(m));
   }
 
@@ -123,10 +126,13 @@ export class QuickJsDriver implements SandboxDriver {
       }));
     const driver = new QuickJsDriver(wasm, options, memory, capMb * MiB);
     // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc.
+    // The heap's size is kept here too: reading memory.buffer after every stage costs more.
     const grow = memory.grow.bind(memory);
     memory.grow = (delta: number) => {
       try {
-        return grow(delta);
+        const pages = grow(delta);
+        driver.heapBytes = memory.buffer.byteLength;
+        return pages;
       } catch (e) {
         driver.heapFull = true;
         throw e;
@@ -141,7 +147,7 @@ export class QuickJsDriver implements SandboxDriver {
 
   /** After a stage: recycle the worker when its heap is full or leaves less than one limit of room. */
   private checkHeap(): void {
-    if (this.heapFull || this.memory.buffer.byteLength > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
+    if (this.heapFull || this.heapBytes > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
   }
 
   private outOfMemory(): never {
@@ -276,7 +282,8 @@ export class QuickJsDriver implements SandboxDriver {
     return m.request.handle;
   }
 
-  async invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): Promise<StageOutput> {
+  /** Runs the stage and the promise jobs it leaves to the end, so it answers directly (throws EngineError). */
+  invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): StageOutput {
     const m = loaded as QuickJsModule;
     const key = m.key;
     const { ctx, rt } = m;
