@@ -53,9 +53,12 @@ defineProperty(StageProto, 'attrs', {
   __proto__: null,
   get: function () {
     if (this.attrsObj === null) {
-      // the parsed object itself: the request methods read it only through own properties
+      // the parsed object itself, without a prototype: nothing inherited is ever read or called
+      // (the request methods read and write it as a plain map; no script ever sees it)
       var src = this.attrsJson === undefined || this.attrsJson === '' || this.attrsJson === '{}' ? null : jsonParse(Str(this.attrsJson));
-      this.attrsObj = isObj(src) && !isArray(src) ? src : objectCreate(null);
+      if (isObj(src) && !isArray(src)) setPrototypeOf(src, null);
+      else src = objectCreate(null);
+      this.attrsObj = src;
     }
     return this.attrsObj;
   },

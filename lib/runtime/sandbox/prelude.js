@@ -86,6 +86,7 @@ var freeze = Object.freeze;
 var objectKeys = Object.keys;
 var objectCreate = Object.create;
 var getPrototypeOf = Object.getPrototypeOf;
+var setPrototypeOf = Object.setPrototypeOf;
 var defineProperties = Object.defineProperties;
 var hasOwn = uncurry(Object.prototype.hasOwnProperty);
 var objToString = uncurry(Object.prototype.toString);

@@ -86,11 +86,11 @@ function snapGetter(k, dflt) {
 
 var ReqProto = freeze({
   // Attributes: the live values within a stage, JSON copies from one stage to the next.
+  // (st.attrs has no prototype and never holds undefined: a plain read is an own-property read)
   getAttribute: function (name) {
     var st = reqRec(this);
-    var attrs = st.attrs;
-    if (!hasOwn(attrs, Str(name))) return null;
-    var v = attrs[Str(name)];
+    var v = st.attrs[Str(name)];
+    if (v === undefined) return null;
     if (v !== null && (typeof v === 'object' || typeof v === 'function')) st.attrsChanged = true; // may be changed in place
     return v;
   },
@@ -102,8 +102,8 @@ var ReqProto = freeze({
     var st = reqRec(this);
     var attrs = st.attrs;
     st.attrsChanged = true;
-    if (isNil(value)) delete attrs[Str(name)];
-    else setOwn(attrs, Str(name), value);
+    if (value === null || value === undefined) delete attrs[Str(name)];
+    else attrs[Str(name)] = value; // (no prototype: no inherited setter, and '__proto__' is a plain key)
   },
   removeAttribute: function (name) {
     var st = reqRec(this);
