@@ -27,6 +27,22 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     fixture = undefined;
   });
 
+  test('requests whose stages answer the same texts as earlier ones get their own results', async () => {
+    // (the worker parses a stage's answer once per text and shares it: lib/runtime/worker/output-cache.ts)
+    fixture = hooked(
+      engine,
+      `export function fn(ctx) { return { v: ctx.request.getAttribute('v') } }`,
+      `export function before(ctx) { ctx.request.setAttribute('v', ctx.request.getHeader('x-v')) }
+       export function after(ctx, result) { ctx.response.setHeader('X-V', String(ctx.request.getAttribute('v'))) }`,
+    );
+    for (const v of ['a', 'b', 'a', 'a', 'b']) {
+      const res = await request(fixture.app).get('/web0/api/app1/p').set('X-V', v);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ v });
+      expect(res.headers['x-v']).toBe(v);
+    }
+  });
+
   test('attributes pass from before to the call to after as JSON copies', async () => {
     fixture = hooked(
       engine,

@@ -25,6 +25,7 @@ import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
 import { callForText, newString } from './quickjs-fast';
+import { StageOutputCache } from './output-cache';
 
 interface QuickJsModule extends LoadedModule {
   rt: QuickJSRuntime;
@@ -103,6 +104,8 @@ export class QuickJsDriver implements SandboxDriver {
   private heapFull = false;
   /** The WebAssembly heap's size in bytes (it only grows): kept by the memory's grow wrapper. */
   private heapBytes: number;
+  /** Stage outputs parsed once per text (shared and frozen: see output-cache.ts). */
+  private readonly outputs = new StageOutputCache();
 
   private constructor(
     private readonly wasm: QuickJSWASMModule,
@@ -327,7 +330,7 @@ export class QuickJsDriver implements SandboxDriver {
       if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, key);
       json = collected.text;
     }
-    const out = JSON.parse(json) as StageOutput;
+    const out = this.outputs.parse(json);
     if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, key);
     // A refused heap growth ends a call that did not return normally as out-of-memory: the script
     // may see the failure as a thrown null, or as a promise chain that silently stopped (pending).

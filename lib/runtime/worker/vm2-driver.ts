@@ -7,6 +7,7 @@ import { VM, VMScript } from 'vm2';
 import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
+import { StageOutputCache } from './output-cache';
 
 interface Vm2Module extends LoadedModule {
   vm: VM;
@@ -40,6 +41,8 @@ export class Vm2Driver implements SandboxDriver {
   readonly poisoned = false;
   private readonly cache: Lru<string, Vm2Module>;
   private readonly adapter: VMScript;
+  /** Stage outputs parsed once per text (shared and frozen: see output-cache.ts). */
+  private readonly outputs = new StageOutputCache();
 
   constructor(private readonly options: Vm2DriverOptions) {
     this.cache = new Lru(options.maxContexts ?? 256, () => undefined);
@@ -94,7 +97,7 @@ export class Vm2Driver implements SandboxDriver {
       vm.run(INVOKE);
       // Promise continuations are V8 microtasks of this worker: one macrotask turn drains them.
       await new Promise((resolve) => setImmediate(resolve));
-      const out = JSON.parse(String(vm.run(COLLECT))) as StageOutput;
+      const out = this.outputs.parse(String(vm.run(COLLECT)));
       if (Date.now() >= deadline) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
       return out;
     } catch (e) {
