@@ -39,3 +39,27 @@ test('the cache holds at most 64 texts, and text that is not JSON throws as JSON
   expect(cache.parse('{"status":"value","hasValue":true,"value":199}').value).toBe(199);
   expect(() => cache.parse('{"status":')).toThrow(SyntaxError);
 });
+
+describe('the result message', () => {
+  const { resultMessage } = require('../dist/cjs/runtime/worker/result-message.js');
+  const cache = new StageOutputCache();
+  const call = cache.parse('{"status":"value","hasValue":true,"output":{"type":"JSON","json":"{\\"ok\\":true}"}}');
+  const before = cache.parse('{"status":"value","hasValue":false,"attributes":{"t":1,"o":{"a":[1,"x"]}}}');
+  const after = cache.parse('{"status":"value","hasValue":false,"response":{"headers":[["X-Hooked","1"]],"status":201}}');
+  const sents = [
+    { outcome: { kind: 'output', output: call.output } },
+    { outcome: { kind: 'output', output: call.output }, attributes: before.attributes, response: { headers: after.response.headers, status: 201 } },
+    { outcome: { kind: 'output', output: { type: 'Text', text: 'a "quoted"\n' } }, attributes: { fresh: true } },
+    { outcome: { kind: 'written' }, response: { headers: [], chunks: [{ t: 'x' }], written: true, error: null, skipped: undefined } },
+    { outcome: { kind: 'continue' } },
+    { outcome: { kind: 'error', message: 'Boom \u2028', code: 1001, status: 500 }, attributes: {} },
+  ];
+
+  test.each(sents.map((s, i) => [i, s]))('is what JSON.stringify writes (%i)', (i, sent) => {
+    for (const [poisoned, ms] of [[false, 0.043], [true, 12], [false, NaN]]) {
+      const expected = JSON.stringify({ type: 'result', jobId: 42 + i, result: sent, poisoned, ms });
+      expect(resultMessage(42 + i, sent, poisoned, ms)).toBe(expected);
+      expect(resultMessage(42 + i, sent, poisoned, ms)).toBe(expected); // (again, from the kept texts)
+    }
+  });
+});

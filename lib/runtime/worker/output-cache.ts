@@ -10,7 +10,9 @@
  *
  * A shared StageOutput is deeply frozen: the worker and the pipeline only read a stage's output
  * (they build new objects from it), and a write to one would reach other calls' results, so it
- * throws instead (the worker's code is strict mode).
+ * throws instead (the worker's code is strict mode). Since a shared part never changes, its own
+ * JSON text is kept too, once asked for (jsonOf): a job's result message repeats the parts of its
+ * stages' outputs (the call's output, the attributes, the response headers).
  */
 import type { StageOutput } from '../protocol';
 
@@ -19,12 +21,33 @@ const MAX_LENGTH = 1024;
 /** How many texts are kept; the cache starts over when full. */
 const MAX_ENTRIES = 64;
 
+/** Every object a cache froze and shares (from JSON.parse: no cycles), with its JSON text once made (null: not yet). */
+const shared = new WeakMap<object, string | null>();
+
 function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+  if (value !== null && typeof value === 'object' && !shared.has(value)) {
     Object.freeze(value);
+    shared.set(value, null);
     for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
   }
   return value;
+}
+
+/**
+ * `JSON.stringify(value)` for a value that has a JSON form (not undefined, a function or a
+ * symbol), made once for a part of a shared StageOutput.
+ */
+export function jsonOf(value: unknown): string {
+  if (value !== null && typeof value === 'object') {
+    const text = shared.get(value);
+    if (text !== undefined) {
+      if (text !== null) return text;
+      const made = JSON.stringify(value);
+      shared.set(value, made);
+      return made;
+    }
+  }
+  return JSON.stringify(value);
 }
 
 export class StageOutputCache {

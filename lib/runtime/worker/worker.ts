@@ -17,6 +17,7 @@ import { EngineError, Lru, type SandboxDriver } from './driver';
 import { MissingSourceError, runPipeline, type WorkerJob } from './pipeline';
 import { stateDelta } from '../protocol';
 import { TEMPLATE_SLOTS, decodeJob, type JobTemplate } from '../job-message';
+import { resultMessage } from './result-message';
 
 interface WorkerConfig {
   engine: 'quickjs' | 'vm2';
@@ -180,7 +181,7 @@ async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Pro
     // a state no stage changed is the pool's own: it is not sent back; a changed one goes as
     // what changed (the pool lays it over the state it sent)
     const sent = result.state === job.state ? { outcome: result.outcome } : { outcome: result.outcome, ...stateDelta(job.state, result.state) };
-    config.results.postMessage(JSON.stringify({ type: 'result', jobId, result: sent, poisoned: driver.poisoned, ms: took() }));
+    config.results.postMessage(resultMessage(jobId, sent, driver.poisoned, took()));
   } catch (e) {
     if (e instanceof MissingSourceError) {
       config.results.postMessage({ type: 'result', jobId, needSources: true });
