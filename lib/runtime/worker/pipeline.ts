@@ -14,6 +14,7 @@ import { isPristineResponse, type StageHead, type StageOutput, type Stage, type 
 import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 import { ownGet } from '../../context/own-map';
+import { jsonOf } from './output-cache';
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -127,7 +128,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
         {
           head: headText(stage, job.returnType, wantValue),
           request: (requestJson ??= JSON.stringify(job.request)),
-          attributes: (attributesJson ??= JSON.stringify(state.attributes)),
+          attributes: (attributesJson ??= jsonOf(state.attributes)), // (an earlier stage's attributes: their text is kept)
           response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
           value,
         },
