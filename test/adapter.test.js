@@ -386,6 +386,27 @@ describe('ctx.request', () => {
     expect(await sb.probe((ctx) => [ctx.request.getHeader('x-m'), ctx.request.getHeader('host')], { requestJson: JSON.stringify(twice) })).toEqual(['1', 'h']);
   });
 
+  test('header reads from the text follow each new request text in one context', async () => {
+    // The read from the text remembers where the last text's headers end: stages that alternate
+    // texts (one with a header that arrived twice, one laid out otherwise) must each get their own.
+    const sb = sandbox();
+    const a = JSON.stringify(mapsFirst(baseRequest({ headers: { 'x-k': 'from-a', host: 'a.example' }, headerLists: {} })));
+    const twice = JSON.stringify(mapsFirst(baseRequest({ headers: { 'x-k': '1, 2', host: 'b.example' }, headerLists: { 'x-k': ['1', '2'] } })));
+    const other = JSON.stringify(baseRequest({ headers: { 'x-k': 'from-other', host: 'c.example' }, headerLists: {} })); // (not maps-first)
+    const shorter = JSON.stringify(mapsFirst(baseRequest({ headers: { host: 'd' }, headerLists: {} })));
+    const read = (ctx) => [ctx.request.getHeader('x-k'), ctx.request.getHeader('Host')];
+    for (let round = 0; round < 2; round++) {
+      expect(await sb.probe(read, { requestJson: a })).toEqual(['from-a', 'a.example']);
+      expect(await sb.probe(read, { requestJson: twice })).toEqual(['1', 'b.example']);
+      expect(await sb.probe(read, { requestJson: other })).toEqual(['from-other', 'c.example']);
+      expect(await sb.probe(read, { requestJson: shorter })).toEqual([null, 'd']);
+    }
+    // a stage that parsed the headers first (getHeaderNames) answers from the parse, the same
+    const both = (ctx) => [ctx.request.getHeaderNames().hasMoreElements(), ctx.request.getHeader('x-k')];
+    expect(await sb.probe(both, { requestJson: a })).toEqual([true, 'from-a']);
+    expect(await sb.probe(read, { requestJson: a })).toEqual(['from-a', 'a.example']);
+  });
+
   test('a header read parses the headers map only (the maps-first layout is used, not a whole parse)', async () => {
     // White-box: a duplicated key tells the two readings apart. JSON.parse of the whole text keeps
     // the last "headers"; a read by parts finds the first map, where the host puts it.

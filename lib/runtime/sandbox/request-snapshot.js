@@ -19,8 +19,9 @@
  * the text (JSON.parse of a whole snapshot is ~8 µs in QuickJS); ctx.url parses group 3. A text
  * laid out any other way (or a group that fails to parse) is parsed whole, with the same results.
  *
- * Also holds requestHeader(rec, ln, key) (one header read straight from the text) and headerName(name)
- * (the header names asked for in this context, lower-cased and checked once).
+ * Also holds textHeader(json, ln, key) (one header read straight from the text, with no record
+ * made) and headerName(name) (the header names asked for in this context, lower-cased and checked
+ * once).
  *
  * Expects from prelude.js: jsonParse, isObj, isArray, getOwn, objectKeys, strSlice, indexOf, startsWith,
  * toLowerCase, reExec, nameCache.
@@ -33,7 +34,8 @@ var RQ_START = '{"headers":{';
 var RQ_COOKIES = '},"cookies":{';
 var RQ_QUERY = '},"query":{';
 var RQ_FORM = '},"form":{';
-var RQ_LISTS = '},"headerLists":{';
+/** Where the headers map ends when headerLists is empty (every header arrived once): the common case. */
+var RQ_ONCE = '},"headerLists":{},"cookies":{';
 
 /**
  * A record of one snapshot text: `parts` holds the groups parsed so far (undefined: not yet),
@@ -48,7 +50,6 @@ function newRequestRecord(json) {
     ends: [-1, -1, -1],
     parts: [undefined, undefined, undefined, undefined],
     all: null,
-    headersEnd: -1,
   };
 }
 
@@ -124,26 +125,27 @@ function requestAll(rec) {
 var HEADER_KEY = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 
 /**
- * The value of request header `ln` (lower case) read straight from the text, without parsing
- * group 0 (that parse is most of a getHeader in QuickJS): a string, null when the request has
- * no such header, or undefined when the text cannot answer so simply (another layout, a header
- * that arrived more than once, an escaped value) and the caller parses.
+ * The value of request header `ln` (lower case) read straight from the snapshot text, without
+ * parsing group 0 or even making the text's record (the parse, then the record, were most of a
+ * getHeader in QuickJS): a string, null when the request has no such header, or undefined when
+ * the text cannot answer so simply (another layout, a header that arrived more than once, an
+ * escaped value) and the caller parses. `key` is headerName's (undefined: worked out here).
  *
  * Within the headers map, `"name":` can only be a key: inside a JSON string every quote is
- * escaped, so `name"` followed by `:` never occurs there.
+ * escaped, so `name"` followed by `:` never occurs there; for the same reason RQ_ONCE can only be
+ * the end of the map (no header value is an object).
  */
-function requestHeader(rec, ln, key) {
+var textJson = null; // the last text read here, and where its headers map ends (-1: not our layout)
+var textHeadersEnd = -1;
+function textHeader(json, ln, key) {
   if (key === undefined) key = reExec(HEADER_KEY, ln) === null ? null : '"' + ln + '":"';
-  if (!rec.grouped || key === null) return undefined;
-  var json = rec.json;
-  var hEnd = rec.headersEnd;
-  if (hEnd < 0) {
-    hEnd = indexOf(json, RQ_LISTS, RQ_START.length - 1);
-    if (hEnd < 0) return undefined;
-    rec.headersEnd = hEnd;
+  if (key === null || typeof json !== 'string') return undefined;
+  if (json !== textJson) {
+    textJson = json;
+    textHeadersEnd = startsWith(json, RQ_START, 0) ? indexOf(json, RQ_ONCE, RQ_START.length - 1) : -1;
   }
-  // headerLists must be empty ({}): a header that arrived twice answers from there
-  if (groupEnd(rec, 0) !== hEnd + RQ_LISTS.length) return undefined;
+  var hEnd = textHeadersEnd;
+  if (hEnd < 0) return undefined;
   var at = indexOf(json, key, RQ_START.length - 1);
   if (at < 0 || at > hEnd) return null;
   var from = at + key.length;
@@ -155,7 +157,7 @@ function requestHeader(rec, ln, key) {
 
 /**
  * Header names a script asked for in this context (scripts ask for the same few again and
- * again): the name as given -> { ln: lower case, key: the text `"ln":"` that requestHeader looks
+ * again): the name as given -> { ln: lower case, key: the text `"ln":"` that textHeader looks
  * for, or null when ln is not a plain token }.
  */
 var headerName = nameCache(64, function (name) {

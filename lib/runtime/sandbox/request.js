@@ -7,7 +7,7 @@
  *
  * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, unionKeys, lower, ...);
  * from host.js: hostCall (Part.save*); from enumeration.js: makeEnumeration; from
- * request-snapshot.js: snapField, requestHeader, headerName.
+ * request-snapshot.js: snapField, textHeader, headerName.
  */
 function makePart(info) {
   var id = Str(getOwn(info, 'id'));
@@ -160,9 +160,9 @@ var ReqProto = freeze({
     if (isNil(name)) return null;
     var info = typeof name === 'string' ? headerName(name) : null; // (anything else is converted each time)
     var ln = info !== null ? info.ln : lower(name);
-    var rec = st.req;
-    if (rec.parts[0] === undefined) {
-      var v = requestHeader(rec, ln, info !== null ? info.key : undefined); // (group 0 not parsed yet: read the value from the text)
+    var rec = st.reqObj; // (null: this stage has not read the snapshot's record yet)
+    if (rec === null || rec.parts[0] === undefined) {
+      var v = textHeader(st.requestJson, ln, info !== null ? info.key : undefined); // (group 0 not parsed: read the value from the text)
       if (v !== undefined) return v;
     }
     var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
