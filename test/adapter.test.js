@@ -416,6 +416,34 @@ describe('ctx.request', () => {
     expect(await sb.probe((ctx) => ctx.request.getHeader('x-a'), { requestJson: text.replace('{"headers"', '{"requestId":"r","headers"') })).toBe('last');
   });
 
+  test('getAttribute gives each carried attribute as an earlier stage left it, whatever the attributes hold', async () => {
+    const sb = sandbox();
+    const carried = [
+      { t: 1, u: 'two', v: true, w: false, x: null, neg: -0.5, big: 1e21, tiny: 5e-324, e: '', '': 'empty name' },
+      { s: 'a,b}c', q: 'say "hi"', bs: 'a\\b', uni: 'caf\u00e9 \u{1f600}', '__proto__': 'own', 'wei"rd': 1, 'x:y': 2, '\u00e9': 3 },
+      { t: 1, obj: { t: 'nested' }, arr: [1, 2] },
+      { obj: { t: 'nested first' }, t: 'top', u: [{ u: 1 }] },
+      {},
+    ];
+    const names = ['t', 'u', 'v', 'w', 'x', 'neg', 'big', 'tiny', 'e', '', 's', 'q', 'bs', 'uni', '__proto__', 'wei"rd', 'x:y', '\u00e9', 'obj', 'arr', 'missing', 'toString', 'constructor'];
+    for (const attributes of carried) {
+      for (const name of names) {
+        const state = { attributes, response: baseResponse() };
+        const got = await sb.probe(new Function('ctx', `return [ctx.request.getAttribute(${JSON.stringify(name)})]`), { state });
+        const expected = Object.prototype.hasOwnProperty.call(attributes, name) && attributes[name] !== null ? attributes[name] : null;
+        expect([name, got[0]]).toEqual([name, expected]);
+      }
+    }
+    // a read, then a write and a read in the same stage
+    const out = await sb.run((ctx) => {
+      const before = ctx.request.getAttribute('t');
+      ctx.request.setAttribute('t', before + 1);
+      return [before, ctx.request.getAttribute('t')];
+    }, { state: { attributes: { t: 1 }, response: baseResponse() } });
+    expect(out.value).toEqual([1, 2]);
+    expect(out.state.attributes).toEqual({ t: 2 });
+  });
+
   test('attributes: get, set, names, remove; null / undefined remove', async () => {
     const sb = sandbox();
     const v = await sb.probe(function (ctx) {
