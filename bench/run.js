@@ -30,6 +30,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const autocannon = require('autocannon');
 const { load, checkLoader } = require('./loaders');
+const { pairedLines } = require('./paired');
 
 const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop'];
 /** Configs run only when asked for (see bench/server.js). */
@@ -337,6 +338,11 @@ async function runThroughput(o) {
       'the script workers plus V8/libuv helper threads; other processes = noise from the rest of the machine.',
   );
   if (o.rounds > 1) for (const c of chosen) console.log(`  ${c.key}: ${c.all.map((x) => x.toFixed(0)).join(', ')} req/s`);
+  if (o.rounds > 1) {
+    const series = new Map([...results.entries()].map(([key, rows]) => [key, { config: rows[0].config, workers: rows[0].workers, rps: rows.map((r) => r.reqPerSec) }]));
+    const lines = pairedLines(series);
+    if (lines.length) console.log(`\nPaired by round (ratio of req/s in the same round; see bench/paired.js):\n${lines.join('\n')}`);
+  }
 
   const bad = chosen.filter((c) => c.row.errors || c.row.non2xx || c.row.mismatches);
   if (bad.length) console.log(`\nFAILED RESPONSES in: ${bad.map((c) => c.key).join(', ')}`);
