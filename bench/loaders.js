@@ -8,10 +8,11 @@
  *     cpuMs,                            // the load generator's own CPU time during the run
  *   }>
  *
- * - `autocannon` (the default): runs in this process, checks every body (`expect`), supports a
+ * - `autocannon`: runs in this process, checks every body (`expect`), supports a
  *   fixed rate. It is JavaScript, so it takes a good share of a core at these rates.
- * - `wrk`: the C load generator the issue's reference figures were taken with (wrk, 50
- *   connections), from the Debian package (`apt-get install wrk`). One wrk thread. It counts
+ * - `wrk` (the default when it is installed and no fixed rate is asked for): the C load generator
+ *   the issue's reference figures were taken with (wrk, 50 connections), from the Debian package
+ *   (`apt-get install wrk`). One wrk thread. It counts
  *   non-2xx answers but does not read bodies (a Lua body check would slow it down), so run.js
  *   checks one response before and one after each run. No fixed rate (wrk2 would be needed).
  *   Its CPU time is read with the shell's `times` after it exits.
@@ -28,6 +29,21 @@ function checkLoader(name, { rate } = {}) {
     if (r.error) throw new Error('--loader wrk: wrk is not installed (Debian: apt-get install wrk)');
     if (rate) throw new Error('--loader wrk cannot drive a fixed --rate (use the default loader, autocannon)');
   }
+}
+
+function hasWrk() {
+  return !spawnSync('wrk', ['--version'], { encoding: 'utf8' }).error;
+}
+
+/**
+ * wrk when it is installed and no fixed rate is asked for (the issue's reference load generator:
+ * C, so it leaves the cores to the server), else autocannon, with a note saying why.
+ */
+function defaultLoader({ rate } = {}) {
+  if (rate) return 'autocannon';
+  if (hasWrk()) return 'wrk';
+  console.log('Note: wrk is not installed (Debian: apt-get install wrk), so autocannon drives the load; its CPU competes with the server on the same cores.');
+  return 'autocannon';
 }
 
 function load(name, opts) {
@@ -103,4 +119,4 @@ function wrk({ url, connections, duration }) {
   });
 }
 
-module.exports = { LOADERS, checkLoader, load, parseWrk };
+module.exports = { LOADERS, checkLoader, defaultLoader, load, parseWrk };

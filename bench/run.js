@@ -3,7 +3,7 @@
 /**
  * Throughput, latency and memory of the router against a plain Express handler.
  *
- *   npm run bench                                 # build, then every config (2 s warm-up, 10 s measured)
+ *   npm run bench                                 # build, then every config, 5 rounds (2 s warm-up, 8 s measured each)
  *   node bench/run.js --rounds 3                  # every config 3 times, interleaved; the median round is shown
  *   node bench/run.js --workers 1,2               # router configs once per pool size (default = the library's)
  *   node bench/run.js --configs express,quickjs   # a subset (express quickjs quickjs-hooks vm2 vm2-hooks router-noop;
@@ -11,14 +11,16 @@
  *                                                 # quickjs-busy vm2-busy: see server.js)
  *   node bench/run.js --rate 2000                 # a fixed request rate instead of as fast as possible
  *   node bench/run.js --leak --requests 1000000   # RSS over N requests, then over N requests with a new script version every 1000
- *   node bench/run.js --loader wrk                # drive with wrk (C, one thread; as the issue's reference figures) instead of autocannon
+ *   node bench/run.js --loader autocannon         # drive with autocannon (JavaScript, in this process) instead of wrk
+ *                                                 # (the default is wrk, as the issue's reference figures, when it is
+ *                                                 # installed: apt-get install wrk; autocannon otherwise, and for --rate)
  *
- * Other options: --duration S (10), --warmup S (2), --connections N (50), --sample S (leak: RSS every S s, 5),
+ * Other options: --duration S (8), --warmup S (2), --connections N (50), --sample S (leak: RSS every S s, 5),
  * --version-every N (leak, 1000), --json FILE (raw results), --wait-idle S (120; 0 = --no-wait-idle),
  * --max-noise CORES (0.3), --retries N (3).
  *
  * Each configuration runs in its own child process (bench/server.js), started fresh; this process
- * drives it with autocannon (or wrk: bench/loaders.js) and asks it over IPC for its RSS (which covers its worker threads) and
+ * drives it with wrk or autocannon (bench/loaders.js) and asks it over IPC for its RSS (which covers its worker threads) and
  * its per-thread CPU. Every response must be a 200 with the body `{"ok":true}`: non-2xx, wrong
  * bodies and socket errors are counted and printed. On a shared machine the run waits for the
  * cores to be idle before each measurement and repeats a measurement that other processes
@@ -29,7 +31,7 @@ const os = require('node:os');
 const path = require('node:path');
 const fs = require('node:fs');
 const autocannon = require('autocannon');
-const { load, checkLoader } = require('./loaders');
+const { load, checkLoader, defaultLoader } = require('./loaders');
 const { pairedLines } = require('./paired');
 
 const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop'];
@@ -41,10 +43,10 @@ const MiB = 1024 * 1024;
 
 function parseArgs(argv) {
   const o = {
-    duration: 10,
+    duration: 8,
     warmup: 2,
     connections: 50,
-    rounds: 1,
+    rounds: 5,
     configs: CONFIGS,
     workers: [undefined],
     rate: 0,
@@ -56,7 +58,7 @@ function parseArgs(argv) {
     waitIdle: 120,
     maxNoise: 0.3,
     retries: 3,
-    loader: 'autocannon',
+    loader: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -84,15 +86,23 @@ function parseArgs(argv) {
       case '--loader': o.loader = next(); break;
       case '-h':
       case '--help':
-        console.log(fs.readFileSync(__filename, 'utf8').split("\n").slice(3, 24).join('\n').replace(/^ \*\/? ?/gm, ''));
+        {
+          const lines = fs.readFileSync(__filename, 'utf8').split('\n');
+          console.log(lines.slice(3, lines.indexOf(' */')).join('\n').replace(/^ \* ?/gm, ''));
+        }
         process.exit(0);
         break;
       default:
         throw new Error(`unknown option ${a}`);
     }
   }
-  if (!o.leak) checkLoader(o.loader, o);
-  else if (o.loader !== 'autocannon') throw new Error('--leak runs a fixed number of requests with autocannon; drop --loader');
+  if (o.leak) {
+    if (o.loader !== undefined && o.loader !== 'autocannon') throw new Error('--leak runs a fixed number of requests with autocannon; drop --loader');
+    o.loader = 'autocannon';
+  } else {
+    o.loader ??= defaultLoader(o);
+    checkLoader(o.loader, o);
+  }
   for (const c of o.configs) if (!CONFIGS.includes(c) && !DIAGNOSTICS.includes(c)) throw new Error(`unknown config ${c} (${[...CONFIGS, ...DIAGNOSTICS].join(', ')})`);
   return o;
 }
