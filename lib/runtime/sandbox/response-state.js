@@ -31,6 +31,13 @@ var NO_CHUNKS = freeze([]);
  */
 var RES_FRESH = { __proto__: null, base: RES_PRISTINE, headerCount0: 0, chunksChanged: false, chunks: NO_CHUNKS };
 for (var freshKeys = objectKeys(RES_PRISTINE), fk = 0; fk < freshKeys.length; fk++) RES_FRESH[freshKeys[fk]] = RES_PRISTINE[freshKeys[fk]];
+/** Field `k` of a carried state `r` when it has type `type`, else `dflt`. (Not a closure inside
+ * responseFromInput: QuickJS makes a function's inner functions on every call, even on the paths
+ * that never use them.) */
+function pick(r, k, type, dflt) {
+  var v = getOwn(r, k);
+  return typeof v === type ? v : dflt;
+}
 /**
  * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
  * the parsed input's), `headers0` / `headerCount0` its header list, and `chunksChanged` says the
@@ -74,18 +81,14 @@ function responseFromInput(r) {
       else if (typeof b === 'string') push(chunks, { k: 'b', v: b });
     }
   }
-  function pick(k, type, dflt) {
-    var v = getOwn(r, k);
-    return typeof v === type ? v : dflt;
-  }
   var error = getOwn(r, 'error');
   var res = {
-    status: pick('status', 'number', 200),
+    status: pick(r, 'status', 'number', 200),
     headers: headers,
-    contentType: pick('contentType', 'string', null),
-    characterEncoding: pick('characterEncoding', 'string', null),
-    contentLength: pick('contentLength', 'number', null),
-    bufferSize: pick('bufferSize', 'number', 8192),
+    contentType: pick(r, 'contentType', 'string', null),
+    characterEncoding: pick(r, 'characterEncoding', 'string', null),
+    contentLength: pick(r, 'contentLength', 'number', null),
+    bufferSize: pick(r, 'bufferSize', 'number', 8192),
     chunks: chunks,
     written: getOwn(r, 'written') === true,
     committed: getOwn(r, 'committed') === true,
@@ -95,7 +98,7 @@ function responseFromInput(r) {
           message: typeof getOwn(error, 'message') === 'string' ? getOwn(error, 'message') : null,
         }
       : null,
-    redirect: pick('redirect', 'string', null),
+    redirect: pick(r, 'redirect', 'string', null),
     base: null,
     headers0: headers,
     headerCount0: headers.length,
@@ -131,10 +134,13 @@ var NEEDS_ESCAPE = /["\\\x00-\x1f\ud800-\udfff]/;
 function encNumber(v) {
   return typeof v === 'number' && v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
 }
-/** A header [name, value] pair as JSON: one regex test for both, and quotes around them when plain. */
+/**
+ * A header [name, value] pair as JSON: one regex test for both, and quotes around them when plain.
+ * (Both are strings: responseFromInput, setHeader and addHeader store them so.)
+ */
 function encHeaderPair(h) {
-  var n = Str(h[0]);
-  var v = Str(h[1]);
+  var n = h[0];
+  var v = h[1];
   return reExec(NEEDS_ESCAPE, n + v) === null ? '["' + n + '","' + v + '"]' : '[' + jsonStringify(n) + ',' + jsonStringify(v) + ']';
 }
 /**
