@@ -32,6 +32,12 @@ export const ERRORS = {
   SCRIPT_STALLED: { code: 270206, status: 500, message: 'The script returned a promise that never settled' },
   /** The result does not fit the return type (Redirect without a string, File without a path...). */
   INVALID_RESULT: { code: 270300, status: 500, message: 'The result does not fit the return type' },
+  /**
+   * The response a script set breaks the host's framing rules: a framing header
+   * (`Content-Length`, `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`,
+   * `Trailer`, `Proxy-*`), a status outside 200-599, or an invalid header name or value.
+   */
+  INVALID_RESPONSE: { code: 270304, status: 500, message: 'The script set a response the host does not send' },
   /** File return type: the path is empty or the file does not exist. */
   FILE_NOT_FOUND: { code: 270301, status: 404, message: 'File not found' },
   /** A path given by a script leaves its sandbox (`../`, absolute paths, links out). */

@@ -6,9 +6,14 @@ import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { ResponseState } from '../runtime/protocol';
 import { JSON_TYPE, sendErrorBody } from './error';
+import { checkResponseState, locationHeader } from './framing';
 
-/** Status (when the script set one) and headers recorded by scripts. */
+/**
+ * Headers recorded by scripts. The whole state is checked first (lib/response/framing.ts): a
+ * breach throws before any header is set, so the error response carries none of them.
+ */
 export function applyHeaders(res: ServerResponse, state: ResponseState): void {
+  checkResponseState(state);
   const seen = new Set<string>();
   for (const [name, value] of state.headers) {
     const key = name.toLowerCase();
@@ -42,7 +47,7 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
   }
   if (state.redirect !== null) {
     res.statusCode = 302;
-    res.setHeader('Location', state.redirect);
+    res.setHeader('Location', locationHeader(state.redirect));
     res.end();
     return;
   }

@@ -5,6 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { ApiError } from '../errors';
 import type { ResponseState, SerializedOutput } from '../runtime/protocol';
 import { applyHeaders } from '../response/apply';
+import { checkRedirectLocation } from '../response/framing';
 import { sendJson } from './json';
 import { sendText } from './text';
 import { sendRedirect } from './redirect';
@@ -27,6 +28,7 @@ export type ReturnTypeHandler<T extends SerializedOutput['type']> = (
 
 export async function sendOutput(output: SerializedOutput, ctx: SendContext): Promise<void> {
   if (output.type === 'invalid') throw new ApiError('INVALID_RESULT', output.message);
+  if (output.type === 'Redirect') checkRedirectLocation(output.location); // before any header is set
   applyHeaders(ctx.res, ctx.state);
   switch (output.type) {
     case 'JSON':

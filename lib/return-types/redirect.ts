@@ -1,18 +1,11 @@
-/** Redirect: a 302 to the returned URL string. */
+/** Redirect: a 302 to the returned URL string (http(s) or relative only; see response/framing.ts). */
 import type { ReturnTypeHandler } from './index';
+import { locationHeader } from '../response/framing';
 
 export const sendRedirect: ReturnTypeHandler<'Redirect'> = (output, { res }) => {
+  const location = locationHeader(output.location);
   res.statusCode = 302;
-  res.setHeader('Location', encodeURI(decodeURISafe(output.location)));
+  res.setHeader('Location', location);
   res.setHeader('Content-Length', 0);
   res.end();
 };
-
-/** Keeps already-encoded URLs as they are while encoding raw spaces and non-ASCII characters. */
-function decodeURISafe(url: string): string {
-  try {
-    return decodeURI(url);
-  } catch {
-    return url;
-  }
-}

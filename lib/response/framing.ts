@@ -1,0 +1,99 @@
+/**
+ * Framing belongs to the host. Whatever state comes back from a worker (and whatever engine ran
+ * the script), the response is checked here, on the host, before anything of it is applied:
+ * - a script may not set the headers that frame the message or the connection (FRAMING_HEADERS,
+ *   and every `Proxy-*` header): the host decides Content-Length, Transfer-Encoding and the
+ *   connection's fate, so a script can never desynchronise a keep-alive connection;
+ *   `setContentLength` / `setHeader('Content-Length', n)` are servlet response properties the
+ *   host does not send: the body's real length always goes out;
+ * - a status must be a final status, 200 to 599 (1xx would end the response early, 101 would
+ *   switch protocols);
+ * - a redirect goes to an http(s) URL or a relative one, never `javascript:`, `data:`, ...
+ * A breach fails the request with a clear error before any of the script's headers are set.
+ */
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { ApiError } from '../errors';
+import type { ResponseState } from '../runtime/protocol';
+
+/** Header names (lower case) only the host sets. */
+export const FRAMING_HEADERS: ReadonlySet<string> = new Set([
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+]);
+
+/** True when a script may not set this header. */
+export function isFramingHeader(name: string): boolean {
+  const key = name.toLowerCase();
+  return FRAMING_HEADERS.has(key) || key.startsWith('proxy-');
+}
+
+const MIN_STATUS = 200;
+const MAX_STATUS = 599;
+
+/** A status a script may answer with: an integer from 200 to 599. */
+export function checkStatus(status: unknown): number {
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < MIN_STATUS || status > MAX_STATUS) {
+    throw new ApiError('INVALID_RESPONSE', `Status ${String(status)} is not allowed: a script may answer with a status from ${MIN_STATUS} to ${MAX_STATUS}`);
+  }
+  return status;
+}
+
+/** Checks one header a script set: not a framing header, a valid name and value. */
+export function checkHeader(name: string, value: string): void {
+  if (isFramingHeader(name)) {
+    throw new ApiError('INVALID_RESPONSE', `A script may not set the '${name}' response header: the host frames the response`);
+  }
+  try {
+    validateHeaderName(name);
+    validateHeaderValue(name, value);
+  } catch {
+    throw new ApiError('INVALID_RESPONSE', `Invalid response header '${name}': names must be HTTP tokens and values must not hold control characters`);
+  }
+}
+
+const BASE = 'http://base.invalid/';
+
+/**
+ * Checks a redirect target: an http(s) URL, or a relative one (resolved by the client against
+ * the request's URL). Parsed the way a browser parses it (WHATWG URL), so tabs, newlines and
+ * leading control characters cannot hide another scheme.
+ */
+export function checkRedirectLocation(location: string): string {
+  let scheme: string;
+  try {
+    scheme = new URL(location, BASE).protocol;
+  } catch {
+    throw new ApiError('INVALID_RESULT', `Redirect location is not a valid URL: ${JSON.stringify(location.slice(0, 200))}`);
+  }
+  if (scheme !== 'http:' && scheme !== 'https:') {
+    throw new ApiError('INVALID_RESULT', `Redirect location must be an http(s) or relative URL, got a '${scheme}' URL`);
+  }
+  return location;
+}
+
+/** Keeps already-encoded URLs as they are while encoding raw spaces and non-ASCII characters. */
+function decodeURISafe(url: string): string {
+  try {
+    return decodeURI(url);
+  } catch {
+    return url;
+  }
+}
+
+/** The `Location` header for a redirect a script asked for: checked, then percent-encoded. */
+export function locationHeader(location: string): string {
+  return encodeURI(decodeURISafe(checkRedirectLocation(location)));
+}
+
+/** Checks everything a script set on the response; throws before anything is applied. */
+export function checkResponseState(state: ResponseState): void {
+  checkStatus(state.status);
+  if (state.error) checkStatus(state.error.status);
+  for (const [name, value] of state.headers) checkHeader(name, value);
+  if (state.redirect !== null) checkRedirectLocation(state.redirect);
+}

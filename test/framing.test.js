@@ -1,0 +1,209 @@
+'use strict';
+// Framing belongs to the host: whatever a script (or a forged state from the sandbox) sets, the
+// response on a keep-alive connection is framed by the host, so the next response on the same
+// connection is read correctly. Checked on raw sockets, on both engines.
+const net = require('node:net');
+const { makeApp } = require('./helpers/app');
+
+const INVALID_RESPONSE = 270304;
+const INVALID_RESULT = 270300;
+
+/** Reads exactly one HTTP/1.1 response (Content-Length framed) from a buffer; null if incomplete. */
+function parseOne(buf) {
+  const end = buf.indexOf('\r\n\r\n');
+  if (end < 0) return null;
+  const head = buf.subarray(0, end).toString('latin1');
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers = {};
+  for (const l of lines) {
+    const i = l.indexOf(':');
+    const k = l.slice(0, i).trim().toLowerCase();
+    headers[k] = headers[k] === undefined ? l.slice(i + 1).trim() : `${headers[k]}, ${l.slice(i + 1).trim()}`;
+  }
+  const status = Number(statusLine.split(' ')[1]);
+  if (headers['transfer-encoding']) return { status, headers, body: '', rest: Buffer.alloc(0), chunked: true, raw: buf.toString('latin1') };
+  const len = Number(headers['content-length'] ?? 0);
+  if (buf.length < end + 4 + len) return null;
+  return { status, headers, body: buf.subarray(end + 4, end + 4 + len).toString(), rest: buf.subarray(end + 4 + len) };
+}
+
+/** Sends two requests pipelined on one keep-alive connection and parses both answers. */
+function twoOnOneConnection(port, first, second) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let buf = Buffer.alloc(0);
+    const out = [];
+    const timer = setTimeout(() => {
+      sock.destroy();
+      resolve({ out, leftover: buf.toString('latin1') });
+    }, 10_000);
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      for (let r = parseOne(buf); r; r = parseOne(buf)) {
+        out.push(r);
+        buf = r.rest;
+        if (r.chunked) buf = Buffer.alloc(0);
+        if (out.length === 2 || r.chunked) {
+          clearTimeout(timer);
+          sock.destroy();
+          resolve({ out, leftover: buf.toString('latin1') });
+          return;
+        }
+      }
+    });
+    sock.on('error', reject);
+    const req = (path) => `GET /web0/api/${path} HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n`;
+    sock.write(req(first) + req(second));
+  });
+}
+
+const SCRIPTS = {
+  te: "export function fn(ctx) { ctx.response.setHeader('Transfer-Encoding', 'chunked'); return 'x' }",
+  teAdd: "export function fn(ctx) { ctx.response.addHeader('transfer-encoding', 'chunked'); ctx.response.getWriter().write('x') }",
+  connection: "export function fn(ctx) { ctx.response.setHeader('Connection', 'close'); return 'x' }",
+  keepAlive: "export function fn(ctx) { ctx.response.setHeader('Keep-Alive', 'timeout=1'); return 'x' }",
+  upgrade: "export function fn(ctx) { ctx.response.setStatus(101); ctx.response.setHeader('Upgrade', 'websocket'); return 'x' }",
+  trailer: "export function fn(ctx) { ctx.response.setHeader('Trailer', 'X-A'); return 'x' }",
+  te2: "export function fn(ctx) { ctx.response.setHeader('TE', 'trailers'); return 'x' }",
+  proxy: "export function fn(ctx) { ctx.response.setHeader('Proxy-Connection', 'keep-alive'); return 'x' }",
+  status100: 'export function fn(ctx) { ctx.response.setStatus(100); return "x" }',
+  status101: 'export function fn(ctx) { ctx.response.setStatus(101); return "x" }',
+  status199: 'export function fn(ctx) { ctx.response.setStatus(199); ctx.response.getWriter().write("x") }',
+  status600: 'export function fn(ctx) { ctx.response.setStatus(600); return "x" }',
+  sendError100: 'export function fn(ctx) { ctx.response.sendError(100, "x") }',
+  contentLength: 'export function fn(ctx) { ctx.response.setContentLength(400); ctx.response.setHeader("Content-Length", "400"); return "four" }',
+  ok: 'export function fn(ctx) { return "ok" }',
+  // a promise continuation re-entering the adapter's entry point with a forged state
+  forged: `export async function fn() { await null; __sa.invoke(c => c.response.sendRedirect('/x'),
+    '{"stage":"call","returnType":"JSON","wantValue":false}','{}','{}','{"headers":[["Content-Length","400"]]}','') }`,
+  onErrorTe: 'export function fn(ctx) { throw new Error("boom") }',
+  handler: "export function h(ctx, e) { ctx.response.setStatus(200); ctx.response.setHeader('Transfer-Encoding', 'chunked'); ctx.response.getWriter().write('handled') }",
+  redirJs: 'export function fn(ctx) { return "javascript:alert(1)" }',
+  redirTab: 'export function fn(ctx) { return "java\\tscript:alert(1)" }',
+  redirSpace: 'export function fn(ctx) { return "  JavaScript:alert(1)" }',
+  redirData: 'export function fn(ctx) { return "data:text/html,<script>alert(1)</script>" }',
+  redirVb: 'export function fn(ctx) { return "vbscript:x" }',
+  redirOk: 'export function fn(ctx) { return ctx.query.to }',
+  sendRedirJs: 'export function fn(ctx) { ctx.response.sendRedirect("javascript:alert(document.cookie)") }',
+  sendRedirData: 'export function fn(ctx) { ctx.response.sendRedirect("DATA:text/html,x") }',
+  sendRedirOk: 'export function fn(ctx) { ctx.response.sendRedirect("/elsewhere?a=1") }',
+};
+
+const TYPES = { redirJs: 'Redirect', redirTab: 'Redirect', redirSpace: 'Redirect', redirData: 'Redirect', redirVb: 'Redirect', redirOk: 'Redirect' };
+
+describe.each(['quickjs', 'vm2'])('response framing on the %s engine', (engine) => {
+  let server;
+  let port;
+  let router;
+  beforeAll(async () => {
+    const apis = Object.keys(SCRIPTS)
+      .filter((k) => k !== 'handler')
+      .map((k) => ({
+        path: k,
+        call: { script: `${k}.js`, function: 'fn' },
+        returnType: TYPES[k] ?? 'Text',
+        ...(k === 'onErrorTe' ? { onError: { script: 'handler.js', function: 'h' } } : {}),
+      }));
+    apis.push({ path: 'json-te', call: { script: 'te.js', function: 'fn' }, returnType: 'JSON' });
+    const scripts = Object.fromEntries(Object.entries(SCRIPTS).map(([k, v]) => [`${k}.js`, v]));
+    const made = makeApp({ apps: { a: { scripts, apis } }, router: { engine } });
+    router = made.router;
+    server = made.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    port = server.address().port;
+  });
+  afterAll(async () => {
+    server.close();
+    await router.close();
+  });
+
+  const refused = ['te', 'teAdd', 'connection', 'keepAlive', 'upgrade', 'trailer', 'te2', 'proxy', 'status100', 'status101', 'status199', 'status600', 'sendError100', 'onErrorTe'];
+  test.each(refused)('%s: a clean 500 error body, and the next response on the connection is intact', async (name) => {
+    const { out, leftover } = await twoOnOneConnection(port, `a/${name}`, 'a/ok');
+    expect(out).toHaveLength(2);
+    const [first, second] = out;
+    expect(first.status).toBe(500);
+    expect(first.headers['transfer-encoding']).toBeUndefined();
+    expect(first.headers.upgrade).toBeUndefined();
+    expect(first.headers.trailer).toBeUndefined();
+    expect(first.headers['proxy-connection']).toBeUndefined();
+    const body = JSON.parse(first.body);
+    expect(body.code).toBe(INVALID_RESPONSE);
+    expect(body.message).toMatch(/host frames the response|status from 200 to 599/);
+    expect(second.status).toBe(200);
+    expect(second.body).toBe('ok');
+    expect(leftover).toBe('');
+  });
+
+  test('a forged adapter call cannot set Content-Length: an error, and the next response is intact', async () => {
+    const { out, leftover } = await twoOnOneConnection(port, 'a/forged', 'a/ok');
+    expect(out).toHaveLength(2);
+    expect(out[0].headers['content-length']).toBe(String(Buffer.byteLength(out[0].body)));
+    expect(out[1].body).toBe('ok');
+    expect(leftover).toBe('');
+  });
+
+  test('JSON return type: a framing header is refused too', async () => {
+    const { out } = await twoOnOneConnection(port, 'a/json-te', 'a/ok');
+    expect(out[0].status).toBe(500);
+    expect(JSON.parse(out[0].body).code).toBe(INVALID_RESPONSE);
+    expect(out[1].body).toBe('ok');
+  });
+
+  test('setContentLength is a property the host does not send: the real length goes out', async () => {
+    const { out } = await twoOnOneConnection(port, 'a/contentLength', 'a/ok');
+    expect(out[0].status).toBe(200);
+    expect(out[0].headers['content-length']).toBe('4');
+    expect(out[0].body).toBe('four');
+    expect(out[1].body).toBe('ok');
+  });
+
+  test.each(['redirJs', 'redirTab', 'redirSpace', 'redirData', 'redirVb', 'sendRedirJs', 'sendRedirData'])('%s: a non-http(s) redirect is a 500 INVALID_RESULT', async (name) => {
+    const { out } = await twoOnOneConnection(port, `a/${name}`, 'a/ok');
+    expect(out[0].status).toBe(500);
+    expect(out[0].headers.location).toBeUndefined();
+    const body = JSON.parse(out[0].body);
+    expect(body.code).toBe(INVALID_RESULT);
+    expect(body.message).toMatch(/http\(s\) or relative URL/);
+    expect(out[1].body).toBe('ok');
+  });
+
+  test.each([
+    ['https://example.com/a?b=1', 'https://example.com/a?b=1'],
+    ['http://example.com/', 'http://example.com/'],
+    ['/relative/path', '/relative/path'],
+    ['next?x=1', 'next?x=1'],
+  ])('Redirect to %s is sent', async (to, expected) => {
+    const { out } = await twoOnOneConnection(port, `a/redirOk?to=${encodeURIComponent(to)}`, 'a/ok');
+    expect(out[0].status).toBe(302);
+    expect(out[0].headers.location).toBe(expected);
+    expect(out[1].body).toBe('ok');
+  });
+
+  test('sendRedirect to a relative URL is sent', async () => {
+    const { out } = await twoOnOneConnection(port, 'a/sendRedirOk', 'a/ok');
+    expect(out[0].status).toBe(302);
+    expect(out[0].headers.location).toBe('/elsewhere?a=1');
+  });
+});
+
+describe('the host checks the state, whatever the sandbox sends', () => {
+  const { checkResponseState } = require('../dist/cjs/response/framing');
+  const base = () => ({ status: 200, headers: [], contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, chunks: [], written: false, committed: false, error: null, redirect: null });
+  test.each([
+    [{ headers: [['Content-Length', '400']] }, /Content-Length/],
+    [{ headers: [['transfer-encoding', 'chunked']] }, /transfer-encoding/],
+    [{ headers: [['Proxy-Authenticate', 'x']] }, /Proxy-Authenticate/],
+    [{ headers: [['X-A', 'a\r\nSet-Cookie: x=1']] }, /Invalid response header/],
+    [{ headers: [['Bad Name', 'a']] }, /Invalid response header/],
+    [{ status: 101 }, /Status 101/],
+    [{ status: 200.5 }, /Status 200.5/],
+    [{ error: { status: 1000, message: null } }, /Status 1000/],
+    [{ redirect: 'javascript:alert(1)' }, /javascript:/],
+  ])('%o is refused', (patch, message) => {
+    expect(() => checkResponseState({ ...base(), ...patch })).toThrow(message);
+  });
+  test('an ordinary state passes', () => {
+    expect(() => checkResponseState({ ...base(), headers: [['X-A', 'b'], ['Set-Cookie', 'a=1']], redirect: '/x' })).not.toThrow();
+  });
+});
