@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import multer from 'multer';
 import { ApiError } from '../errors';
 import { ownGet, ownSet } from './own-map';
-import { decodeBody, rawBodyOf } from './charset';
+import { decodeBody, formInUtf8, rawBodyOf } from './charset';
 
 export interface UploadedPart {
   fieldName: string;
@@ -110,7 +110,7 @@ function readMultipart(req: Request, res: Response, limit: number): Promise<Requ
 
 /** The text of a body and, for an urlencoded one, its form fields. */
 function fromText(text: string, type: string): RequestBody {
-  return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(text) : {}, parts: [] };
+  return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(formInUtf8(text, type)) : {}, parts: [] };
 }
 
 /**

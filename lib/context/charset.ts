@@ -58,3 +58,18 @@ export function rawBodyOf(req: Request): Buffer | string | undefined {
   const raw = (req as Request & { rawBody?: unknown }).rawBody;
   return Buffer.isBuffer(raw) || typeof raw === 'string' ? raw : undefined;
 }
+
+/**
+ * An urlencoded form in a charset other than UTF-8 percent-encodes its bytes in that charset
+ * (`name=Jos%E9` in ISO-8859-1): the same form with its escapes re-encoded as UTF-8, which is
+ * what URLSearchParams decodes. UTF-8 forms are returned as they are.
+ */
+export function formInUtf8(text: string, contentType: string | undefined): string {
+  const cs = declaredCharset(contentType);
+  if (cs === undefined || cs === 'utf-8' || cs === 'utf8' || !text.includes('%')) return text;
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+    const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
+    const native = NATIVE[cs];
+    return encodeURIComponent(native !== undefined ? bytes.toString(native) : iconvLite().decode(bytes, cs));
+  });
+}
