@@ -111,3 +111,13 @@ test('queue wait counts time spent waiting for the one worker', async () => {
   expect(sample(text, 'scriptable_api_queue_wait_seconds_sum', { app: 'a' })).toBeGreaterThan(0.1);
   expect(sample(text, 'scriptable_api_script_duration_seconds_sum', { app: 'a', api: 's' })).toBeGreaterThan(0.4);
 });
+
+test('the example server serves its metrics at /metrics', async () => {
+  const { createServer } = require('../../examples/server');
+  const { app, router } = createServer();
+  routers.push(router);
+  await request(app).get('/web0/api/shop/hello?name=Ada').expect(200);
+  const res = await request(app).get('/metrics').expect(200);
+  expect(res.headers['content-type']).toMatch(/^text\/plain/);
+  expect(sample(res.text, 'scriptable_api_requests_total', { app: 'shop', api: 'hello', status: '200' })).toBe(1);
+});
