@@ -66,7 +66,7 @@ export function defaultLogger(env: string | undefined = process.env.NODE_ENV): L
 const HOST_STAGES: Partial<Record<ErrorName, string>> = {
   API_NOT_FOUND: 'route',
   METHOD_NOT_ALLOWED: 'route',
-  BAD_REQUEST: 'route',
+  BAD_REQUEST: 'body', // (a malformed path is the route's: see Observer.hostFailed)
   BODY_TOO_LARGE: 'body',
   UNSUPPORTED_CHARSET: 'body',
   PREVIEW_FORBIDDEN: 'preview',

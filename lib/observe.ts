@@ -89,7 +89,8 @@ export class Observer {
   /** Logs a failure on the host side (an ApiError, or anything else thrown: HOST_ERROR with its stack). */
   hostFailed(trace: RequestTrace, err: unknown): void {
     if (err instanceof ApiError) {
-      logFailure(this.logger, { ...this.where(trace), stage: hostStage(err.errorName, trace.ran ? 'response' : 'host'), code: err.code, status: err.status, message: err.message });
+      const stage = err.errorName === 'BAD_REQUEST' && !trace.matched ? 'route' : hostStage(err.errorName, trace.ran ? 'response' : 'host');
+      logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message });
       return;
     }
     const e = ERRORS.HOST_ERROR;

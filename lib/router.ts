@@ -51,6 +51,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const opts = parseOptions(options);
   const { registry } = options;
   const logger = opts.logger;
+  // (metrics first: a clash in a shared registry fails before any worker or store exists)
+  const engineStats = typeof options.engine !== 'object' || typeof options.engine.stats === 'function';
+  const metrics = options.metrics === false ? undefined : createMetrics(options.metrics, engineStats ? () => engine.stats!() : undefined);
   const ownEngine = typeof options.engine !== 'object';
   const engine: ScriptEngine =
     typeof options.engine === 'object'
@@ -69,7 +72,6 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const hashes = new Map<string, ScriptSource & { source: string }>();
   const cors = new Cors(options.cors);
   const preview = new Preview(options.preview);
-  const metrics = options.metrics === false ? undefined : createMetrics(options.metrics, engine.stats ? () => engine.stats!() : undefined);
   const observer = new Observer(logger, metrics, options.exposeErrorLocation === true);
   const warned = new Set<string>();
 
