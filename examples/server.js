@@ -7,6 +7,7 @@
  *   curl -X POST 'http://localhost:3000/web0/api/shop/orders/create?token=demo-token' -d '{"item":"pen","qty":0}'
  *   curl 'http://localhost:3000/web0/api/shop/hello?name=Ada'
  *   curl -i 'http://localhost:3000/web0/api/shop/report?token=demo-token'
+ *   curl 'http://localhost:3000/metrics'                                  # Prometheus metrics
  */
 const fs = require('node:fs');
 const os = require('node:os');
@@ -35,6 +36,7 @@ function createServer({ dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scripta
   });
   const app = express();
   app.use('/web0/api', router);
+  app.get('/metrics', router.metrics.handler);
   app.get('/', (req, res) => res.type('text').send('scriptable-api example: try /web0/api/shop/hello?name=you\n'));
   return { app, router };
 }

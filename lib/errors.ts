@@ -16,6 +16,10 @@ export const ERRORS = {
   BODY_TOO_LARGE: { code: 270102, status: 413, message: 'Request body too large' },
   /** The request body could not be read (bad multipart data, aborted upload). */
   BAD_REQUEST: { code: 270103, status: 400, message: 'Malformed request' },
+  /** The request body declares a charset neither Node nor iconv-lite knows. */
+  UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },
+  /** A preview path request that the `preview.authorize(req)` check refused. */
+  PREVIEW_FORBIDDEN: { code: 270105, status: 403, message: 'Preview not allowed' },
   /** The script ran past `scriptTimeoutMs`. */
   SCRIPT_TIMEOUT: { code: 270200, status: 500, message: 'The script timed out' },
   /** The script used more than `scriptMemoryLimitMb`. */

@@ -2,6 +2,7 @@
 import type { ApiRouterOptions, Logger } from './types';
 import { parseSize, validateOptions } from './validations';
 import { cpuCount } from './runtime/pool-options';
+import { adaptLogger, defaultLogger } from './logging';
 
 export const DEFAULTS = {
   scriptTimeoutMs: 10_000,
@@ -23,12 +24,6 @@ export interface ResolvedOptions {
   logger: Logger | undefined;
 }
 
-/** One line per message on the console; nothing under NODE_ENV=test. */
-function defaultLogger(): Logger | undefined {
-  if (process.env.NODE_ENV === 'test') return undefined;
-  const line = (fn: (s: string) => void) => (message: string) => fn(`scriptable-api ${message}`);
-  return { debug: line(console.debug), info: line(console.info), warn: line(console.warn), error: line(console.error) };
-}
 
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
@@ -43,6 +38,7 @@ export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
     maxConcurrentPerApp: options.maxConcurrentPerApp ?? DEFAULTS.maxConcurrentPerApp,
     bodyLimit: options.bodyLimit === undefined ? DEFAULTS.bodyLimit : parseSize(options.bodyLimit, 'bodyLimit'),
     allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
-    logger: options.logger === false ? undefined : options.logger ?? defaultLogger(),
+    // (every part of the router calls the logger `(message, meta)`: adaptLogger turns that into the logger's own shape)
+    logger: options.logger === false ? undefined : options.logger ? adaptLogger(options.logger, options.loggerStyle) : defaultLogger(),
   };
 }

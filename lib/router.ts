@@ -20,6 +20,12 @@ import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
 import type { ApiDefinition, ApiRouter, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
+import { Cors, isPreflight } from './cors';
+import { Preview, type RegistryStage } from './preview';
+import { createMetrics } from './metrics';
+import { Observer, type RequestTrace } from './observe';
+import { logOnce } from './logging';
+import { passOn } from './fallthrough';
 
 function scriptNames(def: ApiDefinition): string[] {
   const names = new Set<string>();
@@ -45,6 +51,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const opts = parseOptions(options);
   const { registry } = options;
   const logger = opts.logger;
+  // (metrics first: a clash in a shared registry fails before any worker or store exists)
+  const engineStats = typeof options.engine !== 'object' || typeof options.engine.stats === 'function';
+  const metrics = options.metrics === false ? undefined : createMetrics(options.metrics, engineStats ? () => engine.stats!() : undefined);
   const ownEngine = typeof options.engine !== 'object';
   const engine: ScriptEngine =
     typeof options.engine === 'object'
@@ -61,6 +70,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const shared = { options, outbound: new OutboundClient(options.outbound), logger };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
   const hashes = new Map<string, ScriptSource & { source: string }>();
+  const cors = new Cors(options.cors);
+  const preview = new Preview(options.preview);
+  const observer = new Observer(logger, metrics, options.exposeErrorLocation === true);
+  const warned = new Set<string>();
 
   /** Definitions from the registry are validated once per object. */
   function checkDefinition(def: ApiDefinition): ApiDefinition {
@@ -86,9 +99,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     return v;
   }
 
-  /** Hash per (app, script name), recomputed only when the source text changes. */
-  function sourceOf(appId: string, name: string, source: string): ScriptSource {
-    const key = `${appId}\u0000${name}`;
+  /** Hash per (stage, app, script name), recomputed only when the source text changes. */
+  function sourceOf(appId: string, name: string, source: string, stage: RegistryStage): ScriptSource {
+    const key = `${stage}\u0000${appId}\u0000${name}`;
     const cached = hashes.get(key);
     if (cached !== undefined && cached.source === source) return cached;
     if (hashes.size >= 5000) hashes.clear();
@@ -110,23 +123,40 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     }
   }
 
-  function rejectLimited(res: Response, requestId: string, d: RateLimitDecision): void {
+  /** Admitted: its headers go on the response. Rejected: the 429 (or nothing, when the client left). */
+  function admitted(res: Response, trace: RequestTrace, d: RateLimitDecision): boolean {
+    observer.rateLimit(trace, d);
+    if (d.ok) {
+      for (const k in d.headers) res.setHeader(k, d.headers[k]);
+      return true;
+    }
     if (!d.error) {
       res.destroy(); // the client went away while waiting
-      return;
+      return false;
     }
     const e = ERRORS[d.error];
-    sendErrorBody(res, { requestId, message: e.message, code: e.code }, e.status, d.headers);
+    observer.hostFailed(trace, new ApiError(d.error));
+    sendErrorBody(res, { requestId: trace.requestId, message: e.message, code: e.code }, e.status, d.headers);
+    return false;
   }
 
-  async function serve(req: Request, res: Response, requestId: string): Promise<void> {
-    const target = splitPath(req.path);
-    const def0 = target ? await registry.getApi(target.appId, target.apiPath) : null;
+  async function serve(req: Request, res: Response, trace: RequestTrace): Promise<void> {
+    const { requestId } = trace;
+    const { stage, path } = preview.split(req.path);
+    trace.stage = stage;
+    const target = splitPath(path);
+    if (target) Object.assign(trace, target);
+    if (stage === 'preview' && !isPreflight(req)) await preview.authorize(req);
+    const def0 = target ? await registry.getApi(target.appId, target.apiPath, stage) : null;
     if (!target || !def0 || def0.enabled === false) {
       throw new ApiError('API_NOT_FOUND', target ? `No API '${target.apiPath}' in app '${target.appId}'` : 'The path needs an app id and an API path');
     }
     const { appId, apiPath } = target;
     const def = checkDefinition(def0);
+    trace.matched = true;
+    trace.corsDone = true;
+    if (isPreflight(req)) return cors.preflight(req, res, def); // (never the script's)
+    cors.apply(req, res, def);
     if (def.methods && !def.methods.includes(req.method) && !(req.method === 'HEAD' && def.methods.includes('GET'))) {
       res.setHeader('Allow', def.methods.join(', '));
       throw new ApiError('METHOD_NOT_ALLOWED', `${req.method} is not allowed for this API (allowed: ${def.methods.join(', ')})`);
@@ -134,17 +164,15 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
 
     const limited = limiter.isActive(def.rateLimit);
     const limitAfterBefore = limited && limiter.needsAttributes(def.rateLimit!);
-    if (limited && !limitAfterBefore) {
-      const d = await limit(req, res, appId, def);
-      if (!d.ok) return rejectLimited(res, requestId, d);
-      for (const k in d.headers) res.setHeader(k, d.headers[k]);
-    }
+    if (limited && !limitAfterBefore && !admitted(res, trace, await limit(req, res, appId, def))) return;
 
-    const body = await readBody(req, res, opts.bodyLimit);
+    const body = await readBody(req, res, opts.bodyLimit, () =>
+      logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
+    );
     const scripts: Record<string, ScriptSource> = {};
     for (const name of scriptNames(def)) {
-      const source = await registry.getScript(appId, name);
-      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source));
+      const source = await registry.getScript(appId, name, stage);
+      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
     }
     const job: ScriptJob = {
       requestId,
@@ -161,35 +189,41 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       state: { attributes: {}, response: newResponseState() },
       deadline: Date.now() + opts.scriptTimeoutMs,
     };
-    const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts });
+    if (stage === 'preview') preview.mark(job.request);
+    const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage });
+    const run = async (j: ScriptJob): Promise<JobResult> => {
+      const t0 = performance.now();
+      const r = await engine.run(j, services);
+      observer.jobDone(trace, performance.now() - t0, r);
+      return r;
+    };
     try {
       let result: JobResult;
       if (limitAfterBefore) {
         // The identifier reads attributes set by the before script: limit between before and call.
         let state = job.state;
         if (job.before) {
-          result = await engine.run({ ...job, phase: 'before' }, services);
-          if (result.outcome.kind !== 'continue') return await send(res, requestId, appId, req.method, result);
+          result = await run({ ...job, phase: 'before' });
+          if (result.outcome.kind !== 'continue') return await send(res, trace, appId, req.method, result);
           state = result.state;
         }
-        const d = await limit(req, res, appId, def, state.attributes);
-        if (!d.ok) return rejectLimited(res, requestId, d);
-        for (const k in d.headers) res.setHeader(k, d.headers[k]);
-        result = await engine.run({ ...job, phase: 'rest', state }, services);
+        if (!admitted(res, trace, await limit(req, res, appId, def, state.attributes))) return;
+        result = await run({ ...job, phase: 'rest', state });
       } else {
-        result = await engine.run(job, services);
+        result = await run(job);
       }
-      await send(res, requestId, appId, req.method, result);
+      await send(res, trace, appId, req.method, result);
     } finally {
       services.dispose();
     }
   }
 
-  async function send(res: Response, requestId: string, appId: string, method: string, result: JobResult): Promise<void> {
+  async function send(res: Response, trace: RequestTrace, appId: string, method: string, result: JobResult): Promise<void> {
     const { outcome, state } = result;
+    const { requestId } = trace;
     switch (outcome.kind) {
       case 'error':
-        return sendErrorBody(res, { requestId, message: outcome.message, code: outcome.code }, outcome.status);
+        return sendErrorBody(res, observer.scriptFailed(trace, outcome), outcome.status);
       case 'written':
       case 'continue':
         return sendWritten(res, requestId, state.response);
@@ -208,19 +242,22 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const router = ((req: Request, res: Response, next: NextFunction) => {
     const requestId = randomUUID();
     res.setHeader('X-Request-Id', requestId);
-    serve(req, res, requestId).catch((err: unknown) => {
-      if (!(err instanceof ApiError)) logger?.error(`scriptable-api: request ${requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
+    const trace = observer.begin(res, requestId, performance.now());
+    serve(req, res, trace).catch((err: unknown) => {
+      if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next);
+      observer.hostFailed(trace, err);
       if (res.headersSent) {
         res.destroy();
         return;
       }
+      if (!trace.corsDone) cors.apply(req, res); // (an unknown path, or a failure before the API was known: the router's CORS)
       sendError(res, requestId, err);
     });
-    void next;
   }) as ApiRouter;
 
   router.close = async () => {
     await Promise.all([ownEngine ? engine.close() : undefined, limiter.close()]);
   };
+  Object.defineProperty(router, 'metrics', { value: metrics, enumerable: true });
   return router;
 }

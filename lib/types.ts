@@ -5,6 +5,15 @@
 import type { Request } from 'express';
 import type { RateLimitStore } from './rate-limit/types';
 import type { ScriptEngine } from './runtime/engine';
+import type { CorsOptions } from './cors';
+import type { LoggerStyle } from './logging';
+import type { MetricsOptions, RouterMetrics } from './metrics';
+import type { PreviewOptions, RegistryStage } from './preview';
+
+export type { CorsOptions } from './cors';
+export type { LoggerStyle } from './logging';
+export type { MetricsOptions, RouterMetrics } from './metrics';
+export type { PreviewOptions, RegistryStage } from './preview';
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -58,6 +67,8 @@ export interface ApiDefinition {
   methods?: string[];
   /** `false` makes the API answer as unknown (404). Default true. */
   enabled?: boolean;
+  /** CORS of this API, over the router's `cors` field by field; `false` turns CORS off for it. */
+  cors?: CorsOptions | false;
 }
 
 /** An automation program as the registry stores it; run by the `automations` option. */
@@ -66,12 +77,16 @@ export interface AutomationDefinition {
   [key: string]: unknown;
 }
 
-/** Where API definitions and scripts live. Implement it over your database, files, or CMS. */
+/**
+ * Where API definitions and scripts live. Implement it over your database, files, or CMS.
+ * `stage` is `'published'` for `<mount>/<appId>/<path>` and `'preview'` for the preview path
+ * (`preview` option): a registry without unpublished versions may ignore it.
+ */
 export interface ApiRegistry {
-  getApi(appId: string, path: string): Awaitable<ApiDefinition | null | undefined>;
+  getApi(appId: string, path: string, stage?: RegistryStage): Awaitable<ApiDefinition | null | undefined>;
   /** ES module source of a script. */
-  getScript(appId: string, name: string): Awaitable<string | null | undefined>;
-  getAutomation?(appId: string, id: string): Awaitable<AutomationDefinition | null | undefined>;
+  getScript(appId: string, name: string, stage?: RegistryStage): Awaitable<string | null | undefined>;
+  getAutomation?(appId: string, id: string, stage?: RegistryStage): Awaitable<AutomationDefinition | null | undefined>;
 }
 
 /** The account object of the spec, returned by `platform.system.getAccountByToken`. */
@@ -140,7 +155,11 @@ export interface OutboundOptions {
   maxRedirects?: number;
 }
 
-/** Where script console output and router diagnostics go. */
+/**
+ * Where script console output, failed calls and router diagnostics go. The router calls
+ * `error(message, meta)`; pino and bunyan loggers (recognised, or `loggerStyle: 'meta-first'`) are
+ * called `error(meta, message)`. `console`, winston, pino and bunyan loggers all fit.
+ */
 export interface Logger {
   debug?(message: string, meta?: Record<string, unknown>): void;
   info(message: string, meta?: Record<string, unknown>): void;
@@ -198,6 +217,21 @@ export interface ApiRouterOptions {
   rateLimit?: RateLimitOptions;
   /** Script console output and diagnostics. Default: nothing under NODE_ENV=test, else console. */
   logger?: Logger | false;
+  /**
+   * How the logger takes its arguments: `message-first` `(message, meta)` (console, winston) or
+   * `meta-first` `(meta, message)` (pino, bunyan). Default: meta-first for pino and bunyan loggers.
+   */
+  loggerStyle?: LoggerStyle;
+  /** Add `location` (`script.js:line:column`) to the error body of a script failure. Default false (it is always logged). */
+  exposeErrorLocation?: boolean;
+  /** CORS of every API (an API's own `cors` overrides it field by field). Default: no CORS. */
+  cors?: CorsOptions;
+  /** An unknown app or path calls `next()` (later routes, the host's 404) instead of answering the JSON 404. Default false. */
+  fallthrough?: boolean;
+  /** Serve `<mount>/preview/<appId>/<path>` from the registry's `preview` stage, for requests `authorize(req)` accepts. Default off. */
+  preview?: PreviewOptions | false;
+  /** Prometheus metrics (`router.metrics`): `{ registry?, prefix?, buckets? }`, or `false` for none. Default: on, in a registry of the router's own. */
+  metrics?: MetricsOptions | false;
 }
 
 /** The Express router returned by `createApiRouter`, plus `close()`. */
@@ -205,4 +239,6 @@ export interface ApiRouter {
   (req: Request, res: unknown, next: (err?: unknown) => void): void;
   /** Stops the workers and closes the stores the router created. */
   close(): Promise<void>;
+  /** The router's Prometheus metrics (`text()`, `handler`, `registry`); undefined with `metrics: false`. */
+  readonly metrics: RouterMetrics | undefined;
 }

@@ -6,6 +6,8 @@
 import { MAX_TIMER_MS } from './timers';
 import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
+import { validateCors } from './cors';
+import { validateProductionOptions } from './production-options';
 import type { ApiDefinition, ApiRouterOptions, AutomationRef, OutboundOptions, RateLimitOptions, ScriptRef } from './types';
 
 const RETURN_TYPES = new Set(['JSON', 'Text', 'File', 'Redirect']);
@@ -62,6 +64,7 @@ export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinitio
   if (def.after !== undefined) validateCallRef(def.after, `${where}.after`);
   if (def.onError !== undefined) validateScriptRef(def.onError, `${where}.onError`);
   if (def.enabled !== undefined && typeof def.enabled !== 'boolean') throw new ConfigError(`${where}.enabled`, 'must be a boolean');
+  if (def.cors !== undefined) validateCors(def.cors, `${where}.cors`);
   if (def.rateLimit !== undefined) {
     const rl = def.rateLimit;
     if (!isObject(rl)) throw new ConfigError(`${where}.rateLimit`, 'must be an object');
@@ -123,7 +126,8 @@ function timeoutMs(v: unknown, field: string): void {
 }
 
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
-const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger'] as const;
+const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
+  'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
 // (the build fails when an option is added to the types and not to these lists, or the other way round)
@@ -214,6 +218,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
       throw new ConfigError('rateLimit.ipv6Subnet', 'must be an integer from 1 to 128');
     }
   }
+  validateProductionOptions(o);
   if (o.logger !== undefined && o.logger !== false) {
     const l = o.logger as Record<string, unknown>;
     if (!isObject(l) || ['info', 'warn', 'error'].some((m) => typeof l[m] !== 'function')) throw new ConfigError('logger', 'must have info, warn and error methods (or be false)');

@@ -1359,20 +1359,21 @@ describe('return values by return type', () => {
     expect(n).toMatchObject({ status: 'value', hasValue: true, value: null, output: { type: 'JSON', json: 'null' } });
   });
 
-  test('JSON: a BigInt or a cycle is an error', async () => {
+  test('JSON: a BigInt or a cycle does not fit the return type (an invalid output: INVALID_RESULT, not a script error)', async () => {
     const sb = sandbox();
     const big = await sb.run(() => ({ n: BigInt(10) }));
-    expect(big.status).toBe('error');
-    expect(big.hasValue).toBe(false);
-    expect(big.error.message).toMatch(/^Result is not JSON-serializable: .*BigInt/);
-    expect(big.output).toBeUndefined();
+    expect(big.status).toBe('value');
+    expect(big.hasValue).toBe(true);
+    expect(big.output.type).toBe('invalid');
+    expect(big.output.message).toMatch(/^Result is not JSON-serializable: .*BigInt/);
+    expect(big.error).toBeUndefined();
     const cyc = await sb.run(function () {
       var o = {};
       o.o = o;
       return o;
     });
-    expect(cyc.status).toBe('error');
-    expect(cyc.error.message).toMatch(/^Result is not JSON-serializable: /);
+    expect(cyc.output.type).toBe('invalid');
+    expect(cyc.output.message).toMatch(/^Result is not JSON-serializable: /);
   });
 
   test('value is left out unless wantValue', async () => {

@@ -6,6 +6,7 @@ import type { Request, Response } from 'express';
 import multer from 'multer';
 import { ApiError } from '../errors';
 import { ownGet, ownSet } from './own-map';
+import { decodeBody, formInUtf8, rawBodyOf } from './charset';
 
 export interface UploadedPart {
   fieldName: string;
@@ -22,15 +23,6 @@ export interface RequestBody {
 }
 
 const EMPTY: RequestBody = Object.freeze({ text: '', form: Object.freeze({}) as Record<string, string[]>, parts: [] }) as RequestBody;
-
-function charsetOf(contentType: string | undefined): BufferEncoding {
-  const m = contentType ? /charset=["']?([\w-]+)/i.exec(contentType) : null;
-  const cs = m ? m[1].toLowerCase() : 'utf-8';
-  if (cs === 'iso-8859-1' || cs === 'latin1') return 'latin1';
-  if (cs === 'us-ascii' || cs === 'ascii') return 'ascii';
-  if (cs === 'utf-16le' || cs === 'ucs-2') return 'utf16le';
-  return 'utf8';
-}
 
 export function parseForm(text: string, into: Record<string, string[]> = {}): Record<string, string[]> {
   for (const [k, v] of new URLSearchParams(text)) {
@@ -116,24 +108,40 @@ function readMultipart(req: Request, res: Response, limit: number): Promise<Requ
   });
 }
 
-/** A body the host app already parsed (express.json(), express.text()...) is used as it is. */
-function fromParsed(req: Request): RequestBody {
+/** The text of a body and, for an urlencoded one, its form fields. */
+function fromText(text: string, type: string): RequestBody {
+  return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(formInUtf8(text, type)) : {}, parts: [] };
+}
+
+/**
+ * A body a host parser read first (express.json(), express.text()...): the raw bytes it kept
+ * (`req.rawBody`), else a Buffer or text body as it is; otherwise the parsed value written back as
+ * JSON or a form, which may differ from what the client sent (`onReparsed` is told).
+ */
+function fromParsed(req: Request, onReparsed?: () => void): RequestBody {
+  const type = req.headers['content-type'] ?? '';
+  const raw = rawBodyOf(req);
+  if (raw !== undefined) return fromText(typeof raw === 'string' ? raw : decodeBody(raw, type), type);
   const b = req.body as unknown;
   if (b === undefined || b === null) return EMPTY;
   if (typeof b === 'string') return { text: b, form: {}, parts: [] };
-  if (Buffer.isBuffer(b)) return { text: b.toString(charsetOf(req.headers['content-type'])), form: {}, parts: [] };
+  if (Buffer.isBuffer(b)) return { text: decodeBody(b, type), form: {}, parts: [] };
+  onReparsed?.();
   const isForm = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
   const form: Record<string, string[]> = {};
   if (isForm && typeof b === 'object') for (const [k, v] of Object.entries(b as Record<string, unknown>)) ownSet(form, k, Array.isArray(v) ? v.map(String) : [String(v)]);
   return { text: isForm ? new URLSearchParams(form as unknown as Record<string, string>).toString() : JSON.stringify(b), form, parts: [] };
 }
 
-export async function readBody(req: Request, res: Response, limit: number): Promise<RequestBody> {
-  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req);
+/**
+ * `onReparsed` is called when a host body parser ran before the router without keeping the raw
+ * body, so ctx.body is rebuilt from the parsed value.
+ */
+export async function readBody(req: Request, res: Response, limit: number, onReparsed?: () => void): Promise<RequestBody> {
+  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, onReparsed);
   if (!hasBody(req)) return EMPTY;
   const type = req.headers['content-type'] ?? '';
   if (/^multipart\/form-data/i.test(type)) return readMultipart(req, res, limit);
   const raw = await readRaw(req, limit);
-  const text = raw.toString(charsetOf(type));
-  return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(text) : {}, parts: [] };
+  return fromText(decodeBody(raw, type), type);
 }

@@ -7,7 +7,7 @@ import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
 import { resolveAppPath, saveBufferTo } from '../files/sandbox-path';
-import type { ApiRouterOptions, Logger } from '../types';
+import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
 
 /** What the router shares with every request's host services. */
 export interface HostShared {
@@ -21,6 +21,8 @@ export interface RequestInfo {
   apiPath: string;
   requestId: string;
   parts: UploadedPart[];
+  /** The registry stage the request is served from (preview path: `preview`). */
+  stage?: RegistryStage;
 }
 
 const MAX_OPEN_RESPONSES = 32;
@@ -110,7 +112,7 @@ export class HostServices implements HostBridge {
   private async runAutomation(args: Record<string, unknown>): Promise<unknown> {
     const { options } = this.shared;
     const id = str(args.automation, 'automation');
-    const def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id) : undefined;
+    const def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
     if (!def) throw new ApiError('AUTOMATION_UNAVAILABLE', `Automation '${id}' not found in app '${this.info.appId}'`);
     if (!options.automations) throw new ApiError('AUTOMATION_UNAVAILABLE', 'This router has no `automations` runner');
     const input = args.input as { request: Record<string, unknown>; attributes: Record<string, unknown>; result?: unknown };

@@ -34,6 +34,8 @@ export interface RateLimitDecision {
   error?: 'RATE_LIMITED' | 'RATE_LIMIT_QUEUE_FULL';
   /** Headers to set on the response (RateLimit-Policy, RateLimit, and Retry-After on rejection). */
   headers: Record<string, string>;
+  /** Admitted after waiting for its slot: how long (ms). Absent when admitted at once. */
+  waitedMs?: number;
 }
 
 export interface AcquireArgs {
@@ -322,7 +324,7 @@ class Limiter implements RateLimiter {
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
         this.release(ctx);
-        resolve({ ok: true, headers });
+        resolve({ ok: true, headers, waitedMs: ms });
       }, ms);
       signal?.addEventListener('abort', onAbort, { once: true });
     });

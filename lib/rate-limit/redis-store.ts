@@ -5,10 +5,9 @@
  * The script touches only KEYS[1]: it works on Redis Cluster.
  */
 import { createHash } from 'node:crypto';
-import Redis from 'ioredis';
-import type { Cluster, RedisOptions } from 'ioredis';
 import type { RateLimitStore, Reservation } from './types';
 import { withTimeout } from './with-timeout';
+import { requireOptional } from '../optional-package';
 
 /**
  * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs).
@@ -37,28 +36,44 @@ return {1, math.floor(wait)}
 
 const GCRA_SHA = createHash('sha1').update(GCRA_LUA).digest('hex');
 
-/** The part of an ioredis client (Redis or Cluster) the store uses. */
-type RedisLike = Pick<Redis, 'evalsha' | 'eval'> | Pick<Cluster, 'evalsha' | 'eval'>;
+/**
+ * The part of an ioredis client (`Redis` or `Cluster`) the store uses. Declared here rather than
+ * imported, so TypeScript users who never use Redis need no `ioredis` types (ioredis is an optional
+ * peer dependency); an ioredis `Redis` or `Cluster` fits it.
+ */
+export interface RedisClientLike {
+  readonly status: string;
+  evalsha(sha: string, numKeys: number, ...args: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  once(event: string, listener: (...args: any[]) => void): unknown;
+  off(event: string, listener: (...args: any[]) => void): unknown;
+  connect(): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
+
+type RedisCtor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
 export interface RedisRateLimitStoreOptions {
   /** A Redis URL (`redis://host:6379/0`); the store creates, and on close() quits, its client. */
   url?: string;
   /** An ioredis client (Redis or Cluster) you own; the store never closes it. */
-  client?: Redis | Cluster;
+  client?: RedisClientLike;
   /** Prefix of every bucket key. Default `sapi:rl:`. */
   prefix?: string;
   /** A reserve() that takes longer than this rejects (the limiter then falls back). Default 1000. */
   commandTimeoutMs?: number;
   /** Connection timeout of a client created from `url`, ms. Default 1000. */
   connectTimeoutMs?: number;
-  /** Further ioredis options for a client created from `url`. */
-  redisOptions?: RedisOptions;
+  /** Further ioredis options (`RedisOptions`) for a client created from `url`. */
+  redisOptions?: Record<string, unknown>;
 }
 
 export class RedisRateLimitStore implements RateLimitStore {
   readonly prefix: string;
   /** The ioredis client in use (created from `url`, or the one given). */
-  readonly client: Redis | Cluster;
+  readonly client: RedisClientLike;
   private readonly ownsClient: boolean;
   private readonly commandTimeoutMs: number;
   private closed = false;
@@ -77,6 +92,9 @@ export class RedisRateLimitStore implements RateLimitStore {
       this.ownsClient = false;
     } else {
       const connectTimeout = options.connectTimeoutMs ?? 1000;
+      // ioredis is an optional peer dependency: loaded only here, with a clear error when missing
+      const mod = requireOptional<RedisCtor | { default: RedisCtor }>('ioredis', 'rateLimit.store');
+      const Redis = typeof mod === 'function' ? mod : mod.default;
       const client = new Redis(options.url as string, {
         // A down Redis must never hold a request: fail commands at once instead of queueing them.
         enableOfflineQueue: false,
@@ -116,7 +134,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (this.closed) return;
     this.closed = true;
     if (!this.ownsClient) return;
-    const client = this.client as Redis;
+    const client = this.client;
     if (client.status === 'end') return;
     if (client.status === 'reconnecting') {
       // Between reconnection attempts: disconnect() cancels the next one; no 'end' follows.
@@ -160,7 +178,7 @@ export class RedisRateLimitStore implements RateLimitStore {
         };
         client.once('ready', onReady);
         client.once('close', onEnd); // the first attempt failed (refused, reset, closed)
-        if (client.status === 'wait') (client as Redis).connect().catch(() => {});
+        if (client.status === 'wait') client.connect().catch(() => {});
       });
       // The call timeout rejects the callers; this promise may settle later without anyone waiting.
       this.firstReady.catch(() => {});
@@ -169,7 +187,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   private evalGcra(key: string, intervalUs: string, maxWaitUs: string): Promise<unknown> {
-    const client = this.client as Redis;
+    const client = this.client;
     return client.evalsha(GCRA_SHA, 1, key, intervalUs, maxWaitUs).catch((err: unknown) => {
       if (err instanceof Error && /NOSCRIPT/.test(err.message)) {
         return client.eval(GCRA_LUA, 1, key, intervalUs, maxWaitUs);

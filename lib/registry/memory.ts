@@ -1,9 +1,25 @@
 /**
  * MemoryRegistry: the embedded default registry. Definitions are validated when put; a change is
  * live on the next request. Also a reference for writing your own registry over a database.
+ *
+ * Two stages: what is `published` (the default of every method) and the unpublished `preview`
+ * (served at the router's preview path). Put work in progress with `{ stage: 'preview' }`; the
+ * preview stage sees its own entries over the published ones (an app's unchanged APIs and
+ * scripts preview as they are live); `publish(appId)` makes an app's preview entries live.
  */
 import { ConfigError } from '../errors';
-import type { ApiDefinition, ApiRegistry, AutomationDefinition } from '../types';
+import type { ApiDefinition, ApiRegistry, AutomationDefinition, RegistryStage } from '../types';
+
+/** Which stage a MemoryRegistry write goes to. Default `published`. */
+export interface MemoryStageOption {
+  stage?: RegistryStage;
+}
+
+function stageOf(o: MemoryStageOption | undefined): RegistryStage {
+  const stage = o?.stage ?? 'published';
+  if (stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${JSON.stringify(stage)}`);
+  return stage;
+}
 import { validateApiDefinition } from '../validations';
 
 /** Initial content for one app. */
@@ -28,7 +44,8 @@ interface AppEntry {
 }
 
 export class MemoryRegistry implements ApiRegistry {
-  private readonly apps = new Map<string, AppEntry>();
+  private readonly published = new Map<string, AppEntry>();
+  private readonly drafts = new Map<string, AppEntry>();
 
   constructor(initial?: { apps?: Record<string, MemoryAppConfig> }) {
     if (initial === undefined) return;
@@ -47,70 +64,102 @@ export class MemoryRegistry implements ApiRegistry {
     }
   }
 
-  private app(appId: string, create: true): AppEntry;
-  private app(appId: string, create?: false): AppEntry | undefined;
-  private app(appId: string, create = false): AppEntry | undefined {
-    let entry = this.apps.get(appId);
+  private app(appId: string, create: true, stage?: RegistryStage): AppEntry;
+  private app(appId: string, create?: false, stage?: RegistryStage): AppEntry | undefined;
+  private app(appId: string, create = false, stage: RegistryStage = 'published'): AppEntry | undefined {
+    const apps = stage === 'preview' ? this.drafts : this.published;
+    let entry = apps.get(appId);
     if (!entry && create) {
       entry = { apis: new Map(), scripts: new Map(), automations: new Map() };
-      this.apps.set(checkAppId(appId), entry);
+      apps.set(checkAppId(appId), entry);
     }
     return entry;
   }
 
-  getApi(appId: string, path: string): ApiDefinition | undefined {
-    return this.apps.get(appId)?.apis.get(path);
+  /** An entry of the stage: a preview looks in the app's preview entries first, then in the published ones. */
+  private find<K extends keyof AppEntry>(appId: string, kind: K, key: string, stage: RegistryStage | undefined): ReturnType<AppEntry[K]['get']> | undefined {
+    if (stage === 'preview') {
+      const draft = this.drafts.get(appId)?.[kind].get(key);
+      if (draft !== undefined) return draft as ReturnType<AppEntry[K]['get']>;
+    }
+    return this.published.get(appId)?.[kind].get(key) as ReturnType<AppEntry[K]['get']> | undefined;
   }
 
-  getScript(appId: string, name: string): string | undefined {
-    return this.apps.get(appId)?.scripts.get(name);
+  getApi(appId: string, path: string, stage?: RegistryStage): ApiDefinition | undefined {
+    return this.find(appId, 'apis', path, stage);
   }
 
-  getAutomation(appId: string, id: string): AutomationDefinition | undefined {
-    return this.apps.get(appId)?.automations.get(id);
+  getScript(appId: string, name: string, stage?: RegistryStage): string | undefined {
+    return this.find(appId, 'scripts', name, stage);
+  }
+
+  getAutomation(appId: string, id: string, stage?: RegistryStage): AutomationDefinition | undefined {
+    return this.find(appId, 'automations', id, stage);
   }
 
   /** Adds or replaces an API (validated: throws ConfigError naming the bad field). */
-  putApi(appId: string, def: ApiDefinition): this {
+  putApi(appId: string, def: ApiDefinition, options?: MemoryStageOption): this {
+    const stage = stageOf(options);
     const valid = validateApiDefinition(def, `api '${(def as { path?: unknown })?.path}'`);
-    this.app(appId, true).apis.set(valid.path, Object.freeze({ ...valid }));
+    this.app(appId, true, stage).apis.set(valid.path, Object.freeze({ ...valid }));
     return this;
   }
 
   /** Adds or replaces a script's ES module source. */
-  putScript(appId: string, name: string, source: string): this {
+  putScript(appId: string, name: string, source: string, options?: MemoryStageOption): this {
+    const stage = stageOf(options);
     if (typeof name !== 'string' || name === '') throw new ConfigError('script name', 'must be a non-empty string');
     if (typeof source !== 'string') throw new ConfigError(`script '${name}'`, 'source must be a string');
-    this.app(appId, true).scripts.set(name, source);
+    this.app(appId, true, stage).scripts.set(name, source);
     return this;
   }
 
   /** Adds or replaces an automation (looked up by its `id`). */
-  putAutomation(appId: string, def: AutomationDefinition): this {
+  putAutomation(appId: string, def: AutomationDefinition, options?: MemoryStageOption): this {
+    const stage = stageOf(options);
     if (!def || typeof def.id !== 'string' || def.id === '') throw new ConfigError('automation.id', 'must be a non-empty string');
-    this.app(appId, true).automations.set(def.id, def);
+    this.app(appId, true, stage).automations.set(def.id, def);
     return this;
   }
 
-  removeApi(appId: string, path: string): boolean {
-    return this.app(appId)?.apis.delete(path) ?? false;
+  removeApi(appId: string, path: string, options?: MemoryStageOption): boolean {
+    return this.app(appId, false, stageOf(options))?.apis.delete(path) ?? false;
   }
 
-  removeScript(appId: string, name: string): boolean {
-    return this.app(appId)?.scripts.delete(name) ?? false;
+  removeScript(appId: string, name: string, options?: MemoryStageOption): boolean {
+    return this.app(appId, false, stageOf(options))?.scripts.delete(name) ?? false;
   }
 
-  removeAutomation(appId: string, id: string): boolean {
-    return this.app(appId)?.automations.delete(id) ?? false;
+  removeAutomation(appId: string, id: string, options?: MemoryStageOption): boolean {
+    return this.app(appId, false, stageOf(options))?.automations.delete(id) ?? false;
   }
 
-  /** Removes an app with everything in it. */
-  removeApp(appId: string): boolean {
-    return this.apps.delete(appId);
+  /** Removes an app with everything in it (both stages unless one is given). */
+  removeApp(appId: string, options?: MemoryStageOption): boolean {
+    if (options?.stage === undefined) return [this.published.delete(appId), this.drafts.delete(appId)].some(Boolean);
+    return (stageOf(options) === 'preview' ? this.drafts : this.published).delete(appId);
   }
 
-  /** The APIs of an app (for admin UIs and tests). */
-  listApis(appId: string): ApiDefinition[] {
-    return [...(this.app(appId)?.apis.values() ?? [])];
+  /**
+   * Makes an app's preview entries live: each replaces the published entry of its name, and the
+   * preview stage is left empty (it shows the published app again). Returns false when the app had
+   * no preview entries.
+   */
+  publish(appId: string): boolean {
+    const draft = this.drafts.get(appId);
+    if (!draft) return false;
+    const live = this.app(appId, true);
+    for (const [k, v] of draft.apis) live.apis.set(k, v);
+    for (const [k, v] of draft.scripts) live.scripts.set(k, v);
+    for (const [k, v] of draft.automations) live.automations.set(k, v);
+    this.drafts.delete(appId);
+    return true;
+  }
+
+  /** The APIs of an app in a stage (for admin UIs and tests); the preview stage lists what it serves. */
+  listApis(appId: string, options?: MemoryStageOption): ApiDefinition[] {
+    const apis = new Map(this.published.get(appId)?.apis ?? []);
+    if (stageOf(options) === 'preview') for (const [k, v] of this.drafts.get(appId)?.apis ?? []) apis.set(k, v);
+    return [...apis.values()];
   }
 }

@@ -5,6 +5,9 @@
  */
 import type { AutomationRef, ReturnType, ScriptRef } from '../types';
 import type { CarriedState, RequestSnapshot, SerializedOutput } from './protocol';
+import type { ErrorDetail } from '../error-location';
+
+export type { ErrorDetail } from '../error-location';
 
 /** A script's source text, keyed by a hash of its name and text. */
 export interface ScriptSource {
@@ -43,12 +46,32 @@ export type JobOutcome =
   | { kind: 'written' }
   /** A return value, serialized for the API's return type. */
   | { kind: 'output'; output: SerializedOutput }
-  /** The default error response. */
-  | { kind: 'error'; message: string; code: number; status: number };
+  /**
+   * The default error response. `detail` (optional) says where it failed — stage, script,
+   * `script.js:line:column`, the sandbox's stack — for the router's failure log; it never holds
+   * host frames.
+   */
+  | { kind: 'error'; message: string; code: number; status: number; detail?: ErrorDetail };
 
 export interface JobResult {
   state: CarriedState;
   outcome: JobOutcome;
+  /**
+   * Optional: how long the job ran on the engine (ms), without the time it waited for a worker.
+   * The router's metrics count it as script time, and the rest of the wait for the result as
+   * queue wait; without it, the whole wait counts as script time.
+   */
+  runMs?: number;
+}
+
+/** What an engine reports about its capacity, for the router's metrics (`ScriptEngine.stats`). */
+export interface EngineStats {
+  /** Workers (threads, processes...) running now. */
+  workers: number;
+  /** Workers running a job now. */
+  busy: number;
+  /** Jobs waiting for a worker. */
+  queued: number;
 }
 
 /**
@@ -66,4 +89,9 @@ export interface ScriptEngine {
   run(job: ScriptJob, host: HostBridge): Promise<JobResult>;
   /** Stop workers and free resources. */
   close(): Promise<void>;
+  /**
+   * Optional: the engine's workers and queue now. The router's metrics read it when they are
+   * scraped (the `workers`, `workers_busy` and `jobs_queued` gauges); an engine without it has none.
+   */
+  stats?(): EngineStats;
 }

@@ -4,6 +4,7 @@ import { ConfigError } from '../errors';
 import { shown } from '../validations';
 import { MAX_TIMER_MS } from '../timers';
 import type { Logger } from '../types';
+import { assertOptionalInstalled } from '../optional-package';
 
 export interface PoolOptions {
   /** The sandbox each worker runs. Default `'quickjs'`. */
@@ -59,6 +60,7 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
   if (o.engine !== undefined && o.engine !== 'quickjs' && o.engine !== 'vm2') {
     throw new ConfigError('engine', `must be 'quickjs' or 'vm2', got ${JSON.stringify(o.engine)}`);
   }
+  if (o.engine === 'vm2') assertOptionalInstalled('vm2', 'engine'); // (an optional peer dependency: the workers load it)
   int(o, 'size', 1);
   int(o, 'maxWorkers', 1);
   int(o, 'computeWorkers', 1);

@@ -16,7 +16,7 @@
  *   one of them wins, so a job never runs twice and never waits long behind another.
  */
 import { ERRORS, type ErrorName } from '../errors';
-import type { HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
+import type { EngineStats, HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { AppLimiter } from './app-limiter';
 import { MAX_TIMER_MS } from '../timers';
 import { applyStateDelta, type StateDelta } from './protocol';
@@ -82,6 +82,18 @@ export class WorkerPool implements ScriptEngine {
   /** Workers now running, for diagnostics and tests. */
   get workerCount(): number {
     return this.workers.length;
+  }
+
+  /** Workers running, those running a job, and jobs waiting in line (the router's metrics read it). */
+  stats(): EngineStats {
+    let workers = 0;
+    let busy = 0;
+    for (const w of this.workers) {
+      if (w.retired) continue;
+      workers++;
+      if (w.task) busy++;
+    }
+    return { workers, busy, queued: this.queue.length };
   }
 
   async run(job: ScriptJob, host: HostBridge): Promise<JobResult> {
@@ -337,7 +349,7 @@ export class WorkerPool implements ScriptEngine {
         }
         if (msg.result) {
           const r = msg.result as StateDelta & Pick<JobResult, 'outcome'>;
-          this.finish(task, { outcome: r.outcome, state: applyStateDelta(task.job.state, r) });
+          this.finish(task, { outcome: r.outcome, state: applyStateDelta(task.job.state, r), ...(typeof msg.ms === 'number' ? { runMs: msg.ms } : {}) });
         }
         else this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', String(msg.failure ?? 'The script engine failed')));
         if (msg.poisoned) {

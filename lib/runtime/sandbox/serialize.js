@@ -36,7 +36,7 @@ function thrownInfo(e) {
 function typeName(v) {
   return v === null ? 'null' : typeof v;
 }
-/** Throws for a JSON result with no JSON form (BigInt, cycle). */
+/** A JSON result with no JSON form (BigInt, cycle) is `invalid`; only running out of memory throws. */
 function serializeOutput(returnType, v) {
   if (returnType === 'Text') return { type: 'Text', text: isNil(v) ? '' : Str(v) };
   if (returnType === 'Redirect') {
@@ -56,7 +56,8 @@ function serializeOutput(returnType, v) {
     var info = thrownInfo(e);
     // Out of memory while serializing stays an InternalError so the engine reports SCRIPT_OUT_OF_MEMORY.
     if (info.name === 'InternalError' && indexOf(info.message, 'out of memory') >= 0) throw e;
-    throw makeError('TypeError', 'Result is not JSON-serializable: ' + info.message);
+    // (a result with no JSON form does not fit the return type: INVALID_RESULT, not a script error)
+    return { type: 'invalid', message: 'Result is not JSON-serializable: ' + info.message };
   }
   return { type: 'JSON', json: json === undefined ? 'null' : json };
 }

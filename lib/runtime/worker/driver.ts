@@ -4,6 +4,7 @@
  * sandbox adapter. lib/runtime/worker/pipeline.ts drives the stages on top of it.
  */
 import type { StageCall, StageOutput } from '../protocol';
+import type { ErrorDetail } from '../../error-location';
 
 export interface LoadedModule {
   readonly appId: string;
@@ -15,6 +16,8 @@ export class EngineError extends Error {
   constructor(
     readonly errorName: 'SCRIPT_COMPILE_ERROR' | 'FUNCTION_NOT_FOUND' | 'SCRIPT_TIMEOUT' | 'SCRIPT_OUT_OF_MEMORY' | 'SCRIPT_STALLED' | 'ENGINE_FAILURE',
     message: string,
+    /** Where it failed, when the engine knows (a compile error's `script.js:line:column`). */
+    readonly detail?: ErrorDetail,
   ) {
     super(message);
     this.name = 'EngineError';

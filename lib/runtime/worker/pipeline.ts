@@ -15,6 +15,7 @@ import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 import { ownGet } from '../../context/own-map';
 import { jsonOf } from './output-cache';
+import { thrownDetail, type ErrorDetail } from '../../error-location';
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -51,7 +52,21 @@ function fromThrown(e: ThrownError): Fail {
 
 function fromEngine(e: EngineError): Fail {
   const entry = ERRORS[e.errorName];
-  return { kind: 'error', message: e.message, code: entry.code, status: entry.status };
+  return { kind: 'error', message: e.message, code: entry.code, status: entry.status, ...(e.detail ? { detail: { ...e.detail } } : {}) };
+}
+
+/**
+ * Where a stage failed, for the router's failure log: the stage, its script, and (for a thrown
+ * error) the error's name and the script frames of its stack.
+ */
+function located(fail: Fail, job: WorkerJob, stage: Stage, script: string, thrown?: ThrownError): Fail {
+  const detail: ErrorDetail = { ...fail.detail, stage, script };
+  if (thrown) {
+    detail.name = thrown.name;
+    Object.assign(detail, thrownDetail(thrown.stack, (file) => ownGet(job.scripts, file) !== undefined));
+  }
+  fail.detail = detail;
+  return fail;
 }
 
 function wrote(state: CarriedState): boolean {
@@ -112,6 +127,12 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let responseJson: string | undefined;
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
+    const r = await runScriptStage(ref, stage, wantValue, value);
+    if (r.fail) located(r.fail, job, stage, ref.script, r.out?.status === 'error' ? r.out.error : undefined);
+    return r;
+  };
+
+  const runScriptStage = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
     const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
     const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
@@ -162,6 +183,12 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   };
 
   const runAutomation = (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): StageResult => {
+    const r = runAutomationStage(ref, stage, value);
+    if (r.fail) r.fail.detail = { stage, script: ref.automation };
+    return r;
+  };
+
+  const runAutomationStage = (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): StageResult => {
     try {
       const v = env.callHost('automation.run', {
         automation: ref.automation,

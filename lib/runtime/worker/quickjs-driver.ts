@@ -26,6 +26,7 @@ import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './drive
 import { transpile } from './transpile';
 import { callForText, newString } from './quickjs-fast';
 import { StageOutputCache } from './output-cache';
+import { compileLocation } from '../../error-location';
 
 interface QuickJsModule extends LoadedModule {
   rt: QuickJSRuntime;
@@ -87,14 +88,19 @@ function disposeModule(m: QuickJsModule): boolean {
   }
 }
 
-function errorText(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; message: string } {
+function errorText(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; message: string; stack?: string } {
   const e = ctx.dump(handle) as unknown;
   handle.dispose();
   if (e && typeof e === 'object') {
-    const o = e as { name?: unknown; message?: unknown };
-    return { name: String(o.name ?? 'Error'), message: String(o.message ?? '') };
+    const o = e as { name?: unknown; message?: unknown; stack?: unknown };
+    return { name: String(o.name ?? 'Error'), message: String(o.message ?? ''), ...(typeof o.stack === 'string' ? { stack: o.stack } : {}) };
   }
   return { name: 'Error', message: String(e) };
+}
+
+/** A compile error of script `name` with its location (QuickJS gives `at name:line:column` frames). */
+function compileError(name: string, err: { name: string; message: string; stack?: string }, message: string): EngineError {
+  return new EngineError('SCRIPT_COMPILE_ERROR', message, { name: err.name, location: compileLocation(name, err.message, err.stack) });
 }
 
 export class QuickJsDriver implements SandboxDriver {
@@ -186,7 +192,8 @@ export class QuickJsDriver implements SandboxDriver {
     try {
       code = transpile(name, source, false);
     } catch (e) {
-      throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
+      const err = { name: 'SyntaxError', message: String((e as Error)?.message) };
+      throw compileError(name, err, `${name}: ${err.message}`);
     }
     this.heapFull = false;
     const rt = this.wasm.newRuntime();
@@ -230,9 +237,9 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   /** The module failed while loading: a timeout or out-of-memory, else a compile error. */
-  private loadFailed(m: QuickJsModule, err: { name: string; message: string }, name: string, deadline: number): never {
+  private loadFailed(m: QuickJsModule, err: { name: string; message: string; stack?: string }, name: string, deadline: number): never {
     if (this.heapFull || /out of memory|interrupted/i.test(err.message) || Date.now() >= deadline) this.fail(m, err, deadline);
-    throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${err.name}: ${err.message}`);
+    throw compileError(name, err, `${name}: ${err.name}: ${err.message}`);
   }
 
   /** A module with top-level await evaluates to a promise of its namespace. */

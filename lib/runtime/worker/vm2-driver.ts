@@ -8,6 +8,7 @@ import type { StageCall, StageOutput } from '../protocol';
 import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
 import { transpile } from './transpile';
 import { StageOutputCache } from './output-cache';
+import { compileLocation } from '../../error-location';
 
 interface Vm2Module extends LoadedModule {
   vm: VM;
@@ -30,6 +31,39 @@ const HARDEN = new VMScript(
   "'use strict'; delete globalThis.Buffer; if (typeof Atomics === 'object') delete Atomics.waitAsync;",
   'scriptable-api:harden.js',
 );
+/**
+ * Stack traces inside a sandbox: vm2 hides host frames but prints every frame as `CallSite {}`;
+ * this prints the sandbox's own frames as V8 does (`at f (orders.js:5:12)`) so a failure can name
+ * its script line. Host frames have no file name here and are left out.
+ */
+const STACKS = new VMScript(
+  `Error.prepareStackTrace = function (e, sites) {
+    var out;
+    try { out = String(e && e.name || 'Error'); var m = e && e.message; if (m) out += ': ' + String(m); } catch (x) { out = 'Error'; }
+    for (var i = 0; i < sites.length; i++) {
+      try {
+        var s = sites[i], file = s.getFileName();
+        if (typeof file !== 'string' || file === '') continue;
+        var fn = s.getFunctionName(), loc = file + ':' + s.getLineNumber() + ':' + s.getColumnNumber();
+        out += '\\n    at ' + (fn ? fn + ' (' + loc + ')' : loc);
+      } catch (x) {}
+    }
+    return out;
+  };`,
+  'scriptable-api:stacks.js',
+);
+
+/** A compile (or load) error of script `name`, with its location when the engine gave one. */
+function compileError(name: string, e: unknown): EngineError {
+  const err = e as { name?: unknown; message?: unknown; stack?: unknown } | undefined;
+  const message = String(err?.message ?? e);
+  const stack = typeof err?.stack === 'string' ? err.stack : undefined;
+  return new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${message}`, {
+    name: typeof err?.name === 'string' ? err.name : 'Error',
+    location: compileLocation(name, message, stack),
+  });
+}
+
 const INVOKE = new VMScript('__sa.invoke(__sa_mod[__sa_fn], __sa_in.head, __sa_in.request, __sa_in.attributes, __sa_in.response, __sa_in.value)', 'scriptable-api:invoke.js');
 const COLLECT = new VMScript('__sa.collect()', 'scriptable-api:collect.js');
 
@@ -58,13 +92,14 @@ export class Vm2Driver implements SandboxDriver {
       const code = transpile(name, source, true);
       script = new VMScript(
         `(function () { 'use strict'; var module = { exports: {} }; var exports = module.exports;\n${code}\n;return module.exports; })()`,
-        name,
+        { filename: name, lineOffset: -1 }, // (the wrapper's first line: the script's lines keep their numbers)
       ).compile();
     } catch (e) {
-      throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
+      throw compileError(name, e);
     }
     const vm = new VM({ timeout: Math.max(1, deadline - Date.now()), allowAsync: true, eval: false, wasm: false, sandbox: {} });
     vm.run(HARDEN);
+    vm.run(STACKS);
     vm.setGlobal('__host', (op: string, args: string) => this.options.host(String(op), String(args)));
     vm.run(this.adapter);
     let exportsObj: Record<string, unknown>;
@@ -72,7 +107,7 @@ export class Vm2Driver implements SandboxDriver {
       exportsObj = vm.run(script) as Record<string, unknown>;
     } catch (e) {
       if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out while loading');
-      throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error)?.message ?? String(e)}`);
+      throw compileError(name, e);
     }
     vm.setGlobal('__sa_mod', exportsObj);
     const mod: Vm2Module = { appId, hash, vm, exportsObj };

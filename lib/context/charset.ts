@@ -1,0 +1,75 @@
+/**
+ * ctx.body is the bytes the client sent, decoded by the charset the request declares
+ * (`Content-Type: text/plain; charset=shift_jis`): UTF-8 when none is given, iconv-lite for the
+ * charsets it knows, and 415 UNSUPPORTED_CHARSET for one it does not.
+ */
+import type { Request } from 'express';
+import { ApiError } from '../errors';
+
+const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
+
+/** The declared charset, lower-case, or undefined when the Content-Type names none. */
+export function declaredCharset(contentType: string | undefined): string | undefined {
+  const m = contentType ? CHARSET.exec(contentType) : null;
+  const cs = m ? (m[1] ?? m[2]).trim().toLowerCase() : '';
+  return cs === '' ? undefined : cs;
+}
+
+/** Charsets Node decodes itself (no iconv-lite needed). */
+const NATIVE: Record<string, BufferEncoding> = {
+  'utf-8': 'utf8',
+  utf8: 'utf8',
+  'iso-8859-1': 'latin1',
+  latin1: 'latin1',
+  'us-ascii': 'ascii',
+  ascii: 'ascii',
+  'utf-16le': 'utf16le',
+  'ucs-2': 'utf16le',
+};
+
+let iconv: typeof import('iconv-lite') | undefined;
+function iconvLite(): typeof import('iconv-lite') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (iconv ??= require('iconv-lite') as typeof import('iconv-lite'));
+}
+
+/** Throws 415 UNSUPPORTED_CHARSET for a charset neither Node nor iconv-lite knows. */
+export function checkCharset(contentType: string | undefined): void {
+  const cs = declaredCharset(contentType);
+  if (cs === undefined || NATIVE[cs] !== undefined) return;
+  if (!iconvLite().encodingExists(cs)) throw new ApiError('UNSUPPORTED_CHARSET', `Unsupported charset '${cs}' in the Content-Type`);
+}
+
+/** The body bytes as text, by the declared charset (UTF-8 by default). */
+export function decodeBody(bytes: Buffer, contentType: string | undefined): string {
+  const cs = declaredCharset(contentType);
+  if (cs === undefined) return bytes.toString('utf8');
+  const native = NATIVE[cs];
+  if (native !== undefined) return bytes.toString(native);
+  checkCharset(contentType);
+  return iconvLite().decode(bytes, cs);
+}
+
+/**
+ * The raw body a host body parser kept (`express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`):
+ * a Buffer, or text already decoded.
+ */
+export function rawBodyOf(req: Request): Buffer | string | undefined {
+  const raw = (req as Request & { rawBody?: unknown }).rawBody;
+  return Buffer.isBuffer(raw) || typeof raw === 'string' ? raw : undefined;
+}
+
+/**
+ * An urlencoded form in a charset other than UTF-8 percent-encodes its bytes in that charset
+ * (`name=Jos%E9` in ISO-8859-1): the same form with its escapes re-encoded as UTF-8, which is
+ * what URLSearchParams decodes. UTF-8 forms are returned as they are.
+ */
+export function formInUtf8(text: string, contentType: string | undefined): string {
+  const cs = declaredCharset(contentType);
+  if (cs === undefined || cs === 'utf-8' || cs === 'utf8' || !text.includes('%')) return text;
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+    const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
+    const native = NATIVE[cs];
+    return encodeURIComponent(native !== undefined ? bytes.toString(native) : iconvLite().decode(bytes, cs));
+  });
+}

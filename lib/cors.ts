@@ -1,0 +1,151 @@
+/**
+ * CORS per API and per router, through the `cors` package.
+ *
+ * - A preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) is answered by the
+ *   router with 204 and never reaches a script, also for an API that allows every method. An API
+ *   without CORS still gets its 204, without `Access-Control-Allow-Origin`: the browser refuses.
+ * - Every actual response of an API with CORS carries its `Access-Control-*` headers, errors
+ *   (404, 405, 429, 500) included; an unknown path gets the router's CORS.
+ * - The router option `cors` is the default of every API; an API's `cors` overrides it field by
+ *   field, and `cors: false` turns it off for that API.
+ */
+import corsMiddleware, { type CorsOptions as CorsPackageOptions } from 'cors';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ConfigError } from './errors';
+
+/** CORS settings of the router (`cors` option) or of one API (`ApiDefinition.cors`). JSON only. */
+export interface CorsOptions {
+  /**
+   * Origins allowed: `'*'` (any, the default), or a list of origins, exact (`https://app.example.com`)
+   * or with a wildcard subdomain (`https://*.example.com`). With `credentials`, `'*'` echoes the
+   * caller's origin (browsers refuse `*` with credentials).
+   */
+  origins?: '*' | string[];
+  /** Methods a preflight allows. Default: the API's `methods`, else GET, HEAD, PUT, PATCH, POST, DELETE. */
+  methods?: string[];
+  /** Request headers a preflight allows. Default: those the preflight asks for. */
+  headers?: string[];
+  /** Response headers scripts in the page may read. Default: X-Request-Id, Retry-After, RateLimit, RateLimit-Policy. */
+  exposeHeaders?: string[];
+  /** Send `Access-Control-Allow-Credentials: true` (cookies, Authorization). Default false. */
+  credentials?: boolean;
+  /** How long (seconds) a browser may cache a preflight's answer. Default: not sent (the browser's own, 5 s in Chrome). */
+  maxAge?: number;
+}
+
+const KEYS = ['origins', 'methods', 'headers', 'exposeHeaders', 'credentials', 'maxAge'] as const;
+const DEFAULT_EXPOSE = ['X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy'];
+const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+const ORIGIN = /^(https?|[a-z][a-z0-9+.-]*):\/\/(\*\.)?[^/\s*]+$/i;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function tokenList(v: unknown, field: string, what: string): void {
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || !TOKEN.test(x))) {
+    throw new ConfigError(field, `must be an array of ${what}, got ${JSON.stringify(v)}`);
+  }
+}
+
+/**
+ * Checks a `cors` value (router option or API field): `false` (API only) or an object of
+ * CorsOptions. Throws a ConfigError naming the field.
+ */
+export function validateCors(v: unknown, field = 'cors', allowFalse = true): CorsOptions | false {
+  if (v === false && allowFalse) return false;
+  if (!isObject(v)) throw new ConfigError(field, `must be an object { origins, methods, headers, exposeHeaders, credentials, maxAge }${allowFalse ? ' or false' : ''}`);
+  for (const k of Object.keys(v)) {
+    if (!(KEYS as readonly string[]).includes(k)) throw new ConfigError(`${field}.${k}`, `is not a CORS setting; the settings are ${KEYS.join(', ')}`);
+  }
+  if (v.origins !== undefined && v.origins !== '*') {
+    if (!Array.isArray(v.origins) || v.origins.some((o) => typeof o !== 'string' || (o !== '*' && !ORIGIN.test(o)))) {
+      throw new ConfigError(`${field}.origins`, `must be '*' or an array of origins like 'https://app.example.com' or 'https://*.example.com' (no path), got ${JSON.stringify(v.origins)}`);
+    }
+  }
+  if (v.methods !== undefined) tokenList(v.methods, `${field}.methods`, 'HTTP methods');
+  if (v.headers !== undefined) tokenList(v.headers, `${field}.headers`, 'header names');
+  if (v.exposeHeaders !== undefined) tokenList(v.exposeHeaders, `${field}.exposeHeaders`, 'header names');
+  if (v.credentials !== undefined && typeof v.credentials !== 'boolean') throw new ConfigError(`${field}.credentials`, 'must be a boolean');
+  if (v.maxAge !== undefined && (typeof v.maxAge !== 'number' || !Number.isInteger(v.maxAge) || v.maxAge < 0)) {
+    throw new ConfigError(`${field}.maxAge`, `must be a whole number of seconds >= 0, got ${JSON.stringify(v.maxAge)}`);
+  }
+  return v as CorsOptions;
+}
+
+/** A preflight: the browser asks before sending the actual request. */
+export function isPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
+}
+
+function originOption(c: CorsOptions): CorsPackageOptions['origin'] {
+  const list = c.origins ?? '*';
+  if (list === '*' || list.includes('*')) return c.credentials ? true : '*';
+  return list.map((o) => {
+    if (!o.includes('://*.')) return o.toLowerCase();
+    const [scheme, host] = o.toLowerCase().split('://*.');
+    return new RegExp(`^${scheme.replace(/[.+]/g, '\\$&')}://[^/]+\\.${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'i');
+  });
+}
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
+
+/** The effective settings of one API (router defaults, then the API's own fields); null = no CORS. */
+function effective(router: CorsOptions | undefined, api: CorsOptions | false | undefined): CorsOptions | null {
+  if (api === false) return null;
+  if (!router && !api) return null;
+  return { ...router, ...api };
+}
+
+/**
+ * The CORS of a router: `apply(req, res, def)` sets the headers for an actual response,
+ * `preflight(req, res, def)` answers a preflight. `def` is the API (undefined for an unknown path:
+ * the router's own settings). Middlewares are built once per API definition object.
+ */
+export class Cors {
+  private readonly byDef = new WeakMap<object, Middleware | null>();
+  private readonly routerOnly: Middleware | null;
+
+  constructor(private readonly defaults: CorsOptions | undefined) {
+    this.routerOnly = this.build(effective(defaults, undefined), undefined);
+  }
+
+  private build(c: CorsOptions | null, apiMethods: string[] | undefined): Middleware | null {
+    if (!c) return null;
+    const methods = c.methods ?? apiMethods;
+    return corsMiddleware({
+      origin: originOption(c),
+      ...(methods ? { methods } : {}),
+      ...(c.headers ? { allowedHeaders: c.headers } : {}),
+      exposedHeaders: c.exposeHeaders ?? DEFAULT_EXPOSE,
+      credentials: c.credentials === true,
+      ...(c.maxAge !== undefined ? { maxAge: c.maxAge } : {}),
+      // the router ends preflights itself, and lets non-preflight OPTIONS requests reach the script
+      preflightContinue: true,
+    }) as unknown as Middleware;
+  }
+
+  private middleware(def: { cors?: CorsOptions | false; methods?: string[] } | undefined): Middleware | null {
+    if (!def) return this.routerOnly;
+    let m = this.byDef.get(def);
+    if (m === undefined) {
+      m = def.cors === undefined && !def.methods ? this.routerOnly : this.build(effective(this.defaults, def.cors), def.methods);
+      this.byDef.set(def, m);
+    }
+    return m;
+  }
+
+  /** Sets the `Access-Control-*` headers of an actual response (none when the API has no CORS). */
+  apply(req: IncomingMessage, res: ServerResponse, def?: { cors?: CorsOptions | false; methods?: string[] }): void {
+    const m = this.middleware(def);
+    if (m) m(req, res, () => undefined); // (the `cors` package calls next synchronously for static options)
+  }
+
+  /** Answers a preflight: 204 with the API's CORS headers (none when it has no CORS). */
+  preflight(req: IncomingMessage, res: ServerResponse, def?: { cors?: CorsOptions | false; methods?: string[] }): void {
+    this.apply(req, res, def);
+    res.statusCode = 204;
+    res.setHeader('Content-Length', '0');
+    res.end();
+  }
+}

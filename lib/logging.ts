@@ -1,0 +1,140 @@
+/**
+ * The router's logger: the `logger` option adapted to one call shape, the default console logger,
+ * and the one structured line every failed call logs.
+ *
+ * Call shapes. The router calls `logger.error(message, meta)` (winston, console, log4js and most
+ * loggers take the message first). pino and bunyan take the fields first, `logger.error(meta,
+ * message)`: they are recognised (or named with the `loggerStyle` option) and called that way, so
+ * `meta` lands in the log record instead of being dropped or printed as a format argument.
+ */
+import type { ErrorDetail } from './error-location';
+import type { ErrorName } from './errors';
+import type { Logger } from './types';
+
+/** How a logger takes its arguments: `(message, meta)` (winston, console) or `(meta, message)` (pino, bunyan). */
+export type LoggerStyle = 'message-first' | 'meta-first';
+
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+type Level = (typeof LEVELS)[number];
+
+/** pino marks its loggers with this symbol; bunyan loggers carry `streams` and `fields`. */
+function isMetaFirst(logger: object): boolean {
+  const l = logger as Record<string | symbol, unknown>;
+  if (l[Symbol.for('pino.serializers')] !== undefined) return true;
+  return Array.isArray(l.streams) && typeof l.fields === 'object' && l.fields !== null && typeof l.child === 'function';
+}
+
+/**
+ * The logger the router uses: every method takes `(message, meta?)`. A meta-first logger is called
+ * `(meta, message)` (or `(message)` without meta); `debug` falls back to `info` when missing.
+ */
+export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
+  const metaFirst = (style ?? (isMetaFirst(logger) ? 'meta-first' : 'message-first')) === 'meta-first';
+  const target = logger as unknown as Record<Level, ((...args: unknown[]) => void) | undefined>;
+  const method = (level: Level) => {
+    const fn = target[level] ?? target.info!;
+    return metaFirst
+      ? (message: string, meta?: Record<string, unknown>) => (meta === undefined ? fn.call(logger, message) : fn.call(logger, meta, message))
+      : (message: string, meta?: Record<string, unknown>) => (meta === undefined ? fn.call(logger, message) : fn.call(logger, message, meta));
+  };
+  return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
+}
+
+/** `meta` as one line of JSON (values that cannot be written are shown as strings). */
+function metaText(meta: Record<string, unknown>): string {
+  try {
+    return JSON.stringify(meta, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+  } catch {
+    return '{}';
+  }
+}
+
+/**
+ * One line per message on the console, `scriptable-api <message> <meta as JSON>`: the request id,
+ * app and script of a console line stay with it. Nothing under NODE_ENV=test.
+ */
+export function defaultLogger(env: string | undefined = process.env.NODE_ENV): Logger | undefined {
+  if (env === 'test') return undefined;
+  const line = (fn: (s: string) => void) => (message: string, meta?: Record<string, unknown>) =>
+    fn(meta === undefined ? `scriptable-api ${message}` : `scriptable-api ${message} ${metaText(meta)}`);
+  /* eslint-disable no-console */
+  return { debug: line(console.debug), info: line(console.info), warn: line(console.warn), error: line(console.error) };
+  /* eslint-enable no-console */
+}
+
+/** The stage a host-side error belongs to, by its error name (script stages come with the job's detail). */
+const HOST_STAGES: Partial<Record<ErrorName, string>> = {
+  API_NOT_FOUND: 'route',
+  METHOD_NOT_ALLOWED: 'route',
+  BAD_REQUEST: 'body', // (a malformed path is the route's: see Observer.hostFailed)
+  BODY_TOO_LARGE: 'body',
+  UNSUPPORTED_CHARSET: 'body',
+  PREVIEW_FORBIDDEN: 'preview',
+  INVALID_API_DEFINITION: 'definition',
+  RATE_LIMITED: 'rateLimit',
+  RATE_LIMIT_QUEUE_FULL: 'rateLimit',
+  INVALID_RESULT: 'response',
+  FILE_NOT_FOUND: 'response',
+  PATH_OUTSIDE_SANDBOX: 'response',
+  FILES_NOT_CONFIGURED: 'response',
+};
+
+/** The stage of a host-side error: its entry in HOST_STAGES, `response` once the script has run, else `host`. */
+export function hostStage(errorName: string | undefined, fallback = 'host'): string {
+  return (errorName && HOST_STAGES[errorName as ErrorName]) || fallback;
+}
+
+/** The fields of a failure line. */
+export interface FailureLog {
+  requestId: string;
+  /** Absent when the path named no app. */
+  appId?: string;
+  apiPath?: string;
+  /** `before`, `call`, `after`, `onError` (script stages) or `route`, `preview`, `rateLimit`, `body`, `definition`, `registry`, `response`, `host`. */
+  stage: string;
+  code: number;
+  status: number;
+  message: string;
+  /** Set for preview requests. */
+  preview?: boolean;
+  /** Where it failed and the script's stack (script stages only; never host frames). */
+  detail?: ErrorDetail;
+  /** A host-side exception's own stack (unexpected errors only: these are bugs or host outages). */
+  hostStack?: string;
+}
+
+/**
+ * Logs one line for a failed call: `error` for a 5xx, `info` for a 4xx (unknown paths, rate
+ * limits and bad requests are the client's doing; they are counted by the metrics too).
+ */
+export function logFailure(logger: Logger | undefined, f: FailureLog): void {
+  if (!logger) return;
+  const d = f.detail ?? {};
+  const meta: Record<string, unknown> = {
+    requestId: f.requestId,
+    appId: f.appId ?? null,
+    apiPath: f.apiPath ?? null,
+    stage: d.stage ?? f.stage,
+    code: f.code,
+    status: f.status,
+    message: f.message,
+  };
+  if (f.preview) meta.preview = true;
+  if (d.script !== undefined) meta.script = d.script;
+  if (d.name !== undefined) meta.errorName = d.name;
+  if (d.location !== undefined) meta.location = d.location;
+  if (d.stack !== undefined) meta.stack = d.stack;
+  if (f.hostStack !== undefined) meta.hostStack = f.hostStack;
+  const where = f.appId === undefined ? '' : ` ${f.preview ? 'preview/' : ''}${f.appId}/${f.apiPath ?? ''}`;
+  const at = d.location === undefined ? '' : ` at ${d.location}`;
+  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${f.message}${at}`;
+  if (f.status >= 500) logger.error(text, meta);
+  else logger.info(text, meta);
+}
+
+/** Logs `message` the first time `key` is seen by this `once` set only. */
+export function logOnce(logger: Logger | undefined, seen: Set<string>, key: string, level: 'warn' | 'error', message: string, meta?: Record<string, unknown>): void {
+  if (!logger || seen.has(key)) return;
+  seen.add(key);
+  logger[level](message, meta);
+}

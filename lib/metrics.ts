@@ -1,0 +1,149 @@
+/**
+ * The router's Prometheus metrics, through `prom-client` (a dependency, loaded when the first
+ * router with metrics is created, never by `require('scriptable-api')`).
+ *
+ * Labels: `app` and `api` are the app id and the API's configured path; a request that matched no
+ * API (unknown app or path, bad path) counts with both empty, so callers cannot grow the label set.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { ConfigError } from './errors';
+import type { EngineStats } from './runtime/engine';
+
+/** The `metrics` option of createApiRouter. */
+export interface MetricsOptions {
+  /**
+   * A prom-client `Registry` to register the metrics in, e.g. your app's `register` so one scrape
+   * serves everything. Default: a registry of the router's own (`router.metrics.registry`).
+   * Two routers in one registry need different `prefix`es.
+   */
+  registry?: Registry;
+  /** Prefix of every metric name. Default `scriptable_api_`. */
+  prefix?: string;
+  /** Buckets (seconds) of the duration histograms. Default 1 ms to 10 s. */
+  buckets?: number[];
+}
+
+/** `router.metrics`: the metrics of one router, in the Prometheus text format. */
+export interface RouterMetrics {
+  /** The prom-client Registry the metrics live in. */
+  readonly registry: Registry;
+  /** The Content-Type of `text()` (`text/plain; version=0.0.4; charset=utf-8`). */
+  readonly contentType: string;
+  /** Every metric of the registry, in the Prometheus text exposition format. */
+  text(): Promise<string>;
+  /** A request handler serving `text()`: `app.get('/metrics', router.metrics.handler)`. */
+  handler(req: IncomingMessage, res: ServerResponse): void;
+}
+
+/** What the router records. */
+export interface MetricsRecorder extends RouterMetrics {
+  request(app: string, api: string, status: number, seconds: number): void;
+  script(app: string, api: string, scriptSeconds: number, queueSeconds: number | undefined): void;
+  rateLimit(app: string, api: string, outcome: 'admitted' | 'rejected', detail: { waitedMs?: number; reason?: string }): void;
+}
+
+export const DEFAULT_PREFIX = 'scriptable_api_';
+const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+
+/** Checks the `metrics` option. */
+export function validateMetrics(v: unknown): void {
+  if (v === undefined || v === false) return;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError('metrics', 'must be an object { registry?, prefix?, buckets? } or false');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (k !== 'registry' && k !== 'prefix' && k !== 'buckets') throw new ConfigError(`metrics.${k}`, 'is not an option; the options are registry, prefix, buckets');
+  }
+  if (o.registry !== undefined) {
+    const r = o.registry as Record<string, unknown> | null;
+    if (typeof r !== 'object' || r === null || typeof r.registerMetric !== 'function' || typeof r.metrics !== 'function') {
+      throw new ConfigError('metrics.registry', 'must be a prom-client Registry (new Registry() or the default `register`)');
+    }
+  }
+  if (o.prefix !== undefined && (typeof o.prefix !== 'string' || (o.prefix !== '' && !PREFIX.test(o.prefix)))) {
+    throw new ConfigError('metrics.prefix', `must be a Prometheus metric name prefix like 'scriptable_api_', got ${JSON.stringify(o.prefix)}`);
+  }
+  if (o.buckets !== undefined) {
+    const b = o.buckets;
+    if (!Array.isArray(b) || b.length === 0 || b.some((x, i) => typeof x !== 'number' || !(x > 0) || (i > 0 && x <= (b[i - 1] as number)))) {
+      throw new ConfigError('metrics.buckets', 'must be a non-empty array of increasing numbers of seconds');
+    }
+  }
+}
+
+/** Creates the metrics of a router (prom-client is loaded here). `stats` reads the engine's workers when scraped. */
+export function createMetrics(options: MetricsOptions | undefined, stats: (() => EngineStats) | undefined): MetricsRecorder {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const prom = require('prom-client') as typeof import('prom-client');
+  const registry = options?.registry ?? new prom.Registry();
+  const prefix = options?.prefix ?? DEFAULT_PREFIX;
+  const buckets = options?.buckets ?? DEFAULT_BUCKETS;
+  const name = (n: string) => {
+    const full = prefix + n;
+    if (registry.getSingleMetric(full)) {
+      throw new ConfigError('metrics.prefix', `the registry already has a metric '${full}' (another router?): give each router its own prefix`);
+    }
+    return full;
+  };
+  const registers = [registry];
+  const requests: Counter<'app' | 'api' | 'status'> = new prom.Counter({ name: name('requests_total'), help: 'Requests answered, by app, API and HTTP status', labelNames: ['app', 'api', 'status'], registers });
+  const duration: Histogram<'app' | 'api'> = new prom.Histogram({ name: name('request_duration_seconds'), help: 'Time from arrival to the response, by app and API', labelNames: ['app', 'api'], buckets, registers });
+  const scriptTime: Histogram<'app' | 'api'> = new prom.Histogram({ name: name('script_duration_seconds'), help: "Time a request's scripts ran on the engine (all stages), by app and API", labelNames: ['app', 'api'], buckets, registers });
+  const queueWait: Histogram<'app'> = new prom.Histogram({ name: name('queue_wait_seconds'), help: 'Time a request waited for a script worker, by app', labelNames: ['app'], buckets, registers });
+  const admitted: Counter<'app' | 'api'> = new prom.Counter({ name: name('rate_limit_admitted_total'), help: 'Requests admitted by a rate limit (at once or after a wait)', labelNames: ['app', 'api'], registers });
+  const waited: Counter<'app' | 'api'> = new prom.Counter({ name: name('rate_limit_waited_total'), help: 'Requests admitted by a rate limit after waiting for their slot', labelNames: ['app', 'api'], registers });
+  const waitTime: Histogram<'app' | 'api'> = new prom.Histogram({ name: name('rate_limit_wait_seconds'), help: 'How long admitted requests waited for their rate-limit slot', labelNames: ['app', 'api'], buckets, registers });
+  const rejected: Counter<'app' | 'api' | 'reason'> = new prom.Counter({ name: name('rate_limit_rejected_total'), help: 'Requests a rate limit turned away, by reason (rate_limited, queue_full, client_gone)', labelNames: ['app', 'api', 'reason'], registers });
+  const gauge = (n: string, help: string, pick: (s: EngineStats) => number) =>
+    new prom.Gauge({
+      name: name(n),
+      help,
+      registers,
+      collect() {
+        const s = stats?.();
+        if (s) this.set(pick(s));
+      },
+    });
+  if (stats) {
+    gauge('workers', 'Script workers running', (s) => s.workers);
+    gauge('workers_busy', 'Script workers running a job', (s) => s.busy);
+    gauge('jobs_queued', 'Script jobs waiting for a worker', (s) => s.queued);
+  }
+  const text = () => registry.metrics();
+  return {
+    registry,
+    contentType: registry.contentType,
+    text,
+    handler(_req, res) {
+      text().then(
+        (body) => {
+          res.statusCode = 200;
+          res.setHeader('Content-Type', registry.contentType);
+          res.end(body);
+        },
+        (err: unknown) => {
+          res.statusCode = 500;
+          res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+          res.end(`metrics failed: ${(err as Error)?.message ?? String(err)}`);
+        },
+      );
+    },
+    request(app, api, status, seconds) {
+      requests.inc({ app, api, status: String(status) });
+      duration.observe({ app, api }, seconds);
+    },
+    script(app, api, scriptSeconds, queueSeconds) {
+      scriptTime.observe({ app, api }, scriptSeconds);
+      if (queueSeconds !== undefined) queueWait.observe({ app }, queueSeconds);
+    },
+    rateLimit(app, api, outcome, detail) {
+      if (outcome === 'admitted') {
+        admitted.inc({ app, api });
+        const ms = detail.waitedMs ?? 0;
+        if (ms > 0) waited.inc({ app, api });
+        waitTime.observe({ app, api }, ms / 1000);
+      } else rejected.inc({ app, api, reason: detail.reason ?? 'rate_limited' });
+    },
+  };
+}

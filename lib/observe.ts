@@ -1,0 +1,111 @@
+/**
+ * What the router tells operators about each request: the metrics (requests, script time, queue
+ * wait, rate-limit outcomes) and one log line per failed call. One RequestTrace per request
+ * carries what is known so far (app, API, stage).
+ */
+import type { ServerResponse } from 'node:http';
+import { ApiError, ERRORS, type ErrorBody } from './errors';
+import type { ErrorDetail } from './error-location';
+import { hostStage, logFailure } from './logging';
+import type { MetricsRecorder } from './metrics';
+import type { RegistryStage } from './preview';
+import type { RateLimitDecision } from './rate-limit';
+import type { JobResult } from './runtime/engine';
+import type { Logger } from './types';
+
+/** What is known about a request as it goes through the router. */
+export interface RequestTrace {
+  requestId: string;
+  /** performance.now() at arrival. */
+  started: number;
+  stage: RegistryStage;
+  /** The app and API path the request names (logged; unknown ones are never metric labels). */
+  appId?: string;
+  apiPath?: string;
+  /** The API exists: `appId` and `apiPath` label its metrics. */
+  matched: boolean;
+  /** The script stages have run (a host error after them belongs to the response). */
+  ran: boolean;
+  /** The request left the router through `next()` (fallthrough): nothing is counted. */
+  passed: boolean;
+  /** The response carries its CORS headers already. */
+  corsDone: boolean;
+}
+
+/** The error body with `location` added when the router exposes it. */
+export type ErrorBodyWithLocation = ErrorBody & { location?: string };
+
+/** Metric labels: the app and API of a request that matched one, else both empty. */
+function labels(trace: RequestTrace): [string, string] {
+  return trace.matched ? [trace.appId ?? '', trace.apiPath ?? ''] : ['', ''];
+}
+
+export class Observer {
+  constructor(
+    private readonly logger: Logger | undefined,
+    readonly metrics: MetricsRecorder | undefined,
+    private readonly exposeLocation: boolean,
+  ) {}
+
+  /** Starts a request's trace; its response is counted when it closes. */
+  begin(res: ServerResponse, requestId: string, now: number): RequestTrace {
+    const trace: RequestTrace = { requestId, started: now, stage: 'published', matched: false, ran: false, passed: false, corsDone: false };
+    const metrics = this.metrics;
+    if (metrics) {
+      res.once('close', () => {
+        if (trace.passed) return;
+        // (a client that went away before the response ended counts as 499, as nginx logs it)
+        const status = res.writableFinished ? res.statusCode : 499;
+        metrics.request(...labels(trace), status, (performance.now() - trace.started) / 1000);
+      });
+    }
+    return trace;
+  }
+
+  /** A job ended after `elapsedMs` of waiting for it: script time, and queue wait when the engine reports its run time. */
+  jobDone(trace: RequestTrace, elapsedMs: number, result: JobResult): void {
+    trace.ran = true;
+    if (!this.metrics) return;
+    const run = typeof result.runMs === 'number' && result.runMs >= 0 ? Math.min(result.runMs, elapsedMs) : undefined;
+    this.metrics.script(...labels(trace), (run ?? elapsedMs) / 1000, run === undefined ? undefined : (elapsedMs - run) / 1000);
+  }
+
+  /** A rate-limit decision: admitted (maybe after a wait) or rejected. */
+  rateLimit(trace: RequestTrace, d: RateLimitDecision): void {
+    if (!this.metrics) return;
+    const [app, api] = labels(trace);
+    if (d.ok) this.metrics.rateLimit(app, api, 'admitted', { waitedMs: d.waitedMs });
+    else this.metrics.rateLimit(app, api, 'rejected', { reason: d.error === 'RATE_LIMITED' ? 'rate_limited' : d.error === 'RATE_LIMIT_QUEUE_FULL' ? 'queue_full' : 'client_gone' });
+  }
+
+  /** Logs a failure the engine reported, and returns the error body to send. */
+  scriptFailed(trace: RequestTrace, e: { message: string; code: number; status: number; detail?: ErrorDetail }): ErrorBodyWithLocation {
+    logFailure(this.logger, { ...this.where(trace), stage: e.detail?.stage ?? 'engine', code: e.code, status: e.status, message: e.message, detail: e.detail });
+    const body: ErrorBodyWithLocation = { requestId: trace.requestId, message: e.message, code: e.code };
+    if (this.exposeLocation && e.detail?.location !== undefined) body.location = e.detail.location;
+    return body;
+  }
+
+  /** Logs a failure on the host side (an ApiError, or anything else thrown: HOST_ERROR with its stack). */
+  hostFailed(trace: RequestTrace, err: unknown): void {
+    if (err instanceof ApiError) {
+      const stage = err.errorName === 'BAD_REQUEST' && !trace.matched ? 'route' : hostStage(err.errorName, trace.ran ? 'response' : 'host');
+      logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message });
+      return;
+    }
+    const e = ERRORS.HOST_ERROR;
+    const message = (err as Error)?.message ?? String(err);
+    logFailure(this.logger, {
+      ...this.where(trace),
+      stage: trace.ran ? 'response' : 'host',
+      code: e.code,
+      status: e.status,
+      message,
+      hostStack: (err as Error)?.stack,
+    });
+  }
+
+  private where(trace: RequestTrace) {
+    return { requestId: trace.requestId, appId: trace.appId, apiPath: trace.apiPath, preview: trace.stage === 'preview' };
+  }
+}

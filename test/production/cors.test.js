@@ -1,0 +1,136 @@
+'use strict';
+// CORS per API and per router: preflights are the router's, never the script's; actual responses
+// (errors too) carry the Access-Control-* headers.
+const request = require('supertest');
+const { makeApp } = require('../helpers/app');
+const { MemoryRegistry, ConfigError } = require('../..');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+// The script counts its runs in a header-less way: each run returns the number of runs so far.
+const COUNTER = 'let runs = 0; export function fn(ctx) { runs++; return { runs, method: ctx.method } }';
+const THROWS = 'export function fn() { throw new Error("boom") }';
+const ORIGIN = 'https://app.example.com';
+
+function setup(routerCors, apis) {
+  const x = makeApp({
+    router: routerCors === undefined ? {} : { cors: routerCors },
+    apps: { app1: { scripts: { 'main.js': COUNTER, 'throws.js': THROWS }, apis } },
+  });
+  routers.push(x.router);
+  return x;
+}
+
+const api = (path, extra = {}) => ({ path, call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', ...extra });
+
+function preflight(app, path, method = 'POST', headers = 'content-type, x-token', origin = ORIGIN) {
+  return request(app).options(path).set('Origin', origin).set('Access-Control-Request-Method', method).set('Access-Control-Request-Headers', headers);
+}
+
+test('a preflight on an API that allows every method is answered by the router (204), and the script never runs', async () => {
+  const { app } = setup(undefined, [api('all', { cors: { origins: [ORIGIN], maxAge: 600, credentials: true } })]);
+  const pre = await preflight(app, '/web0/api/app1/all');
+  expect(pre.status).toBe(204);
+  expect(pre.headers['access-control-allow-origin']).toBe(ORIGIN);
+  expect(pre.headers['access-control-allow-credentials']).toBe('true');
+  expect(pre.headers['access-control-allow-methods']).toBe('GET,HEAD,PUT,PATCH,POST,DELETE');
+  expect(pre.headers['access-control-allow-headers']).toBe('content-type, x-token');
+  expect(pre.headers['access-control-max-age']).toBe('600');
+  expect(pre.headers.vary).toMatch(/Origin/);
+  expect(pre.text).toBe('');
+  // the script's own counter shows it ran once, for this request only
+  const res = await request(app).post('/web0/api/app1/all').set('Origin', ORIGIN);
+  expect(res.body).toEqual({ runs: 1, method: 'POST' });
+  expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
+  expect(res.headers['access-control-expose-headers']).toMatch(/X-Request-Id/);
+  // a plain OPTIONS request (not a preflight) still reaches the script
+  const plain = await request(app).options('/web0/api/app1/all');
+  expect(plain.body).toEqual({ runs: 2, method: 'OPTIONS' });
+});
+
+test('a preflight on a GET-only API gets 204 (not 405) with the API methods; the actual POST is 405 with CORS headers', async () => {
+  const { app } = setup({ origins: '*' }, [api('get', { methods: ['GET'] })]);
+  const pre = await preflight(app, '/web0/api/app1/get', 'GET');
+  expect(pre.status).toBe(204);
+  expect(pre.headers['access-control-allow-origin']).toBe('*');
+  expect(pre.headers['access-control-allow-methods']).toBe('GET');
+  const post = await request(app).post('/web0/api/app1/get').set('Origin', ORIGIN);
+  expect(post.status).toBe(405);
+  expect(post.body.code).toBe(270101);
+  expect(post.headers['access-control-allow-origin']).toBe('*');
+});
+
+test('errors carry CORS headers: 404 (router default), 429, 500', async () => {
+  const { app } = setup({ origins: [ORIGIN] }, [
+    api('limited', { rateLimit: { requestsPerSecond: 0.001, identifier: 'global' } }),
+    { path: 'throws', call: { script: 'throws.js', function: 'fn' }, returnType: 'JSON' },
+  ]);
+  const missing = await request(app).get('/web0/api/app1/nope').set('Origin', ORIGIN);
+  expect(missing.status).toBe(404);
+  expect(missing.headers['access-control-allow-origin']).toBe(ORIGIN);
+  expect((await request(app).get('/web0/api/app1/limited').set('Origin', ORIGIN)).status).toBe(200);
+  const limited = await request(app).get('/web0/api/app1/limited').set('Origin', ORIGIN);
+  expect(limited.status).toBe(429);
+  expect(limited.headers['access-control-allow-origin']).toBe(ORIGIN);
+  const failed = await request(app).get('/web0/api/app1/throws').set('Origin', ORIGIN);
+  expect(failed.status).toBe(500);
+  expect(failed.headers['access-control-allow-origin']).toBe(ORIGIN);
+  // an origin not in the list gets no Access-Control-Allow-Origin
+  const other = await request(app).get('/web0/api/app1/throws').set('Origin', 'https://evil.example');
+  expect(other.headers['access-control-allow-origin']).toBeUndefined();
+});
+
+test('per-API settings override the router default field by field; cors: false turns it off; wildcard subdomains', async () => {
+  const { app } = setup({ origins: ['https://*.example.com'], exposeHeaders: ['X-Request-Id'] }, [
+    api('default'),
+    api('own', { cors: { origins: ['https://other.test'], credentials: true } }),
+    api('off', { cors: false }),
+  ]);
+  const sub = await request(app).get('/web0/api/app1/default').set('Origin', 'https://a.b.example.com');
+  expect(sub.headers['access-control-allow-origin']).toBe('https://a.b.example.com');
+  expect((await request(app).get('/web0/api/app1/default').set('Origin', 'https://example.com.evil')).headers['access-control-allow-origin']).toBeUndefined();
+  const own = await request(app).get('/web0/api/app1/own').set('Origin', 'https://other.test');
+  expect(own.headers['access-control-allow-origin']).toBe('https://other.test');
+  expect(own.headers['access-control-allow-credentials']).toBe('true');
+  expect(own.headers['access-control-expose-headers']).toBe('X-Request-Id'); // from the router default
+  const off = await request(app).get('/web0/api/app1/off').set('Origin', 'https://a.example.com');
+  expect(off.status).toBe(200);
+  expect(off.headers['access-control-allow-origin']).toBeUndefined();
+  const offPre = await preflight(app, '/web0/api/app1/off', 'GET', 'x-a', 'https://a.example.com');
+  expect(offPre.status).toBe(204); // still the router's, without permission: the browser refuses
+  expect(offPre.headers['access-control-allow-origin']).toBeUndefined();
+});
+
+test('without any CORS configuration, no Access-Control headers and preflights still never reach the script', async () => {
+  const { app } = setup(undefined, [api('p')]);
+  const pre = await preflight(app, '/web0/api/app1/p');
+  expect(pre.status).toBe(204);
+  expect(pre.headers['access-control-allow-origin']).toBeUndefined();
+  const res = await request(app).get('/web0/api/app1/p').set('Origin', ORIGIN);
+  expect(res.body.runs).toBe(1);
+  expect(res.headers['access-control-allow-origin']).toBeUndefined();
+});
+
+test('credentials with any origin echo the caller (browsers refuse * with credentials)', async () => {
+  const { app } = setup({ origins: '*', credentials: true }, [api('p')]);
+  const res = await request(app).get('/web0/api/app1/p').set('Origin', 'https://x.test');
+  expect(res.headers['access-control-allow-origin']).toBe('https://x.test');
+  expect(res.headers['access-control-allow-credentials']).toBe('true');
+});
+
+test('invalid cors settings are ConfigErrors naming the field', () => {
+  const reg = new MemoryRegistry();
+  const bad = (cors) => () => reg.putApi('a', api('p', { cors }));
+  expect(bad({ origins: 'https://x.test' })).toThrow(ConfigError);
+  expect(bad({ origins: 'https://x.test' })).toThrow(/api 'p'\.cors\.origins/);
+  expect(bad({ origins: ['https://x.test/path'] })).toThrow(/cors\.origins/);
+  expect(bad({ maxAge: -1 })).toThrow(/cors\.maxAge/);
+  expect(bad({ methods: 'GET' })).toThrow(/cors\.methods/);
+  expect(bad({ credentials: 'yes' })).toThrow(/cors\.credentials/);
+  expect(bad({ origin: '*' })).toThrow(/cors\.origin: is not a CORS setting/);
+  expect(bad(true)).toThrow(/cors/);
+  const { createApiRouter } = require('../..');
+  expect(() => createApiRouter({ registry: reg, cors: false })).toThrow(/invalid cors: must be an object/);
+  expect(() => createApiRouter({ registry: reg, cors: { headers: ['bad header'] } })).toThrow(/invalid cors\.headers/);
+});

@@ -1,0 +1,183 @@
+'use strict';
+// Every failed call logs one structured line naming the stage and the script line, on both
+// engines; the error body carries the location only with `exposeErrorLocation`.
+const { Writable } = require('node:stream');
+const request = require('supertest');
+const pino = require('pino');
+const winston = require('winston');
+const { makeApp } = require('../helpers/app');
+const { defaultLogger } = require('../../dist/cjs/logging');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+/** A logger in the (message, meta) shape that keeps every call. */
+function recorder() {
+  const lines = [];
+  const at = (level) => (message, meta) => lines.push({ level, message, meta });
+  return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } };
+}
+
+function app(engine, scripts, apis, router = {}) {
+  const x = makeApp({ router: { engine, ...router }, apps: { app1: { scripts, apis } } });
+  routers.push(x.router);
+  return x;
+}
+
+const api = (path, script, fn = 'fn', extra = {}) => ({ path, call: { script, function: fn }, returnType: 'JSON', ...extra });
+
+const THROWS = ['export function fn(ctx) {', '  const o = null;', '  return helper(o);', '}', 'function helper(o) {', '  return o.x;', '}'].join('\n');
+
+describe.each(['quickjs', 'vm2'])('%s engine', (engine) => {
+  test('a thrown error: one error line with stage, code, status, script:line:column and only script frames; the body has no location', async () => {
+    const { lines, logger } = recorder();
+    const { app: server } = app(engine, { 'orders.js': THROWS }, [api('orders/list', 'orders.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/orders/list');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270000);
+    expect(res.body).not.toHaveProperty('location');
+    const failures = lines.filter((l) => l.meta && l.meta.stage);
+    expect(failures).toHaveLength(1);
+    const [{ level, message, meta }] = failures;
+    expect(level).toBe('error');
+    expect(meta).toMatchObject({ requestId: res.body.requestId, appId: 'app1', apiPath: 'orders/list', stage: 'call', script: 'orders.js', code: 270000, status: 500, errorName: 'TypeError' });
+    expect(meta.message).toBe(res.body.message);
+    expect(meta.location).toMatch(/^orders\.js:6:\d+$/);
+    expect(message).toContain(`at ${meta.location}`);
+    const frames = meta.stack.split('\n');
+    expect(frames.length).toBeGreaterThanOrEqual(2); // helper, then fn
+    for (const f of frames) expect(f).toMatch(/^at (\S+ \()?orders\.js:\d+:\d+\)?$/);
+    expect(frames[1]).toMatch(/orders\.js:3:\d+/);
+    expect(meta.stack).not.toMatch(/scriptable-api:|node:|\/work|node_modules/);
+  });
+
+  test('exposeErrorLocation: true adds `location` to the error body', async () => {
+    const { app: server } = app(engine, { 'orders.js': THROWS }, [api('o', 'orders.js')], { exposeErrorLocation: true });
+    const res = await request(server).get('/web0/api/app1/o');
+    expect(res.body.location).toMatch(/^orders\.js:6:\d+$/);
+    expect(Object.keys(res.body).sort()).toEqual(['code', 'location', 'message', 'requestId']);
+  });
+
+  test('syntax errors name their line (JavaScript and TypeScript); a throw while loading too', async () => {
+    const { lines, logger } = recorder();
+    const scripts = {
+      'syntax.js': 'export function fn() {\n  let a = 1;\n  const b = ;\n  return b;\n}',
+      'types.ts': 'export function fn(ctx: any): number {\n  const n: number = 1;\n  return n +;\n}',
+      'top.js': 'const x = 1;\nthrow new Error("boom at load");\nexport function fn() {}',
+    };
+    const { app: server } = app(engine, scripts, [api('s', 'syntax.js'), api('t', 'types.ts'), api('l', 'top.js')], { logger, exposeErrorLocation: true });
+    const s = await request(server).get('/web0/api/app1/s');
+    expect(s.body.code).toBe(270204);
+    expect(s.body.location).toMatch(/^syntax\.js:3:\d+$/);
+    const t = await request(server).get('/web0/api/app1/t');
+    expect(t.body.code).toBe(270204);
+    expect(t.body.location).toMatch(/^types\.ts:3:\d+$/);
+    const l = await request(server).get('/web0/api/app1/l');
+    expect(l.body.code).toBe(270204);
+    expect(l.body.location).toMatch(/^top\.js:2:\d+$/);
+    const metas = lines.filter((x) => x.meta && x.meta.stage).map((x) => x.meta);
+    expect(metas.map((m) => [m.stage, m.code, m.location])).toEqual([
+      ['call', 270204, s.body.location],
+      ['call', 270204, t.body.location],
+      ['call', 270204, l.body.location],
+    ]);
+  });
+
+  test('a hook failure names its stage and script', async () => {
+    const { lines, logger } = recorder();
+    const scripts = { 'main.js': 'export function fn() { return 1 }', 'hooks.js': 'export function before(ctx) {\n  undefinedThing();\n}' };
+    const { app: server } = app(engine, scripts, [api('h', 'main.js', 'fn', { before: { script: 'hooks.js', function: 'before' } })], { logger });
+    const res = await request(server).get('/web0/api/app1/h');
+    expect(res.status).toBe(500);
+    const [meta] = lines.filter((x) => x.meta && x.meta.stage).map((x) => x.meta);
+    expect(meta).toMatchObject({ stage: 'before', script: 'hooks.js', errorName: 'ReferenceError' });
+    expect(meta.location).toMatch(/^hooks\.js:2:\d+$/);
+  });
+
+  test('a BigInt result is INVALID_RESULT (270300), not a script error', async () => {
+    const { lines, logger } = recorder();
+    const { app: server } = app(engine, { 'big.js': 'export function fn() { return { n: 10n } }' }, [api('b', 'big.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/b');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270300);
+    expect(res.body.message).toMatch(/BigInt/i);
+    expect(lines.find((x) => x.meta && x.meta.stage).meta).toMatchObject({ code: 270300, stage: 'call' });
+  });
+});
+
+describe('host-side failures', () => {
+  test('an unknown path (info), a rate limit rejection (info) and an abort with a status each log one line', async () => {
+    const { lines, logger } = recorder();
+    const scripts = { 'main.js': 'export function fn() { return 1 }', 'deny.js': 'export function fn() { platform.app.abort("no token", 401) }' };
+    const apis = [api('rl', 'main.js', 'fn', { rateLimit: { requestsPerSecond: 0.001, identifier: 'global' } }), api('deny', 'deny.js')];
+    const { app: server } = app('quickjs', scripts, apis, { logger });
+    expect((await request(server).get('/web0/api/app1/nope')).status).toBe(404);
+    expect((await request(server).get('/web0/api/app1/rl')).status).toBe(200);
+    const limited = await request(server).get('/web0/api/app1/rl');
+    expect(limited.status).toBe(429);
+    const denied = await request(server).get('/web0/api/app1/deny');
+    expect(denied.status).toBe(401);
+    const failures = lines.filter((x) => x.meta && x.meta.stage);
+    expect(failures.map((f) => [f.level, f.meta.stage, f.meta.status, f.meta.code])).toEqual([
+      ['info', 'route', 404, 270100],
+      ['info', 'rateLimit', 429, 270400],
+      ['info', 'call', 401, 270001],
+    ]);
+    expect(failures[0].meta).toMatchObject({ appId: 'app1', apiPath: 'nope' });
+    expect(failures[1].meta.requestId).toBe(limited.body.requestId);
+  });
+});
+
+describe('logger call shapes', () => {
+  const SCRIPT = 'export function fn(ctx) { console.log("hello from the script"); return null.x }';
+
+  test('pino (meta first): failure fields and console lines land in the JSON record', async () => {
+    const records = [];
+    const dest = new Writable({ write(chunk, _enc, cb) { for (const l of String(chunk).split('\n')) if (l) records.push(JSON.parse(l)); cb(); } });
+    const logger = pino({ level: 'debug' }, dest);
+    const { app: server } = app('quickjs', { 'main.js': SCRIPT }, [api('p', 'main.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/p');
+    await new Promise((r) => setImmediate(r));
+    const consoleLine = records.find((r) => /hello from the script/.test(r.msg));
+    expect(consoleLine).toMatchObject({ appId: 'app1', script: 'main.js', requestId: res.body.requestId, level: 30 });
+    const failure = records.find((r) => r.stage === 'call');
+    expect(failure).toMatchObject({ level: 50, requestId: res.body.requestId, code: 270000, status: 500, apiPath: 'p' });
+    expect(failure.location).toMatch(/^main\.js:1:\d+$/);
+    expect(failure.msg).toMatch(/failed in call/);
+  });
+
+  test('winston (message first): meta fields land in the record', async () => {
+    const records = [];
+    const logger = winston.createLogger({
+      level: 'debug',
+      format: winston.format.json(),
+      transports: [new winston.transports.Stream({ stream: new Writable({ write(chunk, _e, cb) { records.push(JSON.parse(String(chunk))); cb(); } }) })],
+    });
+    const { app: server } = app('quickjs', { 'main.js': SCRIPT }, [api('w', 'main.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/w');
+    await new Promise((r) => setImmediate(r));
+    expect(records.find((r) => /hello from the script/.test(r.message))).toMatchObject({ level: 'info', appId: 'app1', script: 'main.js', requestId: res.body.requestId });
+    expect(records.find((r) => r.stage === 'call')).toMatchObject({ level: 'error', code: 270000, requestId: res.body.requestId });
+  });
+
+  test("loggerStyle: 'meta-first' for a logger that is not recognised; a bad value is a ConfigError", () => {
+    const calls = [];
+    const logger = { info: (...a) => calls.push(a), warn: () => {}, error: () => {} };
+    const { adaptLogger } = require('../../dist/cjs/logging');
+    adaptLogger(logger, 'meta-first').info('m', { a: 1 });
+    expect(calls).toEqual([[{ a: 1 }, 'm']]);
+    const { createApiRouter, MemoryRegistry } = require('../..');
+    expect(() => createApiRouter({ registry: new MemoryRegistry(), loggerStyle: 'json' })).toThrow(/invalid loggerStyle/);
+  });
+
+  test('the default console logger keeps meta (request id, app, script) on the line', () => {
+    const spy = jest.spyOn(console, 'info').mockImplementation(() => {});
+    try {
+      defaultLogger('production').info('[app1/main.js] hi', { appId: 'app1', script: 'main.js', requestId: 'r-1' });
+      expect(spy).toHaveBeenCalledWith('scriptable-api [app1/main.js] hi {"appId":"app1","script":"main.js","requestId":"r-1"}');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(defaultLogger('test')).toBeUndefined();
+  });
+});

@@ -1,0 +1,108 @@
+'use strict';
+// `fallthrough` hands unknown paths to later routes; ctx.body is the bytes the client sent,
+// decoded by the declared charset, also behind a host body parser.
+const request = require('supertest');
+const iconv = require('iconv-lite');
+const { makeApp, EXPRESS } = require('../helpers/app');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+const ECHO = 'export function fn(ctx) { return { body: ctx.body, form: ctx.request.getParameter("name") } }';
+const apps = { app1: { scripts: { 'main.js': ECHO }, apis: [{ path: 'echo', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } };
+
+describe.each([4, 5])('fallthrough (Express %i)', (major) => {
+  function hostApp(router) {
+    const express = EXPRESS[major];
+    const { createApiRouter, MemoryRegistry } = require('../..');
+    const r = createApiRouter({ registry: new MemoryRegistry({ apps }), workers: 1, ...router });
+    routers.push(r);
+    const app = express();
+    app.use('/api', r);
+    app.get('/api/health', (_req, res) => res.json({ healthy: true }));
+    app.use((_req, res) => res.status(404).type('text').send('host 404'));
+    return app;
+  }
+
+  test('fallthrough: true lets later routes and the host 404 answer unknown apps and paths', async () => {
+    const app = hostApp({ fallthrough: true });
+    const health = await request(app).get('/api/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ healthy: true });
+    expect(health.headers['x-request-id']).toBeUndefined();
+    const unknownApp = await request(app).get('/api/nope/x');
+    expect(unknownApp.status).toBe(404);
+    expect(unknownApp.text).toBe('host 404');
+    const unknownPath = await request(app).get('/api/app1/missing');
+    expect(unknownPath.text).toBe('host 404');
+    const known = await request(app).post('/api/app1/echo').type('text').send('hi');
+    expect(known.body.body).toBe('hi');
+  });
+
+  test('default: the JSON 404 of the spec, later routes never see the request', async () => {
+    const app = hostApp({});
+    const health = await request(app).get('/api/health');
+    expect(health.status).toBe(404);
+    expect(health.body.code).toBe(270100);
+  });
+
+  test('fallthrough must be a boolean', () => {
+    expect(() => hostApp({ fallthrough: 'yes' })).toThrow(/invalid fallthrough/);
+  });
+});
+
+describe('ctx.body is the bytes the client sent', () => {
+  function app(setup, router = {}) {
+    const x = makeApp({ apps, setup, router });
+    routers.push(x.router);
+    return x;
+  }
+  const BIG = '{"big": 12345678901234567890, "x": 1.0}';
+
+  test('behind express.json() with the raw body kept (verify), the script sees the exact text', async () => {
+    const express = EXPRESS[5];
+    const { app: server } = app((a) => a.use(express.json({ verify: (req, _res, buf) => { req.rawBody = buf; } })));
+    const res = await request(server).post('/web0/api/app1/echo').set('content-type', 'application/json').send(BIG);
+    expect(res.body.body).toBe(BIG);
+  });
+
+  test('behind express.json() without the raw body: the parsed value, and one error line saying to mount the router first', async () => {
+    const express = EXPRESS[5];
+    const lines = [];
+    const logger = { info() {}, warn() {}, error: (m) => lines.push(m) };
+    const { app: server } = app((a) => a.use(express.json()), { logger });
+    for (let i = 0; i < 2; i++) {
+      const res = await request(server).post('/web0/api/app1/echo').set('content-type', 'application/json').send('{"a":1}');
+      expect(res.body.body).toBe('{"a":1}');
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/body parser ran before the router.*rawBody/);
+  });
+
+  test('charsets: shift_jis and windows-1252 are decoded with iconv-lite; urlencoded forms percent-encoded in latin1 or shift_jis too', async () => {
+    const { app: server } = app();
+    const text = '日本語のテキスト';
+    const sjis = await request(server).post('/web0/api/app1/echo').set('content-type', 'text/plain; charset=shift_jis').send(iconv.encode(text, 'shift_jis'));
+    expect(sjis.body.body).toBe(text);
+    const cp = await request(server).post('/web0/api/app1/echo').set('content-type', 'text/plain; charset="windows-1252"').send(iconv.encode('€ café', 'windows-1252'));
+    expect(cp.body.body).toBe('€ café');
+    const form = await request(server).post('/web0/api/app1/echo').set('content-type', 'application/x-www-form-urlencoded; charset=iso-8859-1').send('name=Jos%E9+Mar%EDa');
+    expect(form.body).toEqual({ body: 'name=Jos%E9+Mar%EDa', form: 'José María' });
+    const sjisForm = await request(server).post('/web0/api/app1/echo').set('content-type', 'application/x-www-form-urlencoded; charset=shift_jis').send('name=%93%FA%96%7B');
+    expect(sjisForm.body.form).toBe('日本');
+  });
+
+  test('an unknown charset is 415 UNSUPPORTED_CHARSET', async () => {
+    const { app: server } = app();
+    const res = await request(server).post('/web0/api/app1/echo').set('content-type', 'text/plain; charset=klingon-8').send('x');
+    expect(res.status).toBe(415);
+    expect(res.body).toMatchObject({ code: 270104, message: "Unsupported charset 'klingon-8' in the Content-Type" });
+  });
+
+  test('a raw body kept by the host is decoded by its charset too', async () => {
+    const express = EXPRESS[5];
+    const { app: server } = app((a) => a.use(express.raw({ type: 'text/*', verify: (req, _res, buf) => { req.rawBody = buf; } })));
+    const res = await request(server).post('/web0/api/app1/echo').set('content-type', 'text/plain; charset=shift_jis').send(iconv.encode('テスト', 'shift_jis'));
+    expect(res.body.body).toBe('テスト');
+  });
+});

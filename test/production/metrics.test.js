@@ -1,0 +1,123 @@
+'use strict';
+// router.metrics: Prometheus text through prom-client — requests by app, API and status, script
+// time, queue wait, workers, rate-limit outcomes — in the router's own registry or the host's.
+const request = require('supertest');
+const express = require('express');
+const prom = require('prom-client');
+const { createApiRouter, MemoryRegistry } = require('../..');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+const apps = {
+  app1: {
+    scripts: { 'main.js': 'export function fn() { return 1 }', 'bad.js': 'export function fn() { throw new Error("x") }' },
+    apis: [
+      { path: 'ok', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' },
+      { path: 'bad', call: { script: 'bad.js', function: 'fn' }, returnType: 'JSON' },
+      { path: 'limited', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 2, timeoutMs: 600, identifier: 'global' } },
+    ],
+  },
+};
+
+function setup(options = {}) {
+  const router = createApiRouter({ registry: new MemoryRegistry({ apps }), workers: 1, ...options });
+  routers.push(router);
+  const app = express();
+  app.use('/api', router);
+  if (router.metrics) app.get('/metrics', router.metrics.handler);
+  return { app, router };
+}
+
+/** The value of one sample line, e.g. `x_total{app="a"} 3`. */
+function sample(text, name, labels = {}) {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
+    if (want.every((w) => line.includes(w))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+test('requests by app, API and status; script time, queue wait and workers; served at /metrics', async () => {
+  const { app, router } = setup();
+  await request(app).get('/api/app1/ok').expect(200);
+  await request(app).get('/api/app1/ok').expect(200);
+  await request(app).get('/api/app1/bad').expect(500);
+  await request(app).get('/api/app1/nope').expect(404);
+  await request(app).get('/api/other-app/x').expect(404);
+  const res = await request(app).get('/metrics');
+  expect(res.status).toBe(200);
+  expect(res.headers['content-type']).toBe(router.metrics.contentType);
+  const text = res.text;
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '200' })).toBe(2);
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'bad', status: '500' })).toBe(1);
+  // unknown apps and paths are never labels of their own
+  expect(sample(text, 'scriptable_api_requests_total', { app: '', api: '', status: '404' })).toBe(2);
+  expect(text).not.toContain('other-app');
+  expect(sample(text, 'scriptable_api_script_duration_seconds_count', { app: 'app1', api: 'ok' })).toBe(2);
+  expect(sample(text, 'scriptable_api_script_duration_seconds_sum', { app: 'app1', api: 'ok' })).toBeGreaterThan(0);
+  expect(sample(text, 'scriptable_api_queue_wait_seconds_count', { app: 'app1' })).toBe(3);
+  expect(sample(text, 'scriptable_api_request_duration_seconds_count', { app: 'app1', api: 'ok' })).toBe(2);
+  expect(sample(text, 'scriptable_api_workers')).toBe(1);
+  expect(sample(text, 'scriptable_api_workers_busy')).toBe(0);
+  expect(sample(text, 'scriptable_api_jobs_queued')).toBe(0);
+  expect(await router.metrics.text()).toContain('# TYPE scriptable_api_requests_total counter');
+});
+
+test('rate limit: admissions, waits and rejections', async () => {
+  const { app, router } = setup();
+  // 2/s with at most 600 ms of wait, 5 at once: the first at once, the second after ~500 ms, the rest rejected
+  const statuses = await Promise.all(Array.from({ length: 5 }, () => request(app).get('/api/app1/limited').then((r) => r.status)));
+  const ok = statuses.filter((s) => s === 200).length;
+  const rejected = statuses.filter((s) => s === 429).length;
+  expect(ok + rejected).toBe(5);
+  expect(ok).toBeGreaterThanOrEqual(2);
+  expect(rejected).toBeGreaterThanOrEqual(1);
+  const text = await router.metrics.text();
+  const labels = { app: 'app1', api: 'limited' };
+  expect(sample(text, 'scriptable_api_rate_limit_admitted_total', labels)).toBe(ok);
+  expect(sample(text, 'scriptable_api_rate_limit_waited_total', labels)).toBeGreaterThanOrEqual(1);
+  expect(sample(text, 'scriptable_api_rate_limit_wait_seconds_count', labels)).toBe(ok);
+  expect(sample(text, 'scriptable_api_rate_limit_wait_seconds_sum', labels)).toBeGreaterThan(0.2);
+  expect(sample(text, 'scriptable_api_rate_limit_rejected_total', { ...labels, reason: 'rate_limited' })).toBe(rejected);
+  expect(sample(text, 'scriptable_api_requests_total', { ...labels, status: '429' })).toBe(rejected);
+});
+
+test("into the host's registry with a prefix; metrics: false turns them off", async () => {
+  const registry = new prom.Registry();
+  const { app, router } = setup({ metrics: { registry, prefix: 'tenant_api_' } });
+  await request(app).get('/api/app1/ok').expect(200);
+  expect(router.metrics.registry).toBe(registry);
+  expect(sample(await registry.metrics(), 'tenant_api_requests_total', { app: 'app1', status: '200' })).toBe(1);
+  // a second router in the same registry needs its own prefix
+  expect(() => setup({ metrics: { registry, prefix: 'tenant_api_' } })).toThrow(/invalid metrics\.prefix: .*own prefix/);
+  expect(setup({ metrics: false }).router.metrics).toBeUndefined();
+  expect(() => setup({ metrics: { registry: {} } })).toThrow(/invalid metrics\.registry/);
+  expect(() => setup({ metrics: { prefix: 'bad-prefix' } })).toThrow(/invalid metrics\.prefix/);
+});
+
+test('queue wait counts time spent waiting for the one worker', async () => {
+  const slow = 'export function fn() { const end = Date.now() + 150; while (Date.now() < end) {} return 1 }';
+  const registry = new MemoryRegistry({ apps: { a: { scripts: { 's.js': slow }, apis: [{ path: 's', call: { script: 's.js', function: 'fn' }, returnType: 'JSON' }] } } });
+  const router = createApiRouter({ registry, workers: 1, maxWorkers: 1 });
+  routers.push(router);
+  const app = express().use('/api', router);
+  await request(app).get('/api/a/s').expect(200); // (the worker is warm)
+  await Promise.all([request(app).get('/api/a/s'), request(app).get('/api/a/s')]);
+  const text = await router.metrics.text();
+  expect(sample(text, 'scriptable_api_queue_wait_seconds_count', { app: 'a' })).toBe(3);
+  // the second of the pair waited for the first (~150 ms of script time)
+  expect(sample(text, 'scriptable_api_queue_wait_seconds_sum', { app: 'a' })).toBeGreaterThan(0.1);
+  expect(sample(text, 'scriptable_api_script_duration_seconds_sum', { app: 'a', api: 's' })).toBeGreaterThan(0.4);
+});
+
+test('the example server serves its metrics at /metrics', async () => {
+  const { createServer } = require('../../examples/server');
+  const { app, router } = createServer();
+  routers.push(router);
+  await request(app).get('/web0/api/shop/hello?name=Ada').expect(200);
+  const res = await request(app).get('/metrics').expect(200);
+  expect(res.headers['content-type']).toMatch(/^text\/plain/);
+  expect(sample(res.text, 'scriptable_api_requests_total', { app: 'shop', api: 'hello', status: '200' })).toBe(1);
+});

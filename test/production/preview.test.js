@@ -1,0 +1,98 @@
+'use strict';
+// The preview path serves an app's unpublished definitions and scripts, only to requests the
+// host's authorize(req) accepts.
+const request = require('supertest');
+const express = require('express');
+const { createApiRouter, MemoryRegistry } = require('../..');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+const LIVE = 'export function fn(ctx) { return { version: "live", servletPath: ctx.request.getServletPath() } }';
+const DRAFT = 'export function fn(ctx) { return { version: "draft", servletPath: ctx.request.getServletPath() } }';
+const api = (path, script = 'main.js', extra = {}) => ({ path, call: { script, function: 'fn' }, returnType: 'JSON', ...extra });
+
+function setup(routerOptions) {
+  const registry = new MemoryRegistry({ apps: { app1: { scripts: { 'main.js': LIVE, 'other.js': 'export function fn() { return "unchanged" }' }, apis: [api('orders'), api('other', 'other.js')] } } });
+  registry.putScript('app1', 'main.js', DRAFT, { stage: 'preview' });
+  registry.putScript('app1', 'new.js', 'export function fn() { return "new api" }', { stage: 'preview' });
+  registry.putApi('app1', api('brand-new', 'new.js'), { stage: 'preview' });
+  const router = createApiRouter({ registry, workers: 1, ...routerOptions });
+  routers.push(router);
+  const app = express();
+  app.use('/web0/api', router);
+  return { app, registry, router };
+}
+
+const authorize = (req) => req.get('x-preview-token') === 'letmein';
+
+test('preview and published versions side by side, never mixed (alternating requests on one worker)', async () => {
+  const { app } = setup({ preview: { authorize } });
+  for (let i = 0; i < 2; i++) {
+    const live = await request(app).get('/web0/api/app1/orders');
+    expect(live.body).toEqual({ version: 'live', servletPath: '/app1' });
+    const draft = await request(app).get('/web0/api/preview/app1/orders').set('x-preview-token', 'letmein');
+    expect(draft.body).toEqual({ version: 'draft', servletPath: '/preview/app1' });
+  }
+  // unchanged entries preview as they are live; new ones exist only in preview
+  expect((await request(app).get('/web0/api/preview/app1/other').set('x-preview-token', 'letmein')).body).toBe('unchanged');
+  expect((await request(app).get('/web0/api/preview/app1/brand-new').set('x-preview-token', 'letmein')).body).toBe('new api');
+  expect((await request(app).get('/web0/api/app1/brand-new')).status).toBe(404);
+});
+
+test('a request authorize() refuses gets 403 PREVIEW_FORBIDDEN with the error body; an async authorize works', async () => {
+  const { app } = setup({ preview: { authorize: async (req) => authorize(req) } });
+  const res = await request(app).get('/web0/api/preview/app1/orders');
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'Preview not allowed', code: 270105 });
+  const wrong = await request(app).get('/web0/api/preview/app1/orders').set('x-preview-token', 'nope');
+  expect(wrong.status).toBe(403);
+});
+
+test('off by default: /preview/... is an app named "preview"', async () => {
+  const { app } = setup({});
+  const res = await request(app).get('/web0/api/preview/app1/orders').set('x-preview-token', 'letmein');
+  expect(res.status).toBe(404);
+  expect(res.body.message).toBe("No API 'app1/orders' in app 'preview'");
+});
+
+test('publish() makes the preview live and empties the preview stage', async () => {
+  const { app, registry } = setup({ preview: { authorize } });
+  expect(registry.publish('app1')).toBe(true);
+  expect((await request(app).get('/web0/api/app1/orders')).body.version).toBe('draft');
+  expect((await request(app).get('/web0/api/app1/brand-new')).body).toBe('new api');
+  expect(registry.publish('app1')).toBe(false);
+  expect(registry.listApis('app1', { stage: 'preview' }).map((d) => d.path).sort()).toEqual(['brand-new', 'orders', 'other']);
+});
+
+test('automations are looked up in the stage of the request', async () => {
+  const registry = new MemoryRegistry({ apps: { app1: { apis: [{ path: 'auto', call: { automation: 'a1' }, returnType: 'JSON' }], automations: [{ id: 'a1', v: 'live' }] } } });
+  registry.putAutomation('app1', { id: 'a1', v: 'draft' }, { stage: 'preview' });
+  const router = createApiRouter({ registry, workers: 1, preview: { authorize: () => true }, automations: { run: (inv) => inv.automation.v } });
+  routers.push(router);
+  const app = express().use('/api', router);
+  expect((await request(app).get('/api/app1/auto')).body).toBe('live');
+  expect((await request(app).get('/api/preview/app1/auto')).body).toBe('draft');
+});
+
+test('a custom registry receives the stage as the last argument', async () => {
+  const seen = [];
+  const registry = {
+    getApi: (appId, path, stage) => (seen.push(['api', stage]), api(path)),
+    getScript: (appId, name, stage) => (seen.push(['script', stage]), stage === 'preview' ? DRAFT : LIVE),
+  };
+  const router = createApiRouter({ registry, workers: 1, preview: { authorize: () => true, segment: '_draft' } });
+  routers.push(router);
+  const app = express().use('/api', router);
+  expect((await request(app).get('/api/_draft/app1/x')).body.version).toBe('draft');
+  expect((await request(app).get('/api/app1/x')).body.version).toBe('live');
+  expect(seen).toEqual([['api', 'preview'], ['script', 'preview'], ['api', 'published'], ['script', 'published']]);
+});
+
+test('preview options are checked: authorize is required', () => {
+  const registry = new MemoryRegistry();
+  expect(() => createApiRouter({ registry, preview: true })).toThrow(/invalid preview: must be/);
+  expect(() => createApiRouter({ registry, preview: {} })).toThrow(/invalid preview\.authorize: .*must not be public/);
+  expect(() => createApiRouter({ registry, preview: { authorize, segment: 'a/b' } })).toThrow(/invalid preview\.segment/);
+  expect(() => registry.putApi('a', api('p'), { stage: 'draft' })).toThrow(/invalid stage/);
+});
