@@ -55,20 +55,27 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
   } catch (err) {
     const e = err as SyntaxError & { loc?: { line: number } };
     const message = String(e.message).replace(/\s*\(\d+:\d+\)$/, '');
+    if (/stack space/i.test(message)) return fallback('the script is nested too deeply to analyze');
     return fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`);
   }
-  const index = indexTree(ast);
-  const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', childVisitorKeys: KEYS });
-  const lines = new Lines(source);
+  try {
+    const index = indexTree(ast);
+    const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', childVisitorKeys: KEYS });
+    const lines = new Lines(source);
 
-  const hazard = findHazard(source, index, scopes, HOST_SET, lines);
-  if (hazard !== null) return fallback(hazard.message);
+    const hazard = findHazard(source, index, scopes, HOST_SET, lines);
+    if (hazard !== null) return fallback(hazard.message);
 
-  const hostCalls = index.calls.filter(isHostCall);
-  if (hostCalls.length === 0) return { code: source, async: true };
+    const hostCalls = index.calls.filter(isHostCall);
+    if (hostCalls.length === 0) return { code: source, async: true };
 
-  const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
-  if (!plan.ok) return fallback(plan.message);
-  if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
-  return { code: applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent), async: true };
+    const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
+    if (!plan.ok) return fallback(plan.message);
+    if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
+    return { code: applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent), async: true };
+  } catch (err) {
+    // The scope analysis recurses: an expression nested thousands deep exhausts the stack.
+    if (err instanceof RangeError) return fallback('the script is nested too deeply to analyze');
+    throw err;
+  }
 }
