@@ -413,6 +413,7 @@ export function f(ctx) {
   test('an optional chain before a host call inside a longer chain', () => {
     expectFallback(`export function f(a) {\n  return a?.b.request(1).status }`, /^host call `a\?\.b\.request\(\.\.\.\)` inside an optional chain \(`\?\.`\) before it at line 2$/);
     expectFallback(`export function f(p) {\n  return p?.save(1).ok }`, /optional chain .* at line 2$/);
+    expectCode(`export function f(a) { return a?.b.request(1)?.status.code }`, `export async function f(a) { return (await a?.b.request(1))?.status.code }`);
   });
 
   test('host methods taken as values or destructured', () => {

@@ -100,7 +100,8 @@ export class Planner {
 
   /**
    * The expression to wrap in `(await ...)`: the call itself, or the whole optional chain when the
-   * call ends it. Null when an optional link before the call could short-circuit past the await.
+   * call ends it. Null when an optional link before the call could short-circuit past the await
+   * into a link after it that is not optional.
    */
   private wrapTarget(call: Node): Node | null {
     let top = call;
@@ -116,6 +117,10 @@ export class Planner {
     }
     if (up?.type !== 'ChainExpression') return call;
     if (top === call) return up;
+    // The call's result is read further along the chain. An optional link right after it makes
+    // `(await a?.b.call())?.c` short-circuit exactly as `a?.b.call()?.c` did.
+    const next = this.parent(call) as Node;
+    if (next.optional) return call;
     for (let n: Node | undefined = call; n !== undefined; ) {
       if (n.optional) return null;
       if (n.type === 'CallExpression') n = n.callee as Node;
