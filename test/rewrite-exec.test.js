@@ -235,3 +235,25 @@ test('a switch and labelled loop, with a host call deciding each branch', async 
     [['main', { urls: ['https://a', 'https://missing', 'https://b', 'https://c'] }]],
   );
 });
+
+test('host calls handed to Promise.all run at once and settle in order', async () => {
+  const src = `function status(u) { return platform.http.request({ url: u }).status }
+export async function main(ctx) {
+  const rs = await Promise.all(ctx.query.urls.map((u) => platform.http.request({ url: u })));
+  const settled = await Promise.allSettled([platform.http.request({ url: 'https://down/s' }), status('https://missing')]);
+  return rs.map((r) => r.text()).concat(settled.map((s) => s.status + ':' + (s.value ?? s.reason.message)));
+}`;
+  const r = await expectSameBehaviour(src, [['main', { urls: ['https://a', 'https://b', 'https://missing'] }]]);
+  expect(r.code).toContain('ctx.query.urls.map((u) => platform.http.request({ url: u }))');
+  // all three requests are in flight before the first answers: the rewritten call is not sequential
+  const env = makeEnv('async');
+  let inFlight = 0;
+  let most = 0;
+  const request = env.platform.http.request;
+  env.platform.http.request = (o) => {
+    most = Math.max(most, ++inFlight);
+    return request(o).finally(() => inFlight--);
+  };
+  await evaluateModule(r.code, env.platform).main(env.ctx({ urls: ['https://a', 'https://b', 'https://c'] }));
+  expect(most).toBe(3);
+});

@@ -33,6 +33,12 @@ export const HOST_METHODS: readonly string[] = Object.freeze(['getAccountByToken
 
 const HOST_SET: ReadonlySet<string> = new Set(HOST_METHODS);
 
+/**
+ * Text every host call or hazard must contain (a name, or a `\u` escape spelling one): a source
+ * without any is parsed (syntax errors still fall back) but needs no analysis.
+ */
+const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|eval|Function|import|\\\\u`);
+
 function isHostCall(node: Node): boolean {
   const callee = (node.type === 'CallExpression' ? node.callee : node.tag) as Node;
   if (callee.type !== 'MemberExpression') return false;
@@ -58,6 +64,7 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
     if (/stack space/i.test(message)) return fallback('the script is nested too deeply to analyze');
     return fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`);
   }
+  if (!CANDIDATE_TEXT.test(source)) return { code: source, async: true };
   try {
     const index = indexTree(ast);
     const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', childVisitorKeys: KEYS });
@@ -69,7 +76,8 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
     const hostCalls = index.calls.filter(isHostCall);
     if (hostCalls.length === 0) return { code: source, async: true };
 
-    const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
+    const globalRefs = new Set((scopes.globalScope?.through ?? []).map((ref) => ref.identifier as unknown as Node));
+    const plan = new Planner(source, index, scopes, lines, globalRefs).plan(hostCalls);
     if (!plan.ok) return fallback(plan.message);
     if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
     return { code: applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent), async: true };
