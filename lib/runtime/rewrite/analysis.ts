@@ -9,7 +9,7 @@
  * expect.
  */
 import type { ScopeManager, Variable } from 'eslint-scope';
-import { FUNCTION_TYPES, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
+import { FUNCTION_TYPES, Lines, quote, type AstIndex, type Node } from './ast';
 
 /** The edits the rewrite makes, or why it cannot. */
 export type Plan =
@@ -39,8 +39,6 @@ export class Planner {
     private readonly index: AstIndex,
     private readonly scopes: ScopeManager,
     private readonly lines: Lines,
-    /** Identifiers that refer to globals (no local binding of that name is in scope). */
-    private readonly globalRefs: ReadonlySet<Node>,
   ) {}
 
   plan(hostCalls: Node[]): Plan {
@@ -75,7 +73,6 @@ export class Planner {
       this.fail(site.call.start, `${site.subject} inside an optional chain (\`?.\`) before it at ${this.at(site.call)}`);
       return;
     }
-    if (this.settledByPromiseAll(target)) return; // waited for either way: leave it running in parallel
     const where = this.owner(target);
     if ('place' in where) {
       this.fail(site.call.start, `${site.subject} inside ${where.place} at ${this.at(site.call)}`);
@@ -132,44 +129,6 @@ export class Planner {
       else break;
     }
     return call;
-  }
-
-  /** `Promise.all(...)` or `Promise.allSettled(...)` with the global `Promise`. */
-  private isPromiseAll(node: Node | undefined): boolean {
-    if (node?.type !== 'CallExpression' || node.optional) return false;
-    const callee = node.callee as Node;
-    if (callee.type !== 'MemberExpression' || callee.optional) return false;
-    const name = propertyName(callee);
-    return (name === 'all' || name === 'allSettled') && callee.object.type === 'Identifier' && callee.object.name === 'Promise' && this.globalRefs.has(callee.object);
-  }
-
-  /**
-   * Whether the value of `target` goes straight into `Promise.all` / `Promise.allSettled`, as an
-   * element of its array (`Promise.all([a.request(x), ...])`) or as what a `.map` callback returns
-   * (`Promise.all(urls.map((u) => a.request(u)))`). Those wait for a promise as for a value, and
-   * keep the order, so the call needs no `await` and its function need not be async.
-   */
-  private settledByPromiseAll(target: Node): boolean {
-    let up = this.parent(target);
-    if (up?.type === 'ArrayExpression') {
-      const call = this.parent(up);
-      return this.isPromiseAll(call) && (call as Node).arguments[0] === up;
-    }
-    if (up?.type === 'ReturnStatement') {
-      const block = this.parent(up);
-      if (block?.type !== 'BlockStatement' || block.body.length !== 1) return false;
-      up = this.parent(block);
-      if (up?.type !== 'ArrowFunctionExpression' && up?.type !== 'FunctionExpression') return false;
-    } else if (!(up?.type === 'ArrowFunctionExpression' && up.body === target)) {
-      return false;
-    }
-    const fn = up;
-    if (fn.generator) return false;
-    const map = this.parent(fn);
-    if (map?.type !== 'CallExpression' || map.optional || map.arguments[0] !== fn) return false;
-    if (map.callee.type !== 'MemberExpression' || propertyName(map.callee) !== 'map') return false;
-    const all = this.parent(map);
-    return this.isPromiseAll(all) && (all as Node).arguments[0] === map;
   }
 
   /** The function whose body evaluates `node`, or the place where no `await` may go. */

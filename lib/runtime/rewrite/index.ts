@@ -76,8 +76,7 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
     const hostCalls = index.calls.filter(isHostCall);
     if (hostCalls.length === 0) return { code: source, async: true };
 
-    const globalRefs = new Set((scopes.globalScope?.through ?? []).map((ref) => ref.identifier as unknown as Node));
-    const plan = new Planner(source, index, scopes, lines, globalRefs).plan(hostCalls);
+    const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
     if (!plan.ok) return fallback(plan.message);
     if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
     return { code: applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent), async: true };
