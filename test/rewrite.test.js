@@ -424,6 +424,23 @@ export function f(ctx) {
     expectFallback(`export function f() {\n  var g = function () { return platform.x.save(1) };\n  var g = () => 2;\n  return g() }`, /^function `g` waits on the host but is declared more than once \(line 2\)$/);
   });
 
+  test('an async function that waits on the host and whose promise is dropped', () => {
+    expectFallback(
+      `export function f(ctx) {\n  ctx.getParts().forEach(async (p) => { await p.save('u/' + p.name) });\n}`,
+      /^async callback passed to forEach at line 2 waits on the host, but nothing waits for it \(use a for\.\.\.of loop\)$/,
+    );
+    const saveAll = `async function saveAll(ctx) { for (const p of ctx.getParts()) await p.save(p.name) }\n`;
+    expectFallback(`${saveAll}export function f(ctx) {\n  saveAll(ctx);\n  return 'ok' }`, /^call of async `saveAll` at line 3 is not awaited, but it waits on the host$/);
+    expectFallback(`${saveAll}export async function f(ctx) {\n  void saveAll(ctx) }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`export function f(p) {\n  (async () => { await p.save('a') })();\n}`, /^async function called at line 2 waits on the host, but its promise is not awaited$/);
+    // awaited, returned or collected: fine
+    const ok = `${saveAll}export async function f(ctx) { await saveAll(ctx); return saveAll(ctx) }\nexport function g(ctx) { const all = [saveAll(ctx)]; return Promise.all(all) }`;
+    expect(rewrite(ok)).toEqual({ code: ok, async: true });
+    // an async callback that only awaits local work may be dropped: it does not wait on the host
+    const local = `export function f(ctx, xs) { xs.forEach(async (x) => { await x.done }); return ctx.request.getHeader('a') }`;
+    expect(rewrite(local)).toEqual({ code: local, async: true });
+  });
+
   test('an optional chain before a host call inside a longer chain', () => {
     expectFallback(`export function f(a) {\n  return a?.b.request(1).status }`, /^host call `a\?\.b\.request\(\.\.\.\)` inside an optional chain \(`\?\.`\) before it at line 2$/);
     expectFallback(`export function f(p) {\n  return p?.save(1).ok }`, /optional chain .* at line 2$/);

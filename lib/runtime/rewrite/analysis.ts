@@ -9,7 +9,7 @@
  * expect.
  */
 import type { ScopeManager, Variable } from 'eslint-scope';
-import { FUNCTION_TYPES, Lines, quote, type AstIndex, type Node } from './ast';
+import { FUNCTION_TYPES, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
 
 /** The edits the rewrite makes, or why it cannot. */
 export type Plan =
@@ -32,6 +32,8 @@ export class Planner {
   private readonly failures: { pos: number; message: string }[] = [];
   private readonly wraps = new Set<Node>();
   private readonly converted = new Set<Node>();
+  /** Functions written async that wait on the host: nothing may leave their promise behind. */
+  private readonly waitingAsync = new Set<Node>();
   private readonly work: Site[] = [];
 
   constructor(
@@ -47,6 +49,7 @@ export class Planner {
       this.work.push({ call, subject: `host call \`${quote(this.source, callee)}(...)\`` });
     }
     for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
+    for (const fn of this.waitingAsync) this.checkWaitedFor(fn);
     if (this.failures.length > 0) {
       const first = this.failures.reduce((a, b) => (b.pos < a.pos ? b : a));
       return { ok: false, ...first };
@@ -81,7 +84,10 @@ export class Planner {
     const up = this.parent(target);
     if (!(up?.type === 'AwaitExpression' && up.argument === target)) this.wraps.add(target);
     const fn = where.fn;
-    if (fn.async) return; // an async function's callers already expect a promise
+    if (fn.async) {
+      this.waitingAsync.add(fn); // its callers already expect a promise
+      return;
+    }
     if (fn.generator) {
       this.fail(site.call.start, `${site.subject} inside a generator at ${this.at(site.call)}`);
       return;
@@ -193,6 +199,41 @@ export class Planner {
       }
     }
     return { callSites };
+  }
+
+  /**
+   * An async function that waits on the host must not be left running: in blocking mode its host
+   * calls finished before the call that started it returned; in async mode they would finish
+   * after. Flags the usual ways of dropping its promise: `forEach(async ...)`, and a call of it
+   * (by name or in place) as a statement of its own or under `void`.
+   */
+  private checkWaitedFor(fn: Node): void {
+    const up = this.parent(fn) as Node;
+    const dropped = (call: Node) => {
+      const use = this.parent(call);
+      return use?.type === 'ExpressionStatement' || (use?.type === 'UnaryExpression' && use.operator === 'void');
+    };
+    if (up.type === 'CallExpression' && (up.arguments as Node[]).includes(fn) && up.callee.type === 'MemberExpression' && propertyName(up.callee) === 'forEach') {
+      this.fail(fn.start, `async callback passed to forEach at ${this.at(fn)} waits on the host, but nothing waits for it (use a for...of loop)`);
+      return;
+    }
+    if (up.type === 'CallExpression' && up.callee === fn && dropped(up)) {
+      this.fail(up.start, `async function called at ${this.at(up)} waits on the host, but its promise is not awaited`);
+      return;
+    }
+    const variables: Variable[] = [];
+    if (fn.type === 'FunctionDeclaration' && fn.id) variables.push(...this.nameVariables(fn, fn));
+    if (fn.type === 'FunctionExpression' && fn.id) variables.push(...this.nameVariables(fn, fn));
+    if (up.type === 'VariableDeclarator' && up.init === fn && up.id.type === 'Identifier') variables.push(...this.scopes.getDeclaredVariables(up as never));
+    for (const v of variables) {
+      for (const ref of v.references) {
+        const id = ref.identifier as unknown as Node;
+        const call = this.parent(id) as Node;
+        if (call.type === 'CallExpression' && call.callee === id && dropped(call)) {
+          this.fail(id.start, `call of async \`${v.name}\` at ${this.at(id)} is not awaited, but it waits on the host`);
+        }
+      }
+    }
   }
 
   /** The variables a function's own name declares (`function f` / `function f` expression). */
