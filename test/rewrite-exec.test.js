@@ -262,3 +262,14 @@ export async function failing(ctx) {
   await evaluateModule(r.code, env.platform).main(env.ctx({ urls: ['https://a', 'https://b', 'https://c'] }));
   expect(most).toBe(3);
 });
+
+test('a total summed by parallel async callbacks, read after each wait', async () => {
+  await expectSameBehaviour(
+    `export async function main(ctx) {
+  let total = 0;
+  await Promise.all(ctx.query.urls.map(async (u) => { const s = platform.http.request({ url: u }).status; total += s; }));
+  return total;
+}`,
+    [['main', { urls: ['https://a', 'https://missing', 'https://b'] }]],
+  );
+});

@@ -441,6 +441,28 @@ export function f(ctx) {
     expect(rewrite(local)).toEqual({ code: local, async: true });
   });
 
+  test('a shared total updated with a host call while async code may run at the same time', () => {
+    expectFallback(
+      `export async function f(xs) {\n  let total = 0;\n  await Promise.all(xs.map(async (x) => { total += platform.http.request(x).status }));\n  return total }`,
+      /^host call in `total \+= \.\.\.` at line 3: `total` would be read before the wait while other async code may change it \(write `const v = \.\.\.; total \+= v`\)$/,
+    );
+    expectFallback(`const o = { n: 0 };\nasync function add(x) {\n  o.n ||= platform.http.request(x).status }\nexport async function f(xs) { await Promise.all(xs.map(add)) }`, /^host call in `o\.n \|\|= \.\.\.` at line 3/);
+    // read after the wait, or a variable of the function itself: fine
+    expectCode(
+      `export async function f(xs) { let total = 0; await Promise.all(xs.map(async (x) => { const v = platform.http.request(x).status; total += v })); return total }`,
+      `export async function f(xs) { let total = 0; await Promise.all(xs.map(async (x) => { const v = (await platform.http.request(x)).status; total += v })); return total }`,
+    );
+    expectCode(
+      `export async function f(xs) { let n = 0; for (const x of xs) n += platform.http.request(x).status; return n }`,
+      `export async function f(xs) { let n = 0; for (const x of xs) n += (await platform.http.request(x)).status; return n }`,
+    );
+    // no function written async waits on the host: each call runs its steps in order
+    expectCode(
+      `let hits = 0;\nexport function f(x) { hits += platform.http.request(x).status; return hits }`,
+      `let hits = 0;\nexport async function f(x) { hits += (await platform.http.request(x)).status; return hits }`,
+    );
+  });
+
   test('an optional chain before a host call inside a longer chain', () => {
     expectFallback(`export function f(a) {\n  return a?.b.request(1).status }`, /^host call `a\?\.b\.request\(\.\.\.\)` inside an optional chain \(`\?\.`\) before it at line 2$/);
     expectFallback(`export function f(p) {\n  return p?.save(1).ok }`, /optional chain .* at line 2$/);

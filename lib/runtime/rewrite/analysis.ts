@@ -8,7 +8,7 @@
  * awaited (or an export, which the runtime awaits), so no caller ever sees a promise it did not
  * expect.
  */
-import type { ScopeManager, Variable } from 'eslint-scope';
+import type { Reference, ScopeManager, Variable } from 'eslint-scope';
 import { FUNCTION_TYPES, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
 
 /** The edits the rewrite makes, or why it cannot. */
@@ -50,6 +50,9 @@ export class Planner {
     }
     for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
     for (const fn of this.waitingAsync) this.checkWaitedFor(fn);
+    // Functions written async that wait on the host may run at the same time (Promise.all over
+    // async callbacks): an inserted await must not split a read-modify-write of shared state.
+    if (this.waitingAsync.size > 0) for (const target of this.wraps) this.checkCompoundAssignment(target);
     if (this.failures.length > 0) {
       const first = this.failures.reduce((a, b) => (b.pos < a.pos ? b : a));
       return { ok: false, ...first };
@@ -234,6 +237,41 @@ export class Planner {
         }
       }
     }
+  }
+
+  /**
+   * `total += a.request(x).n` reads `total` before the call; with an await there, code running
+   * meanwhile may change it and the update is lost. Fine when `total` is a local variable of the
+   * function (each call has its own).
+   */
+  private checkCompoundAssignment(target: Node): void {
+    let child = target;
+    for (let up = this.parent(target); up !== undefined && !FUNCTION_TYPES.has(up.type); child = up, up = this.parent(up)) {
+      if (up.type !== 'AssignmentExpression' || up.operator === '=' || up.right !== child) continue;
+      const left = up.left as Node;
+      const where = this.owner(up);
+      if (left.type === 'Identifier' && 'fn' in where) {
+        const variable = this.references().get(left)?.resolved;
+        if (variable && variable.scope.variableScope.block === where.fn) continue;
+      }
+      const name = quote(this.source, left, 24);
+      this.fail(
+        target.start,
+        `host call in \`${name} ${up.operator} ...\` at ${this.at(target)}: \`${name}\` would be read before the wait while other async code may change it (write \`const v = ...; ${name} ${up.operator} v\`)`,
+      );
+      return;
+    }
+  }
+
+  private referenceMap: Map<Node, Reference> | null = null;
+
+  /** Identifier node → its reference, built on first use. */
+  private references(): Map<Node, Reference> {
+    if (this.referenceMap === null) {
+      this.referenceMap = new Map();
+      for (const scope of this.scopes.scopes) for (const ref of scope.references) this.referenceMap.set(ref.identifier as unknown as Node, ref);
+    }
+    return this.referenceMap;
   }
 
   /** The variables a function's own name declares (`function f` / `function f` expression). */
