@@ -8,7 +8,6 @@
  * source hash).
  */
 import { analyze } from 'eslint-scope';
-import { KEYS } from 'eslint-visitor-keys';
 import { indexTree, Lines, parseModule, propertyName, type Node } from './ast';
 import { Planner } from './analysis';
 import { applyPlan } from './edits';
@@ -67,7 +66,9 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
   if (!CANDIDATE_TEXT.test(source)) return { code: source, async: true };
   try {
     const index = indexTree(ast);
-    const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', childVisitorKeys: KEYS });
+    // No childVisitorKeys: esrecurse copies that table for every pattern it visits; its own keys plus
+    // iteration over unknown node types cover acorn's tree.
+    const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', fallback: 'iteration' });
     const lines = new Lines(source);
 
     const hazard = findHazard(source, index, scopes, HOST_SET, lines);
