@@ -8,7 +8,10 @@ const { rewriteHostCalls } = require(process.env.SCRIPTABLE_API_REWRITE_PATH || 
 
 /** About 50 lines in the spec's style: hooks, an upload, an outbound call through a helper. */
 function typical(n) {
-  return `// script ${n}
+  return `// script ${n}: the spec's preprocessing hook, an upload, a report built from an upstream call,
+// a mirrored file and a health check over two upstreams.
+
+/** Preprocessing: the caller's account from its token, kept as a request attribute. */
 export function authenticate${n}(ctx) {
   var account = platform.system.getAccountByToken(ctx.query.token);
   if (account == null) platform.app.abort('token expired', 401);
@@ -25,6 +28,7 @@ export function upload${n}(ctx) {
   return { count: saved.length, files: saved };
 }
 
+/** GET a JSON document with the caller's token; a failed upstream ends the call with 502. */
 function fetchJson${n}(url, token) {
   const r = platform.http.request({ url, headers: { authorization: 'Bearer ' + token }, timeoutMs: 5000 });
   if (r.status >= 400) platform.app.abort('upstream answered ' + r.status, 502);

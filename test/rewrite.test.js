@@ -479,6 +479,13 @@ export function f(ctx) {
     expectFallback(`export function f(p) {\n  return (0, p.saveBodyAsFile)('a') }`, /host method `p\.saveBodyAsFile` used as a value at line 2/);
   });
 
+  test('a helper of platform.http or platform.system called by a computed name', () => {
+    expectFallback(`export function f(o, m) {\n  return platform.http[m](o) }`, /^`platform\.http\[m\]\(\.\.\.\)` at line 2 calls a host helper by a computed name \(call it by its name\)$/);
+    expectFallback(`export function f(t, m) {\n  const system = platform.system; return system[m](t) }`, /^`system\[m\]\(\.\.\.\)` at line 2 calls a host helper/);
+    const src = `export function f(handlers, op, ctx) { return handlers[op](ctx) + ctx.request.getHeader('a') }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
   test('defining a method of a host method name, testing it with typeof, deleting it: not a value use', () => {
     const src = `export function f(o) { o.save = (x) => x; if (typeof o.request === 'function') delete o.saveStorage; return 1 }`;
     expect(rewrite(src)).toEqual({ code: src, async: true });

@@ -55,6 +55,14 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
       });
     }
   }
+  for (const call of index.calls) {
+    const callee = (call.type === 'CallExpression' ? call.callee : call.tag) as Node;
+    if (callee.type !== 'MemberExpression' || propertyName(callee) !== null || callee.property.type === 'PrivateIdentifier') continue;
+    const owner = lastName(callee.object as Node);
+    if (owner === 'http' || owner === 'system') {
+      found.push({ pos: call.start, message: `\`${quote(source, callee)}(...)\` at ${at(call)} calls a host helper by a computed name (call it by its name)` });
+    }
+  }
   for (const pattern of index.objectPatterns) {
     for (const prop of pattern.properties as Node[]) {
       if (prop.type !== 'Property') continue;
