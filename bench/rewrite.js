@@ -76,7 +76,7 @@ function measure(label, source, runs) {
   );
 }
 
-const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 200;
+const runs = Number(process.argv[process.argv.indexOf('--runs') + 1]) || 400;
 const small = typical(1);
 const large = Array.from({ length: 20 }, (_, i) => typical(i + 1)).join('');
 const t0 = process.hrtime.bigint();
