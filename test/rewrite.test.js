@@ -339,6 +339,11 @@ describe('expressions', () => {
     );
   });
 
+  test('no space between a keyword and the function: async does not run into it', () => {
+    expectCode(`export default(x)=>platform.x.save(x)`, `export default async (x)=>(await platform.x.save(x))`);
+    expectCode(`export default/* c */function(x){return platform.x.save(x)}`, `export default/* c */async function(x){return (await platform.x.save(x))}`);
+  });
+
   test('a hashbang line, CRLF and Unicode line separators keep every line', () => {
     const src = '#!/usr/bin/env node\r\nexport function f(p) {\r\n  p.save(1)\u2028  p.save(2)\u2029  return 1\r\n}\r\n';
     const r = rewrite(src);

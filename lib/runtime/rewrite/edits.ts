@@ -48,6 +48,8 @@ function statementNeedingSemicolon(source: string, node: Node, parentOf: Map<Nod
   return null;
 }
 
+const WORD_CHAR = /[\p{ID_Continue}$\u200c\u200d\\]/u;
+
 export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], parentOf: Map<Node, Node>): string {
   const edits: Insertion[] = [];
   const semicolons = new Set<number>();
@@ -59,7 +61,11 @@ export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions
       edits.push({ pos: statement.start, rank: Rank.Semicolon, text: ';' });
     }
   }
-  for (const fn of asyncFunctions) edits.push({ pos: fn.start, rank: Rank.Async, text: 'async ' });
+  for (const fn of asyncFunctions) {
+    // `export default(x) => ...`: a word right before must not run into `async`
+    const glued = fn.start > 0 && WORD_CHAR.test(source[fn.start - 1]);
+    edits.push({ pos: fn.start, rank: Rank.Async, text: glued ? ' async ' : 'async ' });
+  }
   edits.sort((a, b) => a.pos - b.pos || a.rank - b.rank);
   let out = '';
   let last = 0;
