@@ -8,13 +8,12 @@
  * awaited (or an export, which the runtime awaits), so no caller ever sees a promise it did not
  * expect.
  */
-import type { Reference, ScopeManager, Variable } from 'eslint-scope';
-import { FUNCTION_TYPES, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
+import { quote, type Node } from './ast';
+import { droppedPromises, splitUpdate } from './concurrency';
+import { TreeQueries, type Failure } from './queries';
 
 /** The edits the rewrite makes, or why it cannot. */
-export type Plan =
-  | { ok: true; wraps: Node[]; asyncFunctions: Node[] }
-  | { ok: false; pos: number; message: string };
+export type Plan = { ok: true; wraps: Node[]; asyncFunctions: Node[] } | ({ ok: false } & Failure);
 
 interface Site {
   /** The CallExpression / TaggedTemplateExpression that must be awaited. */
@@ -23,25 +22,16 @@ interface Site {
   subject: string;
 }
 
-type Where = { fn: Node } | { place: string };
+/** Whether a function may be made async: its direct call sites, or why not. */
+type Conversion = { callSites: Node[] } | { place: string } | Failure;
 
-/** Where a function may be made async: its direct call sites, or why it may not. */
-type Conversion = { callSites: Node[] } | { place: string } | { pos: number; message: string };
-
-export class Planner {
-  private readonly failures: { pos: number; message: string }[] = [];
+export class Planner extends TreeQueries {
+  private readonly failures: Failure[] = [];
   private readonly wraps = new Set<Node>();
   private readonly converted = new Set<Node>();
-  /** Functions written async that wait on the host: nothing may leave their promise behind. */
+  /** Functions written async that wait on the host. */
   private readonly waitingAsync = new Set<Node>();
   private readonly work: Site[] = [];
-
-  constructor(
-    private readonly source: string,
-    private readonly index: AstIndex,
-    private readonly scopes: ScopeManager,
-    private readonly lines: Lines,
-  ) {}
 
   plan(hostCalls: Node[]): Plan {
     for (const call of hostCalls) {
@@ -49,28 +39,22 @@ export class Planner {
       this.work.push({ call, subject: `host call \`${quote(this.source, callee)}(...)\`` });
     }
     for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
-    for (const fn of this.waitingAsync) this.checkWaitedFor(fn);
+    for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn));
     // Functions written async that wait on the host may run at the same time (Promise.all over
     // async callbacks): an inserted await must not split a read-modify-write of shared state.
-    if (this.waitingAsync.size > 0) for (const target of this.wraps) this.checkCompoundAssignment(target);
-    if (this.failures.length > 0) {
-      const first = this.failures.reduce((a, b) => (b.pos < a.pos ? b : a));
-      return { ok: false, ...first };
+    if (this.waitingAsync.size > 0) {
+      for (const target of this.wraps) {
+        const split = splitUpdate(this, target);
+        if (split !== null) this.failures.push(split);
+      }
     }
+    if (this.failures.length > 0) return { ok: false, ...this.failures.reduce((a, b) => (b.pos < a.pos ? b : a)) };
     const byStart = (a: Node, b: Node) => a.start - b.start;
     return { ok: true, wraps: [...this.wraps].sort(byStart), asyncFunctions: [...this.converted].sort(byStart) };
   }
 
-  private parent(node: Node): Node | undefined {
-    return this.index.parent.get(node);
-  }
-
   private fail(pos: number, message: string): void {
     this.failures.push({ pos, message });
-  }
-
-  private at(node: Node): string {
-    return `line ${this.lines.lineOf(node.start)}`;
   }
 
   private visit(site: Site): void {
@@ -99,7 +83,7 @@ export class Planner {
     this.converted.add(fn);
     const conv = this.conversion(fn);
     if ('place' in conv) this.fail(site.call.start, `${site.subject} inside ${conv.place} at ${this.at(site.call)}`);
-    else if ('message' in conv) this.fail(conv.pos, conv.message);
+    else if ('message' in conv) this.failures.push(conv);
     else {
       const name = fn.id?.name ?? (this.parent(fn)?.type === 'VariableDeclarator' ? this.parent(fn)?.id.name : null);
       const subject = name ? `call of \`${name}\` (which waits on the host)` : 'call of a function that waits on the host';
@@ -140,17 +124,6 @@ export class Planner {
     return call;
   }
 
-  /** The function whose body evaluates `node`, or the place where no `await` may go. */
-  private owner(node: Node): Where {
-    let child = node;
-    for (let up = this.parent(node); up !== undefined; child = up, up = this.parent(up)) {
-      if (FUNCTION_TYPES.has(up.type)) return (up.params as Node[]).includes(child) ? { place: 'a default parameter value' } : { fn: up };
-      if (up.type === 'PropertyDefinition' && up.value === child) return { place: 'a class field initializer' };
-      if (up.type === 'StaticBlock') return { place: 'a class static block' };
-    }
-    return { place: 'top-level module code (outside any function)' };
-  }
-
   /** Whether `fn` may become async: how it is bound and how it is used. */
   private conversion(fn: Node): Conversion {
     const up = this.parent(fn) as Node;
@@ -171,17 +144,10 @@ export class Planner {
     }
     const callSites: Node[] = [];
     if (up.type === 'CallExpression' && up.callee === fn) callSites.push(up); // called where it is written
-    const variables: Variable[] = [];
-    if (fn.type === 'FunctionDeclaration') {
-      if (fn.id) variables.push(...this.nameVariables(fn, fn));
-      else if (up.type !== 'ExportDefaultDeclaration') return { place: 'a function used as a value' };
-    } else {
-      if (fn.type === 'FunctionExpression' && fn.id) variables.push(...this.nameVariables(fn, fn));
-      if (up.type === 'VariableDeclarator' && up.init === fn && up.id.type === 'Identifier') {
-        variables.push(...this.scopes.getDeclaredVariables(up as never));
-      } else if (up.type !== 'ExportDefaultDeclaration' && callSites.length === 0) {
-        return { place: 'a function used as a value (returned, stored or combined into an expression)' };
-      }
+    const variables = this.namingVariables(fn);
+    const named = fn.type === 'FunctionDeclaration' ? fn.id !== null : up.type === 'VariableDeclarator' && up.init === fn && up.id.type === 'Identifier';
+    if (!named && up.type !== 'ExportDefaultDeclaration' && callSites.length === 0) {
+      return { place: 'a function used as a value (returned, stored or combined into an expression)' };
     }
     for (const v of variables) {
       if (v.defs.length !== 1) return { pos: fn.start, message: `function \`${v.name}\` waits on the host but is declared more than once (${this.at(fn)})` };
@@ -202,82 +168,5 @@ export class Planner {
       }
     }
     return { callSites };
-  }
-
-  /**
-   * An async function that waits on the host must not be left running: in blocking mode its host
-   * calls finished before the call that started it returned; in async mode they would finish
-   * after. Flags the usual ways of dropping its promise: `forEach(async ...)`, and a call of it
-   * (by name or in place) as a statement of its own or under `void`.
-   */
-  private checkWaitedFor(fn: Node): void {
-    const up = this.parent(fn) as Node;
-    const dropped = (call: Node) => {
-      const use = this.parent(call);
-      return use?.type === 'ExpressionStatement' || (use?.type === 'UnaryExpression' && use.operator === 'void');
-    };
-    if (up.type === 'CallExpression' && (up.arguments as Node[]).includes(fn) && up.callee.type === 'MemberExpression' && propertyName(up.callee) === 'forEach') {
-      this.fail(fn.start, `async callback passed to forEach at ${this.at(fn)} waits on the host, but nothing waits for it (use a for...of loop)`);
-      return;
-    }
-    if (up.type === 'CallExpression' && up.callee === fn && dropped(up)) {
-      this.fail(up.start, `async function called at ${this.at(up)} waits on the host, but its promise is not awaited`);
-      return;
-    }
-    const variables: Variable[] = [];
-    if (fn.type === 'FunctionDeclaration' && fn.id) variables.push(...this.nameVariables(fn, fn));
-    if (fn.type === 'FunctionExpression' && fn.id) variables.push(...this.nameVariables(fn, fn));
-    if (up.type === 'VariableDeclarator' && up.init === fn && up.id.type === 'Identifier') variables.push(...this.scopes.getDeclaredVariables(up as never));
-    for (const v of variables) {
-      for (const ref of v.references) {
-        const id = ref.identifier as unknown as Node;
-        const call = this.parent(id) as Node;
-        if (call.type === 'CallExpression' && call.callee === id && dropped(call)) {
-          this.fail(id.start, `call of async \`${v.name}\` at ${this.at(id)} is not awaited, but it waits on the host`);
-        }
-      }
-    }
-  }
-
-  /**
-   * `total += a.request(x).n` reads `total` before the call; with an await there, code running
-   * meanwhile may change it and the update is lost. Fine when `total` is a local variable of the
-   * function (each call has its own).
-   */
-  private checkCompoundAssignment(target: Node): void {
-    let child = target;
-    for (let up = this.parent(target); up !== undefined && !FUNCTION_TYPES.has(up.type); child = up, up = this.parent(up)) {
-      if (up.type !== 'AssignmentExpression' || up.operator === '=' || up.right !== child) continue;
-      const left = up.left as Node;
-      const where = this.owner(up);
-      if (left.type === 'Identifier' && 'fn' in where) {
-        const variable = this.references().get(left)?.resolved;
-        if (variable && variable.scope.variableScope.block === where.fn) continue;
-      }
-      const name = quote(this.source, left, 24);
-      this.fail(
-        target.start,
-        `host call in \`${name} ${up.operator} ...\` at ${this.at(target)}: \`${name}\` would be read before the wait while other async code may change it (write \`const v = ...; ${name} ${up.operator} v\`)`,
-      );
-      return;
-    }
-  }
-
-  private referenceMap: Map<Node, Reference> | null = null;
-
-  /** Identifier node → its reference, built on first use. */
-  private references(): Map<Node, Reference> {
-    if (this.referenceMap === null) {
-      this.referenceMap = new Map();
-      for (const scope of this.scopes.scopes) for (const ref of scope.references) this.referenceMap.set(ref.identifier as unknown as Node, ref);
-    }
-    return this.referenceMap;
-  }
-
-  /** The variables a function's own name declares (`function f` / `function f` expression). */
-  private nameVariables(fn: Node, declarer: Node): Variable[] {
-    return this.scopes
-      .getDeclaredVariables(declarer as never)
-      .filter((v) => v.defs.some((d) => d.type === 'FunctionName' && (d.node as unknown) === fn));
   }
 }
