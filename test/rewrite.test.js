@@ -500,6 +500,7 @@ export function f(ctx) {
     expectFallback(`export function f(s) {\n  return eval(s) }`, /^`eval` at line 2: code built at run time cannot be rewritten$/);
     expectFallback(`export function f(s) {\n  return new Function(s)() }`, /^`Function` at line 2: code built at run time/);
     expectFallback(`export function f(s) {\n  return globalThis['eval'](s) }`, /^`globalThis\['eval'\]` at line 2: code built at run time/);
+    expectFallback(`export function f(s) {\n  return (() => 1).constructor(s)() }`, /^`\(\(\) => 1\)\.constructor\(\.\.\.\)` at line 2: code built at run time/);
   });
 
   test('a local binding named eval or Function is just a binding', () => {

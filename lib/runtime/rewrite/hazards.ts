@@ -1,7 +1,7 @@
 /**
  * Uses of host methods that no rewrite can await (the method taken as a value, destructured,
- * reached through code built at run time, or living in another module). Each one makes the
- * script fall back to blocking mode.
+ * called by a computed name, reached through code built at run time, or living in another
+ * module). Each one makes the script fall back to blocking mode.
  */
 import type { ScopeManager } from 'eslint-scope';
 import { lastName, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
@@ -57,7 +57,13 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
   }
   for (const call of index.calls) {
     const callee = (call.type === 'CallExpression' ? call.callee : call.tag) as Node;
-    if (callee.type !== 'MemberExpression' || propertyName(callee) !== null || callee.property.type === 'PrivateIdentifier') continue;
+    if (callee.type !== 'MemberExpression' || callee.property.type === 'PrivateIdentifier') continue;
+    if (propertyName(callee) === 'constructor') {
+      // `(function () {}).constructor('code')` is `Function('code')`
+      found.push({ pos: call.start, message: `\`${quote(source, callee)}(...)\` at ${at(call)}: code built at run time cannot be rewritten` });
+      continue;
+    }
+    if (propertyName(callee) !== null) continue;
     const owner = lastName(callee.object as Node);
     if (owner === 'http' || owner === 'system') {
       found.push({ pos: call.start, message: `\`${quote(source, callee)}(...)\` at ${at(call)} calls a host helper by a computed name (call it by its name)` });
