@@ -5,6 +5,7 @@
  */
 import type { ScopeManager } from 'eslint-scope';
 import { lastName, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
+import type { Failure } from './queries';
 
 /**
  * Whether a member access of a host method name is a host method taken as a value. `request` is
@@ -32,8 +33,8 @@ function destructuresHttp(pattern: Node, parentOf: Map<Node, Node>): boolean {
 }
 
 /** The first hazard in source order, as a fallback reason; null when there is none. */
-export function findHazard(source: string, index: AstIndex, scopes: ScopeManager, hostMethods: ReadonlySet<string>, lines: Lines): { pos: number; message: string } | null {
-  const found: { pos: number; message: string }[] = [];
+export function findHazard(source: string, index: AstIndex, scopes: ScopeManager, hostMethods: ReadonlySet<string>, lines: Lines): Failure | null {
+  const found: Failure[] = [];
   const at = (n: Node) => `line ${lines.lineOf(n.start)}`;
   for (const node of index.imports) {
     found.push({ pos: node.start, message: `\`import\` at ${at(node)}: functions of another module may wait on the host` });
