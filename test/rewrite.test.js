@@ -535,6 +535,22 @@ export function f(ctx) {
   });
 });
 
+describe('the shipped examples', () => {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const { transform } = require('sucrase');
+  const dirs = [path.join(__dirname, '..', 'examples', 'apps', 'shop', 'scripts'), path.join(__dirname, '..', 'examples', 'scripts-tsconfig')];
+  const files = dirs.flatMap((d) => fs.readdirSync(d).filter((f) => /\.(js|ts)$/.test(f)).map((f) => path.join(d, f)));
+
+  test.each(files.map((f) => [path.relative(path.join(__dirname, '..'), f), f]))('%s runs in async mode', (_name, file) => {
+    let source = fs.readFileSync(file, 'utf8');
+    if (file.endsWith('.ts')) source = transform(source, { transforms: ['typescript'], disableESTransforms: true, production: true }).code;
+    const r = rewrite(source, { filename: path.basename(file) });
+    expect(r.reason).toBeUndefined();
+    expect(r.async).toBe(true);
+  });
+});
+
 describe('size', () => {
   test('a long expression chain is rewritten without overflowing the stack', () => {
     const sum = Array.from({ length: 1000 }, (_, i) => `p.save(${i})`).join(' + ');
