@@ -438,6 +438,7 @@ export function f(ctx) {
     expectFallback(`${saveAll}export function f(ctx) {\n  saveAll(ctx);\n  return 'ok' }`, /^call of async `saveAll` at line 3 is not awaited, but it waits on the host$/);
     expectFallback(`${saveAll}export async function f(ctx) {\n  void saveAll(ctx) }`, /^call of async `saveAll` at line 3 is not awaited/);
     expectFallback(`export function f(p) {\n  (async () => { await p.save('a') })();\n}`, /^async function called at line 2 waits on the host, but its promise is not awaited$/);
+    expectFallback(`export function f(ps) {\n  ps.map(async (p) => p.save('a'));\n}`, /^async callback at line 2 waits on the host, but the call it is passed to is not awaited$/);
     // awaited, returned or collected: fine
     const ok = `${saveAll}export async function f(ctx) { await saveAll(ctx); return saveAll(ctx) }\nexport function g(ctx) { const all = [saveAll(ctx)]; return Promise.all(all) }`;
     expect(rewrite(ok)).toEqual({ code: ok, async: true });

@@ -8,8 +8,9 @@ import type { Failure, TreeQueries } from './queries';
 
 /**
  * An async function that waits on the host must not be left running. Flags the usual ways of
- * dropping its promise: `forEach(async ...)`, and a call of it (by name or where it is written)
- * as a statement of its own or under `void`.
+ * dropping its promise: `forEach(async ...)`, an async callback passed to a call whose value is
+ * dropped (`xs.map(async ...);`), and a call of it (by name or where it is written) as a
+ * statement of its own or under `void`.
  */
 export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
   const up = q.parent(fn) as Node;
@@ -17,8 +18,13 @@ export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
     const use = q.parent(call);
     return use?.type === 'ExpressionStatement' || (use?.type === 'UnaryExpression' && use.operator === 'void');
   };
-  if (up.type === 'CallExpression' && (up.arguments as Node[]).includes(fn) && up.callee.type === 'MemberExpression' && propertyName(up.callee) === 'forEach') {
-    return [{ pos: fn.start, message: `async callback passed to forEach at ${q.at(fn)} waits on the host, but nothing waits for it (use a for...of loop)` }];
+  if (up.type === 'CallExpression' && (up.arguments as Node[]).includes(fn)) {
+    if (up.callee.type === 'MemberExpression' && propertyName(up.callee) === 'forEach') {
+      return [{ pos: fn.start, message: `async callback passed to forEach at ${q.at(fn)} waits on the host, but nothing waits for it (use a for...of loop)` }];
+    }
+    if (dropped(up)) {
+      return [{ pos: fn.start, message: `async callback at ${q.at(fn)} waits on the host, but the call it is passed to is not awaited` }];
+    }
   }
   if (up.type === 'CallExpression' && up.callee === fn && dropped(up)) {
     return [{ pos: up.start, message: `async function called at ${q.at(up)} waits on the host, but its promise is not awaited` }];
