@@ -52,7 +52,9 @@ export async function create(ctx: APIContext): Promise<Order> {
 
 /** POST orders/attachments (multipart) — saves each uploaded file in the app's sandbox. */
 export function attach(ctx: APIContext): SavedFile[] {
-  return ctx.getParts().map((part) => part.save(`orders/${part.submittedFileName ?? part.name}`));
+  const saved: SavedFile[] = [];
+  for (const part of ctx.getParts()) saved.push(part.save(`orders/${part.submittedFileName ?? part.name}`));
+  return saved;
 }
 
 /** GET orders/report — return type File. */

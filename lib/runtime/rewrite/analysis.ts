@@ -1,0 +1,172 @@
+/**
+ * Decides where `await` goes: every host call, and every direct call of a local function that
+ * (transitively) waits on the host, is awaited; every function holding such a call becomes
+ * `async`. Anything that would change meaning when a function becomes async (it is a callback,
+ * a method, a getter, a generator, used as a value...) is a fallback, reported with its line.
+ *
+ * Invariant: a function is made async only when every use of it is a direct call that is itself
+ * awaited (or an export, which the runtime awaits), so no caller ever sees a promise it did not
+ * expect.
+ */
+import { quote, type Node } from './ast';
+import { droppedPromises, splitUpdate } from './concurrency';
+import { TreeQueries, type Failure } from './queries';
+
+/** The edits the rewrite makes, or why it cannot. */
+export type Plan = { ok: true; wraps: Node[]; asyncFunctions: Node[] } | ({ ok: false } & Failure);
+
+interface Site {
+  /** The CallExpression / TaggedTemplateExpression that must be awaited. */
+  call: Node;
+  /** How messages name it: "host call `platform.http.request(...)`". */
+  subject: string;
+}
+
+/** Whether a function may be made async: its direct call sites, or why not. */
+type Conversion = { callSites: Node[] } | { place: string } | Failure;
+
+export class Planner extends TreeQueries {
+  private readonly failures: Failure[] = [];
+  private readonly wraps = new Set<Node>();
+  private readonly converted = new Set<Node>();
+  /** Functions written async that wait on the host. */
+  private readonly waitingAsync = new Set<Node>();
+  private readonly work: Site[] = [];
+
+  plan(hostCalls: Node[]): Plan {
+    for (const call of hostCalls) {
+      const callee = (call.type === 'CallExpression' ? call.callee : call.tag) as Node;
+      this.work.push({ call, subject: `host call \`${quote(this.source, callee)}(...)\`` });
+    }
+    for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
+    for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn));
+    // Functions written async that wait on the host may run at the same time (Promise.all over
+    // async callbacks): an inserted await must not split a read-modify-write of shared state.
+    if (this.waitingAsync.size > 0) {
+      for (const target of this.wraps) {
+        const split = splitUpdate(this, target);
+        if (split !== null) this.failures.push(split);
+      }
+    }
+    if (this.failures.length > 0) return { ok: false, ...this.failures.reduce((a, b) => (b.pos < a.pos ? b : a)) };
+    const byStart = (a: Node, b: Node) => a.start - b.start;
+    return { ok: true, wraps: [...this.wraps].sort(byStart), asyncFunctions: [...this.converted].sort(byStart) };
+  }
+
+  private fail(pos: number, message: string): void {
+    this.failures.push({ pos, message });
+  }
+
+  private visit(site: Site): void {
+    const target = this.wrapTarget(site.call);
+    if (target === null) {
+      this.fail(site.call.start, `${site.subject} inside an optional chain (\`?.\`) before it at ${this.at(site.call)}`);
+      return;
+    }
+    const where = this.owner(target);
+    if ('place' in where) {
+      this.fail(site.call.start, `${site.subject} inside ${where.place} at ${this.at(site.call)}`);
+      return;
+    }
+    const up = this.parent(target);
+    if (!(up?.type === 'AwaitExpression' && up.argument === target)) this.wraps.add(target);
+    const fn = where.fn;
+    if (fn.async) {
+      this.waitingAsync.add(fn); // its callers already expect a promise
+      return;
+    }
+    if (fn.generator) {
+      this.fail(site.call.start, `${site.subject} inside a generator at ${this.at(site.call)}`);
+      return;
+    }
+    if (this.converted.has(fn)) return;
+    this.converted.add(fn);
+    const conv = this.conversion(fn);
+    if ('place' in conv) this.fail(site.call.start, `${site.subject} inside ${conv.place} at ${this.at(site.call)}`);
+    else if ('message' in conv) this.failures.push(conv);
+    else {
+      const name = fn.id?.name ?? (this.parent(fn)?.type === 'VariableDeclarator' ? this.parent(fn)?.id.name : null);
+      const subject = name ? `call of \`${name}\` (which waits on the host)` : 'call of a function that waits on the host';
+      for (const call of conv.callSites) this.work.push({ call, subject });
+    }
+  }
+
+  /**
+   * The expression to wrap in `(await ...)`: the call itself, or the whole optional chain when the
+   * call ends it. Null when an optional link before the call could short-circuit past the await
+   * into a link after it that is not optional.
+   */
+  private wrapTarget(call: Node): Node | null {
+    let top = call;
+    let up = this.parent(top);
+    while (
+      up !== undefined &&
+      ((up.type === 'MemberExpression' && up.object === top) ||
+        (up.type === 'CallExpression' && up.callee === top) ||
+        (up.type === 'TaggedTemplateExpression' && up.tag === top))
+    ) {
+      top = up;
+      up = this.parent(top);
+    }
+    if (up?.type !== 'ChainExpression') return call;
+    if (top === call) return up;
+    // The call's result is read further along the chain. An optional link right after it makes
+    // `(await a?.b.call())?.c` short-circuit exactly as `a?.b.call()?.c` did.
+    const next = this.parent(call) as Node;
+    if (next.optional) return call;
+    for (let n: Node | undefined = call; n !== undefined; ) {
+      if (n.optional) return null;
+      if (n.type === 'CallExpression') n = n.callee as Node;
+      else if (n.type === 'MemberExpression') n = n.object as Node;
+      else if (n.type === 'TaggedTemplateExpression') n = n.tag as Node;
+      else break;
+    }
+    return call;
+  }
+
+  /** Whether `fn` may become async: how it is bound and how it is used. */
+  private conversion(fn: Node): Conversion {
+    const up = this.parent(fn) as Node;
+    if (up.type === 'MethodDefinition') {
+      if (up.kind === 'constructor') return { place: 'a class constructor' };
+      if (up.kind === 'get') return { place: 'a getter' };
+      if (up.kind === 'set') return { place: 'a setter' };
+      return { place: 'a class method' };
+    }
+    if (up.type === 'Property' && up.value === fn) {
+      if (up.kind === 'get') return { place: 'a getter' };
+      if (up.kind === 'set') return { place: 'a setter' };
+      return { place: up.method ? 'an object method' : 'a function stored in an object' };
+    }
+    if (up.type === 'PropertyDefinition') return { place: 'a function stored in a class field' };
+    if ((up.type === 'CallExpression' || up.type === 'NewExpression') && (up.arguments as Node[]).includes(fn)) {
+      return { place: 'a callback passed to another function' };
+    }
+    const callSites: Node[] = [];
+    if (up.type === 'CallExpression' && up.callee === fn) callSites.push(up); // called where it is written
+    const variables = this.namingVariables(fn);
+    const named = fn.type === 'FunctionDeclaration' ? fn.id !== null : up.type === 'VariableDeclarator' && up.init === fn && up.id.type === 'Identifier';
+    if (!named && up.type !== 'ExportDefaultDeclaration' && callSites.length === 0) {
+      return { place: 'a function used as a value (returned, stored or combined into an expression)' };
+    }
+    for (const v of variables) {
+      if (v.defs.length !== 1) return { pos: fn.start, message: `function \`${v.name}\` waits on the host but is declared more than once (${this.at(fn)})` };
+      for (const ref of v.references) {
+        const id = ref.identifier as unknown as Node;
+        if (ref.init) continue;
+        if (ref.isWrite()) return { pos: id.start, message: `function \`${v.name}\` waits on the host but is reassigned at ${this.at(id)}` };
+        const use = this.parent(id) as Node;
+        if (use.type === 'CallExpression' && use.callee === id) callSites.push(use);
+        else if (use.type === 'ExportSpecifier' || use.type === 'ExportDefaultDeclaration') continue;
+        else if (use.type === 'UnaryExpression' && use.operator === 'typeof') continue;
+        else {
+          return {
+            pos: id.start,
+            message: `function \`${v.name}\` waits on the host but is used as a value at ${this.at(id)} (only direct calls \`${v.name}(...)\` can be awaited)`,
+          };
+        }
+      }
+    }
+    return { callSites };
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Checks for scripts whose own `async` functions wait on the host. In blocking mode those
+ * functions ran their host calls to the end before the code that started them went on; in async
+ * mode they really run at the same time. Two ways that changes what a script does are fallbacks.
+ */
+import { FUNCTION_TYPES, propertyName, quote, type Node } from './ast';
+import type { Failure, TreeQueries } from './queries';
+
+/**
+ * An async function that waits on the host must not be left running. Flags the usual ways of
+ * dropping its promise: `forEach(async ...)`, an async callback passed to a call whose value is
+ * dropped (`xs.map(async ...);`), and a call of it (by name or where it is written) as a
+ * statement of its own or under `void`.
+ */
+export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
+  const up = q.parent(fn) as Node;
+  const dropped = (call: Node) => {
+    const use = q.parent(call);
+    return use?.type === 'ExpressionStatement' || (use?.type === 'UnaryExpression' && use.operator === 'void');
+  };
+  if (up.type === 'CallExpression' && (up.arguments as Node[]).includes(fn)) {
+    if (up.callee.type === 'MemberExpression' && propertyName(up.callee) === 'forEach') {
+      return [{ pos: fn.start, message: `async callback passed to forEach at ${q.at(fn)} waits on the host, but nothing waits for it (use a for...of loop)` }];
+    }
+    if (dropped(up)) {
+      return [{ pos: fn.start, message: `async callback at ${q.at(fn)} waits on the host, but the call it is passed to is not awaited` }];
+    }
+  }
+  if (up.type === 'CallExpression' && up.callee === fn && dropped(up)) {
+    return [{ pos: up.start, message: `async function called at ${q.at(up)} waits on the host, but its promise is not awaited` }];
+  }
+  const found: Failure[] = [];
+  for (const v of q.namingVariables(fn)) {
+    for (const ref of v.references) {
+      const id = ref.identifier as unknown as Node;
+      const call = q.parent(id) as Node;
+      if (call.type === 'CallExpression' && call.callee === id && dropped(call)) {
+        found.push({ pos: id.start, message: `call of async \`${v.name}\` at ${q.at(id)} is not awaited, but it waits on the host` });
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * `total += a.request(x).n` reads `total` before the call; with an await there, code running
+ * meanwhile may change it and the update is lost. Fine when `total` is a local variable of the
+ * function (each call has its own). `target` is an expression about to be wrapped in an await.
+ */
+export function splitUpdate(q: TreeQueries, target: Node): Failure | null {
+  let child = target;
+  for (let up = q.parent(target); up !== undefined && !FUNCTION_TYPES.has(up.type); child = up, up = q.parent(up)) {
+    if (up.type !== 'AssignmentExpression' || up.operator === '=' || up.right !== child) continue;
+    const left = up.left as Node;
+    const where = q.owner(up);
+    if (left.type === 'Identifier' && 'fn' in where) {
+      const variable = q.reference(left)?.resolved;
+      if (variable && variable.scope.variableScope.block === where.fn) continue;
+    }
+    const name = quote(q.source, left, 24);
+    return {
+      pos: target.start,
+      message: `host call in \`${name} ${up.operator} ...\` at ${q.at(target)}: \`${name}\` would be read before the wait while other async code may change it (write \`const v = ...; ${name} ${up.operator} v\`)`,
+    };
+  }
+  return null;
+}
