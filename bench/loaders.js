@@ -55,8 +55,14 @@ function cannon({ url, connections, duration, rate, expect, timeout = 30, rotate
   const autocannon = require('autocannon');
   const me0 = process.cpuUsage();
   return new Promise((resolve, reject) => {
-    const opts = { url, connections, duration, timeout, expectBody: expect, ...(rate ? { overallRate: rate } : {}) };
-    if (rotate) opts.requests = Array.from({ length: rotate.count }, (_, n) => ({ path: `${rotate.prefix}${n}${rotate.suffix}` }));
+    const opts = { url, connections, duration, timeout, ...(rate ? { overallRate: rate } : {}) };
+    // (autocannon checks `expectBody` only without `requests`: rotated bodies are checked here)
+    let rotatedMismatches = 0;
+    const check = (status, body) => {
+      if (status === 200 && body !== expect) rotatedMismatches++;
+    };
+    if (rotate) opts.requests = Array.from({ length: rotate.count }, (_, n) => ({ path: `${rotate.prefix}${n}${rotate.suffix}`, onResponse: check }));
+    else opts.expectBody = expect;
     autocannon(opts, (err, r) => {
       if (err) return reject(err);
       const me = process.cpuUsage(me0);
@@ -67,7 +73,7 @@ function cannon({ url, connections, duration, rate, expect, timeout = 30, rotate
         p99: r.latency.p99,
         errors: r.errors + r.timeouts,
         non2xx: r.non2xx,
-        mismatches: r.mismatches,
+        mismatches: rotate ? rotatedMismatches : r.mismatches,
         cpuMs: (me.user + me.system) / 1000,
       });
     });

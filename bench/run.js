@@ -314,6 +314,7 @@ function table(headers, rows) {
 
 const mib = (b) => (b / MiB).toFixed(0);
 const us = (x) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+const ms = (x) => (Number.isFinite(x) ? String(Number(x.toFixed(1))) : '-');
 
 function printResults(o, runs, results) {
   // The round with the median req/s stands for each configuration.
@@ -329,7 +330,7 @@ function printResults(o, runs, results) {
         chosen.map((row) => {
           const base = byKey.get(row.against[0]?.key);
           const failures = `${row.errors}/${row.non2xx}` + (row.mismatches ? ` (${row.mismatches} bad bodies)` : '');
-          return [row.key, row.connections, row.reqPerSec.toFixed(0), base ? (row.reqPerSec / base.reqPerSec).toFixed(2) : '-', row.p50, row.p99, mib(row.rssPeak), failures];
+          return [row.key, row.connections, row.reqPerSec.toFixed(0), base ? (row.reqPerSec / base.reqPerSec).toFixed(2) : '-', ms(row.p50), ms(row.p99), mib(row.rssPeak), failures];
         }),
       ),
   );
@@ -379,7 +380,7 @@ async function runThroughput(o) {
           console.log(`  round ${round} ${run.key.padEnd(24)} discarded: other processes used ${row.otherCores.toFixed(2)} cores (max ${o.maxNoise})`);
         }
         console.log(
-          `  round ${round} ${run.key.padEnd(24)} ${row.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
+          `  round ${round} ${run.key.padEnd(24)} ${row.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${ms(row.p50)} ms  p99 ${ms(row.p99)} ms  ` +
             `RSS peak ${mib(row.rssPeak)} MiB  non2xx ${row.non2xx}  errors ${row.errors}  other load ${row.otherCores.toFixed(2)} cores`,
         );
         results.get(run.key).push(row);
