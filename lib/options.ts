@@ -32,7 +32,7 @@ function defaultLogger(): Logger | undefined {
 
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
-  // one core stays with the event loop (which serves every request); measured in bench/README.md
+  // one core stays with the event loop, which serves every request
   const workers = options.workers ?? Math.max(1, cpuCount() - 1);
   return {
     raw: options,
