@@ -8,6 +8,10 @@
  * once connected the socket's remote address is checked again, before a byte is sent. A kept
  * connection is only reused for the same host name and port, so a name that later resolves
  * elsewhere (DNS rebinding) or a redirect to another host gets a new, checked connection.
+ *
+ * A connection goes back to the pool only once its response has been read to the end; a response
+ * destroyed unread (a redirect's body, a discarded body, a timeout) closes its connection, so no
+ * connection carries a half-read answer into the next call.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
