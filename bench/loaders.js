@@ -2,22 +2,26 @@
 /**
  * The load generators bench/run.js drives a server with, behind one shape:
  *
- *   load(name, { url, connections, duration, rate, expect }) -> Promise<{
+ *   load(name, { url, connections, duration, rate, expect, timeout, rotate }) -> Promise<{
  *     reqPerSec, total, p50, p99,       // p50 / p99 in ms
  *     errors, non2xx, mismatches,       // socket errors + timeouts; non-2xx answers; 200s with another body
  *     cpuMs,                            // the load generator's own CPU time during the run
  *   }>
  *
- * - `autocannon`: runs in this process, checks every body (`expect`), supports a
- *   fixed rate. It is JavaScript, so it takes a good share of a core at these rates.
- * - `wrk` (the default when it is installed and no fixed rate is asked for): the C load generator
- *   the issue's reference figures were taken with (wrk, 50 connections), from the Debian package
- *   (`apt-get install wrk`). One wrk thread. It counts
- *   non-2xx answers but does not read bodies (a Lua body check would slow it down), so run.js
- *   checks one response before and one after each run. No fixed rate (wrk2 would be needed).
- *   Its CPU time is read with the shell's `times` after it exits.
+ * `timeout` (s) is how long one request may take before it counts as an error. `rotate`
+ * ({ prefix, count, suffix }) spreads the requests over `count` paths `<prefix><n><suffix>` in
+ * turn, on the origin of `url`.
+ *
+ * - `wrk` (the default when it is installed and no fixed rate is asked for): the C load
+ *   generator, from the Debian package (`apt-get install wrk`). One thread, so it leaves most of a
+ *   core to the server. It counts non-2xx answers but does not read bodies, so run.js checks one
+ *   response before and one after each run. No fixed rate. Its CPU time is read with the shell's
+ *   `times` after it exits. Rotation uses bench/rotate.lua.
+ * - `autocannon`: runs in this process, checks every body (`expect`), supports a fixed rate. It
+ *   is JavaScript, so it takes a good share of a core at these rates.
  */
 const { spawn, spawnSync } = require('node:child_process');
+const path = require('node:path');
 
 const LOADERS = ['autocannon', 'wrk'];
 
@@ -35,10 +39,7 @@ function hasWrk() {
   return !spawnSync('wrk', ['--version'], { encoding: 'utf8' }).error;
 }
 
-/**
- * wrk when it is installed and no fixed rate is asked for (the issue's reference load generator:
- * C, so it leaves the cores to the server), else autocannon, with a note saying why.
- */
+/** wrk when it is installed and no fixed rate is asked for, else autocannon, with a note saying why. */
 function defaultLoader({ rate } = {}) {
   if (rate) return 'autocannon';
   if (hasWrk()) return 'wrk';
@@ -50,11 +51,18 @@ function load(name, opts) {
   return name === 'wrk' ? wrk(opts) : cannon(opts);
 }
 
-function cannon({ url, connections, duration, rate, expect }) {
+function cannon({ url, connections, duration, rate, expect, timeout = 30, rotate }) {
   const autocannon = require('autocannon');
   const me0 = process.cpuUsage();
   return new Promise((resolve, reject) => {
-    const opts = { url, connections, duration, expectBody: expect, ...(rate ? { overallRate: rate } : {}) };
+    const opts = { url, connections, duration, timeout, ...(rate ? { overallRate: rate } : {}) };
+    // (autocannon checks `expectBody` only without `requests`: rotated bodies are checked here)
+    let rotatedMismatches = 0;
+    const check = (status, body) => {
+      if (status === 200 && body !== expect) rotatedMismatches++;
+    };
+    if (rotate) opts.requests = Array.from({ length: rotate.count }, (_, n) => ({ path: `${rotate.prefix}${n}${rotate.suffix}`, onResponse: check }));
+    else opts.expectBody = expect;
     autocannon(opts, (err, r) => {
       if (err) return reject(err);
       const me = process.cpuUsage(me0);
@@ -65,7 +73,7 @@ function cannon({ url, connections, duration, rate, expect }) {
         p99: r.latency.p99,
         errors: r.errors + r.timeouts,
         non2xx: r.non2xx,
-        mismatches: r.mismatches,
+        mismatches: rotate ? rotatedMismatches : r.mismatches,
         cpuMs: (me.user + me.system) / 1000,
       });
     });
@@ -102,8 +110,10 @@ function parseWrk(out, duration) {
   };
 }
 
-function wrk({ url, connections, duration }) {
-  const args = ['-t1', `-c${connections}`, `-d${duration}s`, '--latency', url];
+function wrk({ url, connections, duration, timeout = 30, rotate }) {
+  const args = ['-t1', `-c${connections}`, `-d${duration}s`, `--timeout`, `${timeout}s`, '--latency'];
+  if (rotate) args.push('-s', path.join(__dirname, 'rotate.lua'), new URL(url).origin, '--', rotate.prefix, String(rotate.count), rotate.suffix);
+  else args.push(url);
   return new Promise((resolve, reject) => {
     const child = spawn('bash', ['-c', 'wrk "$@" || exit $?; times', 'wrk', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -112,8 +122,8 @@ function wrk({ url, connections, duration }) {
     child.on('error', reject);
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`wrk exited with ${code}:\n${out}`));
+      if (!/ requests in /.test(out)) return reject(new Error(`wrk: no report:\n${out}`));
       const r = parseWrk(out, duration);
-      if (!r.total) return reject(new Error(`wrk: no requests in its report:\n${out}`));
       resolve(r);
     });
   });

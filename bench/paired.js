@@ -5,9 +5,9 @@
  * Every round runs each config once, one after the other, so two configs measured in the same
  * round share the machine's state of that moment. Their ratio per round (`b / a` req/s) is the
  * paired sample; across rounds it gives a median, a mean and a 95% confidence interval of the
- * mean (Student's t). On this 2-core machine two runs of the same config differ by up to ±4% in
- * one 8 s round, so one round's ratio says little: the interval is what to read a target
- * against. `time` is the same comparison as extra time per request (a / b - 1).
+ * mean (Student's t). On a 2-core machine two runs of the same config differ by up to ±4% in one
+ * 8 s round, so one round's ratio says little: read a target against the interval. `time` is the
+ * same comparison as extra time per request (a / b - 1).
  */
 
 /** Two-sided 95% critical values of Student's t, by degrees of freedom (1..30); 1.96 beyond. */
@@ -40,37 +40,29 @@ function pairedRatio(a, b) {
   return { n, ratios, median: median(ratios), mean, low: mean - half, high: mean + half };
 }
 
-/** The config a diagnostic or hooked config is compared with: quickjs-hooks -> quickjs; quickjs -> express. */
-function baselineOf(config) {
-  const m = /^(quickjs|vm2|router-noop)(-hooks|-inline|-empty-hooks|-busy)?$/.exec(config);
-  if (!m) return undefined;
-  return m[2] ? m[1] : 'express';
-}
-
 const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
 
 /**
- * Lines describing every pair the run allows: each router config against express, and each
- * hooked or diagnostic config against its plain one (same pool size). `series` maps a row label
- * (`quickjs`, `quickjs w=2`, ...) to { config, workers, rps: [req/s by round] }.
+ * Lines describing every pair of a run. `series` maps a row label (`quickjs`, `io-sync c=400`,
+ * ...) to `{ rps: [req/s by round], against: [{ key, time }] }`: the labels it is read against,
+ * and whether to show the ratio as extra time per request too (for hooks). A pair whose baseline
+ * did not run, or that has fewer than two rounds, gives no line.
  */
 function pairedLines(series) {
   const lines = [];
   for (const [key, s] of series) {
-    const base = baselineOf(s.config);
-    if (base === undefined) continue;
-    const baseKey = base === 'express' || s.workers === undefined ? base : `${base} w=${s.workers}`;
-    const b = series.get(baseKey);
-    if (!b || b.rps.length !== s.rps.length || s.rps.length < 2) continue;
-    const r = pairedRatio(b.rps, s.rps);
-    const name = `${key} / ${baseKey}`;
-    let line =
-      `  ${name.padEnd(34)} median ${r.median.toFixed(3)}, mean ${r.mean.toFixed(3)} (95% CI ${r.low.toFixed(3)}–${r.high.toFixed(3)}), ` +
-      `${r.n} rounds; rounds ${r.ratios.map((x) => x.toFixed(3)).join(' ')}`;
-    if (base !== 'express') line += `\n  ${''.padEnd(34)} time per request ${pct(1 / r.mean - 1)} (95% CI ${pct(1 / r.high - 1)} to ${pct(1 / r.low - 1)})`;
-    lines.push(line);
+    for (const { key: baseKey, time } of s.against ?? []) {
+      const b = series.get(baseKey);
+      if (!b || b.rps.length !== s.rps.length || s.rps.length < 2) continue;
+      const r = pairedRatio(b.rps, s.rps);
+      let line =
+        `  ${`${key} / ${baseKey}`.padEnd(34)} median ${r.median.toFixed(3)}, mean ${r.mean.toFixed(3)} (95% CI ${r.low.toFixed(3)}–${r.high.toFixed(3)}), ` +
+        `${r.n} rounds; rounds ${r.ratios.map((x) => x.toFixed(3)).join(' ')}`;
+      if (time) line += `\n  ${''.padEnd(34)} time per request ${pct(1 / r.mean - 1)} (95% CI ${pct(1 / r.high - 1)} to ${pct(1 / r.low - 1)})`;
+      lines.push(line);
+    }
   }
   return lines;
 }
 
-module.exports = { pairedRatio, pairedLines, baselineOf, tCritical };
+module.exports = { pairedRatio, pairedLines, tCritical };

@@ -1,30 +1,34 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Throughput, latency and memory of the router against a plain Express handler.
+ * Throughput, latency and memory of the router against plain Express, side by side.
  *
- *   npm run bench                                 # build, then every config, 5 rounds (2 s warm-up, 8 s measured each)
+ *   npm run bench                                 # build, then every configuration, 5 rounds (2 s warm-up, 8 s measured each)
+ *   node bench/run.js --configs trivial           # one group (trivial, io, tenants) or single configs (quickjs,io-sync,...)
  *   node bench/run.js --rounds 3                  # every config 3 times, interleaved; the median round is shown
  *   node bench/run.js --workers 1,2               # router configs once per pool size (default = the library's)
- *   node bench/run.js --configs express,quickjs   # a subset (express quickjs quickjs-hooks vm2 vm2-hooks router-noop;
- *                                                 # also the diagnostics quickjs-inline vm2-inline, quickjs-empty-hooks vm2-empty-hooks,
- *                                                 # quickjs-busy vm2-busy: see server.js)
- *   node bench/run.js --rate 2000                 # a fixed request rate instead of as fast as possible
+ *   node bench/run.js --io-connections 100,400    # the connection counts of the io group (100, 400, 1000)
+ *   node bench/run.js --rate 2000                 # a fixed request rate instead of as fast as possible (autocannon)
  *   node bench/run.js --leak --requests 1000000   # RSS over N requests, then over N requests with a new script version every 1000
- *   node bench/run.js --loader autocannon         # drive with autocannon (JavaScript, in this process) instead of wrk
- *                                                 # (the default is wrk, as the issue's reference figures, when it is
- *                                                 # installed: apt-get install wrk; autocannon otherwise, and for --rate)
+ *   node bench/run.js --loader autocannon         # drive with autocannon (in this process) instead of wrk
  *
- * Other options: --duration S (8), --warmup S (2), --connections N (50), --sample S (leak: RSS every S s, 5),
+ * Groups: trivial (express quickjs quickjs-hooks vm2 vm2-hooks router-noop, 50 connections),
+ * io (io-express io-sync io-await at each --io-connections count, upstream answering in
+ * --upstream-delay ms), tenants (tenants-one tenants-rotation: --apps apps each with its own
+ * script, one app called or all in rotation). See bench/README.md.
+ *
+ * Other options: --duration S (8), --warmup S (2), --connections N (50), --apps N (1000),
+ * --upstream-delay MS (100), --timeout S (30, per request), --sample S (leak: RSS every S s, 5),
  * --version-every N (leak, 1000), --json FILE (raw results), --wait-idle S (120; 0 = --no-wait-idle),
  * --max-noise CORES (0.3), --retries N (3).
  *
  * Each configuration runs in its own child process (bench/server.js), started fresh; this process
- * drives it with wrk or autocannon (bench/loaders.js) and asks it over IPC for its RSS (which covers its worker threads) and
- * its per-thread CPU. Every response must be a 200 with the body `{"ok":true}`: non-2xx, wrong
- * bodies and socket errors are counted and printed. On a shared machine the run waits for the
- * cores to be idle before each measurement and repeats a measurement that other processes
- * disturbed (more than --max-noise cores busy besides the server and the load generator).
+ * drives it with wrk or autocannon (bench/loaders.js) and asks it over IPC for its RSS (which
+ * covers its worker threads; sampled every second for the peak) and its per-thread CPU. Every
+ * response must be a 200 with the body `{"ok":true}`: non-2xx, wrong bodies and socket errors are
+ * counted and printed. On a shared machine the run waits for the cores to be idle before each
+ * measurement and repeats a measurement that other processes disturbed (more than --max-noise
+ * cores busy besides the server, the upstream and the load generator).
  */
 const { fork } = require('node:child_process');
 const os = require('node:os');
@@ -34,10 +38,13 @@ const autocannon = require('autocannon');
 const { load, checkLoader, defaultLoader } = require('./loaders');
 const { pairedLines } = require('./paired');
 
-const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop'];
-/** Configs run only when asked for (see bench/server.js). */
-const DIAGNOSTICS = ['quickjs-inline', 'vm2-inline', 'quickjs-empty-hooks', 'vm2-empty-hooks', 'quickjs-busy', 'vm2-busy'];
-const URL_PATH = '/web0/api/bench/p';
+const GROUPS = {
+  trivial: ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop'],
+  io: ['io-express', 'io-sync', 'io-await'],
+  tenants: ['tenants-one', 'tenants-rotation'],
+};
+const ALL = Object.values(GROUPS).flat();
+const BENCH_PATH = '/web0/api/bench/p';
 const EXPECT = '{"ok":true}';
 const MiB = 1024 * 1024;
 
@@ -46,8 +53,12 @@ function parseArgs(argv) {
     duration: 8,
     warmup: 2,
     connections: 50,
+    ioConnections: [100, 400, 1000],
+    apps: 1000,
+    upstreamDelay: 100,
+    timeout: 30,
     rounds: 5,
-    configs: CONFIGS,
+    configs: ALL,
     workers: [undefined],
     rate: 0,
     leak: false,
@@ -60,6 +71,7 @@ function parseArgs(argv) {
     retries: 3,
     loader: undefined,
   };
+  const list = (v) => v.split(',').map(Number);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -70,8 +82,12 @@ function parseArgs(argv) {
       case '--duration': o.duration = Number(next()); break;
       case '--warmup': o.warmup = Number(next()); break;
       case '--connections': o.connections = Number(next()); break;
+      case '--io-connections': o.ioConnections = list(next()); break;
+      case '--apps': o.apps = Number(next()); break;
+      case '--upstream-delay': o.upstreamDelay = Number(next()); break;
+      case '--timeout': o.timeout = Number(next()); break;
       case '--rounds': o.rounds = Number(next()); break;
-      case '--configs': o.configs = next().split(','); break;
+      case '--configs': o.configs = next().split(',').flatMap((c) => GROUPS[c] ?? [c]); break;
       case '--workers': o.workers = next().split(',').map((w) => (w === 'default' ? undefined : Number(w))); break;
       case '--rate': o.rate = Number(next()); break;
       case '--leak': o.leak = true; break;
@@ -103,25 +119,57 @@ function parseArgs(argv) {
     o.loader ??= defaultLoader(o);
     checkLoader(o.loader, o);
   }
-  for (const c of o.configs) if (!CONFIGS.includes(c) && !DIAGNOSTICS.includes(c)) throw new Error(`unknown config ${c} (${[...CONFIGS, ...DIAGNOSTICS].join(', ')})`);
+  for (const c of o.configs) if (!ALL.includes(c)) throw new Error(`unknown config ${c} (groups ${Object.keys(GROUPS).join(', ')}; configs ${ALL.join(', ')})`);
   return o;
 }
 
-/** Start bench/server.js in a child process; resolves once it listens. */
-function startServer(config, { workers, versionEvery, execArgv = [] } = {}) {
-  const args = [config];
-  if (workers !== undefined) args.push('--workers', String(workers));
-  if (versionEvery) args.push('--version-every', String(versionEvery));
-  const child = fork(path.join(__dirname, 'server.js'), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/**
+ * The measurements of one round, in order: for each, the label its rows carry, the server config,
+ * the connections, the paths driven, and the labels it is read against.
+ */
+function plan(o) {
+  const runs = [];
+  const wanted = (c) => o.configs.includes(c);
+  const w = (workers) => (workers === undefined ? '' : ` w=${workers}`);
+  for (const config of GROUPS.trivial.filter(wanted)) {
+    for (const workers of config === 'express' ? [undefined] : o.workers) {
+      const against = config === 'express' ? [] : [{ key: 'express' }];
+      if (config.endsWith('-hooks')) against.push({ key: `${config.replace('-hooks', '')}${w(workers)}`, time: true });
+      runs.push({ key: `${config}${w(workers)}`, config, server: config, workers, connections: o.connections, against });
+    }
+  }
+  for (const c of o.ioConnections) {
+    for (const config of GROUPS.io.filter(wanted)) {
+      for (const workers of config === 'io-express' ? [undefined] : o.workers) {
+        const against = config === 'io-express' ? [] : [{ key: `io-express c=${c}` }];
+        runs.push({ key: `${config} c=${c}${w(workers)}`, config, server: config, workers, connections: c, against });
+      }
+    }
+  }
+  for (const config of GROUPS.tenants.filter(wanted)) {
+    for (const workers of o.workers) {
+      const count = config === 'tenants-one' ? 1 : o.apps;
+      const against = config === 'tenants-one' ? [] : [{ key: `tenants-one${w(workers)}` }];
+      const rotate = { prefix: '/web0/api/t', count, suffix: '/p' };
+      runs.push({ key: `${config}${w(workers)}`, config, server: 'tenants', workers, connections: o.connections, rotate, against });
+    }
+  }
+  return runs;
+}
+
+/** Start a child process; resolves once it reports the port it listens on. */
+function startChild(file, args, { execArgv = [] } = {}) {
+  const child = fork(path.join(__dirname, file), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiters = [];
   child.on('message', (msg) => {
     if (msg?.type === 'stats') waiters.shift()?.resolve(msg);
   });
   child.on('exit', (code, signal) => {
-    for (const w of waiters.splice(0)) w.reject(new Error(`server '${config}' exited (${signal ?? code})`));
+    for (const w of waiters.splice(0)) w.reject(new Error(`${file} ${args[0] ?? ''} exited (${signal ?? code})`));
   });
+  const running = () => child.exitCode === null && child.signalCode === null;
   return new Promise((resolve, reject) => {
-    const onExit = (code) => reject(new Error(`server '${config}' exited with code ${code} before listening`));
+    const onExit = (code) => reject(new Error(`${file} ${args.join(' ')} exited with code ${code} before listening`));
     child.once('exit', onExit);
     child.on('message', function onListen(msg) {
       if (msg?.type !== 'listening') return;
@@ -129,17 +177,17 @@ function startServer(config, { workers, versionEvery, execArgv = [] } = {}) {
       child.off('exit', onExit);
       resolve({
         child,
-        url: `http://127.0.0.1:${msg.port}${URL_PATH}`,
+        origin: `http://127.0.0.1:${msg.port}`,
         stats: (gc = false) =>
           new Promise((res, rej) => {
-            if (child.exitCode !== null || child.signalCode !== null) return rej(new Error(`server '${config}' is not running`));
+            if (!running()) return rej(new Error(`${file} is not running`));
             waiters.push({ resolve: res, reject: rej });
             child.send({ type: 'stats', gc });
           }),
         close: () =>
           new Promise((res) => {
-            if (child.exitCode !== null || child.signalCode !== null || !child.connected) {
-              if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+            if (!running() || !child.connected) {
+              if (running()) child.kill('SIGKILL');
               return res();
             }
             const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
@@ -154,6 +202,15 @@ function startServer(config, { workers, versionEvery, execArgv = [] } = {}) {
   });
 }
 
+function startServer(config, { workers, versionEvery, upstream, apps, execArgv } = {}) {
+  const args = [config];
+  if (workers !== undefined) args.push('--workers', String(workers));
+  if (versionEvery) args.push('--version-every', String(versionEvery));
+  if (upstream) args.push('--upstream', upstream);
+  if (apps) args.push('--apps', String(apps));
+  return startChild('server.js', args, { execArgv });
+}
+
 /** Busy CPU time of the whole machine (ms, all cores). */
 function systemCpu() {
   let busy = 0;
@@ -165,34 +222,22 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * On a shared machine, wait (at most `maxSeconds`) until other processes leave the cores alone:
- * less than 0.2 cores busy over 2 s. Returns the busy cores seen last.
+ * less than 0.2 cores busy over 2 s.
  */
 async function waitIdle(maxSeconds) {
-  if (!maxSeconds) return 0;
+  if (!maxSeconds) return;
   const until = Date.now() + maxSeconds * 1000;
-  let busy = 0;
   let warned = false;
   for (;;) {
     const a = systemCpu();
     await sleep(2000);
     const b = systemCpu();
-    busy = (b.busy - a.busy) / (b.at - a.at);
-    if (busy < 0.2) return busy;
-    if (Date.now() > until) {
-      console.log(`  (machine still busy: ${busy.toFixed(2)} cores used by other processes; measuring anyway)`);
-      return busy;
-    }
-    if (!warned) {
-      console.log(`  (waiting for other processes to leave the cores: ${busy.toFixed(2)} cores busy)`);
-      warned = true;
-    }
+    const busy = (b.busy - a.busy) / (b.at - a.at);
+    if (busy < 0.2) return;
+    if (Date.now() > until) return console.log(`  (machine still busy: ${busy.toFixed(2)} cores used by other processes; measuring anyway)`);
+    if (!warned) console.log(`  (waiting for other processes to leave the cores: ${busy.toFixed(2)} cores busy)`);
+    warned = true;
   }
-}
-
-function cannon(opts) {
-  return new Promise((resolve, reject) => {
-    autocannon({ connections: 50, expectBody: EXPECT, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
-  });
 }
 
 async function checkOnce(url) {
@@ -201,67 +246,64 @@ async function checkOnce(url) {
   if (res.status !== 200 || body !== EXPECT) throw new Error(`${url}: expected 200 ${EXPECT}, got ${res.status} ${body}`);
 }
 
-async function measure(config, workers, o) {
+/** Calls every rotated path once (8 at a time): each app's first call, before the warm-up. */
+async function firstPass(origin, { prefix, count, suffix }) {
+  const t0 = Date.now();
+  let n = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (n < count) await checkOnce(`${origin}${prefix}${n++}${suffix}`);
+  }));
+  return (Date.now() - t0) / 1000;
+}
+
+async function measure(run, o, upstream) {
   await waitIdle(o.waitIdle);
-  const srv = await startServer(config, { workers });
+  const srv = await startServer(run.server, { workers: run.workers, upstream: upstream?.origin, apps: run.rotate ? o.apps : undefined });
   try {
-    await checkOnce(srv.url);
-    const start = await srv.stats();
-    const drive = { url: srv.url, connections: o.connections, expect: EXPECT };
+    const url = run.rotate ? `${srv.origin}${run.rotate.prefix}0${run.rotate.suffix}` : `${srv.origin}${BENCH_PATH}`;
+    await checkOnce(url);
+    const firstPassS = run.rotate ? await firstPass(srv.origin, run.rotate) : undefined;
+    const drive = { url, connections: run.connections, expect: EXPECT, timeout: o.timeout, rotate: run.rotate };
     if (o.warmup > 0) await load(o.loader, { ...drive, duration: o.warmup });
     const before = await srv.stats();
+    const up0 = upstream ? (await upstream.stats()).cpu : 0;
     const sys0 = systemCpu();
+    let peakRss = before.rss;
+    const sampler = setInterval(() => srv.stats().then((s) => (peakRss = Math.max(peakRss, s.rss)), () => undefined), 1000);
     const r = await load(o.loader, { ...drive, duration: o.duration, rate: o.rate });
+    clearInterval(sampler);
     const sys1 = systemCpu();
     const after = await srv.stats();
-    await checkOnce(srv.url); // (wrk does not read bodies: one more check after its run)
+    const upstreamMs = upstream ? ((await upstream.stats()).cpu - up0) / 1000 : 0;
+    await checkOnce(url); // (wrk does not read bodies: one more check after its run)
     const wall = sys1.at - sys0.at;
-    const serverCpu = (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000;
-    const loadCpu = r.cpuMs;
-    const served = after.requests - before.requests;
+    const serverMs = (after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / 1000;
+    const served = Math.max(1, after.requests - before.requests);
     return {
-      config,
-      workers,
+      ...run,
       reqPerSec: r.reqPerSec,
       total: r.total,
       p50: r.p50,
       p99: r.p99,
-      rssStart: start.rss,
       rssBefore: before.rss,
       rssAfter: after.rss,
+      rssPeak: Math.max(peakRss, after.rss),
+      firstPassS,
       errors: r.errors,
       non2xx: r.non2xx,
       mismatches: r.mismatches,
-      // Main-thread event-loop utilization during the measured run, and the server process's CPU
-      // time (main thread + script workers) per request.
+      // Main-thread event-loop utilization during the measured run, and CPU per request.
       elu: (after.elu.active - before.elu.active) / (after.elu.idle + after.elu.active - before.elu.idle - before.elu.active),
-      cpuMsPerReq: serverCpu / Math.max(1, served),
-      // Cores busy during the measured run: the server process, the load generator, and
-      // everything else on the machine (noise: other processes competing for the 2 cores).
-      serverCores: serverCpu / wall,
-      loadCores: loadCpu / wall,
-      otherCores: Math.max(0, (sys1.busy - sys0.busy) / wall - serverCpu / wall - loadCpu / wall),
-      loadUsPerReq: (loadCpu * 1000) / Math.max(1, served),
-      ...threadCosts(before.threads, after.threads, served),
+      serverUsPerReq: (serverMs * 1000) / served,
+      loadUsPerReq: (r.cpuMs * 1000) / served,
+      upstreamUsPerReq: (upstreamMs * 1000) / served,
+      mainWaitUs: after.threads && before.threads ? (after.threads.main.waitNs - before.threads.main.waitNs) / 1000 / served : NaN,
+      // Cores busy during the run besides the server, the upstream and the load generator: noise.
+      otherCores: Math.max(0, (sys1.busy - sys0.busy - serverMs - r.cpuMs - upstreamMs) / wall),
     };
   } finally {
     await srv.close();
   }
-}
-
-/** µs per request of main-thread CPU, main-thread waiting for a core, and other threads' CPU. */
-function threadCosts(a, b, n) {
-  if (!a || !b) return { mainCpuUs: NaN, mainWaitUs: NaN, othersCpuUs: NaN };
-  const per = (x, y) => (y - x) / 1000 / Math.max(1, n);
-  return {
-    mainCpuUs: per(a.main.cpuNs, b.main.cpuNs),
-    mainWaitUs: per(a.main.waitNs, b.main.waitNs),
-    othersCpuUs: per(a.others.cpuNs, b.others.cpuNs),
-  };
-}
-
-function label(row) {
-  return row.workers === undefined || row.config === 'express' ? row.config : `${row.config} w=${row.workers}`;
 }
 
 function table(headers, rows) {
@@ -271,104 +313,85 @@ function table(headers, rows) {
 }
 
 const mib = (b) => (b / MiB).toFixed(0);
+const us = (x) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+const ms = (x) => (Number.isFinite(x) ? String(Number(x.toFixed(1))) : '-');
 
-async function runThroughput(o) {
-  const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-  const defaultWorkers = Math.max(1, cpus - 1); // the library's default (lib/options.ts)
-  console.log(
-    `scriptable-api bench — ${new Date().toISOString()} — Node ${process.version} — ${os.cpus().length} cores (${os.cpus()[0]?.model?.trim()})\n` +
-      `${o.connections} connections, ${o.warmup} s warm-up + ${o.duration} s measured per config, ${o.rounds} round(s); ` +
-      `router workers: ${o.workers.map((w) => w ?? `default (${defaultWorkers})`).join(', ')}\n` +
-      `package: ${process.env.SCRIPTABLE_API_PATH || require.resolve('..')}\n` +
-      `Note: the load generator (${o.loader}${o.loader === 'autocannon' ? ', in this process' : ', one thread'}) runs on the same ${os.cpus().length} cores as the server under test.\n`,
-  );
-  const runs = [];
-  for (const config of o.configs) {
-    for (const workers of config === 'express' ? [undefined] : o.workers) runs.push({ config, workers });
-  }
-  const results = new Map();
-  for (let round = 1; round <= o.rounds; round++) {
-    for (const { config, workers } of runs) {
-      let row;
-      for (let attempt = 0; ; attempt++) {
-        row = await measure(config, workers, o);
-        if (row.otherCores <= o.maxNoise || attempt >= o.retries) break;
-        console.log(`  round ${round} ${label(row).padEnd(18)} discarded: other processes used ${row.otherCores.toFixed(2)} cores (max ${o.maxNoise})`);
-      }
-      const key = label(row);
-      console.log(
-        `  round ${round} ${key.padEnd(18)} ${row.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
-          `non2xx ${row.non2xx}  errors ${row.errors}  other load ${row.otherCores.toFixed(2)} cores`,
-      );
-      if (!results.has(key)) results.set(key, []);
-      results.get(key).push(row);
-    }
-  }
-  // The round with the median req/s stands for each config.
-  const chosen = [...results.entries()].map(([key, rows]) => {
-    const sorted = [...rows].sort((a, b) => a.reqPerSec - b.reqPerSec);
-    return { key, row: sorted[Math.floor((sorted.length - 1) / 2)], all: rows.map((r) => r.reqPerSec) };
+function printResults(o, runs, results) {
+  // The round with the median req/s stands for each configuration.
+  const chosen = runs.map((run) => {
+    const rows = [...results.get(run.key)].sort((a, b) => a.reqPerSec - b.reqPerSec);
+    return rows[Math.floor((rows.length - 1) / 2)];
   });
-  const base = chosen.find((c) => c.key === 'express')?.row;
-  const headers = ['config', 'req/s', 'x express', 'p50 ms', 'p99 ms', 'RSS before MiB', 'RSS after MiB', 'errors/non2xx'];
-  const rows = chosen.map(({ key, row }) => [
-    key,
-    row.reqPerSec.toFixed(0),
-    base ? (row.reqPerSec / base.reqPerSec).toFixed(2) : '-',
-    row.p50,
-    row.p99,
-    mib(row.rssBefore),
-    mib(row.rssAfter),
-    `${row.errors}/${row.non2xx}` + (row.mismatches ? ` (${row.mismatches} bad bodies)` : ''),
-  ]);
-  console.log('\n' + table(headers, rows));
-  console.log(
-    '\nRSS before = after the warm-up (script workers started), after = at the end of the measured run; RSS covers the\n' +
-      'server process with its worker threads. Ratios are against express in the same run.\n\nWhere the CPU goes during the measured run (µs per request):',
-  );
-  const us = (x) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+  const byKey = new Map(chosen.map((row) => [row.key, row]));
   console.log(
     '\n' +
       table(
-        ['config', 'main thread ELU', 'main thread CPU', 'main thread waiting for a core', 'other server threads CPU', `${o.loader} CPU`, 'other processes (cores)'],
-        chosen.map(({ key, row }) => [
-          key,
-          `${(row.elu * 100).toFixed(0)}%`,
-          us(row.mainCpuUs),
-          us(row.mainWaitUs),
-          us(row.othersCpuUs),
-          us(row.loadUsPerReq),
-          row.otherCores.toFixed(2),
-        ]),
+        ['config', 'connections', 'req/s', 'x baseline', 'p50 ms', 'p99 ms', 'RSS peak MiB', 'errors/non2xx'],
+        chosen.map((row) => {
+          const base = byKey.get(row.against[0]?.key);
+          const failures = `${row.errors}/${row.non2xx}` + (row.mismatches ? ` (${row.mismatches} bad bodies)` : '');
+          return [row.key, row.connections, row.reqPerSec.toFixed(0), base ? (row.reqPerSec / base.reqPerSec).toFixed(2) : '-', ms(row.p50), ms(row.p99), mib(row.rssPeak), failures];
+        }),
       ),
   );
   console.log(
-    '\nmain thread ELU = event-loop utilization of the server main thread; CPU and waiting times are from\n' +
-      '/proc/<pid>/task/*/schedstat (waiting = runnable but not running: the cores were busy); other server threads =\n' +
-      'the script workers plus V8/libuv helper threads; other processes = noise from the rest of the machine.',
+    '\nx baseline: router configs against express, io- configs against io-express at the same connections,\n' +
+      'tenants-rotation against tenants-one, each in the same run. RSS covers the server process with its worker threads.',
   );
-  if (o.rounds > 1) for (const c of chosen) console.log(`  ${c.key}: ${c.all.map((x) => x.toFixed(0)).join(', ')} req/s`);
+  for (const row of chosen) if (row.firstPassS !== undefined) console.log(`${row.key}: first call of each of ${row.rotate.count} app(s) ${row.firstPassS.toFixed(1)} s (before the warm-up)`);
+  console.log('\nWhere the CPU goes during the measured run (µs per request):\n');
+  console.log(
+    table(
+      ['config', 'main thread ELU', 'server CPU', 'main thread waiting for a core', `${o.loader} CPU`, 'upstream CPU', 'other processes (cores)'],
+      chosen.map((row) => [row.key, `${(row.elu * 100).toFixed(0)}%`, us(row.serverUsPerReq), us(row.mainWaitUs), us(row.loadUsPerReq), us(row.upstreamUsPerReq), row.otherCores.toFixed(2)]),
+    ),
+  );
   if (o.rounds > 1) {
-    const series = new Map([...results.entries()].map(([key, rows]) => [key, { config: rows[0].config, workers: rows[0].workers, rps: rows.map((r) => r.reqPerSec) }]));
+    for (const run of runs) console.log(`  ${run.key}: ${results.get(run.key).map((x) => x.reqPerSec.toFixed(0)).join(', ')} req/s`);
+    const series = new Map(runs.map((run) => [run.key, { rps: results.get(run.key).map((r) => r.reqPerSec), against: run.against }]));
     const lines = pairedLines(series);
     if (lines.length) console.log(`\nPaired by round (ratio of req/s in the same round; see bench/paired.js):\n${lines.join('\n')}`);
   }
-
-  const bad = chosen.filter((c) => c.row.errors || c.row.non2xx || c.row.mismatches);
-  if (bad.length) console.log(`\nFAILED RESPONSES in: ${bad.map((c) => c.key).join(', ')}`);
-  const perWorkers = new Map();
-  for (const { key, row } of chosen) {
-    if (row.config === 'express' || o.workers.length < 2) continue;
-    const list = perWorkers.get(row.config) ?? [];
-    list.push(row);
-    perWorkers.set(row.config, list);
-  }
-  for (const [config, list] of perWorkers) {
-    const best = list.reduce((a, b) => (b.reqPerSec > a.reqPerSec ? b : a));
-    console.log(`best pool size for ${config}: ${best.workers ?? `default (${defaultWorkers})`} (${list.map((r) => `${r.workers ?? 'default'}: ${r.reqPerSec.toFixed(0)}`).join(', ')} req/s)`);
-  }
-  if (o.json) fs.writeFileSync(o.json, JSON.stringify({ date: new Date().toISOString(), node: process.version, cores: os.cpus().length, options: o, results: [...results.values()].flat() }, null, 2));
+  const bad = chosen.filter((row) => row.errors || row.non2xx || row.mismatches);
+  if (bad.length) console.log(`\nFAILED RESPONSES in: ${bad.map((row) => row.key).join(', ')}`);
   return bad.length === 0;
+}
+
+async function runThroughput(o) {
+  const cpus = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  const runs = plan(o);
+  console.log(
+    `scriptable-api bench — ${new Date().toISOString()} — Node ${process.version} — ${os.cpus().length} cores (${os.cpus()[0]?.model?.trim()})\n` +
+      `${o.warmup} s warm-up + ${o.duration} s measured per config, ${o.rounds} round(s), ${o.loader}` +
+      `${o.loader === 'autocannon' ? ' (in this process)' : ' (one thread)'} on the same cores as the server; ` +
+      `router workers: ${o.workers.map((w) => w ?? `default (${Math.max(1, cpus - 1)})`).join(', ')}\n` +
+      `package: ${process.env.SCRIPTABLE_API_PATH || require.resolve('..')}\n`,
+  );
+  const upstream = runs.some((r) => r.server.startsWith('io-')) ? await startChild('upstream.js', ['--delay', String(o.upstreamDelay)]) : undefined;
+  if (upstream) console.log(`upstream: ${upstream.origin} answering in ${o.upstreamDelay} ms (bench/upstream.js)\n`);
+  const results = new Map(runs.map((run) => [run.key, []]));
+  try {
+    for (let round = 1; round <= o.rounds; round++) {
+      for (const run of runs) {
+        let row;
+        for (let attempt = 0; ; attempt++) {
+          row = await measure(run, o, upstream);
+          if (row.otherCores <= o.maxNoise || attempt >= o.retries) break;
+          console.log(`  round ${round} ${run.key.padEnd(24)} discarded: other processes used ${row.otherCores.toFixed(2)} cores (max ${o.maxNoise})`);
+        }
+        console.log(
+          `  round ${round} ${run.key.padEnd(24)} ${row.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${ms(row.p50)} ms  p99 ${ms(row.p99)} ms  ` +
+            `RSS peak ${mib(row.rssPeak)} MiB  non2xx ${row.non2xx}  errors ${row.errors}  other load ${row.otherCores.toFixed(2)} cores`,
+        );
+        results.get(run.key).push(row);
+      }
+    }
+  } finally {
+    await upstream?.close();
+  }
+  const ok = printResults(o, runs, results);
+  if (o.json) fs.writeFileSync(o.json, JSON.stringify({ date: new Date().toISOString(), node: process.version, cores: os.cpus().length, options: o, results: [...results.values()].flat() }, null, 2));
+  return ok;
 }
 
 /** Least-squares slope of y over x. */
@@ -386,8 +409,15 @@ function slope(points) {
   return den === 0 ? 0 : num / den;
 }
 
+function cannon(opts) {
+  return new Promise((resolve, reject) => {
+    autocannon({ expectBody: EXPECT, ...opts }, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
 async function leakPhase(title, o, versionEvery) {
   const srv = await startServer('quickjs', { workers: o.workers[0], versionEvery, execArgv: ['--expose-gc'] });
+  const url = `${srv.origin}${BENCH_PATH}`;
   const series = [];
   const t0 = Date.now();
   let sampling = Promise.resolve();
@@ -399,10 +429,10 @@ async function leakPhase(title, o, versionEvery) {
     return sampling;
   };
   try {
-    await checkOnce(srv.url);
+    await checkOnce(url);
     await sample();
     const timer = setInterval(sample, o.sample * 1000);
-    const r = await cannon({ url: srv.url, connections: o.connections, amount: o.requests });
+    const r = await cannon({ url, connections: o.connections, amount: o.requests });
     clearInterval(timer);
     await sample();
     console.log(`\n${title}: ${r.requests.total} requests in ${r.duration.toFixed(0)} s (${r.requests.average.toFixed(0)} req/s), non2xx ${r.non2xx}, errors ${r.errors + r.timeouts}, bad bodies ${r.mismatches}`);
@@ -414,27 +444,14 @@ async function leakPhase(title, o, versionEvery) {
     // trend over the second half as MiB per 100k requests.
     const warm = series.find((s) => s.requests >= o.requests * 0.1) ?? series[0];
     const last = series[series.length - 1];
-    const half = series.filter((s) => s.requests >= o.requests / 2);
-    const trend = slope(half.map((s) => [s.requests / 100_000, s.rss / MiB]));
-    const summary = {
-      title,
-      requests: r.requests.total,
-      non2xx: r.non2xx,
-      errors: r.errors + r.timeouts,
-      rssFirst: series[0].rss,
-      rssWarm: warm.rss,
-      rssLast: last.rss,
-      rssMax: Math.max(...series.map((s) => s.rss)),
-      trendMiBPer100k: trend,
-      versions: last.versions,
-      series,
-    };
+    const trend = slope(series.filter((s) => s.requests >= o.requests / 2).map((s) => [s.requests / 100_000, s.rss / MiB]));
+    const rssMax = Math.max(...series.map((s) => s.rss));
     console.log(
-      `RSS: ${mib(summary.rssFirst)} MiB idle, ${mib(warm.rss)} MiB after ${warm.requests} requests, ${mib(last.rss)} MiB at the end ` +
-        `(max ${mib(summary.rssMax)}); growth after warm-up ${((last.rss - warm.rss) / MiB).toFixed(1)} MiB; ` +
+      `RSS: ${mib(series[0].rss)} MiB idle, ${mib(warm.rss)} MiB after ${warm.requests} requests, ${mib(last.rss)} MiB at the end ` +
+        `(max ${mib(rssMax)}); growth after warm-up ${((last.rss - warm.rss) / MiB).toFixed(1)} MiB; ` +
         `second-half trend ${trend.toFixed(2)} MiB per 100k requests` + (versionEvery ? `; ${last.versions} script versions` : ''),
     );
-    return summary;
+    return { title, requests: r.requests.total, non2xx: r.non2xx, errors: r.errors + r.timeouts, rssFirst: series[0].rss, rssWarm: warm.rss, rssLast: last.rss, rssMax, trendMiBPer100k: trend, series };
   } finally {
     await srv.close();
   }

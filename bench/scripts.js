@@ -1,21 +1,31 @@
 'use strict';
-/** The bench's scripts, shared by bench/server.js and bench/stage-boundary.js. */
+/** The scripts bench/server.js registers. Every one answers `{"ok":true}`. */
 
-/** The call: a trivial JSON result. */
+/** The trivial call: a JSON result. */
 const MAIN = 'export function fn(ctx) { return { ok: true } }';
-// Hooks that do trivial work: before reads a header and sets an attribute, after reads it back
-// and sets a response header (the response body stays `{"ok":true}`).
+
+/**
+ * Hooks that do a little work: before reads a header and sets an attribute, after reads it back
+ * and sets a response header (the body stays `{"ok":true}`).
+ */
 const HOOKS = [
   'export function before(ctx) { ctx.request.setAttribute("t", ctx.request.getHeader("host") ? 1 : 0) }',
   'export function after(ctx, result) { ctx.response.setHeader("X-Hooked", String(ctx.request.getAttribute("t"))) }',
 ].join('\n');
-// The same work done inside the call: one stage instead of three (the -inline diagnostic).
-const INLINE = `${HOOKS}\nexport function fn(ctx) { before(ctx); const r = { ok: true }; after(ctx, r); return r }`;
 
-// Diagnostics (see bench/server.js): hooks that do nothing (what the two extra stages cost by
-// themselves), and a call that keeps QuickJS busy for about as long as the hooked job does but
-// sends and returns exactly what MAIN does (what the workers' CPU alone costs the main thread).
-const EMPTY_HOOKS = ['export function before(ctx) {}', 'export function after(ctx, result) {}'].join('\n');
-const BUSY = 'export function fn(ctx) { let s = 0; for (let i = 0; i < 1500; i++) s += i; return { ok: s > 0 } }';
+/** A call that waits on an upstream, in the spec's synchronous style. */
+const ioSync = (upstream) => `export function fn(ctx) {
+  var res = platform.http.request({ url: ${JSON.stringify(upstream)} });
+  return res.json();
+}`;
 
-module.exports = { MAIN, HOOKS, INLINE, EMPTY_HOOKS, BUSY };
+/** The same call written with `await`. */
+const ioAwait = (upstream) => `export async function fn(ctx) {
+  const res = await platform.http.request({ url: ${JSON.stringify(upstream)} });
+  return res.json();
+}`;
+
+/** App number `n`'s own script: a source of its own, so nothing compiled is shared between apps. */
+const tenant = (n) => `export function fn(ctx) { var app = ${n}; return { ok: app >= 0 } }`;
+
+module.exports = { MAIN, HOOKS, ioSync, ioAwait, tenant };

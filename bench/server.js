@@ -2,46 +2,59 @@
 /**
  * One benchmark server, run in its own process by bench/run.js:
  *
- *   node bench/server.js <config> [--workers N] [--version-every N]
+ *   node bench/server.js <config> [--workers N] [--version-every N] [--upstream URL] [--apps N]
  *
- * Configs: express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop, and the diagnostics
- * quickjs-inline | vm2-inline | quickjs-empty-hooks | vm2-empty-hooks | quickjs-busy | vm2-busy. Every config answers GET /web0/api/bench/p with `{"ok":true}` (200,
- * JSON). `router-noop` is a diagnostic: the router with a ScriptEngine object that answers at once
- * on the main thread (no workers, no script), so its cost is the router's own main-thread work per
- * request. `-inline` is a diagnostic too: no hooks, but the call does the hooks' work itself (it
- * calls the same before and after functions from inside the call), so it shows what the hooks'
- * work costs without the two extra stages. `-empty-hooks`: before and after hooks whose bodies are
- * empty, so it shows what the two extra stages cost by themselves. `-busy`: no hooks, and a call
- * that loops for about as long as the hooked job runs in QuickJS but sends and returns what the
- * trivial call does, so it shows what the workers' CPU alone costs the main thread.
+ * Configs (every one answers `{"ok":true}`, 200, JSON):
+ *   express          a plain Express 5 handler at GET /web0/api/bench/p (the baseline)
+ *   quickjs, vm2     the router at /web0/api; API `p` of app `bench` runs a trivial script
+ *   quickjs-hooks,   the same with a before and an after hook (bench/scripts.js)
+ *   vm2-hooks
+ *   router-noop      the router with a ScriptEngine that answers at once on the main thread (no
+ *                    workers, no script): the router's own cost
+ *   io-express       Express, GET /web0/api/bench/p does `await fetch(upstream)` and answers its JSON
+ *   io-sync          the router (QuickJS); the script calls the upstream with
+ *                    `platform.http.request` in the spec's synchronous style
+ *   io-await         the same script written with `await`
+ *   tenants          the router (QuickJS) with N apps (`--apps`, 1000) `t0` .. `t<N-1>`, each with a
+ *                    script of its own, at /web0/api/t<n>/p
+ *
+ * `--upstream URL`: the upstream of the io- configs (bench/upstream.js). `--version-every N`
+ * (router configs): every N requests the script's source is replaced by a new version, through
+ * the registry's putScript, to show that script versions do not leak.
  *
  * It listens on 127.0.0.1, port 0. Started with an IPC channel (child_process.fork) it reports
- * `{ type: 'listening', port }` and answers `{ type: 'stats' }` with `{ type: 'stats', rss, ... }`
- * and `{ type: 'close' }` by closing the router and exiting. Started by hand it prints the URL, so
- * it can be profiled directly: `node --cpu-prof bench/server.js quickjs` and drive it with
- * autocannon from another shell.
- *
- * `--version-every N` (router configs): every N requests the script's source is replaced by a new
- * version (same code, a comment with a counter), through the registry's putScript — to show that
- * script versions do not leak.
+ * `{ type: 'listening', port }`, answers `{ type: 'stats' }` with its RSS, CPU and per-thread CPU,
+ * and `{ type: 'close' }` by closing the router and exiting. Started by hand it prints its URL,
+ * so it can be profiled directly: `node --cpu-prof bench/server.js quickjs`, then drive it with
+ * wrk or autocannon from another shell.
  *
  * The package is loaded from `..` (run `npm run build` first), or from SCRIPTABLE_API_PATH.
  */
 const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 const express = require('express');
+const scripts = require('./scripts');
 
 const args = process.argv.slice(2);
 const config = args[0] ?? 'quickjs';
 function flag(name, fallback) {
   const i = args.indexOf(name);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : fallback;
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1] : fallback;
 }
-const workers = flag('--workers', undefined);
-const versionEvery = flag('--version-every', 0);
+const workers = flag('--workers') === undefined ? undefined : Number(flag('--workers'));
+const versionEvery = Number(flag('--version-every', 0));
+const upstream = flag('--upstream');
+const apps = Number(flag('--apps', 1000));
 
-const APP = 'bench';
-const { MAIN, HOOKS, INLINE, EMPTY_HOOKS, BUSY } = require('./scripts');
+const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop', 'io-express', 'io-sync', 'io-await', 'tenants'];
+if (!CONFIGS.includes(config)) {
+  console.error(`unknown config '${config}' (${CONFIGS.join(' | ')})`);
+  process.exit(2);
+}
+if (config.startsWith('io-') && !upstream) {
+  console.error(`config '${config}' needs --upstream URL (node bench/upstream.js)`);
+  process.exit(2);
+}
 
 /** A ScriptEngine that runs nothing: every job ends with the JSON `{"ok":true}`. */
 const NOOP_ENGINE = {
@@ -52,39 +65,55 @@ const NOOP_ENGINE = {
   async close() {},
 };
 
+const app = express();
 let router;
 let versions = 0;
-const app = express();
 
 if (config === 'express') {
   app.get('/web0/api/bench/p', (req, res) => {
     res.json({ ok: true });
   });
+} else if (config === 'io-express') {
+  app.get('/web0/api/bench/p', async (req, res) => {
+    const answer = await fetch(upstream);
+    res.json(await answer.json());
+  });
 } else {
-  const m = /^(quickjs|vm2|router-noop)(-hooks|-inline|-empty-hooks|-busy)?$/.exec(config);
-  if (!m || (m[1] === 'router-noop' && m[2])) {
-    console.error(`unknown config '${config}' (express | quickjs | quickjs-hooks | vm2 | vm2-hooks | router-noop | quickjs-inline | vm2-inline | quickjs-empty-hooks | vm2-empty-hooks | quickjs-busy | vm2-busy)`);
-    process.exit(2);
-  }
   const { createApiRouter, MemoryRegistry } = require(process.env.SCRIPTABLE_API_PATH || '..');
   const registry = new MemoryRegistry();
-  const mainSource = m[2] === '-inline' ? INLINE : m[2] === '-busy' ? BUSY : MAIN;
-  registry.putScript(APP, 'main.js', mainSource);
-  const def = { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' };
-  if (m[2] === '-hooks' || m[2] === '-empty-hooks') {
-    registry.putScript(APP, 'hooks.js', m[2] === '-hooks' ? HOOKS : EMPTY_HOOKS);
-    def.before = { script: 'hooks.js', function: 'before' };
-    def.after = { script: 'hooks.js', function: 'after' };
+  const call = { script: 'main.js', function: 'fn' };
+  let mainSource = scripts.MAIN;
+  if (config === 'io-sync') mainSource = scripts.ioSync(upstream);
+  if (config === 'io-await') mainSource = scripts.ioAwait(upstream);
+
+  if (config === 'tenants') {
+    for (let n = 0; n < apps; n++) {
+      registry.putScript(`t${n}`, 'main.js', scripts.tenant(n));
+      registry.putApi(`t${n}`, { path: 'p', call, returnType: 'JSON' });
+    }
+  } else {
+    registry.putScript('bench', 'main.js', mainSource);
+    const def = { path: 'p', call, returnType: 'JSON' };
+    if (config.endsWith('-hooks')) {
+      registry.putScript('bench', 'hooks.js', scripts.HOOKS);
+      def.before = { script: 'hooks.js', function: 'before' };
+      def.after = { script: 'hooks.js', function: 'after' };
+    }
+    registry.putApi('bench', def);
   }
-  registry.putApi(APP, def);
-  const engine = m[1] === 'router-noop' ? NOOP_ENGINE : m[1];
-  router = createApiRouter({ registry, engine, workers, logger: false });
+
+  const options = { registry, workers, logger: false };
+  if (config === 'router-noop') options.engine = NOOP_ENGINE;
+  else if (config.startsWith('vm2')) options.engine = 'vm2';
+  if (config.startsWith('io-')) options.outbound = { allowPrivateNetworks: true, allowHosts: [new URL(upstream).hostname] };
+  router = createApiRouter(options);
+
   if (versionEvery > 0) {
     let count = 0;
     app.use((req, res, next) => {
       if (++count % versionEvery === 0) {
         versions++;
-        registry.putScript(APP, 'main.js', `// version ${versions}\n${mainSource}`);
+        registry.putScript('bench', 'main.js', `// version ${versions}\n${mainSource}`);
       }
       next();
     });
@@ -128,7 +157,6 @@ function stats() {
     rss: mem.rss,
     heapUsed: mem.heapUsed,
     external: mem.external,
-    arrayBuffers: mem.arrayBuffers,
     requests,
     versions,
     // Main-thread event loop (ms idle / active since start) and process CPU (µs, all threads).
@@ -140,8 +168,9 @@ function stats() {
 
 const server = app.listen(0, '127.0.0.1', () => {
   const { port } = server.address();
+  const path = config === 'tenants' ? '/web0/api/t0/p' : '/web0/api/bench/p';
   if (process.send) process.send({ type: 'listening', port, pid: process.pid });
-  else console.log(`bench server '${config}' on http://127.0.0.1:${port}/web0/api/${APP}/p (pid ${process.pid})`);
+  else console.log(`bench server '${config}' on http://127.0.0.1:${port}${path} (pid ${process.pid})`);
 });
 server.keepAliveTimeout = 60_000;
 server.on('request', () => {

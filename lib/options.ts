@@ -27,7 +27,7 @@ export interface ResolvedOptions {
 
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
-  // one core stays with the event loop (which serves every request); measured in bench/README.md
+  // one core stays with the event loop, which serves every request
   const workers = options.workers ?? Math.max(1, cpuCount() - 1);
   return {
     raw: options,

@@ -256,7 +256,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   }) as ApiRouter;
 
   router.close = async () => {
-    await Promise.all([ownEngine ? engine.close() : undefined, limiter.close()]);
+    await Promise.all([ownEngine ? engine.close() : undefined, limiter.close(), shared.outbound.close()]);
   };
   Object.defineProperty(router, 'metrics', { value: metrics, enumerable: true });
   return router;

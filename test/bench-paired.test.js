@@ -1,7 +1,7 @@
 'use strict';
 // bench/paired.js: the per-round paired ratios bench/run.js prints for a run of several rounds
-// (each router config against express, each hooked or diagnostic config against its plain one).
-const { pairedRatio, pairedLines, baselineOf, tCritical } = require('../bench/paired');
+// (each row against the rows it is read against).
+const { pairedRatio, pairedLines, tCritical } = require('../bench/paired');
 
 test('pairedRatio: ratios by round, their median, mean and the t interval of the mean', () => {
   const r = pairedRatio([100, 200, 100, 400], [90, 190, 92, 360]);
@@ -28,28 +28,21 @@ test('tCritical: the two-sided 95% values, and the normal value for large sample
   expect(tCritical(100)).toBe(1.96);
 });
 
-test('baselineOf: hooked and diagnostic configs against their plain one, router configs against express', () => {
-  expect(baselineOf('quickjs-hooks')).toBe('quickjs');
-  expect(baselineOf('vm2-empty-hooks')).toBe('vm2');
-  expect(baselineOf('quickjs-busy')).toBe('quickjs');
-  expect(baselineOf('quickjs')).toBe('express');
-  expect(baselineOf('router-noop')).toBe('express');
-  expect(baselineOf('express')).toBeUndefined();
-});
-
-test('pairedLines: every pair the run allows, with the pool size kept apart, and hooks as extra time', () => {
+test('pairedLines: each row against the rows it names, hooks also as extra time', () => {
   const series = new Map([
-    ['express', { config: 'express', workers: undefined, rps: [1000, 1000, 1000] }],
-    ['quickjs w=2', { config: 'quickjs', workers: 2, rps: [900, 920, 910] }],
-    ['quickjs-hooks w=2', { config: 'quickjs-hooks', workers: 2, rps: [810, 828, 819] }],
-    ['quickjs-hooks w=1', { config: 'quickjs-hooks', workers: 1, rps: [800, 800, 800] }], // no quickjs w=1: no pair
+    ['express', { rps: [1000, 1000, 1000] }],
+    ['quickjs w=2', { rps: [900, 920, 910], against: [{ key: 'express' }] }],
+    ['quickjs-hooks w=2', { rps: [810, 828, 819], against: [{ key: 'express' }, { key: 'quickjs w=2', time: true }] }],
+    ['quickjs-hooks w=1', { rps: [800, 800, 800], against: [{ key: 'quickjs w=1', time: true }] }], // no quickjs w=1: no line
   ]);
   const lines = pairedLines(series);
-  expect(lines).toHaveLength(2);
+  expect(lines).toHaveLength(3);
   expect(lines[0]).toMatch(/^ {2}quickjs w=2 \/ express +median 0\.910, mean 0\.910 \(95% CI 0\.885–0\.935\), 3 rounds; rounds 0\.900 0\.920 0\.910$/);
+  expect(lines[1]).toMatch(/^ {2}quickjs-hooks w=2 \/ express +median 0\.819/);
+  expect(lines[1]).not.toMatch(/time per request/);
   // 0.9 in every round: no spread, and 1 / 0.9 - 1 = 11.1% more time per request
-  expect(lines[1]).toMatch(/^ {2}quickjs-hooks w=2 \/ quickjs w=2 +median 0\.900, mean 0\.900 \(95% CI 0\.900–0\.900\), 3 rounds/);
-  expect(lines[1]).toMatch(/time per request \+11\.1% \(95% CI \+11\.1% to \+11\.1%\)$/);
+  expect(lines[2]).toMatch(/^ {2}quickjs-hooks w=2 \/ quickjs w=2 +median 0\.900, mean 0\.900 \(95% CI 0\.900–0\.900\), 3 rounds/);
+  expect(lines[2]).toMatch(/time per request \+11\.1% \(95% CI \+11\.1% to \+11\.1%\)$/);
   // a single round gives no paired line
-  expect(pairedLines(new Map([['express', { config: 'express', rps: [1] }], ['quickjs', { config: 'quickjs', rps: [1] }]]))).toEqual([]);
+  expect(pairedLines(new Map([['express', { rps: [1] }], ['quickjs', { rps: [1], against: [{ key: 'express' }] }]]))).toEqual([]);
 });

@@ -1,6 +1,7 @@
 /**
  * The host side of a request's host calls: accounts, outbound HTTP, uploaded parts, automations
- * and console output. One HostServices per request; `dispose()` drops unread outbound bodies.
+ * and console output. One HostServices per request; `dispose()` drops the outbound responses it
+ * kept (their bodies, held for `saveBodyAsFile`).
  */
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
@@ -26,8 +27,21 @@ export interface RequestInfo {
 }
 
 const MAX_OPEN_RESPONSES = 32;
+/** Largest body sent to the script with its response; a larger one crosses only when read. */
+export const INLINE_BODY_BYTES = 1024 * 1024;
 /** Console lines one request may log; the rest are counted and reported in one line. */
 export const MAX_LOG_LINES = 200;
+
+/**
+ * The host reads every outbound body whole (up to `maxBodyBytes`) and keeps it for
+ * `saveBodyAsFile`. A body of at most INLINE_BODY_BYTES goes back with the response, so the
+ * script reads `.body` without a second host call; a larger one, or one that failed (too large,
+ * timed out, reset), is left to `http.body`, which answers it or that failure.
+ */
+async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
+  const bytes = await res.bytes().catch(() => undefined);
+  return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
+}
 
 function str(v: unknown, field: string): string {
   if (typeof v !== 'string' || v === '') throw new ApiError('SCRIPT_ERROR', `${field} must be a non-empty string`);
@@ -72,7 +86,7 @@ export class HostServices implements HostBridge {
         });
         const id = String(this.nextId++);
         this.responses.set(id, res);
-        return { id, status: res.status, headers: res.headers, url: res.url };
+        return { id, status: res.status, headers: res.headers, url: res.url, body: await inlineBody(res) };
       }
       case 'http.body':
         return this.response(args.id).text();
@@ -148,7 +162,7 @@ export class HostServices implements HostBridge {
     else logger.info(line, meta);
   }
 
-  /** Drops outbound bodies the script never read. */
+  /** Drops the outbound responses of this request. */
   dispose(): void {
     if (this.logLines > MAX_LOG_LINES) {
       this.shared.logger?.warn(`[${this.info.appId}] ${this.logLines - MAX_LOG_LINES} more console lines of request ${this.info.requestId} were dropped`, {

@@ -1,7 +1,8 @@
 /**
  * The HTTP client behind `platform.http.request`: http(s) only, private networks refused after
- * DNS resolution (the checked address is the one connected to), `allowHosts` on every redirect
- * hop, one deadline over connect + headers + body, and a cap on the body size.
+ * DNS resolution on every connection (the checked address is the one connected to), `allowHosts`
+ * on every redirect hop, one deadline over connect + headers + body, and a cap on the body size.
+ * Connections are kept alive and reused between calls (lib/outbound/connections.ts).
  */
 import * as dns from 'node:dns';
 import * as http from 'node:http';
@@ -10,6 +11,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { ApiError } from '../errors';
 import type { OutboundOptions } from '../types';
 import { addressBlockReason, hostAllowed } from './address-policy';
+import { createAgents, type Agents } from './connections';
 import { Deadline, describe, OutboundHttpResponse, type OutboundResponse } from './response';
 import { ownSet } from '../context/own-map';
 
@@ -88,6 +90,7 @@ export class OutboundClient {
   private readonly allowPrivate: boolean;
   private readonly allowHosts: readonly string[] | undefined;
   private readonly internal: OutboundInternals;
+  private readonly agents: Agents;
 
   /** Defaults: timeoutMs 10000, maxBodyBytes 10 MiB, maxRedirects 5, allowPrivateNetworks false. */
   constructor(options: OutboundClientOptions = {}) {
@@ -97,6 +100,13 @@ export class OutboundClient {
     this.allowPrivate = options.allowPrivateNetworks === true;
     this.allowHosts = Array.isArray(options.allowHosts) ? [...options.allowHosts] : undefined;
     this.internal = options.internal ?? {};
+    this.agents = createAgents((address, host) => this.checkAddress(address, host));
+  }
+
+  /** Closes the idle kept-alive connections; those in use close when their call ends. */
+  close(): void {
+    this.agents.http.close();
+    this.agents.https.close();
   }
 
   /**
@@ -179,7 +189,7 @@ export class OutboundClient {
         port: url.port || undefined,
         path: `${url.pathname}${url.search}`,
         headers: body ? { ...headers, 'content-length': String(body.length) } : headers,
-        agent: false,
+        agent: url.protocol === 'https:' ? this.agents.https : this.agents.http,
         lookup: this.lookup,
         auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
       };

@@ -10,13 +10,15 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors';
 
-/** The answer to an outbound call; the body is read at most once (text() may be repeated). */
+/** The answer to an outbound call; the body is read at most once (bytes() and text() may be repeated). */
 export interface OutboundResponse {
   status: number;
   /** Lower-case names, repeated values joined with `, `. */
   headers: Record<string, string>;
   /** Final URL, after redirects (without credentials). */
   url: string;
+  /** The whole body, kept for later reads; OUTBOUND_FAILED past maxBodyBytes. */
+  bytes(): Promise<Buffer>;
   /** The body decoded by the content-type charset (default utf-8); OUTBOUND_FAILED past maxBodyBytes. */
   text(): Promise<string>;
   /** Streams the body to `absPath` (temp file + rename); returns its size. Past maxBodyBytes nothing is kept. */
@@ -90,9 +92,13 @@ export class OutboundHttpResponse implements OutboundResponse {
     this.url = clean.href;
   }
 
-  text(): Promise<string> {
+  bytes(): Promise<Buffer> {
     this.buffered ??= this.readAll();
-    return this.buffered.then((buf) => decode(buf, this.headers['content-type']));
+    return this.buffered;
+  }
+
+  text(): Promise<string> {
+    return this.bytes().then((buf) => decode(buf, this.headers['content-type']));
   }
 
   async saveTo(absPath: string): Promise<number> {

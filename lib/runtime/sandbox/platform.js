@@ -65,11 +65,12 @@ function httpRequest(opts) {
   var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
   var res = hostCall('http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs });
   var id = getOwn(res, 'id');
-  var loaded = false;
-  var cached;
+  // Bodies up to 1 MiB arrive with the response; a larger one is asked for on first read, and a
+  // body the host could not read throws the reason then (too large, timed out, reset).
+  var received = getOwn(res, 'body');
   function loadBody() {
-    if (!loaded) (cached = hostCall('http.body', { id: id })), (loaded = true);
-    return cached;
+    if (typeof received !== 'string') received = hostCall('http.body', { id: id });
+    return received;
   }
   var response = {
     status: getOwn(res, 'status'),

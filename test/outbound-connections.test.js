@@ -1,0 +1,243 @@
+'use strict';
+// Kept-alive outbound connections: reused between calls, checked on every connection (DNS
+// rebinding and redirects still refused on a warm pool), closed by router.close(); and the
+// response body arriving with `platform.http.request` instead of in a second host call.
+// Real servers on loopback (port 0) only.
+const http = require('node:http');
+const request = require('supertest');
+const { OutboundClient } = require('../dist/cjs/outbound/client.js');
+const { createAgents } = require('../dist/cjs/outbound/connections.js');
+const { addressBlockReason } = require('../dist/cjs/outbound/address-policy.js');
+const { HostServices } = require('../dist/cjs/host/services.js');
+const { oneApi } = require('./helpers/app');
+
+const servers = [];
+
+/** An http server on `host`:`port` (0: any); counts TCP connections and requests. */
+async function serve(handler, host = '127.0.0.1', port = 0) {
+  const server = http.createServer(handler);
+  const stats = { connections: 0, requests: 0, open: new Set() };
+  server.on('connection', (socket) => {
+    stats.connections++;
+    stats.open.add(socket);
+    socket.on('close', () => stats.open.delete(socket));
+  });
+  server.on('request', () => stats.requests++);
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  servers.push(server);
+  return { server, port: server.address().port, url: `http://${host}:${server.address().port}`, stats };
+}
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
+afterEach(async () => {
+  jest.restoreAllMocks();
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+describe('OutboundClient keeps connections alive', () => {
+  test('sequential calls to one upstream share one connection', async () => {
+    const up = await serve((req, res) => res.end(`call ${req.url}`));
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    for (let i = 0; i < 10; i++) expect(await (await client.request({ url: `${up.url}/${i}` })).text()).toBe(`call /${i}`);
+    expect(up.stats.requests).toBe(10);
+    expect(up.stats.connections).toBe(1);
+    client.close();
+  });
+
+  test('concurrent calls open connections that later calls reuse', async () => {
+    const up = await serve((req, res) => setTimeout(() => res.end('ok'), 20));
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    const burst = () => Promise.all(Array.from({ length: 8 }, async () => (await client.request({ url: up.url })).text()));
+    expect(await burst()).toEqual(Array(8).fill('ok'));
+    const opened = up.stats.connections;
+    expect(opened).toBeGreaterThanOrEqual(1);
+    expect(opened).toBeLessThanOrEqual(8);
+    expect(await burst()).toEqual(Array(8).fill('ok'));
+    expect(up.stats.requests).toBe(16);
+    expect(up.stats.connections).toBe(opened);
+    client.close();
+  });
+
+  test('close() closes the idle connections', async () => {
+    const up = await serve((req, res) => res.end('ok'));
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    await (await client.request({ url: up.url })).text();
+    expect(up.stats.open.size).toBe(1);
+    const [socket] = up.stats.open;
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    client.close();
+    await closed;
+    expect(up.stats.open.size).toBe(0);
+  });
+});
+
+describe('every connection of a warm pool is checked', () => {
+  test('DNS rebinding: a name that now resolves to loopback gets no new connection', async () => {
+    // 127.0.0.1 stands for the name's public address; 127.0.0.2 is where it rebinds to.
+    const up = await serve((req, res) => setTimeout(() => res.end('public'), 50));
+    let rebound = null;
+    try {
+      rebound = await serve((req, res) => res.end('private'), '127.0.0.2', up.port);
+    } catch (err) {
+      if (err.code !== 'EADDRNOTAVAIL') throw err; // a system without 127.0.0.0/8 on loopback
+    }
+    let answer = '127.0.0.1';
+    const resolve = jest.fn(async () => [{ address: answer, family: 4 }]);
+    const blockReason = (address) => (address === '127.0.0.1' ? null : addressBlockReason(address));
+    const client = new OutboundClient({ internal: { resolve, blockReason } });
+    const url = `http://rebind.test:${up.port}/`;
+    for (let i = 0; i < 3; i++) expect(await (await client.request({ url })).text()).toBe('public');
+    expect(resolve).toHaveBeenCalledTimes(1);
+    expect(up.stats.connections).toBe(1);
+
+    answer = '127.0.0.2';
+    // Two at once: one takes the kept connection (to the address checked before), the other
+    // needs a new connection, resolves the name again and is refused.
+    const [kept, fresh] = await Promise.allSettled([client.request({ url }), client.request({ url })]);
+    expect(await kept.value.text()).toBe('public');
+    expect(fresh.reason).toMatchObject({ errorName: 'OUTBOUND_BLOCKED', code: 270500 });
+    expect(fresh.reason.message).toBe('destination rebind.test (127.0.0.2) is a loopback address; private networks are not allowed');
+    expect(resolve).toHaveBeenCalledTimes(2);
+    expect(up.stats.connections).toBe(1);
+    if (rebound) expect(rebound.stats.connections).toBe(0);
+    client.close();
+  });
+
+  test('a redirect into a private network is refused on a warm pool', async () => {
+    const inner = await serve((req, res) => res.end('secret'));
+    const outer = await serve((req, res) => {
+      if (req.url === '/to-ip') return res.writeHead(302, { location: `http://127.0.0.1:${inner.port}/admin` }).end();
+      if (req.url === '/to-name') return res.writeHead(302, { location: `http://localhost:${inner.port}/admin` }).end();
+      res.end('public');
+    });
+    const resolve = async () => [{ address: '127.0.0.1', family: 4 }];
+    const client = new OutboundClient({ internal: { resolve, blockReason: (address, host) => (host === 'public.test' ? null : addressBlockReason(address)) } });
+    const base = `http://public.test:${outer.port}`;
+    for (let i = 0; i < 3; i++) expect(await (await client.request({ url: `${base}/` })).text()).toBe('public');
+    expect(outer.stats.connections).toBe(1);
+
+    const toIp = await rejection(client.request({ url: `${base}/to-ip` }));
+    expect(toIp).toMatchObject({ errorName: 'OUTBOUND_BLOCKED' });
+    expect(toIp.message).toBe('destination 127.0.0.1 is a loopback address; private networks are not allowed');
+    const toName = await rejection(client.request({ url: `${base}/to-name` }));
+    expect(toName.message).toBe('destination localhost (127.0.0.1) is a loopback address; private networks are not allowed');
+    expect(inner.stats.connections).toBe(0);
+    // the pool still serves the allowed host
+    expect(await (await client.request({ url: `${base}/` })).text()).toBe('public');
+    client.close();
+  });
+
+  test('the connect-time check refuses a socket before it sends the request', async () => {
+    const up = await serve((req, res) => res.end('reached'));
+    const agents = createAgents((address, host) => {
+      throw Object.assign(new Error(`refused ${host} at ${address}`), { code: 'TEST_REFUSED' });
+    });
+    const err = await new Promise((resolve) => {
+      const req = http.request({ host: '127.0.0.1', port: up.port, agent: agents.http }, () => resolve(new Error('answered')));
+      req.on('error', resolve);
+      req.end();
+    });
+    expect(err.message).toBe('refused 127.0.0.1 at 127.0.0.1');
+    expect(up.stats.requests).toBe(0);
+    agents.http.close();
+  });
+});
+
+describe('platform.http.request through the router', () => {
+  const SCRIPT = `export function fn(ctx) {
+    const out = [];
+    for (let i = 0; i < 4; i++) {
+      const res = platform.http.request({ url: ctx.query.url + '/json?i=' + i });
+      out.push({ status: res.status, body: res.body, text: res.text() === res.body, n: res.json().i });
+    }
+    return out;
+  }`;
+
+  test('the body comes with the response (one host call per request) and connections are reused', async () => {
+    const up = await serve((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ i: Number(new URL(req.url, 'http://x').searchParams.get('i')) }));
+    });
+    const calls = jest.spyOn(HostServices.prototype, 'call');
+    const { app, router } = oneApi(SCRIPT, {}, { outbound: { allowPrivateNetworks: true } });
+    try {
+      for (let r = 0; r < 3; r++) {
+        const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual([0, 1, 2, 3].map((i) => ({ status: 200, body: `{"i":${i}}`, text: true, n: i })));
+      }
+      expect(calls.mock.calls.map(([op]) => op)).toEqual(Array(12).fill('http.request'));
+      expect(up.stats.requests).toBe(12);
+      expect(up.stats.connections).toBe(1);
+      // router.close() closes the kept connection
+      const [socket] = up.stats.open;
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      await router.close();
+      await closed;
+    } finally {
+      await router.close();
+    }
+  });
+
+  test('a body the host could not read fails when the script reads it, not before', async () => {
+    const up = await serve((req, res) => res.end('x'.repeat(500)));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      const out = { status: res.status };
+      for (const read of [() => res.body, () => res.text(), () => res.json()]) {
+        try { read(); out.read = true; } catch (e) { (out.codes ??= []).push(e.code); }
+      }
+      return out;
+    }`;
+    const { app, router } = oneApi(script, {}, { outbound: { allowPrivateNetworks: true, maxBodyBytes: 100 } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body).toEqual({ status: 200, codes: [270501, 270501, 270501] });
+    } finally {
+      await router.close();
+    }
+  });
+});
+
+describe('large bodies', () => {
+  test('a body over 1 MiB crosses into the script only when read; saveBodyAsFile writes it', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const big = Buffer.alloc(2 * 1024 * 1024 + 5, 'b');
+    const up = await serve((req, res) => res.end(big));
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-big-'));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      if (ctx.query.save) return res.saveBodyAsFile('big.bin');
+      return { length: res.body.length, again: res.text().length };
+    }`;
+    const calls = jest.spyOn(HostServices.prototype, 'call');
+    const { app, router } = oneApi(script, {}, { sandboxDir, outbound: { allowPrivateNetworks: true } });
+    try {
+      const read = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(read.body).toEqual({ length: big.length, again: big.length });
+      expect(calls.mock.calls.map(([op]) => op)).toEqual(['http.request', 'http.body']);
+      const saved = await request(app).get('/web0/api/app1/p').query({ url: up.url, save: '1' });
+      expect(saved.body).toEqual({ path: 'big.bin', size: big.length });
+      expect(fs.readFileSync(path.join(sandboxDir, 'app1', 'big.bin')).equals(big)).toBe(true);
+    } finally {
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
+});
