@@ -13,4 +13,5 @@ export type { PoolOptions } from './runtime/pool';
 export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, ScriptSource } from './runtime/engine';
 export type * from './runtime/protocol';
 export { validateApiDefinition } from './validations';
+export { validateAutomation } from './automation/compile';
 export type * from './types';

@@ -5,6 +5,7 @@
 import type { Request } from 'express';
 import type { RateLimitStore } from './rate-limit/types';
 import type { ScriptEngine } from './runtime/engine';
+import type { AutomationDefinition } from './automation/types';
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -58,20 +59,23 @@ export interface ApiDefinition {
   methods?: string[];
   /** `false` makes the API answer as unknown (404). Default true. */
   enabled?: boolean;
+  /** For people reading the definition. */
+  description?: string;
 }
 
-/** An automation program as the registry stores it; run by the `automations` option. */
-export interface AutomationDefinition {
-  id: string;
-  [key: string]: unknown;
-}
+export type { AutomationDefinition, AutomationStep, AutomationState, AutomationValue, AutomationStepBase, ScriptStep, HttpStep, SetStep, IfStep, ForEachStep, ReturnStep, AbortStep } from './automation/types';
 
-/** Where API definitions and scripts live. Implement it over your database, files, or CMS. */
+/**
+ * Where API definitions and scripts live. Implement it over your database, files, or CMS.
+ * `stage` is `'preview'` for a request on the preview path (unpublished definitions); absent or
+ * `'published'` otherwise.
+ */
 export interface ApiRegistry {
-  getApi(appId: string, path: string): Awaitable<ApiDefinition | null | undefined>;
+  getApi(appId: string, path: string, stage?: 'published' | 'preview'): Awaitable<ApiDefinition | null | undefined>;
   /** ES module source of a script. */
-  getScript(appId: string, name: string): Awaitable<string | null | undefined>;
-  getAutomation?(appId: string, id: string): Awaitable<AutomationDefinition | null | undefined>;
+  getScript(appId: string, name: string, stage?: 'published' | 'preview'): Awaitable<string | null | undefined>;
+  /** An automation program (validated before it runs, once per object). */
+  getAutomation?(appId: string, id: string, stage?: 'published' | 'preview'): Awaitable<AutomationDefinition | null | undefined>;
 }
 
 /** The account object of the spec, returned by `platform.system.getAccountByToken`. */
@@ -106,7 +110,7 @@ export interface AutomationInvocation {
   input: { request: Record<string, unknown>; result?: unknown; attributes: Record<string, unknown> };
 }
 
-/** Runs automation programs (host code). */
+/** Runs automation programs (host code), in place of the built-in interpreter. */
 export interface AutomationRunner {
   run(invocation: AutomationInvocation): Awaitable<unknown>;
 }
@@ -188,7 +192,10 @@ export interface ApiRouterOptions {
   accounts?: AccountService;
   /** Stores uploads for `Part.saveAttachment(tableId, fieldId)`. */
   attachments?: AttachmentService;
-  /** Runs automations referred to by `call` / `after`. */
+  /**
+   * Runs automations referred to by `call` / `after` in place of the built-in interpreter (which
+   * runs the steps of an AutomationDefinition itself).
+   */
   automations?: AutomationRunner;
   /** Largest request body, bytes or a string like `'1mb'`. Default `'1mb'`. */
   bodyLimit?: number | string;

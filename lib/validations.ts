@@ -6,92 +6,34 @@
 import { MAX_TIMER_MS } from './timers';
 import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
-import type { ApiDefinition, ApiRouterOptions, AutomationRef, OutboundOptions, RateLimitOptions, ScriptRef } from './types';
-
-const RETURN_TYPES = new Set(['JSON', 'Text', 'File', 'Redirect']);
-const METHOD = /^[A-Z][A-Z0-9!#$%&'*+.^_`|~-]*$/;
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+import { checkSchema, dotted } from './definitions/schema';
+import type { ApiDefinition, ApiRouterOptions, OutboundOptions, RateLimitOptions } from './types';
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function nonEmptyString(v: unknown, field: string): string {
-  if (typeof v !== 'string' || v.trim() === '') throw new ConfigError(field, `must be a non-empty string, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-export function validateScriptRef(v: unknown, field: string): ScriptRef {
-  if (!isObject(v) || typeof v.script !== 'string') {
-    throw new ConfigError(field, 'must be { script: string, function: string }');
-  }
-  nonEmptyString(v.script, `${field}.script`);
-  const fn = nonEmptyString(v.function, `${field}.function`);
-  if (!IDENTIFIER.test(fn)) throw new ConfigError(`${field}.function`, `'${fn}' is not an exported function name`);
-  return v as unknown as ScriptRef;
-}
-
-function validateCallRef(v: unknown, field: string): ScriptRef | AutomationRef {
-  if (isObject(v) && 'automation' in v) {
-    if ('script' in v) throw new ConfigError(field, 'give either script + function or automation, not both');
-    nonEmptyString(v.automation, `${field}.automation`);
-    return v as unknown as AutomationRef;
-  }
-  return validateScriptRef(v, field);
-}
-
-/** Checks an API path: segments without empty parts, `.`/`..`, or a leading slash. */
-export function validateApiPath(v: unknown, field = 'path'): string {
-  const path = nonEmptyString(v, field);
-  if (path.startsWith('/')) throw new ConfigError(field, `'${path}' must not start with '/'`);
-  for (const seg of path.split('/')) {
-    if (seg === '' || seg === '.' || seg === '..') throw new ConfigError(field, `'${path}' has an empty, '.' or '..' segment`);
-  }
-  return path;
-}
-
-/** Validates and normalizes (upper-cases `methods`) an API definition. Throws ConfigError. */
+/**
+ * Validates and normalizes (upper-cases `methods`) an API definition. Throws ConfigError naming
+ * the field. The rules are schemas/api-definition.json's (unknown fields are refused), plus what a
+ * schema cannot say: the rate-limit identifier's placeholders.
+ */
 export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinition {
-  if (!isObject(def)) throw new ConfigError(where, 'must be an object');
-  validateApiPath(def.path, `${where}.path`);
-  validateCallRef(def.call, `${where}.call`);
-  if (typeof def.returnType !== 'string' || !RETURN_TYPES.has(def.returnType)) {
-    throw new ConfigError(`${where}.returnType`, `must be one of JSON, Text, File, Redirect; got ${JSON.stringify(def.returnType)}`);
+  const problem = checkSchema('api-definition', def);
+  if (problem) {
+    if (problem.path.length === 0) throw new ConfigError(where, problem.message);
+    throw new ConfigError(where + dotted(problem.path), problem.message);
   }
-  if (def.before !== undefined) validateScriptRef(def.before, `${where}.before`);
-  if (def.after !== undefined) validateCallRef(def.after, `${where}.after`);
-  if (def.onError !== undefined) validateScriptRef(def.onError, `${where}.onError`);
-  if (def.enabled !== undefined && typeof def.enabled !== 'boolean') throw new ConfigError(`${where}.enabled`, 'must be a boolean');
-  if (def.rateLimit !== undefined) {
-    const rl = def.rateLimit;
-    if (!isObject(rl)) throw new ConfigError(`${where}.rateLimit`, 'must be an object');
-    if (typeof rl.requestsPerSecond !== 'number' || !Number.isFinite(rl.requestsPerSecond) || rl.requestsPerSecond < 0) {
-      throw new ConfigError(`${where}.rateLimit.requestsPerSecond`, `must be a number >= 0 (0 = no limit), got ${shown(rl.requestsPerSecond)}`);
-    }
-    if (rl.timeoutMs !== undefined && (typeof rl.timeoutMs !== 'number' || Number.isNaN(rl.timeoutMs))) {
-      throw new ConfigError(`${where}.rateLimit.timeoutMs`, 'must be a number of milliseconds (negative counts as 0)');
-    }
-    if (rl.identifier !== undefined && typeof rl.identifier !== 'string') {
-      throw new ConfigError(`${where}.rateLimit.identifier`, 'must be a template string such as "{ip}"');
-    }
-    const unknown = rl.identifier === undefined ? undefined : unknownPlaceholder(rl.identifier);
-    if (unknown !== undefined) {
-      throw new ConfigError(
-        `${where}.rateLimit.identifier`,
-        `${JSON.stringify(unknown)} is not a placeholder: use {ip}, {header.NAME}, {query.NAME}, {cookie.NAME} or {attr.NAME} (braces are not allowed in literal text)`,
-      );
-    }
+  const d = def as Record<string, unknown> & { rateLimit?: { identifier?: string }; methods?: string[] };
+  const unknown = d.rateLimit?.identifier === undefined ? undefined : unknownPlaceholder(d.rateLimit.identifier);
+  if (unknown !== undefined) {
+    throw new ConfigError(
+      `${where}.rateLimit.identifier`,
+      `${JSON.stringify(unknown)} is not a placeholder: use {ip}, {header.NAME}, {query.NAME}, {cookie.NAME} or {attr.NAME} (braces are not allowed in literal text)`,
+    );
   }
-  let methods: string[] | undefined;
-  if (def.methods !== undefined) {
-    if (!Array.isArray(def.methods) || def.methods.length === 0) throw new ConfigError(`${where}.methods`, 'must be a non-empty array of HTTP methods');
-    methods = def.methods.map((m, i) => {
-      const up = typeof m === 'string' ? m.toUpperCase() : '';
-      if (!METHOD.test(up)) throw new ConfigError(`${where}.methods[${i}]`, `${JSON.stringify(m)} is not an HTTP method`);
-      return up;
-    });
-  }
-  return methods ? ({ ...def, methods } as unknown as ApiDefinition) : (def as unknown as ApiDefinition);
+  const methods = d.methods?.map((m) => m.toUpperCase());
+  return methods ? ({ ...d, methods } as unknown as ApiDefinition) : (d as unknown as ApiDefinition);
 }
 
 const SIZE = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i;
@@ -148,10 +90,16 @@ function distance(a: string, b: string, max: number): number {
 function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], prefix: string): void {
   for (const k of Object.keys(o)) {
     if (known.includes(k)) continue;
-    const lower = k.toLowerCase();
-    const near = known.find((n) => n.toLowerCase() === lower) ?? known.find((n) => distance(lower, n.toLowerCase(), 2) <= 2);
+    const near = nearestName(k, known);
     throw new ConfigError(prefix + k, `is not an option${near ? ` (did you mean '${prefix}${near}'?)` : `; the options are ${known.join(', ')}`}`);
   }
+}
+
+/** The known name `name` was probably meant to be (same letters in another case, or a typo or two), if any. */
+export function nearestName(name: string, known: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
+  // (a short name is near everything: two edits of a two-letter name are a different name)
+  return known.find((n) => n.toLowerCase() === lower) ?? known.find((n) => distance(lower, n.toLowerCase(), 2) * 2 < Math.max(lower.length, 3));
 }
 
 /** Checks `createApiRouter` options. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Builds dist/cjs with tsc, copies the sandbox-side JavaScript, and writes the ESM entry that
-// re-exports the CommonJS build (one implementation, so `import` and `require` share state).
+// Builds dist/cjs with tsc, copies the sandbox-side JavaScript, converts the CEL library (an ES
+// module only) to CommonJS under dist/cjs/vendor, and writes the ESM entry that re-exports the
+// CommonJS build (one implementation, so `import` and `require` share state).
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -19,6 +20,25 @@ if (fs.existsSync(sandboxSrc)) {
   const out = path.join(dist, 'cjs', 'runtime', 'sandbox');
   fs.mkdirSync(out, { recursive: true });
   for (const f of fs.readdirSync(sandboxSrc)) if (f.endsWith('.js')) fs.copyFileSync(path.join(sandboxSrc, f), path.join(out, f));
+}
+
+// @marcbachmann/cel-js ships ES modules only. `require()` of an ES module needs Node.js 20.19 and
+// fails under test runners with their own module loader (Jest), so the automation interpreter
+// loads a CommonJS copy made here (imports/exports rewritten by sucrase; nothing else changes).
+{
+  // (its exports map hides package.json: find the package folder from the main entry)
+  const celPkg = path.resolve(path.dirname(require.resolve('@marcbachmann/cel-js')), '..');
+  const { transform } = require('sucrase');
+  const out = path.join(dist, 'cjs', 'vendor', 'cel-js');
+  fs.mkdirSync(out, { recursive: true });
+  for (const f of fs.readdirSync(path.join(celPkg, 'lib'))) {
+    if (!f.endsWith('.js')) continue;
+    const code = fs.readFileSync(path.join(celPkg, 'lib', f), 'utf8');
+    fs.writeFileSync(path.join(out, f), transform(code, { transforms: ['imports'], filePath: f }).code);
+  }
+  const { version } = require(path.join(celPkg, 'package.json'));
+  fs.copyFileSync(path.join(celPkg, 'LICENSE'), path.join(out, 'LICENSE'));
+  fs.writeFileSync(path.join(out, 'package.json'), JSON.stringify({ name: '@marcbachmann/cel-js', version, type: 'commonjs', main: 'index.js' }, null, 2) + '\n');
 }
 
 const cjs = require(path.join(dist, 'cjs', 'index.js'));

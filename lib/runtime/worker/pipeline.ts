@@ -15,6 +15,7 @@ import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 import { ownGet } from '../../context/own-map';
 import { jsonOf } from './output-cache';
+import { runAutomationStage } from '../../automation/pipeline-stage'; // [automation]
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -111,7 +112,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let attributesJson: string | undefined;
   let responseJson: string | undefined;
 
-  const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
+  const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
     const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
@@ -126,7 +127,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
         mod,
         ref.function,
         {
-          head: headText(stage, job.returnType, wantValue),
+          head: headText(stage, returnType, wantValue),
           request: (requestJson ??= JSON.stringify(job.request)),
           attributes: (attributesJson ??= jsonOf(state.attributes)), // (an earlier stage's attributes: their text is kept)
           response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
@@ -161,7 +162,26 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     }
   };
 
-  const runAutomation = (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): StageResult => {
+  const runAutomation = async (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): Promise<StageResult> => {
+    // [automation] the built-in interpreter (lib/automation) unless the host passed its own runner
+    if (job.automations !== undefined) {
+      return runAutomationStage(
+        {
+          appId: job.appId,
+          returnType: job.returnType,
+          deadline: job.deadline,
+          automations: job.automations,
+          request: () => (job.request ??= JSON.parse(job.requestJson!) as ScriptJob['request']),
+          attributes: () => state.attributes,
+          // a script step is `fn(ctx, state)`: the after stage's shape, its value wanted back as JSON
+          runScript: (ref, valueJson) => runScript(ref, 'after', true, valueJson, 'JSON'),
+          callHost: env.callHost,
+        },
+        ref.automation,
+        stage,
+        value,
+      );
+    }
     try {
       const v = env.callHost('automation.run', {
         automation: ref.automation,
@@ -196,7 +216,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
 
   // 2. the call
   const call = isAutomation(job.call)
-    ? runAutomation(job.call, 'call')
+    ? await runAutomation(job.call, 'call')
     : await runScript(job.call, 'call', callValueWanted(job));
 
   // 4. onError, on an error of the call only
@@ -217,7 +237,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let final = call.out!;
   if (job.after) {
     const a = isAutomation(job.after)
-      ? runAutomation(job.after, 'after', final.value)
+      ? await runAutomation(job.after, 'after', final.value)
       : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;
