@@ -4,6 +4,8 @@
 export { createApiRouter } from './router';
 export { MemoryRegistry } from './registry/memory';
 export type { MemoryAppConfig } from './registry/memory';
+export { DirectoryRegistry } from './registry/directory';
+export type { DirectoryRegistryOptions, DirectoryReload, RegistryProblem } from './registry/directory';
 export { ApiError, ConfigError, ERRORS } from './errors';
 export type { ErrorBody, ErrorName } from './errors';
 export { MemoryRateLimitStore, RedisRateLimitStore, reserveGcra } from './rate-limit';

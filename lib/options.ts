@@ -24,7 +24,7 @@ export interface ResolvedOptions {
 }
 
 /** One line per message on the console; nothing under NODE_ENV=test. */
-function defaultLogger(): Logger | undefined {
+export function defaultLogger(): Logger | undefined {
   if (process.env.NODE_ENV === 'test') return undefined;
   const line = (fn: (s: string) => void) => (message: string) => fn(`scriptable-api ${message}`);
   return { debug: line(console.debug), info: line(console.info), warn: line(console.warn), error: line(console.error) };
