@@ -7,6 +7,9 @@ import { MAX_TIMER_MS } from './timers';
 import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
 import { checkSchema, dotted } from './definitions/schema';
+import { nearestName, shown } from './definitions/names';
+
+export { nearestName, shown };
 import type { ApiDefinition, ApiRouterOptions, OutboundOptions, RateLimitOptions } from './types';
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -47,11 +50,6 @@ export function parseSize(v: unknown, field: string): number {
   return Math.floor(Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]);
 }
 
-/** A value as a message shows it: NaN and Infinity as themselves (JSON.stringify prints null). */
-export function shown(v: unknown): string {
-  return typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
-}
-
 function positiveInt(v: unknown, field: string, min = 1, max = Number.MAX_SAFE_INTEGER): void {
   if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < min)) {
     throw new ConfigError(field, `must be an integer >= ${min}, got ${shown(v)}`);
@@ -73,19 +71,6 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const keysMatch: [Same<keyof ApiRouterOptions, (typeof ROUTER_KEYS)[number]>, Same<keyof OutboundOptions, (typeof OUTBOUND_KEYS)[number]>, Same<keyof RateLimitOptions, (typeof RATE_LIMIT_KEYS)[number]>] = [true, true, true];
 void keysMatch;
 
-/** Edit distance between two short names, or Infinity once it passes `max`. */
-function distance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return Infinity;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    if (Math.min(...row) > max) return Infinity;
-    prev = row;
-  }
-  return prev[b.length];
-}
-
 /** An unknown key is a typo until shown otherwise (`scriptTimeoutMS` would silently keep the default). */
 function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], prefix: string): void {
   for (const k of Object.keys(o)) {
@@ -95,12 +80,6 @@ function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], pre
   }
 }
 
-/** The known name `name` was probably meant to be (same letters in another case, or a typo or two), if any. */
-export function nearestName(name: string, known: readonly string[]): string | undefined {
-  const lower = name.toLowerCase();
-  // (a short name is near everything: two edits of a two-letter name are a different name)
-  return known.find((n) => n.toLowerCase() === lower) ?? known.find((n) => distance(lower, n.toLowerCase(), 2) * 2 < Math.max(lower.length, 3));
-}
 
 /** Checks `createApiRouter` options. */
 export function validateOptions(o: unknown): asserts o is ApiRouterOptions {

@@ -8,7 +8,7 @@
  * Every failure is a ConfigError naming the field: `automation 'checkout' step 'total'.vars.sum`.
  */
 import { ConfigError } from '../errors';
-import { nearestName } from '../validations';
+import { nearestName } from '../definitions/names';
 import { checkSchema, dotted } from '../definitions/schema';
 import { compileExpression } from './cel';
 import type { CompiledAutomation, CompiledStep, CompiledValue, StepCompiler } from './compiled';
@@ -66,14 +66,20 @@ function refuseStepTypes(where: string, def: Record<string, unknown>): void {
   visit(def.steps, ['steps']);
 }
 
-/** Validates and compiles `def`. Throws ConfigError naming the automation, the step and the field. */
-export function compileAutomation(def: unknown, where?: string): CompiledAutomation {
+/**
+ * Validates and compiles `def`. Throws ConfigError naming the automation, the step and the field.
+ * `validated`: the definition passed this function before (a script worker compiling what the
+ * router checked): the schema pass is skipped.
+ */
+export function compileAutomation(def: unknown, options: { where?: string; validated?: boolean } = {}): CompiledAutomation {
   const id = isObject(def) && typeof def.id === 'string' ? def.id : undefined;
-  const at = where ?? (id === undefined ? 'automation' : `automation '${id}'`);
+  const at = options.where ?? (id === undefined ? 'automation' : `automation '${id}'`);
   if (!isObject(def)) throw new ConfigError(at, 'must be an object { id, steps }');
   refuseStepTypes(at, def);
-  const problem = checkSchema('automation', def);
-  if (problem) throw new ConfigError(fieldName(at, def, problem.path), problem.message);
+  if (!options.validated) {
+    const problem = checkSchema('automation', def);
+    if (problem) throw new ConfigError(fieldName(at, def, problem.path), problem.message);
+  }
 
   const scripts = new Set<string>();
   const ids = new Set<string>();

@@ -46,7 +46,7 @@ function compiledFor(text: string): CompiledAutomation {
   let c = compiled.get(text);
   if (c === undefined) {
     try {
-      c = compileAutomation(JSON.parse(text));
+      c = compileAutomation(JSON.parse(text), { validated: true }); // (the router validated it)
     } catch (e) {
       c = e instanceof ConfigError ? e : new ConfigError('automation', String((e as Error)?.message ?? e));
     }

@@ -6,20 +6,23 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { nearestName, shown } from '../validations';
+import type { default as AjvClass, ErrorObject, ValidateFunction } from 'ajv';
+import { nearestName, shown } from './names';
 
 export type SchemaName = 'api-definition' | 'automation';
 
 /** Where the package keeps its schemas (dist/cjs/definitions → the package root). */
 export const SCHEMA_DIR = path.resolve(__dirname, '..', '..', '..', 'schemas');
 
-let ajv: Ajv | undefined;
+// (loaded on first use: a script worker never validates definitions, and ajv takes ~50 ms to load)
+let ajv: AjvClass | undefined;
 const compiled = new Map<SchemaName, ValidateFunction>();
 
 function validator(name: SchemaName): ValidateFunction {
   let v = compiled.get(name);
   if (v === undefined) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Ajv = (require('ajv') as { default: typeof AjvClass }).default;
     ajv ??= new Ajv({ allErrors: true, verbose: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false, strictNumbers: true, keywords: ['x-message'] });
     const schema = JSON.parse(fs.readFileSync(path.join(SCHEMA_DIR, `${name}.json`), 'utf8')) as Record<string, unknown>;
     v = ajv.compile(schema);

@@ -4,7 +4,7 @@
  * the result is the list of each round's last result.
  */
 import type { StepKind } from '../compiled';
-import { shown } from '../../validations';
+import { shown } from '../../definitions/names';
 
 export const forEachStep: StepKind = {
   type: 'forEach',

@@ -7,7 +7,7 @@
  * is a result like any other: test `state.steps.<id>.status` and `abort` if need be.
  */
 import type { StepKind } from '../compiled';
-import { shown } from '../../validations';
+import { shown } from '../../definitions/names';
 
 export const httpStep: StepKind = {
   type: 'http',

@@ -4,7 +4,7 @@
  * when the branch is empty or absent).
  */
 import type { StepKind } from '../compiled';
-import { shown } from '../../validations';
+import { shown } from '../../definitions/names';
 
 export const ifStep: StepKind = {
   type: 'if',
