@@ -15,7 +15,8 @@ import { serializeForReturnType } from '../serialize';
 import { EngineError, type SandboxDriver } from './driver';
 import { ownGet } from '../../context/own-map';
 import { jsonOf } from './output-cache';
-import { runAutomationStage } from '../../automation/pipeline-stage'; // [automation]
+// [automation] the interpreter is loaded on a worker's first automation: other workers never pay for it
+let automationStage: typeof import('../../automation/pipeline-stage') | undefined;
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -165,7 +166,9 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   const runAutomation = async (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): Promise<StageResult> => {
     // [automation] the built-in interpreter (lib/automation) unless the host passed its own runner
     if (job.automations !== undefined) {
-      return runAutomationStage(
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      automationStage ??= require('../../automation/pipeline-stage') as typeof import('../../automation/pipeline-stage');
+      return automationStage.runAutomationStage(
         {
           appId: job.appId,
           returnType: job.returnType,
