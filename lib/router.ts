@@ -19,7 +19,7 @@ import type { JobResult, ScriptEngine, ScriptJob, ScriptSource } from './runtime
 import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
-import { resolveAutomations } from './automation/resolve';
+import { resolveAutomations, runsAutomation } from './automation/resolve';
 import type { ApiDefinition, ApiRouter, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
 
 function scriptNames(def: ApiDefinition): string[] {
@@ -143,9 +143,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
 
     const body = await readBody(req, res, opts.bodyLimit);
     // [automation] definitions (and the scripts their steps call) travel with the job, unless the host runs them
-    const auto = options.automations ? undefined : await resolveAutomations(registry, appId, def, logger);
+    const auto = options.automations || !runsAutomation(def) ? undefined : await resolveAutomations(registry, appId, def, logger);
     const scripts: Record<string, ScriptSource> = {};
-    for (const name of auto ? [...scriptNames(def), ...auto.scripts] : scriptNames(def)) {
+    for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
       const source = await registry.getScript(appId, name);
       if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source));
     }

@@ -18,6 +18,11 @@ function automationId(ref: ScriptRef | AutomationRef | undefined): string | unde
   return ref && typeof (ref as AutomationRef).automation === 'string' ? (ref as AutomationRef).automation : undefined;
 }
 
+/** Whether the API's call or after hook is an automation (checked before anything is awaited). */
+export function runsAutomation(def: ApiDefinition): boolean {
+  return automationId(def.call) !== undefined || automationId(def.after) !== undefined;
+}
+
 const texts = new WeakMap<object, string>();
 
 /**
