@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 
 export const USAGE = `Usage: scriptable-api serve <root> [options]
+       scriptable-api serve --config FILE [options]   (the folder as \`root\` in the file)
 
 Serves the apps in <root> (<root>/<appId>/apis/*.json, scripts/**, automations/*.json) at
 http://HOST:PORT<mount>/<appId>/<path>. Files are watched: an edit is live without a restart.
@@ -91,7 +92,7 @@ export function parseCli(argv: string[]): CliArgs {
   const [command, root, ...extra] = positionals;
   if (command === undefined || command === 'help') return { command: 'help' };
   if (command !== 'serve') throw new UsageError(`unknown command '${command}' (the command is serve)`);
-  if (root === undefined) throw new UsageError('serve needs the folder of apps: scriptable-api serve <root>');
+  if (root === undefined && v.config === undefined) throw new UsageError('serve needs the folder of apps: scriptable-api serve <root> (or `root` in a --config file)');
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
   if (v.engine !== undefined && v.engine !== 'quickjs' && v.engine !== 'vm2') throw new UsageError(`--engine must be quickjs or vm2, got '${v.engine}'`);
   if (v.mount !== undefined && !v.mount.startsWith('/')) throw new UsageError(`--mount must start with '/', got '${v.mount}'`);

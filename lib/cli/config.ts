@@ -76,6 +76,13 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   if (args.scriptTimeoutMs !== undefined) router.scriptTimeoutMs = args.scriptTimeoutMs;
   const root = abs(args.root) ?? (file.root as string | undefined);
   if (root === undefined) throw new ConfigFileError('no apps folder: scriptable-api serve <root>');
+  if (typeof root !== 'string') throw new ConfigFileError(`root must be the path of the apps folder, got ${JSON.stringify(root)}`);
+  const mount = String(pick(args.mount, file.mount, DEFAULT_MOUNT));
+  if (!mount.startsWith('/')) throw new ConfigFileError(`mount must start with '/', got ${JSON.stringify(mount)}`);
+  const shutdownTimeoutMs = pick(undefined, file.shutdownTimeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  if (typeof shutdownTimeoutMs !== 'number' || !Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0 || shutdownTimeoutMs > 2147483647) {
+    throw new ConfigFileError(`shutdownTimeoutMs must be an integer of ms from 0 to 2147483647, got ${JSON.stringify(shutdownTimeoutMs)}`);
+  }
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
@@ -83,11 +90,11 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
     previewRoot: abs(args.previewRoot) ?? (file.previewRoot as string | undefined),
     port,
     host: String(pick(args.host, file.host, DEFAULT_HOST)),
-    mount: String(pick(args.mount, file.mount, DEFAULT_MOUNT)).replace(/\/+$/, '') || '/',
+    mount: mount.replace(/\/+$/, '') || '/',
     index: Boolean(pick(args.index, file.index, true)),
     quiet: Boolean(pick(args.quiet, file.quiet, false)),
     redisUrl: pick(args.redisUrl, file.redisUrl, undefined as string | undefined),
-    shutdownTimeoutMs: Number(pick(undefined, file.shutdownTimeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS)),
+    shutdownTimeoutMs,
     router: router as Omit<ApiRouterOptions, 'registry'>,
   };
 }
