@@ -151,3 +151,15 @@ test('a bad command line exits 2 with the usage; a bad option in the config file
   expect((await help.exited).code).toBe(0);
   expect(help.out.stdout).toMatch(/--script-timeout-ms/);
 });
+
+test('a config file: relative paths from its folder, flags win, the folder may come from it', async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/site.json', { root: '../apps', sandboxDir: 'data', port: 4000, mount: '/api/', outbound: { allowHosts: ['x.test'] } });
+  const fromFile = await resolveConfig(parseCli(['serve', '--config', path.join(tmp, 'conf/site.json')]));
+  expect(fromFile).toMatchObject({ root: path.join(tmp, 'apps'), port: 4000, mount: '/api', host: '127.0.0.1', index: true, router: { sandboxDir: path.join(tmp, 'conf/data'), outbound: { allowHosts: ['x.test'] } } });
+  const flags = await resolveConfig(parseCli(['serve', 'elsewhere', '--config', path.join(tmp, 'conf/site.json'), '--port', '0', '--no-index', '--engine', 'vm2']), tmp);
+  expect(flags).toMatchObject({ root: path.join(tmp, 'elsewhere'), port: 0, index: false, router: { engine: 'vm2' } });
+  write('conf/bad.json', { mount: 'api' });
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/bad.json')]))).rejects.toThrow("mount must start with '/', got \"api\"");
+});
