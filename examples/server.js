@@ -1,7 +1,9 @@
 'use strict';
 /**
- * The example server: `npm start`. Serves the sample apps in examples/apps at /web0/api/<appId>/<path>.
+ * Embedding the router in your own Express app, over the same folder of apps `npm start` serves
+ * (examples/apps) — what `scriptable-api serve` does, written out:
  *
+ *   node examples/server.js        # PORT=3000 by default
  *   curl 'http://localhost:3000/web0/api/shop/orders/list?token=demo-token'
  *   curl 'http://localhost:3000/web0/api/shop/orders/list'              # 401 from the before hook
  *   curl -X POST 'http://localhost:3000/web0/api/shop/orders/create?token=demo-token' -d '{"item":"pen","qty":0}'
@@ -13,23 +15,21 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const express = require('express');
-const { createApiRouter } = require('scriptable-api');
-const { FileRegistry } = require('./file-registry');
-
-const ACCOUNTS = {
-  'demo-token': { id: 'u1', userName: 'ada', name: 'Ada Lovelace', email: 'ada@example.com', companyId: 'c1', isValid: true, valid: true, createTime: 1700000000000, updateTime: 1700000000000 },
-};
+const { createApiRouter, DirectoryRegistry } = require('scriptable-api');
+const { ACCOUNTS, accounts } = require('./accounts');
 
 function createServer({ dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scriptable-api-example-')), logger } = {}) {
   const sandboxDir = path.join(dataDir, 'sandbox');
   const storageDir = path.join(dataDir, 'storage');
-  // A file the `report` API serves from the shop app's sandbox.
+  // the file the shop's `report` API serves from its sandbox
   fs.mkdirSync(path.join(sandboxDir, 'shop'), { recursive: true });
-  fs.writeFileSync(path.join(sandboxDir, 'shop', 'report.csv'), 'id,item,qty\n1,pen,2\n2,ink,1\n');
+  fs.copyFileSync(path.join(__dirname, 'data', 'sandbox', 'shop', 'report.csv'), path.join(sandboxDir, 'shop', 'report.csv'));
 
+  // apps as files: validated on load, watched, an edit is live on the next request
+  const registry = new DirectoryRegistry({ root: path.join(__dirname, 'apps'), logger });
   const router = createApiRouter({
-    registry: new FileRegistry(path.join(__dirname, 'apps')),
-    accounts: { getAccountByToken: async (token) => ACCOUNTS[token] ?? null },
+    registry,
+    accounts,
     sandboxDir,
     storageDir,
     logger,
@@ -37,15 +37,20 @@ function createServer({ dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scripta
   const app = express();
   app.use('/web0/api', router);
   app.get('/metrics', router.metrics.handler);
-  app.get('/', (req, res) => res.type('text').send('scriptable-api example: try /web0/api/shop/hello?name=you\n'));
-  return { app, router };
+  // the router does not own the registry: close both
+  const close = async () => {
+    await router.close();
+    await registry.close();
+  };
+  return { app, router, registry, close, dataDir };
 }
 
 if (require.main === module) {
-  const { app } = createServer();
-  const server = app.listen(Number(process.env.PORT ?? 3000), () => {
-    console.log(`scriptable-api example listening on http://localhost:${server.address().port}/web0/api`);
+  const { app, close } = createServer();
+  const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
+    console.log(`scriptable-api example listening on http://127.0.0.1:${server.address().port}/web0/api`);
   });
+  process.once('SIGTERM', () => server.close(() => close().then(() => process.exit(0))));
 }
 
 module.exports = { createServer, ACCOUNTS };

@@ -58,10 +58,16 @@ export const ERRORS = {
   OUTBOUND_FAILED: { code: 270501, status: 500, message: 'Outbound request failed' },
   /** The API definition returned by the registry is invalid. */
   INVALID_API_DEFINITION: { code: 270600, status: 500, message: 'Invalid API definition' },
-  /** The API calls an automation but no `automations` runner is configured, or it is unknown. */
+  /** The API calls an automation but the registry has no `getAutomation`. */
   AUTOMATION_UNAVAILABLE: { code: 270601, status: 501, message: 'Automation unavailable' },
   /** A host helper (`accounts`, the registry...) threw. */
   HOST_ERROR: { code: 270602, status: 500, message: 'A host service failed' },
+  /** The registry has no automation of the id the API refers to. */
+  AUTOMATION_NOT_FOUND: { code: 270603, status: 500, message: 'Automation not found' },
+  /** The automation definition returned by the registry is invalid (interactive or unknown step, bad expression...). */
+  INVALID_AUTOMATION: { code: 270604, status: 500, message: 'Invalid automation definition' },
+  /** An automation step failed on its own terms (an expression that cannot be evaluated, a forEach over a non-list...). */
+  AUTOMATION_STEP_FAILED: { code: 270605, status: 500, message: 'An automation step failed' },
 } as const;
 
 export type ErrorName = keyof typeof ERRORS;

@@ -4,6 +4,8 @@
 export { createApiRouter } from './router';
 export { MemoryRegistry } from './registry/memory';
 export type { MemoryAppConfig, MemoryStageOption } from './registry/memory';
+export { DirectoryRegistry } from './registry/directory';
+export type { DirectoryRegistryOptions, DirectoryReload, RegistryProblem } from './registry/directory';
 export { ApiError, ConfigError, ERRORS } from './errors';
 export type { ErrorBody, ErrorName } from './errors';
 export { MemoryRateLimitStore, RedisRateLimitStore, reserveGcra } from './rate-limit';
@@ -13,4 +15,5 @@ export type { PoolOptions } from './runtime/pool';
 export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, ScriptSource, EngineStats, ErrorDetail } from './runtime/engine';
 export type * from './runtime/protocol';
 export { validateApiDefinition } from './validations';
+export { validateAutomation } from './automation/compile';
 export type * from './types';

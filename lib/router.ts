@@ -19,6 +19,7 @@ import type { JobResult, ScriptEngine, ScriptJob, ScriptSource } from './runtime
 import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
+import { resolveAutomations, runsAutomation } from './automation/resolve';
 import type { ApiDefinition, ApiRouter, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
 import { Cors, isPreflight } from './cors';
 import { Preview, type RegistryStage } from './preview';
@@ -169,8 +170,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const body = await readBody(req, res, opts.bodyLimit, () =>
       logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
     );
+    // [automation] definitions (and the scripts their steps call) travel with the job, unless the host runs them
+    const auto = options.automations || !runsAutomation(def) ? undefined : await resolveAutomations(registry, appId, def, logger, stage);
     const scripts: Record<string, ScriptSource> = {};
-    for (const name of scriptNames(def)) {
+    for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
       const source = await registry.getScript(appId, name, stage);
       if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
     }
@@ -188,6 +191,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       request: buildSnapshot({ req, requestId, appId, apiPath, body, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }),
       state: { attributes: {}, response: newResponseState() },
       deadline: Date.now() + opts.scriptTimeoutMs,
+      automations: auto?.automations, // [automation]
     };
     if (stage === 'preview') preview.mark(job.request);
     const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage });

@@ -14,6 +14,7 @@ export type { CorsOptions } from './cors';
 export type { LoggerStyle } from './logging';
 export type { MetricsOptions, RouterMetrics } from './metrics';
 export type { PreviewOptions, RegistryStage } from './preview';
+import type { AutomationDefinition } from './automation/types';
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -69,13 +70,11 @@ export interface ApiDefinition {
   enabled?: boolean;
   /** CORS of this API, over the router's `cors` field by field; `false` turns CORS off for it. */
   cors?: CorsOptions | false;
+  /** For people reading the definition. */
+  description?: string;
 }
 
-/** An automation program as the registry stores it; run by the `automations` option. */
-export interface AutomationDefinition {
-  id: string;
-  [key: string]: unknown;
-}
+export type { AutomationDefinition, AutomationStep, AutomationState, AutomationValue, AutomationStepBase, ScriptStep, HttpStep, SetStep, IfStep, ForEachStep, ReturnStep, AbortStep } from './automation/types';
 
 /**
  * Where API definitions and scripts live. Implement it over your database, files, or CMS.
@@ -121,7 +120,7 @@ export interface AutomationInvocation {
   input: { request: Record<string, unknown>; result?: unknown; attributes: Record<string, unknown> };
 }
 
-/** Runs automation programs (host code). */
+/** Runs automation programs (host code), in place of the built-in interpreter. */
 export interface AutomationRunner {
   run(invocation: AutomationInvocation): Awaitable<unknown>;
 }
@@ -207,7 +206,10 @@ export interface ApiRouterOptions {
   accounts?: AccountService;
   /** Stores uploads for `Part.saveAttachment(tableId, fieldId)`. */
   attachments?: AttachmentService;
-  /** Runs automations referred to by `call` / `after`. */
+  /**
+   * Runs automations referred to by `call` / `after` in place of the built-in interpreter (which
+   * runs the steps of an AutomationDefinition itself).
+   */
   automations?: AutomationRunner;
   /** Largest request body, bytes or a string like `'1mb'`. Default `'1mb'`. */
   bodyLimit?: number | string;

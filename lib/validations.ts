@@ -8,93 +8,38 @@ import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
 import { validateCors } from './cors';
 import { validateProductionOptions } from './production-options';
-import type { ApiDefinition, ApiRouterOptions, AutomationRef, OutboundOptions, RateLimitOptions, ScriptRef } from './types';
+import { checkSchema, dotted } from './definitions/schema';
+import { nearestName, shown } from './definitions/names';
 
-const RETURN_TYPES = new Set(['JSON', 'Text', 'File', 'Redirect']);
-const METHOD = /^[A-Z][A-Z0-9!#$%&'*+.^_`|~-]*$/;
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+export { nearestName, shown };
+import type { ApiDefinition, ApiRouterOptions, OutboundOptions, RateLimitOptions } from './types';
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function nonEmptyString(v: unknown, field: string): string {
-  if (typeof v !== 'string' || v.trim() === '') throw new ConfigError(field, `must be a non-empty string, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-export function validateScriptRef(v: unknown, field: string): ScriptRef {
-  if (!isObject(v) || typeof v.script !== 'string') {
-    throw new ConfigError(field, 'must be { script: string, function: string }');
-  }
-  nonEmptyString(v.script, `${field}.script`);
-  const fn = nonEmptyString(v.function, `${field}.function`);
-  if (!IDENTIFIER.test(fn)) throw new ConfigError(`${field}.function`, `'${fn}' is not an exported function name`);
-  return v as unknown as ScriptRef;
-}
-
-function validateCallRef(v: unknown, field: string): ScriptRef | AutomationRef {
-  if (isObject(v) && 'automation' in v) {
-    if ('script' in v) throw new ConfigError(field, 'give either script + function or automation, not both');
-    nonEmptyString(v.automation, `${field}.automation`);
-    return v as unknown as AutomationRef;
-  }
-  return validateScriptRef(v, field);
-}
-
-/** Checks an API path: segments without empty parts, `.`/`..`, or a leading slash. */
-export function validateApiPath(v: unknown, field = 'path'): string {
-  const path = nonEmptyString(v, field);
-  if (path.startsWith('/')) throw new ConfigError(field, `'${path}' must not start with '/'`);
-  for (const seg of path.split('/')) {
-    if (seg === '' || seg === '.' || seg === '..') throw new ConfigError(field, `'${path}' has an empty, '.' or '..' segment`);
-  }
-  return path;
-}
-
-/** Validates and normalizes (upper-cases `methods`) an API definition. Throws ConfigError. */
+/**
+ * Validates and normalizes (upper-cases `methods`) an API definition. Throws ConfigError naming
+ * the field. The rules are schemas/api-definition.json's (unknown fields are refused), plus what a
+ * schema cannot say: the rate-limit identifier's placeholders.
+ */
 export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinition {
-  if (!isObject(def)) throw new ConfigError(where, 'must be an object');
-  validateApiPath(def.path, `${where}.path`);
-  validateCallRef(def.call, `${where}.call`);
-  if (typeof def.returnType !== 'string' || !RETURN_TYPES.has(def.returnType)) {
-    throw new ConfigError(`${where}.returnType`, `must be one of JSON, Text, File, Redirect; got ${JSON.stringify(def.returnType)}`);
+  const problem = checkSchema('api-definition', def);
+  if (problem) {
+    if (problem.path.length === 0) throw new ConfigError(where, problem.message);
+    throw new ConfigError(where + dotted(problem.path), problem.message);
   }
-  if (def.before !== undefined) validateScriptRef(def.before, `${where}.before`);
-  if (def.after !== undefined) validateCallRef(def.after, `${where}.after`);
-  if (def.onError !== undefined) validateScriptRef(def.onError, `${where}.onError`);
-  if (def.enabled !== undefined && typeof def.enabled !== 'boolean') throw new ConfigError(`${where}.enabled`, 'must be a boolean');
-  if (def.cors !== undefined) validateCors(def.cors, `${where}.cors`);
-  if (def.rateLimit !== undefined) {
-    const rl = def.rateLimit;
-    if (!isObject(rl)) throw new ConfigError(`${where}.rateLimit`, 'must be an object');
-    if (typeof rl.requestsPerSecond !== 'number' || !Number.isFinite(rl.requestsPerSecond) || rl.requestsPerSecond < 0) {
-      throw new ConfigError(`${where}.rateLimit.requestsPerSecond`, `must be a number >= 0 (0 = no limit), got ${shown(rl.requestsPerSecond)}`);
-    }
-    if (rl.timeoutMs !== undefined && (typeof rl.timeoutMs !== 'number' || Number.isNaN(rl.timeoutMs))) {
-      throw new ConfigError(`${where}.rateLimit.timeoutMs`, 'must be a number of milliseconds (negative counts as 0)');
-    }
-    if (rl.identifier !== undefined && typeof rl.identifier !== 'string') {
-      throw new ConfigError(`${where}.rateLimit.identifier`, 'must be a template string such as "{ip}"');
-    }
-    const unknown = rl.identifier === undefined ? undefined : unknownPlaceholder(rl.identifier);
-    if (unknown !== undefined) {
-      throw new ConfigError(
-        `${where}.rateLimit.identifier`,
-        `${JSON.stringify(unknown)} is not a placeholder: use {ip}, {header.NAME}, {query.NAME}, {cookie.NAME} or {attr.NAME} (braces are not allowed in literal text)`,
-      );
-    }
+  const d = def as Record<string, unknown> & { rateLimit?: { identifier?: string }; methods?: string[] };
+  const unknown = d.rateLimit?.identifier === undefined ? undefined : unknownPlaceholder(d.rateLimit.identifier);
+  if (unknown !== undefined) {
+    throw new ConfigError(
+      `${where}.rateLimit.identifier`,
+      `${JSON.stringify(unknown)} is not a placeholder: use {ip}, {header.NAME}, {query.NAME}, {cookie.NAME} or {attr.NAME} (braces are not allowed in literal text)`,
+    );
   }
-  let methods: string[] | undefined;
-  if (def.methods !== undefined) {
-    if (!Array.isArray(def.methods) || def.methods.length === 0) throw new ConfigError(`${where}.methods`, 'must be a non-empty array of HTTP methods');
-    methods = def.methods.map((m, i) => {
-      const up = typeof m === 'string' ? m.toUpperCase() : '';
-      if (!METHOD.test(up)) throw new ConfigError(`${where}.methods[${i}]`, `${JSON.stringify(m)} is not an HTTP method`);
-      return up;
-    });
-  }
-  return methods ? ({ ...def, methods } as unknown as ApiDefinition) : (def as unknown as ApiDefinition);
+  if (d.cors !== undefined) validateCors(d.cors, `${where}.cors`);
+  const methods = d.methods?.map((m) => m.toUpperCase());
+  return methods ? ({ ...d, methods } as unknown as ApiDefinition) : (d as unknown as ApiDefinition);
 }
 
 const SIZE = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i;
@@ -106,11 +51,6 @@ export function parseSize(v: unknown, field: string): number {
   const m = typeof v === 'string' ? SIZE.exec(v.trim()) : null;
   if (!m) throw new ConfigError(field, `must be a byte count or a size like '1mb', got ${shown(v)}`);
   return Math.floor(Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]);
-}
-
-/** A value as a message shows it: NaN and Infinity as themselves (JSON.stringify prints null). */
-export function shown(v: unknown): string {
-  return typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
 }
 
 function positiveInt(v: unknown, field: string, min = 1, max = Number.MAX_SAFE_INTEGER): void {
@@ -135,28 +75,15 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const keysMatch: [Same<keyof ApiRouterOptions, (typeof ROUTER_KEYS)[number]>, Same<keyof OutboundOptions, (typeof OUTBOUND_KEYS)[number]>, Same<keyof RateLimitOptions, (typeof RATE_LIMIT_KEYS)[number]>] = [true, true, true];
 void keysMatch;
 
-/** Edit distance between two short names, or Infinity once it passes `max`. */
-function distance(a: string, b: string, max: number): number {
-  if (Math.abs(a.length - b.length) > max) return Infinity;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    if (Math.min(...row) > max) return Infinity;
-    prev = row;
-  }
-  return prev[b.length];
-}
-
 /** An unknown key is a typo until shown otherwise (`scriptTimeoutMS` would silently keep the default). */
 function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], prefix: string): void {
   for (const k of Object.keys(o)) {
     if (known.includes(k)) continue;
-    const lower = k.toLowerCase();
-    const near = known.find((n) => n.toLowerCase() === lower) ?? known.find((n) => distance(lower, n.toLowerCase(), 2) <= 2);
+    const near = nearestName(k, known);
     throw new ConfigError(prefix + k, `is not an option${near ? ` (did you mean '${prefix}${near}'?)` : `; the options are ${known.join(', ')}`}`);
   }
 }
+
 
 /** Checks `createApiRouter` options. */
 export function validateOptions(o: unknown): asserts o is ApiRouterOptions {

@@ -1,5 +1,5 @@
 'use strict';
-// Automations as the call or the after hook, run by the host's `automations` runner.
+// Automations run by the host's own `automations` runner (it replaces the built-in interpreter).
 const request = require('supertest');
 const { makeApp } = require('./helpers/app');
 
@@ -7,16 +7,18 @@ const calls = [];
 const runner = {
   async run(inv) {
     calls.push(inv);
-    if (inv.automation.fail) throw Object.assign(new Error('automation failed'), { code: 777 });
+    if (inv.automation.id === 'broken') throw Object.assign(new Error('automation failed'), { code: 777 });
     if (inv.stage === 'after') return { audited: inv.input.result, user: inv.input.attributes.user };
     return { automation: inv.automation.id, q: inv.input.request.query.q, at: inv.input.request.path };
   },
 };
 
+// (definitions in MemoryRegistry are validated as the built-in format even when a host runner runs them)
+const steps = [{ type: 'return', value: "'built-in'" }];
 const apps = {
   app1: {
     scripts: { 'h.js': 'export function b(ctx) { ctx.request.setAttribute("user", "ada") }\nexport function main() { return { fromScript: true } }' },
-    automations: [{ id: 'report' }, { id: 'broken', fail: true }],
+    automations: [{ id: 'report', steps }, { id: 'broken', steps }],
     apis: [
       { path: 'auto', call: { automation: 'report' }, returnType: 'JSON' },
       { path: 'auto-after', call: { script: 'h.js', function: 'main' }, after: { automation: 'report' }, before: { script: 'h.js', function: 'b' }, returnType: 'JSON' },
@@ -27,14 +29,18 @@ const apps = {
 };
 
 const { app, router } = makeApp({ apps, router: { automations: runner } });
-const bare = makeApp({ apps });
-afterAll(() => Promise.all([router.close(), bare.router.close()]));
+const builtIn = makeApp({ apps });
+const noLookup = makeApp({
+  registry: { getApi: () => ({ path: 'p', call: { automation: 'report' }, returnType: 'JSON' }), getScript: () => undefined },
+  router: { automations: runner },
+});
+afterAll(() => Promise.all([router.close(), builtIn.router.close(), noLookup.router.close()]));
 
-test('an automation as the call: its result is the response', async () => {
+test('an automation as the call: the host runner gets the definition and its result is the response', async () => {
   const res = await request(app).get('/web0/api/app1/auto?q=x');
   expect(res.status).toBe(200);
   expect(res.body).toEqual({ automation: 'report', q: 'x', at: 'auto' });
-  expect(calls.at(-1)).toMatchObject({ appId: 'app1', stage: 'call', requestId: res.headers['x-request-id'] });
+  expect(calls.at(-1)).toMatchObject({ appId: 'app1', stage: 'call', requestId: res.headers['x-request-id'], automation: { id: 'report', steps } });
 });
 
 test('an automation as the after hook sees the result and the attributes', async () => {
@@ -42,17 +48,25 @@ test('an automation as the after hook sees the result and the attributes', async
   expect(res.body).toEqual({ audited: { fromScript: true }, user: 'ada' });
 });
 
-test('a failing automation gives the error body with its code', async () => {
+test('a failing runner gives the error body with its code', async () => {
   const res = await request(app).get('/web0/api/app1/broken');
   expect(res.status).toBe(500);
   expect(res.body).toMatchObject({ message: 'automation failed', code: 777 });
 });
 
-test('an unknown automation, or no runner: 501 AUTOMATION_UNAVAILABLE', async () => {
+test("an unknown automation is not found in the app (270603); a registry without getAutomation cannot load one (501)", async () => {
   const unknown = await request(app).get('/web0/api/app1/unknown');
-  expect(unknown.status).toBe(501);
-  expect(unknown.body.code).toBe(270601);
-  const noRunner = await request(bare.app).get('/web0/api/app1/auto');
-  expect(noRunner.status).toBe(501);
-  expect(noRunner.body.message).toMatch(/automations/);
+  expect(unknown.status).toBe(500);
+  expect(unknown.body).toMatchObject({ code: 270603, message: "Automation 'nope' not found in app 'app1'" });
+  const none = await request(noLookup.app).get('/web0/api/a/p');
+  expect(none.status).toBe(501);
+  expect(none.body).toMatchObject({ code: 270601, message: expect.stringMatching(/no getAutomation/) });
+});
+
+test('without a runner, the built-in interpreter runs the same definitions', async () => {
+  const res = await request(builtIn.app).get('/web0/api/app1/auto');
+  expect(res.status).toBe(200);
+  expect(res.body).toBe('built-in');
+  const unknown = await request(builtIn.app).get('/web0/api/app1/unknown');
+  expect(unknown.body).toMatchObject({ code: 270603, message: "Automation 'nope' not found in app 'app1'" });
 });

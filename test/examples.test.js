@@ -1,16 +1,23 @@
 'use strict';
-// Every example runs: the example server as `npm start` runs it, and the README's worked example
-// (auth in before, audit in after, a custom error body in onError).
+// Every example runs: examples/apps served as `npm start` serves them (the CLI), the embedding
+// example (examples/server.js) with the README's walk-through (auth in before, audit in after,
+// onError, automations as the call and as the after hook, an upload, a download, a redirect),
+// and every example definition file conforms to the schema it names.
 const { spawn } = require('node:child_process');
+const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const request = require('supertest');
+const Ajv = require('ajv');
 const { createServer } = require('../examples/server');
 
 const logged = [];
 const logger = { info: (m) => logged.push(m), warn: (m) => logged.push(m), error: (m) => logged.push(m) };
-const { app, router } = createServer({ logger });
-afterAll(() => router.close());
+const { app, close, dataDir } = createServer({ logger });
+afterAll(async () => {
+  await close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
 
 describe('README worked example (examples/apps/shop)', () => {
   test('before: no token → 401 with the abort message and code 270001', async () => {
@@ -27,7 +34,8 @@ describe('README worked example (examples/apps/shop)', () => {
     expect(res.headers['x-audited-by']).toBe('ada');
     expect(res.body.owner).toBe('Ada Lovelace');
     expect(res.body.orders[0]).toEqual({ id: 1, item: 'pen', qty: 2, createdAt: Date.UTC(2026, 0, 5) });
-    await new Promise((r) => setTimeout(r, 20));
+    const deadline = Date.now() + 10000; // the console line travels from the worker: wait for it
+    while (!logged.includes('[shop/audit.js] GET orders/list by ada') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(logged).toContain('[shop/audit.js] GET orders/list by ada');
   });
 
@@ -44,6 +52,21 @@ describe('README worked example (examples/apps/shop)', () => {
     expect(ok.headers.ratelimit).toBeDefined();
   });
 
+  test('an automation as the call (order-summary): script, set, if, forEach, return — and abort through onError', async () => {
+    const all = await request(app).get('/web0/api/shop/orders/summary?token=demo-token');
+    expect(all.body).toEqual({ owner: 'Ada Lovelace', orders: 2, qty: 3, items: ['pen', 'ink'] });
+    const pens = await request(app).get('/web0/api/shop/orders/summary?token=demo-token&item=pen');
+    expect(pens.body).toEqual({ owner: 'Ada Lovelace', orders: 1, qty: 2, items: ['pen'] });
+    const none = await request(app).get('/web0/api/shop/orders/summary?token=demo-token&item=pad');
+    expect(none.body).toEqual({ success: false, error: { requestId: none.headers['x-request-id'], message: 'no orders of pad', code: 270001 } });
+  });
+
+  test('an automation as the after hook (envelope) wraps the result', async () => {
+    const res = await request(app).get('/web0/api/shop/orders/get?id=2');
+    expect(res.body).toEqual({ data: { id: 2, item: 'ink', qty: 1, createdAt: Date.UTC(2026, 0, 6) }, meta: { requestId: res.headers['x-request-id'], app: 'shop' } });
+    expect((await request(app).get('/web0/api/shop/orders/get?id=9')).status).toBe(404);
+  });
+
   test('Text, Redirect and File return types', async () => {
     const hello = await request(app).get('/web0/api/shop/hello?name=Ada');
     expect(hello.text).toBe('Hello, Ada!');
@@ -54,34 +77,82 @@ describe('README worked example (examples/apps/shop)', () => {
     expect(report.headers['content-disposition']).toMatch(/^attachment; filename="orders-report.csv"/);
     expect(report.text).toBe('id,item,qty\n1,pen,2\n2,ink,1\n');
   });
+
+  test('files: an upload into storage, then its download', async () => {
+    const up = await request(app).post('/web0/api/files/upload').attach('file', Buffer.from('remember the milk\n'), 'notes.txt');
+    expect(up.status).toBe(200);
+    expect(up.body).toEqual([{ name: 'notes.txt', size: 18, contentType: 'text/plain' }]);
+    const down = await request(app).get('/web0/api/files/download?name=notes.txt');
+    expect(down.headers['content-disposition']).toMatch(/^attachment; filename="notes.txt"/);
+    expect(down.text).toBe('remember the milk\n');
+    expect((await request(app).post('/web0/api/files/upload').send('x')).status).toBe(400);
+    expect((await request(app).get('/web0/api/files/download?name=nope.txt')).status).toBe(404);
+  });
 });
 
-test('`npm start`: the example server answers real requests', async () => {
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
-    env: { ...process.env, PORT: '0' },
+test('`npm start`: the CLI serves examples/apps and prints a URL that answers', async () => {
+  const pkg = require('../package.json');
+  // the start script minus its build step: node bin/scriptable-api.js serve examples/apps --config ...
+  const argv = pkg.scripts.start.split('&&').pop().trim().split(/\s+/);
+  expect(argv[0]).toBe('node');
+  const storage = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'sapi-start-'));
+  const child = spawn(process.execPath, [...argv.slice(1), '--port', '0'], {
+    cwd: path.join(__dirname, '..'),
+    env: { ...process.env, STORAGE_DIR: storage },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  const get = (url) =>
+    new Promise((resolve, reject) => {
+      http.get(url, (res) => {
+        let data = '';
+        res.on('data', (d) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode, data }));
+      }).on('error', reject);
+    });
   try {
     const url = await new Promise((resolve, reject) => {
       let out = '';
       child.stdout.on('data', (d) => {
         out += d;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
+        const m = /(http:\/\/\S+)/.exec(out);
         if (m) resolve(m[1]);
       });
-      child.once('exit', (code) => reject(new Error(`example server exited with ${code}`)));
+      child.once('exit', (code) => reject(new Error(`scriptable-api exited with ${code}`)));
     });
-    const body = await new Promise((resolve, reject) => {
-      http.get(`${url}/shop/hello?name=CI`, (res) => {
-        let data = '';
-        res.on('data', (d) => (data += d));
-        res.on('end', () => resolve(data));
-      }).on('error', reject);
-    });
-    expect(body).toBe('Hello, CI!');
+    const index = await get(url);
+    expect(index.status).toBe(200);
+    const apps = JSON.parse(index.data).apps;
+    expect(apps.map((a) => a.appId)).toEqual(['files', 'shop']);
+    expect(apps[1].apis.map((a) => a.path)).toContain('orders/summary');
+    expect((await get(`${url}/shop/hello?name=CI`)).data).toBe('Hello, CI!');
+    expect(JSON.parse((await get(`${url}/shop/orders/summary?token=demo-token`)).data)).toMatchObject({ owner: 'Ada Lovelace', orders: 2 });
   } finally {
-    child.kill();
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+    fs.rmSync(storage, { recursive: true, force: true });
   }
+});
+
+test('every example definition names its schema and conforms to it (an independent ajv)', () => {
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  const root = path.join(__dirname, '..', 'examples', 'apps');
+  let checked = 0;
+  for (const appId of fs.readdirSync(root)) {
+    for (const kind of ['apis', 'automations']) {
+      const dir = path.join(root, appId, kind);
+      if (!fs.existsSync(dir)) continue;
+      for (const f of fs.readdirSync(dir)) {
+        const file = path.join(dir, f);
+        const def = JSON.parse(fs.readFileSync(file, 'utf8'));
+        const schemaFile = path.resolve(dir, def.$schema);
+        expect(path.basename(schemaFile)).toBe(kind === 'apis' ? 'api-definition.json' : 'automation.json');
+        const validate = ajv.getSchema(schemaFile) ?? (ajv.addSchema(JSON.parse(fs.readFileSync(schemaFile, 'utf8')), schemaFile), ajv.getSchema(schemaFile));
+        expect({ file: f, ok: validate(def), errors: validate.errors }).toEqual({ file: f, ok: true, errors: null });
+        checked++;
+      }
+    }
+  }
+  expect(checked).toBeGreaterThanOrEqual(11);
 });
 
 describe('examples/scripts-tsconfig/orders.ts runs as typed', () => {

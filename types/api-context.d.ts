@@ -491,3 +491,23 @@ type AfterHook = (ctx: APIContext, result: any) => unknown;
  * the hooks, nor after a timeout or out-of-memory. May return a promise.
  */
 type ErrorHook = (ctx: APIContext, error: APIError) => unknown;
+
+/**
+ * What an automation's `script` step passes as the second argument (a JSON copy: changing it
+ * changes nothing; return what the next steps need). `steps.<id>` holds each earlier step's
+ * result, `vars` what `set` steps assigned, `result` the call's result when the automation is the
+ * API's after hook (null otherwise).
+ */
+interface AutomationState {
+  steps: Record<string, any>;
+  vars: Record<string, any>;
+  result: any;
+}
+
+/**
+ * A function an automation's `script` step calls: `{ "type": "script", "script": "orders.js",
+ * "function": "total" }`. Its return value (a JSON copy) is the step's result,
+ * `state.steps.<id>` for the steps after it. Throwing, or `platform.app.abort`, fails the step.
+ * May return a promise.
+ */
+type AutomationStepFunction = (ctx: APIContext, state: AutomationState) => unknown;

@@ -90,6 +90,10 @@ export class HostServices implements HostBridge {
       }
       case 'http.body':
         return this.response(args.id).text();
+      case 'http.release': // an automation's http step has read the body: the handle goes
+        this.responses.get(String(args.id))?.discard();
+        this.responses.delete(String(args.id));
+        return null;
       case 'http.saveBodyAsFile': {
         const target = str(args.path, 'path');
         const abs = await resolveAppPath(options.sandboxDir, appId, target, { forWrite: true });
@@ -127,7 +131,8 @@ export class HostServices implements HostBridge {
     const { options } = this.shared;
     const id = str(args.automation, 'automation');
     const def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
-    if (!def) throw new ApiError('AUTOMATION_UNAVAILABLE', `Automation '${id}' not found in app '${this.info.appId}'`);
+    if (!options.registry.getAutomation) throw new ApiError('AUTOMATION_UNAVAILABLE', `The registry has no getAutomation: automation '${id}' cannot be loaded`);
+    if (!def) throw new ApiError('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${this.info.appId}'`);
     if (!options.automations) throw new ApiError('AUTOMATION_UNAVAILABLE', 'This router has no `automations` runner');
     const input = args.input as { request: Record<string, unknown>; attributes: Record<string, unknown>; result?: unknown };
     return options.automations.run({

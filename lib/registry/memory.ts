@@ -21,6 +21,7 @@ function stageOf(o: MemoryStageOption | undefined): RegistryStage {
   return stage;
 }
 import { validateApiDefinition } from '../validations';
+import { validateAutomation } from '../automation/compile';
 
 /** Initial content for one app. */
 export interface MemoryAppConfig {
@@ -35,6 +36,22 @@ function checkAppId(appId: unknown): string {
     throw new ConfigError('appId', `must be a non-empty string without '/', '\\\\' or NUL, got ${JSON.stringify(appId)}`);
   }
   return appId;
+}
+
+function jsonCopy(v: unknown): unknown {
+  try {
+    return v === undefined ? undefined : JSON.parse(JSON.stringify(v));
+  } catch (e) {
+    throw new ConfigError('automation', `must be JSON data (${(e as Error).message})`);
+  }
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
 }
 
 interface AppEntry {
@@ -114,11 +131,16 @@ export class MemoryRegistry implements ApiRegistry {
     return this;
   }
 
-  /** Adds or replaces an automation (looked up by its `id`). */
+  /**
+   * Adds or replaces an automation (looked up by its `id`). Validated: an interactive or unknown
+   * step type, a bad expression or field throws a ConfigError naming the automation and the step.
+   */
   putAutomation(appId: string, def: AutomationDefinition, options?: MemoryStageOption): this {
     const stage = stageOf(options);
-    if (!def || typeof def.id !== 'string' || def.id === '') throw new ConfigError('automation.id', 'must be a non-empty string');
-    this.app(appId, true, stage).automations.set(def.id, def);
+    // a frozen JSON copy: what was validated is what runs, whatever the caller does with `def`
+    const copy = deepFreeze(jsonCopy(def)) as AutomationDefinition;
+    validateAutomation(copy);
+    this.app(appId, true, stage).automations.set(copy.id, copy);
     return this;
   }
 

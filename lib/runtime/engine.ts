@@ -36,6 +36,12 @@ export interface ScriptJob {
   state: CarriedState;
   /** Epoch ms by which the whole job must end (`Date.now() + scriptTimeoutMs` at arrival). */
   deadline: number;
+  /**
+   * [automation] The definitions (JSON text by id) of the automations `call` / `after` name, for
+   * the built-in interpreter (lib/automation); an id the registry lacks is absent. Undefined when
+   * the host's `automations` runner runs them (host call `automation.run`).
+   */
+  automations?: Record<string, string>;
 }
 
 /** How a job ended. */

@@ -123,6 +123,7 @@ export function encodeJob(jobId: number, cell: number, job: ScriptJob, templates
   }
   if (src) text += `,"src":{${src}}`;
   if (!isPristineState(job.state)) text += `,"state":${JSON.stringify(job.state)}`;
+  if (job.automations !== undefined) text += `,"auto":${JSON.stringify(job.automations)}`; // [automation]
   return `${text}}\n${JSON.stringify(job.request)}`;
 }
 
@@ -170,6 +171,7 @@ export function decodeJob(
     def?: JobTemplate;
     src?: Record<string, string>;
     state?: CarriedState;
+    auto?: Record<string, string>; // [automation]
   };
   if (msg.type !== 'job') return null;
   if (msg.def !== undefined) templates[msg.t] = msg.def;
@@ -192,6 +194,7 @@ export function decodeJob(
     state: msg.state ?? PRISTINE_STATE,
     deadline: msg.deadline,
     requestJson: undefined,
+    automations: msg.auto, // [automation]
   };
   if (cut >= 0) job.requestJson = raw.slice(cut + 1);
   return { jobId: msg.jobId, cell: msg.cell, job };

@@ -66,9 +66,9 @@ test('publish() makes the preview live and empties the preview stage', async () 
 });
 
 test('automations are looked up in the stage of the request', async () => {
-  const registry = new MemoryRegistry({ apps: { app1: { apis: [{ path: 'auto', call: { automation: 'a1' }, returnType: 'JSON' }], automations: [{ id: 'a1', v: 'live' }] } } });
-  registry.putAutomation('app1', { id: 'a1', v: 'draft' }, { stage: 'preview' });
-  const router = createApiRouter({ registry, workers: 1, preview: { authorize: () => true }, automations: { run: (inv) => inv.automation.v } });
+  const registry = new MemoryRegistry({ apps: { app1: { apis: [{ path: 'auto', call: { automation: 'a1' }, returnType: 'JSON' }], automations: [{ id: 'a1', description: 'live', steps: [] }] } } });
+  registry.putAutomation('app1', { id: 'a1', description: 'draft', steps: [] }, { stage: 'preview' });
+  const router = createApiRouter({ registry, workers: 1, preview: { authorize: () => true }, automations: { run: (inv) => inv.automation.description } });
   routers.push(router);
   const app = express().use('/api', router);
   expect((await request(app).get('/api/app1/auto')).body).toBe('live');

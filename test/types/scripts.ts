@@ -70,6 +70,11 @@ assertType<Equal<Account['createTime'], number | undefined>>(true);
 assertType<Equal<Account['departmentId'], unknown>>(true); // extra fields of the host's account service
 assertType<Equal<Parameters<ErrorHook>, [ctx: APIContext, error: APIError]>>(true);
 assertType<Equal<Parameters<AfterHook>, [ctx: APIContext, result: any]>>(true);
+assertType<Equal<Parameters<AutomationStepFunction>, [ctx: APIContext, state: AutomationState]>>(true);
+// an automation's script step: (ctx, state), its return value the step's result
+export const price: AutomationStepFunction = (ctx, state) => ({ unit: 2.5, qty: state.vars.qty as number, last: state.steps.fetch, of: state.result, app: ctx.appId });
+// @ts-expect-error state has steps, vars and result only
+export const wrongState: AutomationStepFunction = (ctx, state) => state.variables;
 
 // -------------------------------------------------------------------------------------------------
 // Preprocessing hook: authentication (the spec's example). abort() returns never, so `account`

@@ -16,6 +16,8 @@ import { EngineError, type SandboxDriver } from './driver';
 import { ownGet } from '../../context/own-map';
 import { jsonOf } from './output-cache';
 import { thrownDetail, type ErrorDetail } from '../../error-location';
+// [automation] the interpreter is loaded on a worker's first automation: other workers never pay for it
+let automationStage: typeof import('../../automation/pipeline-stage') | undefined;
 
 export interface PipelineEnv {
   driver: SandboxDriver;
@@ -126,13 +128,13 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let attributesJson: string | undefined;
   let responseJson: string | undefined;
 
-  const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
-    const r = await runScriptStage(ref, stage, wantValue, value);
+  const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
+    const r = await runScriptStage(ref, stage, wantValue, value, returnType);
     if (r.fail) located(r.fail, job, stage, ref.script, r.out?.status === 'error' ? r.out.error : undefined);
     return r;
   };
 
-  const runScriptStage = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = ''): Promise<StageResult> => {
+  const runScriptStage = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
     const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
@@ -147,7 +149,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
         mod,
         ref.function,
         {
-          head: headText(stage, job.returnType, wantValue),
+          head: headText(stage, returnType, wantValue),
           request: (requestJson ??= JSON.stringify(job.request)),
           attributes: (attributesJson ??= jsonOf(state.attributes)), // (an earlier stage's attributes: their text is kept)
           response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
@@ -182,13 +184,34 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     }
   };
 
-  const runAutomation = (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): StageResult => {
-    const r = runAutomationStage(ref, stage, value);
+  const runAutomation = async (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): Promise<StageResult> => {
+    const r = await runAutomationStage(ref, stage, value);
     if (r.fail) r.fail.detail = { stage, script: ref.automation };
     return r;
   };
 
-  const runAutomationStage = (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): StageResult => {
+  const runAutomationStage = async (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): Promise<StageResult> => {
+    // [automation] the built-in interpreter (lib/automation) unless the host passed its own runner
+    if (job.automations !== undefined) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      automationStage ??= require('../../automation/pipeline-stage') as typeof import('../../automation/pipeline-stage');
+      return automationStage.runAutomationStage(
+        {
+          appId: job.appId,
+          returnType: job.returnType,
+          deadline: job.deadline,
+          automations: job.automations,
+          request: () => (job.request ??= JSON.parse(job.requestJson!) as ScriptJob['request']),
+          attributes: () => state.attributes,
+          // a script step is `fn(ctx, state)`: the after stage's shape, its value wanted back as JSON
+          runScript: (ref, valueJson) => runScript(ref, 'after', true, valueJson, 'JSON'),
+          callHost: env.callHost,
+        },
+        ref.automation,
+        stage,
+        value,
+      );
+    }
     try {
       const v = env.callHost('automation.run', {
         automation: ref.automation,
@@ -223,7 +246,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
 
   // 2. the call
   const call = isAutomation(job.call)
-    ? runAutomation(job.call, 'call')
+    ? await runAutomation(job.call, 'call')
     : await runScript(job.call, 'call', callValueWanted(job));
 
   // 4. onError, on an error of the call only
@@ -244,7 +267,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   let final = call.out!;
   if (job.after) {
     const a = isAutomation(job.after)
-      ? runAutomation(job.after, 'after', final.value)
+      ? await runAutomation(job.after, 'after', final.value)
       : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;

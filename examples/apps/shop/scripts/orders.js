@@ -20,6 +20,20 @@ export async function create(ctx) {
   return { id: ORDERS.length + 1, item: input.item, qty: input.qty, createdAt: new Date() };
 }
 
+// A script step of the order-summary automation: called with (ctx, state); its return value is
+// the step's result (state.steps.orders for the steps after it).
+export function all(ctx, state) {
+  return ORDERS;
+}
+
+// orders/get?id=1 (its after hook, the envelope automation, wraps the result)
+export function get(ctx) {
+  var id = Number(ctx.query.id);
+  var order = ORDERS.find(function (o) { return o.id === id; });
+  if (!order) platform.app.abort('no order ' + ctx.query.id, 404);
+  return order;
+}
+
 export function report(ctx) {
   return { path: 'report.csv', name: 'orders-report.csv', contentDisposition: 'attachment' };
 }

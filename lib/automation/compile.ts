@@ -1,0 +1,137 @@
+/**
+ * Validation and compilation of an automation definition, in three passes:
+ *   1. step types: interactive and unknown types are refused first, with the automation, the
+ *      step and why (an API's automation runs unattended: nothing may wait for a person);
+ *   2. schemas/automation.json (ajv): shapes and unknown fields;
+ *   3. each step compiled by its kind: every expression parsed and type-checked once, step ids
+ *      unique, the scripts it calls listed.
+ * Every failure is a ConfigError naming the field: `automation 'checkout' step 'total'.vars.sum`.
+ */
+import { ConfigError } from '../errors';
+import { nearestName } from '../definitions/names';
+import { checkSchema, dotted } from '../definitions/schema';
+import { compileExpression } from './cel';
+import type { CompiledAutomation, CompiledStep, CompiledValue, StepCompiler } from './compiled';
+import { INTERACTIVE_TYPES, STEP_KINDS } from './steps';
+
+type Path = ReadonlyArray<string | number>;
+
+const STEP_LISTS = ['steps', 'then', 'else'];
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** How a field is named: the innermost step on the path by its id (`step 'fetch'`), else by its position. */
+function fieldName(where: string, root: unknown, path: Path): string {
+  let label = where;
+  let rest: Array<string | number> = [];
+  let at: unknown = root;
+  for (let i = 0; i < path.length; i++) {
+    const key = path[i];
+    const parentKey = path[i - 1];
+    at = isObject(at) || Array.isArray(at) ? (at as Record<string | number, unknown>)[key] : undefined;
+    rest.push(key);
+    if (typeof key === 'number' && typeof parentKey === 'string' && STEP_LISTS.includes(parentKey) && isObject(at) && typeof at.id === 'string' && at.id !== '') {
+      label = `${where} step '${at.id}'`;
+      rest = [];
+    }
+  }
+  return label + dotted(rest);
+}
+
+/** Pass 1: every step list, depth first, for types that can never run behind an API. */
+function refuseStepTypes(where: string, def: Record<string, unknown>): void {
+  const visit = (list: unknown, path: Array<string | number>): void => {
+    if (!Array.isArray(list)) return;
+    list.forEach((step, i) => {
+      if (!isObject(step)) return;
+      const p = [...path, i];
+      const name = () => fieldName(where, def, p);
+      const type = step.type;
+      if (typeof type === 'string' && INTERACTIVE_TYPES.has(type)) {
+        throw new ConfigError(name(), `'${type}' is an interactive step (it waits for a person): an automation run by an API must not contain interactive steps`);
+      }
+      if (step.interactive === true) {
+        throw new ConfigError(name(), 'is marked interactive: true (it waits for a person): an automation run by an API must not contain interactive steps');
+      }
+      if (typeof type === 'string' && !STEP_KINDS.has(type)) {
+        const known = [...STEP_KINDS.keys()];
+        const near = nearestName(type, known);
+        throw new ConfigError(name(), `unknown step type '${type}'${near ? ` (did you mean '${near}'?)` : ''}; the step types are ${known.join(', ')}`);
+      }
+      for (const key of STEP_LISTS) visit(step[key], [...p, key]);
+    });
+  };
+  visit(def.steps, ['steps']);
+}
+
+/**
+ * Validates and compiles `def`. Throws ConfigError naming the automation, the step and the field.
+ * `validated`: the definition passed this function before (a script worker compiling what the
+ * router checked): the schema pass is skipped.
+ */
+export function compileAutomation(def: unknown, options: { where?: string; validated?: boolean } = {}): CompiledAutomation {
+  const id = isObject(def) && typeof def.id === 'string' ? def.id : undefined;
+  const at = options.where ?? (id === undefined ? 'automation' : `automation '${id}'`);
+  if (!isObject(def)) throw new ConfigError(at, 'must be an object { id, steps }');
+  refuseStepTypes(at, def);
+  if (!options.validated) {
+    const problem = checkSchema('automation', def);
+    if (problem) throw new ConfigError(fieldName(at, def, problem.path), problem.message);
+  }
+
+  const scripts = new Set<string>();
+  const ids = new Set<string>();
+  const compileList = (list: unknown, path: Array<string | number>, vars: readonly string[]): CompiledStep[] =>
+    (list as Array<Record<string, unknown>>).map((step, i) => {
+      const p = [...path, i];
+      const type = String(step.type);
+      const stepId = typeof step.id === 'string' ? step.id : undefined;
+      const field = (f: string) => fieldName(at, def, [...p, ...f.split('.')]);
+      if (stepId !== undefined) {
+        if (ids.has(stepId)) throw new ConfigError(fieldName(at, def, p), `the step id '${stepId}' is used twice: each step's result is state.steps.<id>`);
+        ids.add(stepId);
+      }
+      const c: StepCompiler = {
+        value(v: unknown, f: string): CompiledValue {
+          return typeof v === 'string' ? { expr: compileExpression(v, field(f), vars) } : { literal: v === undefined ? null : v };
+        },
+        steps: (nested, f, loopVars = []) => compileList(nested, [...p, f], [...vars.filter((v) => !loopVars.includes(v)), ...loopVars]),
+        useScript: (name) => void scripts.add(name),
+        error: (f, message) => new ConfigError(field(f), message),
+      };
+      const run = STEP_KINDS.get(type)!.compile(step, c);
+      const label = (stepId !== undefined ? `step '${stepId}'` : dotted(p).slice(1)) + ` (${type})`;
+      return { id: stepId, type, label, run };
+    });
+  const steps = compileList(def.steps, ['steps'], []);
+  return { id: id!, steps, scripts: [...scripts] };
+}
+
+const cache = new WeakMap<object, CompiledAutomation | ConfigError>();
+
+/**
+ * The compiled automation for a definition object, validated once per object (a registry that
+ * hands back the same object pays once; a changed definition is a new object).
+ */
+export function compiledAutomation(def: object): CompiledAutomation {
+  let c = cache.get(def);
+  if (c === undefined) {
+    try {
+      c = compileAutomation(def);
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      c = e;
+    }
+    cache.set(def, c);
+  }
+  if (c instanceof ConfigError) throw c;
+  return c;
+}
+
+/** Checks an automation definition as `MemoryRegistry.putAutomation` does. Throws ConfigError. */
+export function validateAutomation(def: unknown): void {
+  if (isObject(def)) compiledAutomation(def);
+  else compileAutomation(def);
+}

@@ -1,0 +1,90 @@
+/**
+ * The compiled form of an automation: every step a closure over its parsed expressions, made once
+ * per definition version (lib/automation/compile.ts) and run many times (interpreter.ts).
+ */
+import type { Expression } from './cel';
+import type { AutomationState } from './types';
+import type { ScriptRef } from '../types';
+
+/** A value field: a parsed expression, or a literal JSON value. */
+export type CompiledValue = { readonly expr: Expression } | { readonly literal: unknown };
+
+/** The variables an expression sees: `ctx`, `state` and the enclosing forEach's item and index. */
+export type Scope = Readonly<Record<string, unknown>>;
+
+/** An outbound request of an `http` step. */
+export interface AutomationHttpRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Already bounded by the run's deadline. */
+  timeoutMs: number;
+}
+
+/** Its answer: `body` is parsed when the response is JSON, else text. */
+export interface AutomationHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  url: string;
+  body: unknown;
+}
+
+/**
+ * What runs the steps that leave the interpreter. A rejection carries `message`, and `code` /
+ * `status` when it has them; `fatal: true` ends the run without onError.
+ */
+export interface AutomationExecutors {
+  /** Calls the script's export with `(ctx, state)` in the sandbox; resolves to its JSON result (undefined: none). */
+  runScript(ref: ScriptRef, ctx: Scope, state: AutomationState): Promise<unknown>;
+  /** An outbound request through the router's guarded client. */
+  http(request: AutomationHttpRequest): Promise<AutomationHttpResponse>;
+}
+
+/** What a running step reaches. */
+export interface StepRuntime {
+  readonly state: AutomationState;
+  readonly executors: AutomationExecutors;
+  /** Epoch ms by which the whole run must end. */
+  readonly deadline: number;
+  /** The field's value in `scope`, as plain JSON; a failed evaluation fails the step naming the field. */
+  value(v: CompiledValue, scope: Scope, field: string): unknown;
+  /** Runs a step list; resolves to its last step's result (undefined when none ran). */
+  runSteps(steps: readonly CompiledStep[], scope: Scope): Promise<unknown>;
+  /** The current step's failure (AUTOMATION_STEP_FAILED) with this message, to throw. */
+  failure(message: string): Error;
+}
+
+export interface CompiledStep {
+  readonly id: string | undefined;
+  readonly type: string;
+  /** `step 'fetch' (http)` or `steps[2].then[0] (http)`: how messages name it. */
+  readonly label: string;
+  run(rt: StepRuntime, scope: Scope): Promise<unknown>;
+}
+
+/** What a step kind's compile function gets. */
+export interface StepCompiler {
+  /** A value field of this step (a string is parsed as CEL); throws ConfigError naming it. */
+  value(v: unknown, field: string): CompiledValue;
+  /** A nested step list (`then`, `steps`), with extra loop variables in scope. */
+  steps(list: unknown, field: string, loopVars?: readonly string[]): CompiledStep[];
+  /** Records a script the automation calls (its source travels with the job). */
+  useScript(name: string): void;
+  /** ConfigError naming this step's field. */
+  error(field: string, message: string): Error;
+}
+
+/** One step type: turns a step's JSON into what runs it. */
+export interface StepKind {
+  readonly type: string;
+  compile(step: Readonly<Record<string, unknown>>, c: StepCompiler): (rt: StepRuntime, scope: Scope) => Promise<unknown>;
+}
+
+/** A validated, compiled automation. */
+export interface CompiledAutomation {
+  readonly id: string;
+  readonly steps: readonly CompiledStep[];
+  /** Names of the scripts its `script` steps call. */
+  readonly scripts: readonly string[];
+}

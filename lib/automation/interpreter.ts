@@ -1,0 +1,88 @@
+/**
+ * Runs a compiled automation: its steps in order, `state.steps.<id>` set after each step with an
+ * id, until a `return`, an `abort`, a failed step or the end. The result is the `return` value or,
+ * without one, the last step's result (undefined: no result). The deadline covers the whole run:
+ * it is checked before every step and bounds each outbound request; a script step runs under it
+ * in the sandbox.
+ */
+import { ERRORS } from '../errors';
+import { ExpressionError } from './cel';
+import type { AutomationExecutors, CompiledAutomation, CompiledStep, Scope, StepRuntime } from './compiled';
+import { ReturnSignal, StepFailure } from './errors';
+import { setOwn, toJson } from './json';
+import type { AutomationState } from './types';
+
+export interface AutomationInput {
+  /** The request as expressions and script steps see it (`ctx.query`, `ctx.headers`...). */
+  ctx: Record<string, unknown>;
+  /** The call's result, when the automation runs as the after hook. */
+  result?: unknown;
+}
+
+/** An error from an executor as a step failure: its own message and code (SCRIPT_ERROR's when it has none). */
+function asFailure(e: unknown): StepFailure | ReturnSignal {
+  if (e instanceof StepFailure || e instanceof ReturnSignal) return e;
+  const err = e as { message?: unknown; code?: unknown; status?: unknown; fatal?: unknown } | undefined;
+  const code = typeof err?.code === 'number' && Number.isFinite(err.code) ? err.code : ERRORS.SCRIPT_ERROR.code;
+  const status = typeof err?.status === 'number' ? err.status : ERRORS.SCRIPT_ERROR.status;
+  const message = typeof err?.message === 'string' && err.message !== '' ? err.message : ERRORS.SCRIPT_ERROR.message;
+  return new StepFailure(message, code, status, err?.fatal === true);
+}
+
+/**
+ * Runs `automation`; resolves to its result (undefined when it has none), rejects with a
+ * StepFailure (message, code, status, fatal) when a step fails or the deadline passes.
+ */
+export async function runAutomation(automation: CompiledAutomation, input: AutomationInput, executors: AutomationExecutors, deadline: number): Promise<unknown> {
+  const state: AutomationState = { steps: {}, vars: {}, result: toJson(input.result) };
+  let current: CompiledStep | undefined;
+  const name = `automation '${automation.id}'`;
+
+  const rt: StepRuntime = {
+    state,
+    executors,
+    deadline,
+    value(v, scope, field) {
+      if ('literal' in v) return v.literal;
+      try {
+        return toJson(v.expr.evaluate(scope));
+      } catch (e) {
+        if (e instanceof ExpressionError || e instanceof RangeError) throw rt.failure(`${field}: ${e.message}`);
+        throw e;
+      }
+    },
+    failure(message) {
+      return StepFailure.of('AUTOMATION_STEP_FAILED', `${name} ${current?.label ?? ''}: ${message}`);
+    },
+    async runSteps(steps, scope) {
+      const outer = current;
+      let last: unknown;
+      try {
+        for (const step of steps) {
+          if (Date.now() >= deadline) {
+            throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) before ${step.label}`, true);
+          }
+          current = step;
+          try {
+            last = await step.run(rt, scope);
+          } catch (e) {
+            throw asFailure(e);
+          }
+          if (step.id !== undefined) setOwn(state.steps, step.id, toJson(last));
+          current = step;
+        }
+      } finally {
+        current = outer;
+      }
+      return last;
+    },
+  };
+
+  const scope: Scope = { ctx: input.ctx, state };
+  try {
+    return await rt.runSteps(automation.steps, scope);
+  } catch (e) {
+    if (e instanceof ReturnSignal) return e.value;
+    throw e;
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Values leaving a CEL expression become plain JSON values: CEL integers are BigInts (numbers
+ * here; beyond 2^53 they lose precision as JSON.parse would), timestamps are Dates (ms since the
+ * epoch, as script results are), bytes are Uint8Arrays (base64 text), maps may be Maps (objects),
+ * optionals are their value or null, and `undefined` is null. Objects are rebuilt without
+ * prototypes' help: only own enumerable string keys are read.
+ */
+
+const MAX_DEPTH = 100;
+
+function isOptional(v: object): v is { hasValue(): boolean; value(): unknown } {
+  const o = v as { hasValue?: unknown; value?: unknown; constructor?: { name?: string } };
+  return typeof o.hasValue === 'function' && typeof o.value === 'function' && o.constructor?.name === 'Optional';
+}
+
+/** The JSON value of `v` (see the file comment); throws RangeError past 100 levels of nesting. */
+export function toJson(v: unknown, depth = 0): unknown {
+  switch (typeof v) {
+    case 'bigint':
+      return Number(v);
+    case 'number':
+      return Number.isFinite(v) ? v : null;
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return null;
+  }
+  if (v === null) return null;
+  if (depth > MAX_DEPTH) throw new RangeError(`a value nested more than ${MAX_DEPTH} levels deep`);
+  if (Array.isArray(v)) return v.map((x) => toJson(x, depth + 1));
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? null : v.getTime();
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+  if (v instanceof Map) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of v) setOwn(out, String(k), toJson(x, depth + 1));
+    return out;
+  }
+  if (v instanceof Set) return [...v].map((x) => toJson(x, depth + 1));
+  const obj = v as object;
+  if (isOptional(obj)) return obj.hasValue() ? toJson(obj.value(), depth + 1) : null;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(obj)) setOwn(out, k, toJson((obj as Record<string, unknown>)[k], depth + 1));
+  return out;
+}
+
+/** Sets a key as an own data property (a key named `__proto__` stays a plain key). */
+export function setOwn(o: Record<string, unknown>, k: string, v: unknown): void {
+  Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+}

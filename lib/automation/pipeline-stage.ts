@@ -1,0 +1,114 @@
+/**
+ * The worker's side of an automation stage (`call` or `after`): finds the definition the job
+ * carries, compiles it once per definition text, and runs it with script steps in the job's
+ * sandbox and http steps through the host's guarded client. lib/runtime/worker/pipeline.ts
+ * calls runAutomationStage where the API's call or after hook is an automation.
+ */
+import { ConfigError, ERRORS } from '../errors';
+import type { ReturnType, ScriptRef } from '../types';
+import type { RequestSnapshot, StageOutput } from '../runtime/protocol';
+import { serializeForReturnType } from '../runtime/serialize';
+import { compileAutomation } from './compile';
+import type { AutomationExecutors, AutomationHttpResponse, CompiledAutomation } from './compiled';
+import { automationContext } from './context';
+import { StepFailure } from './errors';
+import { runAutomation } from './interpreter';
+
+type Fail = { kind: 'error'; message: string; code: number; status: number };
+
+/** What the pipeline's script stage gives back (the fields read here). */
+export interface ScriptStageResult {
+  out?: { hasValue: boolean; value?: unknown };
+  fail?: Fail;
+  fatal?: boolean;
+}
+
+export interface AutomationStageEnv {
+  appId: string;
+  returnType: ReturnType;
+  deadline: number;
+  /** Definition texts by automation id, as the router put them in the job. */
+  automations: Record<string, string>;
+  request(): RequestSnapshot;
+  /** The request attributes now (script steps may change them). */
+  attributes(): Record<string, unknown>;
+  /** Runs `ref(ctx, value)` as a stage of this job in its sandbox, wanting its value back as JSON. */
+  runScript(ref: ScriptRef, valueJson: string): Promise<ScriptStageResult>;
+  /** A blocking host call (throws an Error carrying `code` on failure). */
+  callHost(op: string, args: Record<string, unknown>): unknown;
+}
+
+/** Compiled automations by definition text: each version is parsed once per worker. */
+const compiled = new Map<string, CompiledAutomation | ConfigError>();
+const MAX_CACHED = 256;
+
+function compiledFor(text: string): CompiledAutomation {
+  let c = compiled.get(text);
+  if (c === undefined) {
+    try {
+      c = compileAutomation(JSON.parse(text), { validated: true }); // (the router validated it)
+    } catch (e) {
+      c = e instanceof ConfigError ? e : new ConfigError('automation', String((e as Error)?.message ?? e));
+    }
+    if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value!);
+    compiled.set(text, c);
+  }
+  if (c instanceof ConfigError) throw StepFailure.of('INVALID_AUTOMATION', c.message);
+  return c;
+}
+
+function executors(env: AutomationStageEnv): AutomationExecutors {
+  return {
+    async runScript(ref, _ctx, state) {
+      const r = await env.runScript(ref, JSON.stringify(state));
+      if (r.fail) throw new StepFailure(r.fail.message, r.fail.code, r.fail.status, r.fatal === true);
+      return r.out?.hasValue ? r.out.value : undefined;
+    },
+    async http(request): Promise<AutomationHttpResponse> {
+      try {
+        const head = env.callHost('http.request', { ...request }) as { id: string; status: number; headers: Record<string, string>; url: string };
+        let text: string;
+        try {
+          text = env.callHost('http.body', { id: head.id }) as string;
+        } finally {
+          env.callHost('http.release', { id: head.id }); // (a forEach of requests holds one open response at a time)
+        }
+        let body: unknown = text;
+        if (/\bjson\b/i.test(head.headers['content-type'] ?? '') && text !== '') {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = text;
+          }
+        }
+        return { status: head.status, headers: head.headers, url: head.url, body };
+      } catch (e) {
+        if ((e as Error)?.name === 'TimeoutError') throw StepFailure.of('SCRIPT_TIMEOUT', 'The automation timed out while waiting for an http step', true);
+        throw e;
+      }
+    },
+  };
+}
+
+/** Runs the automation `id` as the job's `stage`; the result as a stage output, or the failure. */
+export async function runAutomationStage(
+  env: AutomationStageEnv,
+  id: string,
+  stage: 'call' | 'after',
+  value?: unknown,
+): Promise<{ out?: StageOutput; fail?: Fail; fatal?: boolean }> {
+  try {
+    const text = Object.prototype.hasOwnProperty.call(env.automations, id) ? env.automations[id] : undefined;
+    if (text === undefined) throw StepFailure.of('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${env.appId}'`);
+    const automation = compiledFor(text);
+    const ctx = automationContext(env.request(), env.attributes);
+    const v = await runAutomation(automation, { ctx, result: stage === 'after' ? value : undefined }, executors(env), env.deadline);
+    const output = serializeForReturnType(v, env.returnType);
+    const out: StageOutput = { status: 'value', hasValue: v !== undefined, value: v, output };
+    if (output.type === 'invalid' && out.hasValue) return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: output.message } };
+    return { out };
+  } catch (e) {
+    const f = e instanceof StepFailure ? e : StepFailure.of('AUTOMATION_STEP_FAILED', String((e as Error)?.message ?? e));
+    return { fail: { kind: 'error', message: f.message, code: f.code, status: f.status }, fatal: f.fatal };
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * `{ "type": "forEach", "items": "ctx.json.lines", "as": "line", "steps": [...] }`: runs `steps`
+ * once per item of the list, with the item (`item` unless `as` names it) and `index` in scope;
+ * the result is the list of each round's last result.
+ */
+import type { StepKind } from '../compiled';
+import { shown } from '../../definitions/names';
+
+export const forEachStep: StepKind = {
+  type: 'forEach',
+  compile(step, c) {
+    const items = c.value(step.items, 'items');
+    const as = typeof step.as === 'string' ? step.as : 'item';
+    const steps = c.steps(step.steps, 'steps', [as, 'index']);
+    return async (rt, scope) => {
+      const list = rt.value(items, scope, 'items');
+      if (!Array.isArray(list)) throw rt.failure(`items must be a list, got ${shown(list)}`);
+      const results: unknown[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const inner = { ...scope, [as]: list[i], index: i };
+        const r = await rt.runSteps(steps, inner);
+        results.push(r === undefined ? null : r);
+      }
+      return results;
+    };
+  },
+};

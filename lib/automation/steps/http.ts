@@ -1,0 +1,42 @@
+/**
+ * `{ "type": "http", "method": "POST", "url": "'https://api.example.com/orders/' + ctx.query.id",
+ *    "headers": { "authorization": "'Bearer ' + state.vars.token" }, "body": "{'qty': 2}" }`:
+ * an outbound request through the router's guarded client (the rules of `platform.http.request`:
+ * private networks refused unless allowed, size and time limits). The result is
+ * `{ status, headers, url, body }`, `body` parsed when the response is JSON. A 4xx or 5xx answer
+ * is a result like any other: test `state.steps.<id>.status` and `abort` if need be.
+ */
+import type { StepKind } from '../compiled';
+import { shown } from '../../definitions/names';
+
+export const httpStep: StepKind = {
+  type: 'http',
+  compile(step, c) {
+    const url = c.value(step.url, 'url');
+    const method = typeof step.method === 'string' ? step.method.toUpperCase() : 'GET';
+    const headerSpec = (step.headers ?? {}) as Record<string, unknown>;
+    const headers = Object.keys(headerSpec).map((name) => [name, c.value(headerSpec[name], `headers.${name}`)] as const);
+    const body = step.body === undefined ? undefined : c.value(step.body, 'body');
+    const timeoutMs = typeof step.timeoutMs === 'number' ? step.timeoutMs : undefined;
+    return async (rt, scope) => {
+      const u = rt.value(url, scope, 'url');
+      if (typeof u !== 'string' || u === '') throw rt.failure(`url must be a non-empty string, got ${shown(u)}`);
+      const h: Record<string, string> = {};
+      for (const [name, v] of headers) {
+        const value = rt.value(v, scope, `headers.${name}`);
+        if (value !== null) h[name.toLowerCase()] = typeof value === 'string' ? value : String(value);
+      }
+      let text: string | undefined;
+      if (body !== undefined) {
+        const b = rt.value(body, scope, 'body');
+        if (typeof b === 'string') text = b;
+        else {
+          text = JSON.stringify(b);
+          h['content-type'] ??= 'application/json';
+        }
+      }
+      const left = Math.max(1, rt.deadline - Date.now());
+      return rt.executors.http({ url: u, method, headers: h, body: text, timeoutMs: timeoutMs === undefined ? left : Math.min(timeoutMs, left) });
+    };
+  },
+};

@@ -1,0 +1,106 @@
+/**
+ * The serve command's settings: the command line over a config file (`--config`), over the
+ * defaults. A config file is JSON, or a JavaScript module exporting the options (or a function
+ * returning them, maybe async) for what JSON cannot hold (accounts, automations...). Besides the
+ * server's own keys it holds any createApiRouter option; relative paths are taken from the
+ * file's folder.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { ApiRouterOptions, Logger } from '../types';
+import type { CliArgs } from './args';
+
+/** What `serve` runs with. */
+export interface ServeConfig {
+  root: string;
+  previewRoot?: string;
+  port: number;
+  host: string;
+  mount: string;
+  /** List the apps and their APIs at the mount point. */
+  index: boolean;
+  /** No line per request. */
+  quiet: boolean;
+  redisUrl?: string;
+  /** Longest wait at shutdown for the requests in flight, ms (then their connections are closed). */
+  shutdownTimeoutMs: number;
+  /** createApiRouter options other than the registry. */
+  router: Omit<ApiRouterOptions, 'registry'>;
+}
+
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_MOUNT = '/web0/api';
+
+/** Keys of a config file that are the server's, not the router's. */
+const SERVER_KEYS = ['root', 'previewRoot', 'port', 'host', 'mount', 'index', 'quiet', 'redisUrl', 'shutdownTimeoutMs'] as const;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+const PATH_KEYS = ['root', 'previewRoot', 'sandboxDir', 'storageDir'];
+
+export class ConfigFileError extends Error {}
+
+async function readConfigFile(file: string): Promise<Record<string, unknown>> {
+  const abs = path.resolve(file);
+  if (!fs.existsSync(abs)) throw new ConfigFileError(`the config file ${file} does not exist`);
+  let value: unknown;
+  if (abs.endsWith('.json')) {
+    try {
+      value = JSON.parse(fs.readFileSync(abs, 'utf8'));
+    } catch (e) {
+      throw new ConfigFileError(`the config file ${file} is not valid JSON (${(e as Error).message})`);
+    }
+  } else {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require(abs) as { default?: unknown };
+    value = mod && typeof mod === 'object' && 'default' in mod ? mod.default : mod;
+    if (typeof value === 'function') value = await (value as () => unknown)();
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigFileError(`the config file ${file} must hold an object of options`);
+  const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  for (const k of PATH_KEYS) if (typeof out[k] === 'string') out[k] = path.resolve(path.dirname(abs), out[k] as string);
+  return out;
+}
+
+function pick<T>(flag: T | undefined, file: unknown, fallback: T): T {
+  return flag !== undefined ? flag : file !== undefined ? (file as T) : fallback;
+}
+
+export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise<ServeConfig> {
+  const file = args.config === undefined ? {} : await readConfigFile(path.resolve(cwd, args.config));
+  const router: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(file)) if (!(SERVER_KEYS as readonly string[]).includes(k)) router[k] = v;
+  const abs = (p: string | undefined) => (p === undefined ? undefined : path.resolve(cwd, p));
+  if (args.sandboxDir !== undefined) router.sandboxDir = abs(args.sandboxDir);
+  if (args.storageDir !== undefined) router.storageDir = abs(args.storageDir);
+  if (args.engine !== undefined) router.engine = args.engine;
+  if (args.scriptTimeoutMs !== undefined) router.scriptTimeoutMs = args.scriptTimeoutMs;
+  const root = abs(args.root) ?? (file.root as string | undefined);
+  if (root === undefined) throw new ConfigFileError('no apps folder: scriptable-api serve <root>');
+  if (typeof root !== 'string') throw new ConfigFileError(`root must be the path of the apps folder, got ${JSON.stringify(root)}`);
+  const mount = String(pick(args.mount, file.mount, DEFAULT_MOUNT));
+  if (!mount.startsWith('/')) throw new ConfigFileError(`mount must start with '/', got ${JSON.stringify(mount)}`);
+  const shutdownTimeoutMs = pick(undefined, file.shutdownTimeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  if (typeof shutdownTimeoutMs !== 'number' || !Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0 || shutdownTimeoutMs > 2147483647) {
+    throw new ConfigFileError(`shutdownTimeoutMs must be an integer of ms from 0 to 2147483647, got ${JSON.stringify(shutdownTimeoutMs)}`);
+  }
+  const port = pick(args.port, file.port, DEFAULT_PORT);
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
+  return {
+    root,
+    previewRoot: abs(args.previewRoot) ?? (file.previewRoot as string | undefined),
+    port,
+    host: String(pick(args.host, file.host, DEFAULT_HOST)),
+    mount: mount.replace(/\/+$/, '') || '/',
+    index: Boolean(pick(args.index, file.index, true)),
+    quiet: Boolean(pick(args.quiet, file.quiet, false)),
+    redisUrl: pick(args.redisUrl, file.redisUrl, undefined as string | undefined),
+    shutdownTimeoutMs,
+    router: router as Omit<ApiRouterOptions, 'registry'>,
+  };
+}
+
+/** The CLI's logger: info to stdout, warnings and errors to stderr, one line each. */
+export function consoleLogger(): Logger {
+  const line = (stream: NodeJS.WriteStream) => (message: string) => void stream.write(`${message}\n`);
+  return { info: line(process.stdout), debug: line(process.stdout), warn: line(process.stderr), error: line(process.stderr) };
+}

@@ -1,0 +1,84 @@
+/**
+ * Entry of the `scriptable-api` command (bin/scriptable-api.js). Exit codes: 0 after a clean
+ * shutdown, 1 when the server cannot start (port taken, invalid options), 2 for a bad command line.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ConfigError } from '../errors';
+import { parseCli, USAGE, UsageError } from './args';
+import { ConfigFileError, consoleLogger, resolveConfig } from './config';
+import { startServer } from './serve';
+
+function version(): string {
+  const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Runs the command line; resolves to the exit code once the command is over. */
+export async function main(argv: string[]): Promise<number> {
+  const logger = consoleLogger();
+  let args;
+  try {
+    args = parseCli(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`scriptable-api: ${e.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (args.command === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (args.command === 'version') {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  let running;
+  try {
+    const config = await resolveConfig(args);
+    if (!fs.existsSync(config.root)) throw new ConfigFileError(`the apps folder ${config.root} does not exist`);
+    running = await startServer(config, logger);
+    const apps = running.registry.listApps();
+    logger.info(`scriptable-api ${version()} serving ${apps.length} app(s) from ${config.root} on ${running.url}`);
+  } catch (e) {
+    const message = e instanceof ConfigError ? e.message.replace(/^scriptable-api: /, '') : (e as Error)?.message ?? String(e);
+    process.stderr.write(`scriptable-api: ${message}\n`);
+    return 1;
+  }
+  const server = running;
+  return new Promise<number>((resolve) => {
+    let signalled = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (signalled) {
+        process.stderr.write(`scriptable-api: ${signal} again: exiting now\n`);
+        resolve(130);
+        return;
+      }
+      signalled = true;
+      logger.info(`scriptable-api: ${signal}: no new connections; finishing the requests in flight`);
+      server.shutdown().then(
+        () => {
+          logger.info('scriptable-api: stopped');
+          resolve(0);
+        },
+        (e: unknown) => {
+          process.stderr.write(`scriptable-api: error while stopping: ${(e as Error)?.message ?? e}\n`);
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
+/** For the bin script: runs main and exits with its code. */
+export function run(): void {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`scriptable-api: ${(e as Error)?.stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
+}

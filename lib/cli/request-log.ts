@@ -1,0 +1,24 @@
+/**
+ * One line per request, when its response ends (or the client goes away first):
+ *   2026-01-05T10:00:00.000Z GET /web0/api/shop/hello?name=Ada 200 3.1ms 6f0c1d2e-…
+ * The last field is the request id the router sent in X-Request-Id ('-' for other routes).
+ */
+import type { NextFunction, Request, Response } from 'express';
+
+export function requestLog(write: (line: string) => void) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const start = process.hrtime.bigint();
+    let done = false;
+    const end = (aborted: boolean) => {
+      if (done) return;
+      done = true;
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      const id = res.getHeader('x-request-id');
+      const status = aborted && !res.writableFinished ? `${res.statusCode} (client closed)` : String(res.statusCode);
+      write(`${new Date().toISOString()} ${req.method} ${req.originalUrl} ${status} ${ms.toFixed(1)}ms ${typeof id === 'string' ? id : '-'}`);
+    };
+    res.once('finish', () => end(false));
+    res.once('close', () => end(true));
+    next();
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * `scriptable-api serve <root>`: an Express app with the router over a DirectoryRegistry.
+ * Prints where it listens (a line with http://HOST:PORT), one line per request, and on SIGTERM /
+ * SIGINT stops accepting connections, lets the requests in flight finish, closes the router,
+ * the registry and the rate-limit store, then exits. A second signal exits at once.
+ */
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApiRouter } from '../router';
+import { DirectoryRegistry } from '../registry/directory';
+import { RedisRateLimitStore } from '../rate-limit';
+import type { ApiRouter, Logger } from '../types';
+import { appIndex } from './app-index';
+import type { ServeConfig } from './config';
+import { requestLog } from './request-log';
+
+export interface RunningServer {
+  server: http.Server;
+  router: ApiRouter;
+  registry: DirectoryRegistry;
+  /** `http://HOST:PORT<mount>` */
+  url: string;
+  /** Stops accepting, waits for the requests in flight, closes everything. */
+  shutdown(): Promise<void>;
+}
+
+function hostForUrl(address: string): string {
+  return address.includes(':') ? `[${address}]` : address;
+}
+
+/**
+ * Routes the server answers beside the APIs: the index at the mount point. Operational
+ * endpoints of the standalone server (such as /metrics) belong here too, mounted before the APIs.
+ */
+function mountServerRoutes(app: import('express').Express, config: ServeConfig, registry: DirectoryRegistry): void {
+  if (config.index) app.get(config.mount === '/' ? '/' : [config.mount, `${config.mount}/`], appIndex(registry, config.mount));
+}
+
+/** Starts the server; rejects with a clear message when it cannot listen (port taken...). */
+export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const express = require('express') as typeof import('express');
+  const registry = new DirectoryRegistry({ root: config.root, previewRoot: config.previewRoot, logger });
+  const store = config.redisUrl ? new RedisRateLimitStore({ url: config.redisUrl }) : undefined;
+  let router: ApiRouter;
+  try {
+    const rateLimit = store ? { ...(config.router.rateLimit ?? {}), store } : config.router.rateLimit;
+    router = createApiRouter({ logger, ...config.router, ...(rateLimit ? { rateLimit } : {}), registry });
+  } catch (e) {
+    await registry.close();
+    await store?.close();
+    throw e;
+  }
+  const app = express();
+  app.disable('x-powered-by');
+  // responses in flight: at shutdown each one closes its connection once sent
+  const inFlight = new Set<http.ServerResponse>();
+  let draining = false;
+  app.use((req, res, next) => {
+    if (draining) res.setHeader('Connection', 'close');
+    inFlight.add(res);
+    res.once('close', () => {
+      inFlight.delete(res);
+      if (draining) server.closeIdleConnections();
+    });
+    next();
+  });
+  if (!config.quiet) app.use(requestLog((line) => logger.info(line)));
+  mountServerRoutes(app, config, registry);
+  app.use(config.mount, router);
+
+  const server = http.createServer(app);
+  const closeAll = async () => {
+    await router.close();
+    await registry.close();
+    await store?.close();
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (e) {
+    await closeAll();
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'EADDRINUSE') throw new Error(`port ${config.port} on ${config.host} is already in use: stop the other server or choose another port (--port)`);
+    if (err.code === 'EACCES') throw new Error(`not allowed to listen on port ${config.port} of ${config.host} (ports below 1024 need privileges): choose another port (--port)`);
+    if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') throw new Error(`cannot listen on ${config.host}: no such local address (--host)`);
+    throw e;
+  }
+  const { address, port } = server.address() as AddressInfo;
+  const url = `http://${hostForUrl(address)}:${port}${config.mount === '/' ? '' : config.mount}`;
+
+  let closing: Promise<void> | undefined;
+  const shutdown = () =>
+    (closing ??= (async () => {
+      // no new connections; idle keep-alive ones close now, busy ones once their response is sent
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+      server.closeIdleConnections();
+      // a request that never ends (a client stalling an upload) does not hold the exit forever
+      const limit = setTimeout(() => {
+        logger.warn(`scriptable-api: ${inFlight.size} request(s) still open after ${config.shutdownTimeoutMs} ms: closing their connections`);
+        server.closeAllConnections();
+      }, config.shutdownTimeoutMs);
+      limit.unref();
+      await closed;
+      clearTimeout(limit);
+      await closeAll();
+    })());
+  return { server, router, registry, url, shutdown };
+}

@@ -1,0 +1,156 @@
+/**
+ * Reads one app folder into memory, validating every file:
+ *   <app>/apis/*.json          one ApiDefinition each
+ *   <app>/scripts/**           .js / .ts sources, named by their path below scripts/ ('lib/util.js')
+ *   <app>/automations/*.json   one AutomationDefinition each
+ * A file that fails (bad JSON, a field the schema refuses, an interactive step...) is left out
+ * and reported as a problem naming the file and the field; the rest of the app loads.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ConfigError } from '../errors';
+import { validateApiDefinition } from '../validations';
+import { compiledAutomation } from '../automation/compile';
+import type { ApiDefinition, AutomationDefinition, AutomationRef, ScriptRef } from '../types';
+
+/** A file that was left out (`error`) or loaded with something to fix (`warning`). */
+export interface RegistryProblem {
+  level: 'error' | 'warning';
+  /** Relative to the registry's root, e.g. `shop/apis/orders-list.json`. */
+  file: string;
+  message: string;
+}
+
+/** One app's content, replaced as a whole on every reload. */
+export interface AppState {
+  readonly apis: ReadonlyMap<string, ApiDefinition>;
+  readonly scripts: ReadonlyMap<string, string>;
+  readonly automations: ReadonlyMap<string, AutomationDefinition>;
+  readonly problems: readonly RegistryProblem[];
+}
+
+/** Largest file read (a script or a definition). */
+export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+const SCRIPT = /\.(js|ts)$/;
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}
+
+/** Entries of a folder (none when it does not exist); regular files and folders only, no dot files. */
+function entries(dir: string): fs.Dirent[] {
+  try {
+    return fs
+      .readdirSync(dir, { withFileTypes: true })
+      .filter((e) => !e.name.startsWith('.') && (e.isFile() || e.isDirectory()))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  } catch {
+    return [];
+  }
+}
+
+function readText(file: string): string {
+  const size = fs.statSync(file).size;
+  if (size > MAX_FILE_BYTES) throw new Error(`is larger than ${MAX_FILE_BYTES} bytes`);
+  return fs.readFileSync(file, 'utf8');
+}
+
+/** The message of a ConfigError without the library's prefix (the file name takes its place). */
+function reason(e: unknown): string {
+  const m = (e as Error)?.message ?? String(e);
+  return m.replace(/^scriptable-api: /, '');
+}
+
+function refScript(ref: ScriptRef | AutomationRef | undefined): string | undefined {
+  return ref && typeof (ref as ScriptRef).script === 'string' ? (ref as ScriptRef).script : undefined;
+}
+
+/** Every `.js` / `.ts` file below `dir`, by its path relative to `dir` with '/' separators. */
+function listScripts(dir: string, prefix = '', out: string[] = [], depth = 0): string[] {
+  if (depth > 16) return out;
+  for (const e of entries(dir)) {
+    if (e.isDirectory()) listScripts(path.join(dir, e.name), `${prefix}${e.name}/`, out, depth + 1);
+    else if (SCRIPT.test(e.name)) out.push(prefix + e.name);
+  }
+  return out;
+}
+
+/** Loads `<root>/<appId>`; problems name files from the root (`<appId>/apis/x.json`). */
+export function loadAppFolder(root: string, appId: string): AppState {
+  const dir = path.join(root, appId);
+  const problems: RegistryProblem[] = [];
+  const rel = (...parts: string[]) => [appId, ...parts].join('/');
+
+  const scripts = new Map<string, string>();
+  for (const name of listScripts(path.join(dir, 'scripts'))) {
+    try {
+      scripts.set(name, readText(path.join(dir, 'scripts', ...name.split('/'))));
+    } catch (e) {
+      problems.push({ level: 'error', file: rel('scripts', name), message: `could not be read: ${reason(e)}` });
+    }
+  }
+
+  const readJson = (file: string): unknown => {
+    const text = readText(file);
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new Error(`is not valid JSON (${(e as Error).message})`);
+    }
+  };
+
+  const automations = new Map<string, AutomationDefinition>();
+  const automationFile = new Map<string, string>();
+  for (const e of entries(path.join(dir, 'automations'))) {
+    if (!e.isFile() || !e.name.endsWith('.json')) continue;
+    const file = rel('automations', e.name);
+    try {
+      const def = deepFreeze(readJson(path.join(dir, 'automations', e.name))) as AutomationDefinition;
+      const calls = compiledAutomation(def).scripts;
+      const other = automationFile.get(def.id);
+      if (other !== undefined) throw new Error(`the automation id '${def.id}' is already defined by ${other}`);
+      automations.set(def.id, def);
+      automationFile.set(def.id, file);
+      for (const s of calls) {
+        if (!scripts.has(s)) problems.push({ level: 'warning', file, message: `a script step calls '${s}', which is not in ${rel('scripts')}/` });
+      }
+    } catch (err) {
+      problems.push({ level: 'error', file, message: `${reason(err)}; the automation is disabled until the file is fixed` });
+    }
+  }
+
+  const apis = new Map<string, ApiDefinition>();
+  const apiFile = new Map<string, string>();
+  for (const e of entries(path.join(dir, 'apis'))) {
+    if (!e.isFile() || !e.name.endsWith('.json')) continue;
+    const file = rel('apis', e.name);
+    try {
+      const raw = readJson(path.join(dir, 'apis', e.name)) as { path?: unknown };
+      const def = deepFreeze(validateApiDefinition(raw, `api '${raw?.path}'`));
+      const other = apiFile.get(def.path);
+      if (other !== undefined) throw new ConfigError(`api '${def.path}'.path`, `is already defined by ${other}`);
+      apis.set(def.path, def);
+      apiFile.set(def.path, file);
+      for (const ref of [def.before, def.call, def.after, def.onError]) {
+        const s = refScript(ref);
+        if (s !== undefined && !scripts.has(s)) problems.push({ level: 'warning', file, message: `refers to the script '${s}', which is not in ${rel('scripts')}/` });
+      }
+      for (const ref of [def.call, def.after]) {
+        const a = ref && (ref as AutomationRef).automation;
+        if (typeof a === 'string' && !automations.has(a)) problems.push({ level: 'warning', file, message: `refers to the automation '${a}', which is not in ${rel('automations')}/ (or is disabled)` });
+      }
+    } catch (err) {
+      problems.push({ level: 'error', file, message: `${reason(err)}; the API is disabled until the file is fixed` });
+    }
+  }
+  return { apis, scripts, automations, problems };
+}
+
+/** Whether a folder name can be an app id. */
+export function isAppId(name: string): boolean {
+  return name !== '' && !name.startsWith('.') && !/[/\\\0]/.test(name);
+}

@@ -1,0 +1,186 @@
+/**
+ * DirectoryRegistry: apps as a folder of files, live on disk.
+ *
+ *   <root>/<appId>/apis/*.json          one ApiDefinition each (schemas/api-definition.json)
+ *   <root>/<appId>/scripts/**           .js / .ts ES modules, named by their path below scripts/
+ *   <root>/<appId>/automations/*.json   one AutomationDefinition each (schemas/automation.json)
+ *
+ * Every file is validated when read; a bad one disables only its own API or automation and is
+ * reported through the logger with the file and the field. Changes are picked up by watching the
+ * folders (debounced), and an app's whole state is replaced at once: no request sees half an app.
+ * `previewRoot` (same layout) holds the unpublished versions served on the preview path.
+ */
+import { EventEmitter } from 'node:events';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ConfigError } from '../errors';
+import { defaultLogger } from '../logging';
+import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
+import { isAppId, loadAppFolder, type AppState, type RegistryProblem } from './app-folder';
+import { FolderWatch } from './folder-watch';
+
+export type { RegistryProblem } from './app-folder';
+
+export interface DirectoryRegistryOptions {
+  /** The folder of published apps: one sub-folder per app id. */
+  root: string;
+  /** The folder of preview (unpublished) apps, same layout. Without it, the preview stage has nothing. */
+  previewRoot?: string;
+  /** Where problems and reloads are reported. Default: the console (nothing under NODE_ENV=test); `false`: nowhere. */
+  logger?: Logger | false;
+  /** Quiet time after the last change before an app is reloaded, ms. Default 100. */
+  debounceMs?: number;
+  /** Watch the folders for changes. Default true (`false`: call `reload()` yourself). */
+  watch?: boolean;
+}
+
+/** What the `reload` event carries. */
+export interface DirectoryReload {
+  stage: 'published' | 'preview';
+  appId: string;
+  /** False when the app's folder is gone (the app was removed). */
+  present: boolean;
+  problems: readonly RegistryProblem[];
+}
+
+/** One root's apps. */
+class AppTree {
+  readonly apps = new Map<string, AppState>();
+  private readonly timers = new Map<string | null, NodeJS.Timeout>();
+  private readonly watch: FolderWatch | undefined;
+
+  constructor(
+    readonly root: string,
+    readonly stage: 'published' | 'preview',
+    private readonly owner: DirectoryRegistry,
+    private readonly logger: Logger | undefined,
+    private readonly debounceMs: number,
+    watch: boolean,
+  ) {
+    for (const appId of this.appIds()) this.load(appId, false);
+    if (watch) {
+      this.watch = new FolderWatch(root, (appId) => this.schedule(appId), (m) => logger?.warn(`scriptable-api: ${m}`));
+      this.watch.sync(this.apps.keys());
+    }
+  }
+
+  private appIds(): string[] {
+    try {
+      return fs
+        .readdirSync(this.root, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && isAppId(e.name))
+        .map((e) => e.name);
+    } catch {
+      this.logger?.warn(`scriptable-api: the apps folder ${this.root} cannot be read`);
+      return [];
+    }
+  }
+
+  /** Reads the app folder and swaps the app's state in one assignment. */
+  load(appId: string, reloaded: boolean): void {
+    const present = fs.existsSync(path.join(this.root, appId)) && isAppId(appId);
+    const state = present ? loadAppFolder(this.root, appId) : undefined;
+    if (state) this.apps.set(appId, state);
+    else this.apps.delete(appId);
+    const where = this.stage === 'preview' ? ' (preview)' : '';
+    for (const p of state?.problems ?? []) {
+      const line = `scriptable-api: ${p.file}${where}: ${p.message}`;
+      if (p.level === 'error') this.logger?.error(line);
+      else this.logger?.warn(line);
+    }
+    if (reloaded) {
+      const what = state ? `${state.apis.size} APIs, ${state.scripts.size} scripts, ${state.automations.size} automations` : 'removed';
+      this.logger?.info(`scriptable-api: reloaded app '${appId}'${where}: ${what}`);
+    }
+    this.owner.emit('reload', { stage: this.stage, appId, present: state !== undefined, problems: state?.problems ?? [] } satisfies DirectoryReload);
+  }
+
+  private schedule(appId: string | null): void {
+    const key = appId !== null && isAppId(appId) ? appId : null;
+    clearTimeout(this.timers.get(key));
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.reload(key);
+    }, this.debounceMs);
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  /** Reloads one app, or (null) re-reads the root: apps added, removed, or all of them. */
+  reload(appId: string | null): void {
+    if (appId !== null) this.load(appId, true);
+    else {
+      const now = new Set(this.appIds());
+      for (const id of [...this.apps.keys()]) if (!now.has(id)) this.load(id, true);
+      for (const id of now) this.load(id, true);
+    }
+    this.watch?.sync(this.apps.keys());
+  }
+
+  close(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    this.watch?.close();
+  }
+}
+
+export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
+  private readonly published: AppTree;
+  private readonly preview: AppTree | undefined;
+
+  constructor(options: DirectoryRegistryOptions) {
+    super();
+    if (typeof options !== 'object' || options === null || typeof options.root !== 'string' || options.root === '') {
+      throw new ConfigError('root', 'new DirectoryRegistry({ root }) needs the path of the apps folder');
+    }
+    if (options.previewRoot !== undefined && (typeof options.previewRoot !== 'string' || options.previewRoot === '')) throw new ConfigError('previewRoot', 'must be a folder path');
+    const debounceMs = options.debounceMs ?? 100;
+    if (typeof debounceMs !== 'number' || !Number.isFinite(debounceMs) || debounceMs < 0) throw new ConfigError('debounceMs', `must be a number of ms >= 0, got ${String(debounceMs)}`);
+    const logger = options.logger === false ? undefined : (options.logger ?? defaultLogger());
+    const watch = options.watch ?? true;
+    this.published = new AppTree(path.resolve(options.root), 'published', this, logger, debounceMs, watch);
+    this.preview = options.previewRoot === undefined ? undefined : new AppTree(path.resolve(options.previewRoot), 'preview', this, logger, debounceMs, watch);
+  }
+
+  private tree(stage?: 'published' | 'preview'): AppTree | undefined {
+    return stage === 'preview' ? this.preview : this.published;
+  }
+
+  getApi(appId: string, apiPath: string, stage?: 'published' | 'preview'): ApiDefinition | undefined {
+    return this.tree(stage)?.apps.get(appId)?.apis.get(apiPath);
+  }
+
+  getScript(appId: string, name: string, stage?: 'published' | 'preview'): string | undefined {
+    return this.tree(stage)?.apps.get(appId)?.scripts.get(name);
+  }
+
+  getAutomation(appId: string, id: string, stage?: 'published' | 'preview'): AutomationDefinition | undefined {
+    return this.tree(stage)?.apps.get(appId)?.automations.get(id);
+  }
+
+  /** The app ids with a folder. */
+  listApps(stage?: 'published' | 'preview'): string[] {
+    return [...(this.tree(stage)?.apps.keys() ?? [])].sort();
+  }
+
+  /** The APIs of an app that loaded (a file with an error is not among them). */
+  listApis(appId: string, stage?: 'published' | 'preview'): ApiDefinition[] {
+    return [...(this.tree(stage)?.apps.get(appId)?.apis.values() ?? [])];
+  }
+
+  /** What the last load of each app reported: files left out (`error`) and things to fix (`warning`). */
+  problems(stage?: 'published' | 'preview'): RegistryProblem[] {
+    return [...(this.tree(stage)?.apps.values() ?? [])].flatMap((a) => a.problems);
+  }
+
+  /** Reads one app (or every app) again now, without waiting for the watcher. */
+  reload(appId?: string, stage?: 'published' | 'preview'): void {
+    this.tree(stage)?.reload(appId ?? null);
+  }
+
+  /** Stops watching. The router does not own its registry: the host calls this when it shuts down. */
+  async close(): Promise<void> {
+    this.published.close();
+    this.preview?.close();
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Watches a registry root for changes: the root itself (apps appearing, going) and, per app,
+ * the app folder, apis/, automations/, scripts/ and every folder below scripts/. One
+ * non-recursive fs.watch per folder (recursive watching is not on every platform Node 20 runs
+ * on). Events only say "something in this app changed": the registry reloads the whole app.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+export class FolderWatch {
+  /** By folder, with the folder's inode: a folder deleted and made again needs a new watcher. */
+  private readonly watchers = new Map<string, { w: fs.FSWatcher; ino: number }>();
+  private closed = false;
+
+  /** `onChange(appId)`: something in that app changed; `onChange(null)`: re-read the root. */
+  constructor(
+    private readonly root: string,
+    private readonly onChange: (appId: string | null) => void,
+    private readonly onError: (message: string) => void,
+  ) {}
+
+  private folders(appId: string): string[] {
+    const app = path.join(this.root, appId);
+    const out = [app, path.join(app, 'apis'), path.join(app, 'automations')];
+    const walk = (dir: string, depth: number): void => {
+      out.push(dir);
+      if (depth > 16) return;
+      let list: fs.Dirent[] = [];
+      try {
+        list = fs.readdirSync(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of list) if (e.isDirectory() && !e.name.startsWith('.')) walk(path.join(dir, e.name), depth + 1);
+    };
+    walk(path.join(app, 'scripts'), 0);
+    return out.filter((d) => fs.existsSync(d));
+  }
+
+  private watch(dir: string, appId: string | null): void {
+    let ino: number;
+    try {
+      ino = fs.statSync(dir).ino;
+    } catch {
+      return;
+    }
+    const had = this.watchers.get(dir);
+    if (had !== undefined && had.ino === ino) return;
+    had?.w.close();
+    let w: fs.FSWatcher;
+    try {
+      w = fs.watch(dir, { persistent: false }, (_event, file) => {
+        if (appId !== null) return this.onChange(appId);
+        this.onChange(file ? String(file) : null);
+      });
+    } catch (e) {
+      this.onError(`cannot watch ${dir}: ${(e as Error).message}`);
+      return;
+    }
+    w.on('error', () => {
+      // (the folder went away: the reload that follows re-syncs the watchers)
+      w.close();
+      if (this.watchers.get(dir)?.w === w) this.watchers.delete(dir);
+      this.onChange(appId);
+    });
+    this.watchers.set(dir, { w, ino });
+  }
+
+  /** Watches the root and exactly the folders of `appIds` as they are now. */
+  sync(appIds: Iterable<string>): void {
+    if (this.closed) return;
+    const wanted = new Map<string, string | null>([[this.root, null]]);
+    for (const appId of appIds) for (const d of this.folders(appId)) wanted.set(d, appId);
+    for (const [dir, { w }] of this.watchers) {
+      if (!wanted.has(dir)) {
+        w.close();
+        this.watchers.delete(dir);
+      }
+    }
+    for (const [dir, appId] of wanted) this.watch(dir, appId);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const { w } of this.watchers.values()) w.close();
+    this.watchers.clear();
+  }
+}

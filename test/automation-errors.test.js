@@ -1,0 +1,113 @@
+'use strict';
+// A failed automation step: the API's onError gets an APIError with the step's message and code
+// (as the call), or the error body goes out. scriptTimeoutMs covers the whole run.
+const http = require('node:http');
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const SCRIPT = `
+export function fail(ctx, state) { var e = new Error('stock for ' + state.vars.item + ' is empty'); e.code = 4009; throw e; }
+export function plain(ctx, state) { throw new Error('no code here'); }
+export function spin(ctx, state) { var until = Date.now() + 300; while (Date.now() < until) {} return state.vars.n; }
+export function onError(ctx, error) {
+  ctx.response.setStatus(409);
+  return { handled: true, error: error };
+}
+`;
+const onError = { script: 's.js', function: 'onError' };
+
+describe('errors in the call reach onError', () => {
+  const automations = [
+    { id: 'script', steps: [{ type: 'set', vars: { item: "'pen'" } }, { id: 'reserve', type: 'script', script: 's.js', function: 'fail' }] },
+    { id: 'plain', steps: [{ type: 'script', script: 's.js', function: 'plain' }] },
+    { id: 'blocked', steps: [{ id: 'notify', type: 'http', method: 'POST', url: "'http://127.0.0.1:9/hook'" }] },
+    { id: 'expr', steps: [{ id: 'read', type: 'set', vars: { id: 'ctx.query.id' } }] },
+    { id: 'cond', steps: [{ id: 'check', type: 'if', condition: 'ctx.query', then: [] }] },
+    { id: 'items', steps: [{ type: 'forEach', items: "'abc'", steps: [] }] },
+    { id: 'abort', steps: [{ type: 'abort', message: "'quota exceeded'", status: 429 }] },
+    { id: 'badScript', steps: [{ type: 'script', script: 'nope.js', function: 'f' }] },
+  ];
+  const apis = automations.flatMap(({ id }) => [
+    { path: id, call: { automation: id }, returnType: 'JSON', onError },
+    { path: `${id}/bare`, call: { automation: id }, returnType: 'JSON' },
+  ]);
+  const { app, router } = makeApp({ apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis } } });
+  afterAll(() => router.close());
+
+  const handled = async (path) => {
+    const res = await request(app).get(`/web0/api/a/${path}`);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ handled: true, error: { requestId: res.headers['x-request-id'] } });
+    return res.body.error;
+  };
+
+  test("a script step's error: its message and code", async () => {
+    expect(await handled('script')).toMatchObject({ message: 'stock for pen is empty', code: 4009 });
+    expect(await handled('plain')).toMatchObject({ message: 'no code here', code: 270000 });
+    const bare = await request(app).get('/web0/api/a/script/bare');
+    expect(bare.status).toBe(500);
+    expect(bare.body).toEqual({ requestId: bare.headers['x-request-id'], message: 'stock for pen is empty', code: 4009 });
+  });
+
+  test("an http step's refusal by the outbound policy: OUTBOUND_BLOCKED", async () => {
+    expect(await handled('blocked')).toMatchObject({ code: 270500, message: expect.stringMatching(/127\.0\.0\.1/) });
+  });
+
+  test('an expression that cannot be evaluated, a non-boolean condition, a non-list: AUTOMATION_STEP_FAILED naming the step', async () => {
+    expect(await handled('expr')).toEqual(expect.objectContaining({ code: 270605, message: "automation 'expr' step 'read' (set): vars.id: No such key: id at column 11" }));
+    expect(await handled('cond')).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'cond' step 'check' \(if\): condition must be a boolean, got \{\}$/) });
+    expect(await handled('items')).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'items' steps\[0\] \(forEach\): items must be a list, got "abc"$/) });
+  });
+
+  test('abort: onError sees code 270001; without onError the status is the abort’s', async () => {
+    expect(await handled('abort')).toMatchObject({ code: 270001, message: 'quota exceeded' });
+    const bare = await request(app).get('/web0/api/a/abort/bare');
+    expect(bare.status).toBe(429);
+    expect(bare.body).toMatchObject({ code: 270001, message: 'quota exceeded' });
+  });
+
+  test('a script step whose script is missing: SCRIPT_NOT_FOUND', async () => {
+    expect(await handled('badScript')).toMatchObject({ code: 270202, message: "Script 'nope.js' not found" });
+  });
+});
+
+describe('scriptTimeoutMs covers the whole automation', () => {
+  const LIMIT = 1500;
+  let hang;
+  beforeAll(async () => {
+    hang = http.createServer(() => {}); // never answers
+    await new Promise((r) => hang.listen(0, '127.0.0.1', r));
+  });
+  afterAll(async () => {
+    hang.closeAllConnections();
+    await new Promise((r) => hang.close(r));
+  });
+  const automations = [
+    // each script step (300 ms) is well within the limit; ten of them are not
+    { id: 'steps', steps: [{ type: 'forEach', items: '[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]', steps: [{ type: 'set', vars: { n: 'item' } }, { type: 'script', script: 's.js', function: 'spin' }] }] },
+    // expression steps only: a million of them
+    { id: 'loop', steps: [{ type: 'set', vars: { xs: '[' + Array.from({ length: 1000 }, (_, i) => i).join(',') + ']' } }, { type: 'forEach', items: 'state.vars.xs', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] }] }] },
+    { id: 'wait', steps: [{ id: 'slow', type: 'http', url: "'http://127.0.0.1:' + ctx.query.port + '/'" }] },
+  ];
+  const apis = automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON', onError }));
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis } },
+    router: { scriptTimeoutMs: LIMIT, outbound: { allowPrivateNetworks: true } },
+  });
+  afterAll(() => router.close());
+
+  test.each([
+    ['steps', 'script steps in a loop'],
+    ['loop', 'expression steps in nested loops'],
+    ['wait', 'an http step waiting on a silent upstream'],
+  ])('%s: %s end with SCRIPT_TIMEOUT at the limit, without onError', async (path) => {
+    const started = Date.now();
+    const res = await request(app).get(`/web0/api/a/${path}?port=${hang.address().port}`);
+    const took = Date.now() - started;
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270200);
+    expect(res.body.handled).toBeUndefined();
+    expect(took).toBeGreaterThanOrEqual(LIMIT - 50);
+    expect(took).toBeLessThan(LIMIT + 8000); // a loaded machine: generous slack, still far below the ten steps' 3 s + startup
+  });
+});

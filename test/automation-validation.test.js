@@ -1,0 +1,123 @@
+'use strict';
+// Automation definitions are refused when validated, naming the automation, the step and why:
+// interactive and unknown step types, bad expressions, unknown fields. From a custom registry,
+// an invalid definition answers 500 INVALID_AUTOMATION (validated once per object).
+const request = require('supertest');
+const { MemoryRegistry, ConfigError, validateAutomation } = require('..');
+const { makeApp } = require('./helpers/app');
+
+function refusal(def) {
+  try {
+    new MemoryRegistry().putAutomation('app', def);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return e.message;
+  }
+  throw new Error('accepted: ' + JSON.stringify(def));
+}
+
+describe('interactive steps are refused (an API runs its automation unattended)', () => {
+  test.each(['form', 'confirm', 'approval', 'message', 'openPage', 'input'])('type %s', (type) => {
+    const message = refusal({ id: 'approve', steps: [{ id: 'first', type: 'set', vars: { a: '1' } }, { id: 'ask', type }] });
+    expect(message).toBe(
+      `scriptable-api: invalid automation 'approve' step 'ask': '${type}' is an interactive step (it waits for a person): an automation run by an API must not contain interactive steps`,
+    );
+  });
+
+  test('any step marked interactive: true, also nested, named by its position when it has no id', () => {
+    expect(refusal({ id: 'a', steps: [{ id: 's', type: 'script', script: 'x.js', function: 'f', interactive: true }] })).toMatch(
+      /automation 'a' step 's': is marked interactive: true \(it waits for a person\)/,
+    );
+    expect(refusal({ id: 'a', steps: [{ type: 'if', condition: 'true', then: [{ type: 'forEach', items: '[]', steps: [{ type: 'confirm' }] }] }] })).toMatch(
+      /automation 'a'\.steps\[0\]\.then\[0\]\.steps\[0\]: 'confirm' is an interactive step/,
+    );
+  });
+
+  test('validateAutomation (exported) refuses the same', () => {
+    expect(() => validateAutomation({ id: 'a', steps: [{ id: 'x', type: 'approval' }] })).toThrow(/automation 'a' step 'x': 'approval' is an interactive step/);
+    expect(() => validateAutomation({ id: 'a', steps: [] })).not.toThrow();
+  });
+});
+
+test('an unknown step type names the types (and the one meant)', () => {
+  expect(refusal({ id: 'a', steps: [{ id: 'loop', type: 'foreach', items: '[]', steps: [] }] })).toBe(
+    "scriptable-api: invalid automation 'a' step 'loop': unknown step type 'foreach' (did you mean 'forEach'?); the step types are script, http, set, if, forEach, return, abort",
+  );
+  expect(refusal({ id: 'a', steps: [{ type: 'sendEmail' }] })).toMatch(/automation 'a'\.steps\[0\]: unknown step type 'sendEmail'; the step types are/);
+});
+
+describe('bad expressions are refused with the field and why', () => {
+  test.each([
+    [{ type: 'set', id: 'v', vars: { total: 'state.vars.price *' } }, /automation 'a' step 'v'\.vars\.total: bad expression "state\.vars\.price \*": Unexpected token: EOF at column 19$/],
+    [{ type: 'abort', id: 'no', message: 'not found' }, /step 'no'\.message: bad expression "not found": .* \(a text is written in quotes inside the expression: "'not found'"\)/],
+    [{ type: 'if', id: 'c', condition: 'request.ok', then: [] }, /step 'c'\.condition: bad expression "request\.ok": Unknown variable: request/],
+    [{ type: 'return', id: 'r', value: '"a" + 1' }, /step 'r'\.value: bad expression "\\"a\\" \+ 1": no such overload: string \+ int/],
+    [{ type: 'http', id: 'h', url: "'https://x.test/' + item" }, /step 'h'\.url: bad expression .*Unknown variable: item/], // `item` only inside forEach
+    [{ type: 'http', id: 'h', url: "'https://x.test'", headers: { auth: "'Bearer ' +" } }, /step 'h'\.headers\.auth: bad expression/],
+  ])('%j', (step, message) => {
+    expect(refusal({ id: 'a', steps: [step] })).toMatch(message);
+  });
+});
+
+test('shape errors name the field: unknown keys, missing fields, bad ids, duplicate ids', () => {
+  expect(refusal({ id: 'a', steps: [{ id: 'h', type: 'http', url: "'https://x.test'", methd: 'POST' }] })).toBe("scriptable-api: invalid automation 'a' step 'h'.methd: is not a field (did you mean 'method'?)");
+  expect(refusal({ id: 'a', stpes: [] })).toBe("scriptable-api: invalid automation 'a'.stpes: is not a field (did you mean 'steps'?)");
+  expect(refusal({ id: 'a', steps: [{ id: 'h', type: 'http' }] })).toBe("scriptable-api: invalid automation 'a' step 'h'.url: is required");
+  expect(refusal({ id: 'a', steps: [{ id: 'h', type: 'http', url: "'u'", method: 'GET /x' }] })).toMatch(/step 'h'\.method: must be an HTTP method such as "POST"/);
+  expect(refusal({ id: 'a', steps: [{ id: 'two words', type: 'return' }] })).toMatch(/step 'two words'\.id: must be a name of letters, digits and '_'/);
+  expect(refusal({ id: 'a', steps: [{ id: 'x', type: 'return' }, { type: 'if', condition: 'true', then: [{ id: 'x', type: 'return' }] }] })).toMatch(/step 'x': the step id 'x' is used twice/);
+  expect(refusal({ id: 'a', steps: [{ id: 's', type: 'set', vars: { 'a-b': '1' } }] })).toMatch(/step 's'\.vars\.a-b: is not a variable name/);
+  expect(refusal({ id: 'a', steps: [{ id: 'f', type: 'forEach', items: '[]', as: 'state', steps: [] }] })).toMatch(/step 'f'\.as: must be a variable name/);
+  expect(refusal({ id: '', steps: [] })).toMatch(/automation ''\.id: must be a non-empty string/);
+  expect(refusal({ steps: [] })).toMatch(/automation\.id: must be a non-empty string, got undefined/);
+  expect(refusal('x')).toMatch(/automation: must be an object/);
+});
+
+describe('from a custom registry', () => {
+  let reads = 0;
+  const invalid = { id: 'bad', steps: [{ id: 'ask', type: 'confirm' }] };
+  const counted = new Proxy(invalid, {
+    get(target, key) {
+      if (key === 'steps') reads++;
+      return target[key];
+    },
+  });
+  const errors = [];
+  const { app, router } = makeApp({
+    registry: {
+      getApi: (appId, path) => ({ path, call: { automation: path }, returnType: 'JSON' }),
+      getScript: () => undefined,
+      getAutomation: (appId, id) => (id === 'bad' ? counted : id === 'text' ? 'not an object' : undefined),
+    },
+    router: { logger: { info() {}, warn() {}, error: (m) => errors.push(m) } },
+  });
+  afterAll(() => router.close());
+
+  test('an invalid definition answers 500 INVALID_AUTOMATION naming it, validated once per object', async () => {
+    const res = await request(app).get('/web0/api/x/bad');
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ code: 270604, message: expect.stringContaining("automation 'bad' step 'ask': 'confirm' is an interactive step") });
+    expect(errors.join('\n')).toMatch(/'confirm' is an interactive step/);
+    const after = reads;
+    expect((await request(app).get('/web0/api/x/bad')).body.code).toBe(270604);
+    expect(reads).toBe(after);
+    const text = await request(app).get('/web0/api/x/text');
+    expect(text.body).toMatchObject({ code: 270604, message: expect.stringMatching(/getAutomation returned a string, not an object/) });
+  });
+
+  test('an automation the registry does not have is not found in the app', async () => {
+    const res = await request(app).get('/web0/api/x/none');
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ code: 270603, message: "Automation 'none' not found in app 'x'" });
+  });
+});
+
+test('MemoryRegistry keeps a frozen copy of what it validated', () => {
+  const reg = new MemoryRegistry();
+  const def = { id: 'a', steps: [{ type: 'return', value: "'one'" }] };
+  reg.putAutomation('app', def);
+  def.steps.push({ type: 'confirm' });
+  const stored = reg.getAutomation('app', 'a');
+  expect(stored.steps).toHaveLength(1);
+  expect(Object.isFrozen(stored.steps[0])).toBe(true);
+});

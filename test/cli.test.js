@@ -1,0 +1,165 @@
+'use strict';
+// `scriptable-api serve` as a real child process: serves a folder, logs one line per request,
+// refuses a taken port, and on SIGTERM finishes the request in flight before exiting.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+
+const BIN = path.join(__dirname, '..', 'bin', 'scriptable-api.js');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-cli-'));
+const children = new Set();
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function write(rel, content) {
+  const file = path.join(tmp, rel);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+}
+write('apps/demo/apis/hello.json', { path: 'hello', call: { script: 'main.js', function: 'hello' }, returnType: 'Text' });
+write('apps/demo/apis/slow.json', { path: 'slow', call: { script: 'main.js', function: 'slow' }, returnType: 'JSON' });
+write('apps/demo/scripts/main.js', `
+export function hello(ctx) { return 'hello ' + (ctx.query.name || 'world') }
+// waits on the test's upstream: the request is in flight until the test lets the upstream answer
+export function slow(ctx) { return { upstream: platform.http.request({ url: ctx.query.upstream }).json() } }
+`);
+write('config.json', { outbound: { allowPrivateNetworks: true }, scriptTimeoutMs: 20000, workers: 1 });
+
+/** Runs the CLI; resolves `ready` with the URL it prints; collects its output. */
+function cli(args) {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const ready = new Promise((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const m = /on (http:\/\/127\.0\.0\.1:\d+\S*)/.exec(out.stdout);
+      if (m) resolve(m[1]);
+    });
+    exited.then(({ code }) => reject(new Error(`exited with ${code}: ${out.stderr}`)));
+  });
+  ready.catch(() => undefined);
+  return { child, out, ready, exited };
+}
+
+function get(url) {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+/** Waits for `pattern` in the child's output (an event, not a sleep). */
+function waitFor(run, stream, pattern, ms = 15000) {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (pattern.test(run.out[stream])) {
+        clearTimeout(timer);
+        run.child[stream].off('data', check);
+        resolve();
+      }
+    };
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} in ${stream}: ${run.out[stream]}`)), ms);
+    run.child[stream].on('data', check);
+    check();
+  });
+}
+
+test('serves a folder: an index at the mount point, the APIs, one log line per request', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--mount', '/api', '--config', path.join(tmp, 'config.json')]);
+  const url = await run.ready;
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api$/);
+  const index = await get(url);
+  expect(index.status).toBe(200);
+  expect(JSON.parse(index.body)).toEqual({
+    service: 'scriptable-api',
+    apps: [{ appId: 'demo', apis: [
+      { path: 'hello', url: `${url}/demo/hello`, methods: null, returnType: 'Text' },
+      { path: 'slow', url: `${url}/demo/slow`, methods: null, returnType: 'JSON' },
+    ] }],
+  });
+  const hello = await get(`${url}/demo/hello?name=cli`);
+  expect(hello.body).toBe('hello cli');
+  await waitFor(run, 'stdout', new RegExp(`GET /api/demo/hello\\?name=cli 200 [\\d.]+ms ${hello.headers['x-request-id']}`));
+  run.child.kill('SIGINT');
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+});
+
+test('SIGTERM while a request is in flight: it finishes, then the process exits 0', async () => {
+  let release;
+  let onArrival;
+  const arrived = new Promise((resolve) => (onArrival = resolve));
+  const upstream = http.createServer((req, res) => {
+    release = () => res.end(JSON.stringify({ released: true }));
+    onArrival();
+  });
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  upstream.url = `http://127.0.0.1:${upstream.address().port}/`;
+
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'config.json')]);
+  const url = await run.ready;
+  const pending = get(`${url}/demo/slow?upstream=${encodeURIComponent(upstream.url)}`);
+  await arrived; // the API's script is now waiting on the upstream: the request is in flight
+  run.child.kill('SIGTERM');
+  await waitFor(run, 'stdout', /SIGTERM: no new connections/);
+  // the port no longer accepts connections
+  await expect(get(`${url}/demo/hello`)).rejects.toThrow(/ECONNREFUSED/);
+  release();
+  const res = await pending;
+  expect(res.status).toBe(200);
+  expect(JSON.parse(res.body)).toEqual({ upstream: { released: true } });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(run.out.stdout).toMatch(/stopped/);
+  upstream.close();
+});
+
+test('a port in use: a clear message and exit code 1', async () => {
+  const blocker = http.createServer();
+  await new Promise((r) => blocker.listen(0, '127.0.0.1', r));
+  try {
+    const run = cli(['serve', path.join(tmp, 'apps'), '--port', String(blocker.address().port)]);
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    expect(run.out.stderr).toBe(`scriptable-api: port ${blocker.address().port} on 127.0.0.1 is already in use: stop the other server or choose another port (--port)\n`);
+  } finally {
+    blocker.close();
+  }
+});
+
+test('a bad command line exits 2 with the usage; a bad option in the config file exits 1 naming it', async () => {
+  const bad = cli(['serve']);
+  expect(await bad.exited).toEqual({ code: 2, signal: null });
+  expect(bad.out.stderr).toMatch(/serve needs the folder of apps[\s\S]*Usage: scriptable-api serve <root>/);
+  const port = cli(['serve', tmp, '--port', 'x']);
+  expect((await port.exited).code).toBe(2);
+  expect(port.out.stderr).toMatch(/--port must be an integer from 0 to 65535, got 'x'/);
+  write('typo.json', { scriptTimeoutMS: 5 });
+  const typo = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'typo.json')]);
+  expect((await typo.exited).code).toBe(1);
+  expect(typo.out.stderr).toMatch(/invalid scriptTimeoutMS: is not an option \(did you mean 'scriptTimeoutMs'\?\)/);
+  const help = cli(['--help']);
+  expect((await help.exited).code).toBe(0);
+  expect(help.out.stdout).toMatch(/--script-timeout-ms/);
+});
+
+test('a config file: relative paths from its folder, flags win, the folder may come from it', async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/site.json', { root: '../apps', sandboxDir: 'data', port: 4000, mount: '/api/', outbound: { allowHosts: ['x.test'] } });
+  const fromFile = await resolveConfig(parseCli(['serve', '--config', path.join(tmp, 'conf/site.json')]));
+  expect(fromFile).toMatchObject({ root: path.join(tmp, 'apps'), port: 4000, mount: '/api', host: '127.0.0.1', index: true, router: { sandboxDir: path.join(tmp, 'conf/data'), outbound: { allowHosts: ['x.test'] } } });
+  const flags = await resolveConfig(parseCli(['serve', 'elsewhere', '--config', path.join(tmp, 'conf/site.json'), '--port', '0', '--no-index', '--engine', 'vm2']), tmp);
+  expect(flags).toMatchObject({ root: path.join(tmp, 'elsewhere'), port: 0, index: false, router: { engine: 'vm2' } });
+  write('conf/bad.json', { mount: 'api' });
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/bad.json')]))).rejects.toThrow("mount must start with '/', got \"api\"");
+});

@@ -1,0 +1,191 @@
+'use strict';
+// DirectoryRegistry over real folders: files validated one by one (a bad one disables only
+// itself, reported with the file and the field), edits live through fs.watch, preview root, close().
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const request = require('supertest');
+const { DirectoryRegistry } = require('..');
+const { makeApp } = require('./helpers/app');
+
+const roots = [];
+const closers = [];
+afterAll(async () => {
+  for (const c of closers) await c();
+  for (const r of roots) fs.rmSync(r, { recursive: true, force: true });
+});
+
+function tree(files) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-dir-'));
+  roots.push(root);
+  write(root, files);
+  return root;
+}
+function write(root, files) {
+  for (const [rel, content] of Object.entries(files)) {
+    const file = path.join(root, rel);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content, null, 2));
+  }
+}
+function logs() {
+  const lines = [];
+  const logger = { info: (m) => lines.push(['info', m]), warn: (m) => lines.push(['warn', m]), error: (m) => lines.push(['error', m]) };
+  return { lines, logger, text: (level) => lines.filter(([l]) => !level || l === level).map(([, m]) => m).join('\n') };
+}
+function open(options) {
+  const registry = new DirectoryRegistry({ debounceMs: 30, ...options });
+  closers.push(() => registry.close());
+  return registry;
+}
+/** Waits until `check()` holds: woken by each reload event (and every 250 ms), up to a generous deadline. */
+async function eventually(registry, check, ms = 15000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error('the change did not go live in time');
+    await new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        registry.off('reload', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(left, 250));
+      registry.on('reload', done);
+    });
+  }
+}
+
+const api = (p, extra = {}) => ({ path: p, call: { script: 'main.js', function: 'hello' }, returnType: 'JSON', ...extra });
+
+describe('loading', () => {
+  const root = tree({
+    'shop/apis/hello.json': api('hello'),
+    'shop/apis/nested.json': api('deep/one', { call: { script: 'lib/util.ts', function: 'one' } }),
+    'shop/apis/auto.json': api('auto', { call: { automation: 'double' } }),
+    'shop/apis/bad-rate.json': api('bad', { rateLimit: { requestsPerSecond: -1 } }),
+    'shop/apis/bad-json.json': '{ "path": "broken", ',
+    'shop/apis/unknown-key.json': { ...api('typo'), method: ['GET'] },
+    'shop/apis/uses-confirm.json': api('confirm', { call: { automation: 'approve' } }),
+    'shop/apis/notes.txt': 'not a definition',
+    'shop/scripts/main.js': 'export function hello(ctx) { return { hello: ctx.appId } }',
+    'shop/scripts/lib/util.ts': 'export function one(ctx): number { return 1 }',
+    'shop/automations/double.json': { id: 'double', steps: [{ type: 'return', value: "int(ctx.query.n) * 2" }] },
+    'shop/automations/approve.json': { id: 'approve', steps: [{ id: 'ask', type: 'confirm' }] },
+    'other/apis/hello.json': api('hello'),
+    'other/scripts/main.js': 'export function hello(ctx) { return "other" }',
+  });
+  const log = logs();
+  const registry = open({ root, logger: log.logger, watch: false });
+  const { app, router } = makeApp({ registry });
+  afterAll(() => router.close());
+
+  test('apps, APIs, scripts (named by their path below scripts/) and automations are served', async () => {
+    expect(registry.listApps()).toEqual(['other', 'shop']);
+    expect((await request(app).get('/web0/api/shop/hello')).body).toEqual({ hello: 'shop' });
+    expect((await request(app).get('/web0/api/shop/deep/one')).body).toBe(1);
+    expect((await request(app).get('/web0/api/shop/auto?n=21')).body).toBe(42);
+    expect((await request(app).get('/web0/api/other/hello')).body).toBe('other');
+    expect(registry.getScript('shop', 'lib/util.ts')).toMatch(/export function one/);
+  });
+
+  test('a bad file disables only itself, reported with the file name and the field', async () => {
+    const errors = log.text('error');
+    expect(errors).toContain("scriptable-api: shop/apis/bad-rate.json: invalid api 'bad'.rateLimit.requestsPerSecond: must be a number >= 0 (0 = no limit), got -1; the API is disabled until the file is fixed");
+    expect(errors).toMatch(/shop\/apis\/bad-json\.json: is not valid JSON/);
+    expect(errors).toContain("shop/apis/unknown-key.json: invalid api 'typo'.method: is not a field (did you mean 'methods'?)");
+    expect(errors).toContain("shop/automations/approve.json: invalid automation 'approve' step 'ask': 'confirm' is an interactive step");
+    expect(log.text('warn')).toContain("shop/apis/uses-confirm.json: refers to the automation 'approve', which is not in shop/automations/ (or is disabled)");
+    for (const p of ['bad', 'broken', 'typo']) expect((await request(app).get(`/web0/api/shop/${p}`)).status).toBe(404);
+    expect((await request(app).get('/web0/api/shop/confirm')).body).toMatchObject({ code: 270603 });
+    expect((await request(app).get('/web0/api/shop/hello')).status).toBe(200);
+    expect(registry.problems().filter((p) => p.level === 'error').map((p) => p.file).sort()).toEqual([
+      'shop/apis/bad-json.json',
+      'shop/apis/bad-rate.json',
+      'shop/apis/unknown-key.json',
+      'shop/automations/approve.json',
+    ]);
+  });
+
+  test('definitions are frozen: what was validated is what runs', () => {
+    expect(Object.isFrozen(registry.getApi('shop', 'hello').call)).toBe(true);
+  });
+});
+
+describe('watching', () => {
+  const root = tree({
+    'shop/apis/hello.json': api('hello'),
+    'shop/scripts/main.js': 'export function hello() { return "v1" }',
+  });
+  const log = logs();
+  const registry = open({ root, logger: log.logger });
+  const { app, router } = makeApp({ registry });
+  afterAll(() => router.close());
+  const get = async (p) => request(app).get(`/web0/api/${p}`);
+
+  test('an edited script is live on a later request', async () => {
+    expect((await get('shop/hello')).body).toBe('v1');
+    fs.writeFileSync(path.join(root, 'shop/scripts/main.js'), 'export function hello() { return "v2" }');
+    await eventually(registry, async () => (await get('shop/hello')).body === 'v2');
+    expect(log.text('info')).toMatch(/reloaded app 'shop': 1 APIs, 1 scripts, 0 automations/);
+  });
+
+  test('an editor-style save (temp file, rename) and a new API with its script go live together', async () => {
+    write(root, { 'shop/scripts/.tmp-extra.js': 'export function hello() { return "extra" }' });
+    fs.renameSync(path.join(root, 'shop/scripts/.tmp-extra.js'), path.join(root, 'shop/scripts/extra.js'));
+    write(root, { 'shop/apis/extra.json': api('extra', { call: { script: 'extra.js', function: 'hello' } }) });
+    await eventually(registry, async () => (await get('shop/extra')).status === 200);
+    expect((await get('shop/extra')).body).toBe('extra');
+  });
+
+  test('breaking a file disables it; fixing it brings it back; the app’s other APIs keep working', async () => {
+    fs.writeFileSync(path.join(root, 'shop/apis/extra.json'), JSON.stringify(api('extra', { returnType: 'XML' })));
+    await eventually(registry, async () => (await get('shop/extra')).status === 404);
+    expect(log.text('error')).toMatch(/shop\/apis\/extra\.json: invalid api 'extra'\.returnType: must be one of JSON, Text, File, Redirect; got "XML"/);
+    expect((await get('shop/hello')).body).toBe('v2');
+    fs.writeFileSync(path.join(root, 'shop/apis/extra.json'), JSON.stringify(api('extra')));
+    await eventually(registry, async () => (await get('shop/extra')).status === 200);
+  });
+
+  test('a new app folder is picked up; a removed one is gone', async () => {
+    write(root, { 'news/scripts/main.js': 'export function hello() { return "news" }', 'news/apis/hello.json': api('hello') });
+    await eventually(registry, async () => (await get('news/hello')).body === 'news');
+    fs.rmSync(path.join(root, 'news'), { recursive: true });
+    await eventually(registry, async () => (await get('news/hello')).status === 404);
+    expect(registry.listApps()).toEqual(['shop']);
+  });
+
+  test('close() stops watching (a second registry on the same folder sees the edit; the closed one does not)', async () => {
+    const closed = open({ root, logger: false });
+    const witness = open({ root, logger: false });
+    await closed.close();
+    let reloadsOfClosed = 0;
+    closed.on('reload', () => reloadsOfClosed++);
+    fs.writeFileSync(path.join(root, 'shop/scripts/main.js'), 'export function hello() { return "v3" }');
+    await eventually(witness, () => witness.getScript('shop', 'main.js').includes('v3'));
+    expect(reloadsOfClosed).toBe(0);
+    expect(closed.getScript('shop', 'main.js')).toContain('v2');
+  });
+});
+
+describe('preview root', () => {
+  const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "published" }' });
+  const previewRoot = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "preview" }', 'shop/apis/new.json': api('new') });
+
+  test("stage 'preview' reads previewRoot; without one, the preview stage has nothing", () => {
+    const both = open({ root, previewRoot, logger: false, watch: false });
+    expect(both.getScript('shop', 'main.js')).toContain('published');
+    expect(both.getScript('shop', 'main.js', 'published')).toContain('published');
+    expect(both.getScript('shop', 'main.js', 'preview')).toContain('preview');
+    expect(both.getApi('shop', 'new')).toBeUndefined();
+    expect(both.getApi('shop', 'new', 'preview')).toMatchObject({ path: 'new' });
+    const only = open({ root, logger: false, watch: false });
+    expect(only.getApi('shop', 'hello', 'preview')).toBeUndefined();
+    expect(only.listApps('preview')).toEqual([]);
+  });
+});
+
+test('options are checked', () => {
+  expect(() => new DirectoryRegistry({})).toThrow(/invalid root/);
+  expect(() => new DirectoryRegistry({ root: '/x', debounceMs: -1 })).toThrow(/invalid debounceMs/);
+});
