@@ -22,7 +22,9 @@ function write(rel, content) {
 }
 write('apps/demo/apis/hello.json', { path: 'hello', call: { script: 'main.js', function: 'hello' }, returnType: 'Text' });
 write('apps/demo/apis/slow.json', { path: 'slow', call: { script: 'main.js', function: 'slow' }, returnType: 'JSON' });
+write('apps/demo/apis/broken.json', { path: 'broken', call: { script: 'main.js', function: 'broken' }, returnType: 'JSON' });
 write('apps/demo/scripts/main.js', `
+export function broken(ctx) { const x = null; return x.field }
 export function hello(ctx) { return 'hello ' + (ctx.query.name || 'world') }
 // waits on the test's upstream: the request is in flight until the test lets the upstream answer
 export function slow(ctx) { return { upstream: platform.http.request({ url: ctx.query.upstream }).json() } }
@@ -85,6 +87,7 @@ test('serves a folder: an index at the mount point, the APIs, one log line per r
   expect(JSON.parse(index.body)).toEqual({
     service: 'scriptable-api',
     apps: [{ appId: 'demo', apis: [
+      { path: 'broken', url: `${url}/demo/broken`, methods: null, returnType: 'JSON' },
       { path: 'hello', url: `${url}/demo/hello`, methods: null, returnType: 'Text' },
       { path: 'slow', url: `${url}/demo/slow`, methods: null, returnType: 'JSON' },
     ] }],
@@ -93,6 +96,28 @@ test('serves a folder: an index at the mount point, the APIs, one log line per r
   expect(hello.body).toBe('hello cli');
   await waitFor(run, 'stdout', new RegExp(`GET /api/demo/hello\\?name=cli 200 [\\d.]+ms ${hello.headers['x-request-id']}`));
   run.child.kill('SIGINT');
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+});
+
+test('a failed call is logged with its place, and /metrics counts it', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--mount', '/api', '--config', path.join(tmp, 'config.json')]);
+  const url = await run.ready;
+  const failed = await get(`${url}/demo/broken`);
+  expect(failed.status).toBe(500);
+  const id = failed.headers['x-request-id'];
+  // one structured line for the failure: request id, app, API path, code and the script's line
+  await waitFor(run, 'stderr', new RegExp(`${id}[^\\n]*`));
+  const line = run.out.stderr.split('\n').find((l) => l.includes(id));
+  expect(line).toMatch(/demo/);
+  expect(line).toMatch(/broken/);
+  expect(line).toMatch(/270000/);
+  expect(line).toMatch(/main\.js:2:/);
+  const origin = new URL(url).origin;
+  const metrics = await get(`${origin}/metrics`);
+  expect(metrics.status).toBe(200);
+  expect(metrics.headers['content-type']).toMatch(/text\/plain/);
+  expect(metrics.body).toMatch(/scriptable_api_requests_total\{[^}]*app="demo"[^}]*status="500"[^}]*\} 1/);
+  run.child.kill('SIGTERM');
   expect(await run.exited).toEqual({ code: 0, signal: null });
 });
 

@@ -32,7 +32,9 @@ function hostForUrl(address: string): string {
  * Routes the server answers beside the APIs: the index at the mount point. Operational
  * endpoints of the standalone server (such as /metrics) belong here too, mounted before the APIs.
  */
-function mountServerRoutes(app: import('express').Express, config: ServeConfig, registry: DirectoryRegistry): void {
+function mountServerRoutes(app: import('express').Express, config: ServeConfig, registry: DirectoryRegistry, router: ApiRouter): void {
+  // Prometheus metrics of the router (absent with `metrics: false` in --config)
+  if (router.metrics) app.get('/metrics', router.metrics.handler);
   if (config.index) app.get(config.mount === '/' ? '/' : [config.mount, `${config.mount}/`], appIndex(registry, config.mount));
 }
 
@@ -66,7 +68,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     next();
   });
   if (!config.quiet) app.use(requestLog((line) => logger.info(line)));
-  mountServerRoutes(app, config, registry);
+  mountServerRoutes(app, config, registry, router);
   app.use(config.mount, router);
 
   const server = http.createServer(app);
