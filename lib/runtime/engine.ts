@@ -1,7 +1,8 @@
 /**
  * The ScriptEngine contract. The router hands an engine one job per request (or two when a rate
  * limit needs attributes set by the before script) and never knows which engine runs it.
- * Built-in engines run jobs in a worker-thread pool (lib/runtime/pool.ts) with QuickJS or vm2.
+ * The built-in engine (lib/runtime/pool.ts) runs jobs in a pool of worker threads with QuickJS or
+ * vm2; docs/script-engine.md shows how to plug in another one.
  */
 import type { AutomationRef, ReturnType, ScriptRef } from '../types';
 import type { CarriedState, RequestSnapshot, SerializedOutput } from './protocol';
@@ -9,10 +10,9 @@ import type { CarriedState, RequestSnapshot, SerializedOutput } from './protocol
 /** A script's source text, keyed by a hash of its name and text. */
 export interface ScriptSource {
   name: string;
-  /** sha1 of name + NUL + source; contexts are cached per (appId, hash). */
+  /** sha1 of name + NUL + source: compiled modules and contexts are kept per (appId, hash). */
   hash: string;
-  /** Omitted by the pool when the worker already holds this hash. */
-  source?: string;
+  source: string;
 }
 
 /** One request's script work: the hooks to run and the data they see. */
@@ -31,8 +31,11 @@ export interface ScriptJob {
   scripts: Record<string, ScriptSource>;
   request: RequestSnapshot;
   state: CarriedState;
-  /** Epoch ms by which the whole job must end (`Date.now() + scriptTimeoutMs` at arrival). */
-  deadline: number;
+  /**
+   * How long the job's scripts may run, in ms. The clock starts when the job's first stage starts
+   * running (time spent waiting for a worker does not count).
+   */
+  timeoutMs: number;
 }
 
 /** How a job ended. */
@@ -49,14 +52,27 @@ export type JobOutcome =
 export interface JobResult {
   state: CarriedState;
   outcome: JobOutcome;
+  /** How long the job ran (ms), from its first stage's start; absent when it never started. */
+  ranMs?: number;
 }
 
 /**
  * Host services a running script reaches (accounts, outbound HTTP, uploaded parts, automations,
- * console). The router makes one per request; engines route a script's host calls to it.
+ * console): the operations of HostOps (lib/runtime/messages.ts). The router makes one per
+ * request; engines route a script's host calls to it.
  */
 export interface HostBridge {
   call(op: string, args: Record<string, unknown>): Promise<unknown>;
+}
+
+/** What an engine is doing now (for metrics). */
+export interface EngineStats {
+  /** Worker threads running. */
+  workers: number;
+  /** Workers with at least one job in flight. */
+  busy: number;
+  /** Jobs waiting for a worker. */
+  queued: number;
 }
 
 /** A pluggable script engine. */
@@ -64,6 +80,13 @@ export interface ScriptEngine {
   readonly name: string;
   /** Run a job. Resolve with a JobResult even when a script fails; reject only on engine faults. */
   run(job: ScriptJob, host: HostBridge): Promise<JobResult>;
-  /** Stop workers and free resources. */
-  close(): Promise<void>;
+  /**
+   * Stop and free resources. By default the jobs already accepted finish first (new ones are
+   * refused); `force` stops at once.
+   */
+  close(options?: { force?: boolean }): Promise<void>;
+  /** Resolves when the engine can take work without a start-up delay (optional). */
+  ready?(): Promise<void>;
+  /** What the engine is doing now (optional). */
+  stats?(): EngineStats;
 }
