@@ -1,0 +1,71 @@
+/**
+ * Applies the plan as text insertions only: `(await `, `)`, `async ` and a `;` that keeps a
+ * statement from joining the one before it. Nothing is removed and no line break is added, so
+ * every statement stays on its author's line.
+ */
+import type { Node } from './ast';
+
+/** At one offset, inserts apply in this order: a closing paren ends an expression before anything opens. */
+const enum Rank {
+  Close = 0,
+  Semicolon = 1,
+  Open = 2,
+  Async = 3,
+}
+
+interface Insertion {
+  pos: number;
+  rank: Rank;
+  text: string;
+}
+
+/** Statements that cannot end in an expression a `(` on the next line would call. */
+const CLOSED_STATEMENTS: ReadonlySet<string> = new Set(['FunctionDeclaration', 'ClassDeclaration', 'BlockStatement', 'EmptyStatement']);
+
+/**
+ * Whether `statement` follows, in a statement list (where an extra `;` is an empty statement and
+ * nothing else), a statement that may end without a semicolon.
+ */
+function followsOpenStatement(source: string, statement: Node, parent: Node | undefined): boolean {
+  if (parent === undefined) return false;
+  const list = parent.type === 'SwitchCase' ? parent.consequent : parent.body;
+  if (!Array.isArray(list)) return false;
+  const at = list.indexOf(statement);
+  if (at <= 0) return false;
+  const prev = list[at - 1] as Node;
+  return source[prev.end - 1] !== ';' && !CLOSED_STATEMENTS.has(prev.type);
+}
+
+/**
+ * The statement an expression starting at `node.start` begins, when a `(` put there could be read
+ * as a call of the previous line's last expression (no semicolon before it: `f()\n(await g())`).
+ */
+function statementNeedingSemicolon(source: string, node: Node, parentOf: Map<Node, Node>): Node | null {
+  let cur = node;
+  for (let up = parentOf.get(cur); up !== undefined && up.start === node.start; cur = up, up = parentOf.get(up)) {
+    if (up.type === 'ExpressionStatement') return followsOpenStatement(source, up, parentOf.get(up)) ? up : null;
+  }
+  return null;
+}
+
+export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], parentOf: Map<Node, Node>): string {
+  const edits: Insertion[] = [];
+  const semicolons = new Set<number>();
+  for (const node of wraps) {
+    edits.push({ pos: node.start, rank: Rank.Open, text: '(await ' }, { pos: node.end, rank: Rank.Close, text: ')' });
+    const statement = statementNeedingSemicolon(source, node, parentOf);
+    if (statement !== null && !semicolons.has(statement.start)) {
+      semicolons.add(statement.start);
+      edits.push({ pos: statement.start, rank: Rank.Semicolon, text: ';' });
+    }
+  }
+  for (const fn of asyncFunctions) edits.push({ pos: fn.start, rank: Rank.Async, text: 'async ' });
+  edits.sort((a, b) => a.pos - b.pos || a.rank - b.rank);
+  let out = '';
+  let last = 0;
+  for (const e of edits) {
+    out += source.slice(last, e.pos) + e.text;
+    last = e.pos;
+  }
+  return out + source.slice(last);
+}

@@ -1,0 +1,70 @@
+/**
+ * Uses of host methods that no rewrite can await (the method taken as a value, destructured,
+ * reached through code built at run time, or living in another module). Each one makes the
+ * script fall back to blocking mode.
+ */
+import type { ScopeManager } from 'eslint-scope';
+import { lastName, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
+
+/**
+ * Whether a member access of a host method name is a host method taken as a value. `request` is
+ * also the name of `ctx.request` (the request object), so it counts only on an `http` object.
+ */
+function isHostMethodValue(member: Node, name: string, parent: Node): boolean {
+  if ((parent.type === 'CallExpression' && parent.callee === member) || (parent.type === 'TaggedTemplateExpression' && parent.tag === member)) return false;
+  if (parent.type === 'AssignmentExpression' && parent.left === member) return false; // defines a method of that name
+  if (parent.type === 'UnaryExpression' && (parent.operator === 'typeof' || parent.operator === 'delete')) return false;
+  return name !== 'request' || lastName(member.object as Node) === 'http';
+}
+
+/** Whether an object pattern reads its properties from an `http` object. */
+function destructuresHttp(pattern: Node, parentOf: Map<Node, Node>): boolean {
+  const up = parentOf.get(pattern);
+  if (up === undefined) return false;
+  if (up.type === 'VariableDeclarator' && up.id === pattern) return lastName(up.init as Node) === 'http';
+  if (up.type === 'AssignmentExpression' && up.left === pattern) return lastName(up.right as Node) === 'http';
+  if (up.type === 'AssignmentPattern' && up.left === pattern) return destructuresHttp(up, parentOf);
+  if (up.type === 'Property' && up.value === pattern) {
+    const key = up.key as Node;
+    return !up.computed && key.type === 'Identifier' && key.name === 'http';
+  }
+  return false;
+}
+
+/** The first hazard in source order, as a fallback reason; null when there is none. */
+export function findHazard(source: string, index: AstIndex, scopes: ScopeManager, hostMethods: ReadonlySet<string>, lines: Lines): { pos: number; message: string } | null {
+  const found: { pos: number; message: string }[] = [];
+  const at = (n: Node) => `line ${lines.lineOf(n.start)}`;
+  for (const node of index.imports) {
+    found.push({ pos: node.start, message: `\`import\` at ${at(node)}: functions of another module may wait on the host` });
+  }
+  for (const ref of scopes.globalScope?.through ?? []) {
+    const id = ref.identifier as unknown as Node;
+    if (id.name === 'eval' || id.name === 'Function') {
+      found.push({ pos: id.start, message: `\`${id.name}\` at ${at(id)}: code built at run time cannot be rewritten` });
+    }
+  }
+  for (const member of index.members) {
+    const name = propertyName(member) as string;
+    if (name === 'eval' || name === 'Function') {
+      found.push({ pos: member.start, message: `\`${quote(source, member)}\` at ${at(member)}: code built at run time cannot be rewritten` });
+    } else if (hostMethods.has(name) && isHostMethodValue(member, name, index.parent.get(member) as Node)) {
+      found.push({
+        pos: member.start,
+        message: `host method \`${quote(source, member)}\` used as a value at ${at(member)} (only direct calls can be awaited)`,
+      });
+    }
+  }
+  for (const pattern of index.objectPatterns) {
+    for (const prop of pattern.properties as Node[]) {
+      if (prop.type !== 'Property') continue;
+      const key = prop.key as Node;
+      const name = prop.computed ? (key.type === 'Literal' && typeof key.value === 'string' ? key.value : null) : key.type === 'Identifier' ? key.name : key.type === 'Literal' ? String(key.value) : null;
+      if (name === null || !hostMethods.has(name)) continue;
+      if (name === 'request' && !destructuresHttp(pattern, index.parent)) continue;
+      found.push({ pos: prop.start, message: `host method \`${name}\` destructured at ${at(prop)} (only direct calls can be awaited)` });
+    }
+  }
+  if (found.length === 0) return null;
+  return found.reduce((a, b) => (b.pos < a.pos ? b : a));
+}

@@ -1,0 +1,81 @@
+/**
+ * Compile-time rewrite of spec-style synchronous host calls into `await`s, so that a script
+ * waiting on the host suspends only itself ("async mode"). A script the rewrite cannot make
+ * async safely is returned unchanged with `async: false` and the reason: the runtime then runs
+ * it in blocking mode, where host calls return values by holding the worker thread.
+ *
+ * Pure and self-contained: source in, source out. It runs once per source (callers cache by
+ * source hash).
+ */
+import { analyze } from 'eslint-scope';
+import { KEYS } from 'eslint-visitor-keys';
+import { indexTree, Lines, parseModule, propertyName, type Node } from './ast';
+import { Planner } from './analysis';
+import { applyPlan } from './edits';
+import { findHazard } from './hazards';
+
+/** The outcome of `rewriteHostCalls`. */
+export interface RewriteResult {
+  /** The code to run: rewritten when `async` is true; the source itself when it is false. */
+  code: string;
+  /** True: run in async mode (every host call in `code` is awaited). False: run in blocking mode. */
+  async: boolean;
+  /** Why the script falls back to blocking mode, naming the line (only when `async` is false). */
+  reason?: string;
+}
+
+/**
+ * Method names treated as host calls wherever they are called as `x.name(...)`: the host
+ * helpers that wait on I/O. Calling a local method with one of these names is awaited too, which
+ * is harmless unless it returns a promise used as a promise.
+ */
+export const HOST_METHODS: readonly string[] = Object.freeze(['getAccountByToken', 'request', 'saveBodyAsFile', 'save', 'saveStorage', 'saveAttachment']);
+
+const HOST_SET: ReadonlySet<string> = new Set(HOST_METHODS);
+
+function isHostCall(node: Node): boolean {
+  const callee = (node.type === 'CallExpression' ? node.callee : node.tag) as Node;
+  if (callee.type !== 'MemberExpression') return false;
+  const name = propertyName(callee);
+  return name !== null && HOST_SET.has(name);
+}
+
+/**
+ * Rewrites an ES module (TypeScript already stripped) so that every host call, and every call of
+ * a local function that waits on the host, is awaited, and each function holding one is async.
+ * Only inserts text (`(await `, `)`, `async `, `;`): line numbers are unchanged.
+ */
+export function rewriteHostCalls(source: string, options: { filename?: string } = {}): RewriteResult {
+  const prefix = options.filename ? `${options.filename}: ` : '';
+  const fallback = (reason: string): RewriteResult => ({ code: source, async: false, reason: prefix + reason });
+
+  let ast: Node;
+  try {
+    ast = parseModule(source);
+  } catch (err) {
+    const e = err as SyntaxError & { loc?: { line: number } };
+    const message = String(e.message).replace(/\s*\(\d+:\d+\)$/, '');
+    if (/stack space/i.test(message)) return fallback('the script is nested too deeply to analyze');
+    return fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`);
+  }
+  try {
+    const index = indexTree(ast);
+    const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', childVisitorKeys: KEYS });
+    const lines = new Lines(source);
+
+    const hazard = findHazard(source, index, scopes, HOST_SET, lines);
+    if (hazard !== null) return fallback(hazard.message);
+
+    const hostCalls = index.calls.filter(isHostCall);
+    if (hostCalls.length === 0) return { code: source, async: true };
+
+    const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
+    if (!plan.ok) return fallback(plan.message);
+    if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
+    return { code: applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent), async: true };
+  } catch (err) {
+    // The scope analysis recurses: an expression nested thousands deep exhausts the stack.
+    if (err instanceof RangeError) return fallback('the script is nested too deeply to analyze');
+    throw err;
+  }
+}

@@ -1,0 +1,490 @@
+'use strict';
+// The compile-time rewrite of synchronous host calls (lib/runtime/rewrite): what it turns into
+// `await`, and every shape that falls back to blocking mode with its reason. Every async result
+// is checked to parse and to keep each statement on its line (helpers/rewrite-check.js).
+const { HOST_METHODS, rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
+const { rewrite } = require('./helpers/rewrite-check');
+
+/** Rewrites and expects async mode with exactly `expected` as code. */
+function expectCode(source, expected) {
+  const r = rewrite(source);
+  expect(r).toEqual({ code: expected, async: true });
+}
+
+/** Rewrites and expects a fallback whose reason matches. */
+function expectFallback(source, reason) {
+  const r = rewrite(source);
+  expect(r.async).toBe(false);
+  expect(r.reason).toMatch(reason);
+  return r;
+}
+
+describe('HOST_METHODS', () => {
+  test('names the host helpers that wait on I/O, and nothing local', () => {
+    expect([...HOST_METHODS].sort()).toEqual(['getAccountByToken', 'request', 'save', 'saveAttachment', 'saveBodyAsFile', 'saveStorage']);
+    expect(Object.isFrozen(HOST_METHODS)).toBe(true);
+  });
+});
+
+describe('the spec examples', () => {
+  test('account lookup in a preprocessing hook', () => {
+    expectCode(
+      `export function authenticate(ctx) {
+  var account = platform.system.getAccountByToken(ctx.query.token);
+  if (account == null) platform.app.abort('token expired', 401);
+  ctx.request.setAttribute('account', account);
+}`,
+      `export async function authenticate(ctx) {
+  var account = (await platform.system.getAccountByToken(ctx.query.token));
+  if (account == null) platform.app.abort('token expired', 401);
+  ctx.request.setAttribute('account', account);
+}`,
+    );
+  });
+
+  test('request, saveBodyAsFile and a local helper that makes a host call', () => {
+    expectCode(
+      `export function fetchIt(ctx) {
+  var r = platform.http.request({ url: 'https://x/y' });
+  r.saveBodyAsFile('a/b.bin');
+  return helper(ctx) + r.status;
+}
+function helper(ctx) { return platform.http.request({ url: ctx.query.u }).text(); }`,
+      `export async function fetchIt(ctx) {
+  var r = (await platform.http.request({ url: 'https://x/y' }));
+  (await r.saveBodyAsFile('a/b.bin'));
+  return (await helper(ctx)) + r.status;
+}
+async function helper(ctx) { return (await platform.http.request({ url: ctx.query.u })).text(); }`,
+    );
+  });
+
+  test('saving every uploaded part in a for-of loop', () => {
+    expectCode(
+      `export function upload(ctx) {
+  for (const p of ctx.getParts()) p.save('uploads/' + p.submittedFileName);
+  return 'ok';
+}`,
+      `export async function upload(ctx) {
+  for (const p of ctx.getParts()) (await p.save('uploads/' + p.submittedFileName));
+  return 'ok';
+}`,
+    );
+  });
+
+  test('a chained call awaits each host call in the chain', () => {
+    expectCode(
+      `export function f(ctx) { platform.http.request({ url: ctx.query.u }).saveBodyAsFile('a.bin'); }`,
+      `export async function f(ctx) { (await (await platform.http.request({ url: ctx.query.u })).saveBodyAsFile('a.bin')); }`,
+    );
+    expectCode(
+      `export function f(x) { return platform.http.request(x).status; }`,
+      `export async function f(x) { return (await platform.http.request(x)).status; }`,
+    );
+    expectCode(
+      `export function f(x) { return platform.http.request(x).body.length + platform.http.request(x).json().n; }`,
+      `export async function f(x) { return (await platform.http.request(x)).body.length + (await platform.http.request(x)).json().n; }`,
+    );
+  });
+
+  test('saveStorage, saveAttachment and a computed host method name', () => {
+    expectCode(
+      `export function f(p) { p.saveStorage('s/a'); return p['saveAttachment']('t', 'f'); }`,
+      `export async function f(p) { (await p.saveStorage('s/a')); return (await p['saveAttachment']('t', 'f')); }`,
+    );
+  });
+});
+
+describe('what is not a host call', () => {
+  test('a script without host calls comes back unchanged', () => {
+    const src = `export function f(ctx) {
+  platform.app.abort('no', 400); // platform.http.request(x) in a comment
+  console.log(platform.utils.toJSON({ a: 'request(' }), ctx.request.getHeader('x'));
+  const s = "p.save('x')" + \`request(\${ctx.query.a})\`;
+  return platform.utils.stringToBytes(s, 'utf-8');
+}
+/* p.save(1) */`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
+  test('ctx.request is the request object: reading it is not a host call', () => {
+    const src = `export function f(ctx) { const r = ctx.request; r.setAttribute('a', 1); return ctx.request.getAttribute('a'); }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
+  test('destructuring request from ctx is fine', () => {
+    const src = `export function f({ request, query }) { return request.getHeader(query.h); }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
+  test('an empty module and a module of declarations only', () => {
+    expect(rewrite('')).toEqual({ code: '', async: true });
+    expect(rewrite('export const a = 1;\nexport function f() { return a }')).toEqual({ code: 'export const a = 1;\nexport function f() { return a }', async: true });
+  });
+});
+
+describe('functions', () => {
+  test('nested function declarations called directly become async, callers await them', () => {
+    expectCode(
+      `export function outer(ctx) {
+  function inner(u) { return platform.http.request({ url: u }).status }
+  const a = inner('a');
+  return a + inner('b');
+}`,
+      `export async function outer(ctx) {
+  async function inner(u) { return (await platform.http.request({ url: u })).status }
+  const a = (await inner('a'));
+  return a + (await inner('b'));
+}`,
+    );
+  });
+
+  test('arrows and function expressions bound by const, let or var', () => {
+    expectCode(
+      `const get = (u) => platform.http.request({ url: u }).text();
+let one = function (u) { return get(u) };
+var two = u => one(u);
+export const main = (ctx) => two(ctx.query.u);`,
+      `const get = async (u) => (await platform.http.request({ url: u })).text();
+let one = async function (u) { return (await get(u)) };
+var two = async u => (await one(u));
+export const main = async (ctx) => (await two(ctx.query.u));`,
+    );
+  });
+
+  test('a named function expression that calls itself by its own name', () => {
+    expectCode(
+      `export const walk = function step(n) { return n ? step(n - 1) : platform.x.save(n) };`,
+      `export const walk = async function step(n) { return n ? (await step(n - 1)) : (await platform.x.save(n)) };`,
+    );
+  });
+
+  test('recursion and mutual recursion', () => {
+    expectCode(
+      `export function fetchAll(urls, i) { if (i >= urls.length) return 0; return platform.http.request({ url: urls[i] }).status + fetchAll(urls, i + 1); }`,
+      `export async function fetchAll(urls, i) { if (i >= urls.length) return 0; return (await platform.http.request({ url: urls[i] })).status + (await fetchAll(urls, i + 1)); }`,
+    );
+    expectCode(
+      `function even(n) { return n === 0 ? platform.x.save('even') : odd(n - 1); }
+function odd(n) { return n === 0 ? 'odd' : even(n - 1); }
+export function main(ctx) { return odd(Number(ctx.query.n)); }`,
+      `async function even(n) { return n === 0 ? (await platform.x.save('even')) : (await odd(n - 1)); }
+async function odd(n) { return n === 0 ? 'odd' : (await even(n - 1)); }
+export async function main(ctx) { return (await odd(Number(ctx.query.n))); }`,
+    );
+  });
+
+  test('functions already async keep their header; host calls inside get awaited', () => {
+    expectCode(
+      `export async function f(x) { const r = platform.http.request(x); return (await g(r)) + r.status; }
+async function g(r) { return r.status; }`,
+      `export async function f(x) { const r = (await platform.http.request(x)); return (await g(r)) + r.status; }
+async function g(r) { return r.status; }`,
+    );
+  });
+
+  test('host calls already awaited stay as they are', () => {
+    const src = `export async function f(x) { const r = await platform.http.request(x); await r.saveBodyAsFile('a'); return (await (platform.http.request(x))).status }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+    expectCode(
+      `export async function f(x) { await platform.http.request(x).saveBodyAsFile('a'); }`,
+      `export async function f(x) { await (await platform.http.request(x)).saveBodyAsFile('a'); }`,
+    );
+  });
+
+  test('an async callback may hold host calls (its callers already expect a promise)', () => {
+    expectCode(
+      `export async function f(urls) { return Promise.all(urls.map(async (u) => platform.http.request({ url: u }).status)); }`,
+      `export async function f(urls) { return Promise.all(urls.map(async (u) => (await platform.http.request({ url: u })).status)); }`,
+    );
+  });
+
+  test('an async callback may call a local function that waits on the host', () => {
+    expectCode(
+      `function st(u) { return platform.http.request({ url: u }).status }
+export async function f(urls) { return Promise.all(urls.map(async (u) => st(u))); }`,
+      `async function st(u) { return (await platform.http.request({ url: u })).status }
+export async function f(urls) { return Promise.all(urls.map(async (u) => (await st(u)))); }`,
+    );
+  });
+
+  test('immediately invoked function and arrow expressions', () => {
+    expectCode(
+      `export function f(x) { const a = (function () { return platform.x.save(x) })(); return (() => platform.x.save(a))(); }`,
+      `export async function f(x) { const a = (await (async function () { return (await platform.x.save(x)) })()); return (await (async () => (await platform.x.save(a)))()); }`,
+    );
+  });
+
+  test('export default: a function declaration, an anonymous function, an arrow', () => {
+    expectCode(`export default function main(x) { return platform.x.save(x) }`, `export default async function main(x) { return (await platform.x.save(x)) }`);
+    expectCode(`export default function (x) { return platform.x.save(x) }`, `export default async function (x) { return (await platform.x.save(x)) }`);
+    expectCode(`export default (x) => platform.x.save(x);`, `export default async (x) => (await platform.x.save(x));`);
+  });
+
+  test('a function exported by name and also called locally', () => {
+    expectCode(
+      `function lookup(t) { return platform.system.getAccountByToken(t) }
+export function main(ctx) { return typeof lookup === 'function' && lookup(ctx.query.t) }
+export { lookup, lookup as find };
+export default lookup;`,
+      `async function lookup(t) { return (await platform.system.getAccountByToken(t)) }
+export async function main(ctx) { return typeof lookup === 'function' && (await lookup(ctx.query.t)) }
+export { lookup, lookup as find };
+export default lookup;`,
+    );
+  });
+
+  test('a shadowing local of the same name is its own function', () => {
+    expectCode(
+      `function helper() { return platform.x.save(1) }
+export function f() { function helper() { return 2 } return helper() }
+export function g() { return helper() }`,
+      `async function helper() { return (await platform.x.save(1)) }
+export function f() { function helper() { return 2 } return helper() }
+export async function g() { return (await helper()) }`,
+    );
+  });
+
+  test('a callback that calls nothing waiting on the host is left alone inside a rewritten function', () => {
+    expectCode(
+      `export function f(ctx) { const names = ctx.getParts().map((p) => p.name); platform.x.save(names.join()); }`,
+      `export async function f(ctx) { const names = ctx.getParts().map((p) => p.name); (await platform.x.save(names.join())); }`,
+    );
+  });
+});
+
+describe('expressions', () => {
+  test('conditionals keep their short-circuit', () => {
+    expectCode(
+      `export function f(a, b) { a && platform.x.save(1); b || platform.x.save(2); a ?? platform.x.save(3); return a ? platform.x.save(4) : b ? 5 : platform.x.save(6); }`,
+      `export async function f(a, b) { a && (await platform.x.save(1)); b || (await platform.x.save(2)); a ?? (await platform.x.save(3)); return a ? (await platform.x.save(4)) : b ? 5 : (await platform.x.save(6)); }`,
+    );
+  });
+
+  test('template literals, tagged templates, spread, array and object literals', () => {
+    expectCode(
+      'export function f(x) { return `s=${platform.http.request(x).status}` + [...platform.x.request(x)].length + { a: platform.x.save(1) }.a + platform.x.request`t`; }',
+      'export async function f(x) { return `s=${(await platform.http.request(x)).status}` + [...(await platform.x.request(x))].length + { a: (await platform.x.save(1)) }.a + (await platform.x.request`t`); }',
+    );
+  });
+
+  test('optional chaining: a chain that ends with the host call is awaited whole', () => {
+    expectCode(`export function f(x) { return platform.http?.request(x); }`, `export async function f(x) { return (await platform.http?.request(x)); }`);
+    expectCode(`export function f(x) { return platform.http.request?.(x); }`, `export async function f(x) { return (await platform.http.request?.(x)); }`);
+    expectCode(`export function f(x) { return platform.http.request(x)?.status; }`, `export async function f(x) { return (await platform.http.request(x))?.status; }`);
+    expectCode(
+      `function g(x) { return platform.x.save(x) }\nexport function f(x) { return g?.(x); }`,
+      `async function g(x) { return (await platform.x.save(x)) }\nexport async function f(x) { return (await g?.(x)); }`,
+    );
+  });
+
+  test('assignments, updates, unary operators, exponent and `new` of a result', () => {
+    expectCode(
+      `export function f(x) { platform.x.request(x).n = 1; platform.x.request(x).n++; delete platform.x.request(x).n; return 2 ** -platform.x.request(x).n + typeof platform.x.save(x) + new (platform.x.request(x).C)(); }`,
+      `export async function f(x) { (await platform.x.request(x)).n = 1; (await platform.x.request(x)).n++; delete (await platform.x.request(x)).n; return 2 ** -(await platform.x.request(x)).n + typeof (await platform.x.save(x)) + new ((await platform.x.request(x)).C)(); }`,
+    );
+  });
+
+  test('control flow: switch, try/catch/finally, labels, loops, block-scoped functions', () => {
+    expectCode(
+      `export function f(x) {
+  switch (x) { case 1: platform.x.save(1); break; default: platform.x.save(2) }
+  try { platform.x.save(3) } catch (e) { platform.x.save(e) } finally { platform.x.save(4) }
+  outer: for (let i = platform.x.request(0); i < 2; i += platform.x.request(1)) { if (i) continue outer; while (platform.x.request(i)) break; }
+  { function b() { return platform.x.save(5) } b() }
+}`,
+      `export async function f(x) {
+  switch (x) { case 1: (await platform.x.save(1)); break; default: (await platform.x.save(2)) }
+  try { (await platform.x.save(3)) } catch (e) { (await platform.x.save(e)) } finally { (await platform.x.save(4)) }
+  outer: for (let i = (await platform.x.request(0)); i < 2; i += (await platform.x.request(1))) { if (i) continue outer; while ((await platform.x.request(i))) break; }
+  { async function b() { return (await platform.x.save(5)) } (await b()) }
+}`,
+    );
+  });
+
+  test('a statement starting with a host call after a line without a semicolon gets one', () => {
+    expectCode(
+      `export function f(p) {
+  const a = p.name
+  p.save('a').ok
+  let b = a
+  p.save('b')
+  if (a) p.save('c')
+  b = [1]
+  ;(p.save('d'))
+}`,
+      `export async function f(p) {
+  const a = p.name
+  ;(await p.save('a')).ok
+  let b = a
+  ;(await p.save('b'))
+  if (a) (await p.save('c'))
+  b = [1]
+  ;((await p.save('d')))
+}`,
+    );
+  });
+
+  test('a hashbang line, CRLF and Unicode line separators keep every line', () => {
+    const src = '#!/usr/bin/env node\r\nexport function f(p) {\r\n  p.save(1)\u2028  p.save(2)\u2029  return 1\r\n}\r\n';
+    const r = rewrite(src);
+    expect(r.code).toBe('#!/usr/bin/env node\r\nexport async function f(p) {\r\n  (await p.save(1))\u2028  ;(await p.save(2))\u2029  return 1\r\n}\r\n');
+  });
+});
+
+describe('fallback to blocking mode, with the reason and its line', () => {
+  test('host call in a callback passed to another function', () => {
+    expectFallback(
+      `export function f(ctx) {
+  return ctx.query.urls
+    .map((u) => platform.http.request({ url: u }).status);
+}`,
+      /^host call `platform\.http\.request\(\.\.\.\)` inside a callback passed to another function at line 3$/,
+    );
+    expectFallback(`export function f(ctx) {\n  ctx.getParts().forEach(function (p) { p.save(p.name) });\n}`, /inside a callback passed to another function at line 2$/);
+    expectFallback(`export function f() {\n  return new Promise((ok) => ok(platform.x.save(1)));\n}`, /inside a callback passed to another function at line 2$/);
+  });
+
+  test('call of a local function that waits on the host, in a callback', () => {
+    expectFallback(
+      `function lookup(t) { return platform.system.getAccountByToken(t) }
+export function f(ctx) {
+  return ctx.query.tokens.map(t => lookup(t));
+}`,
+      /^call of `lookup` \(which waits on the host\) inside a callback passed to another function at line 3$/,
+    );
+  });
+
+  test('getters, setters, constructors, class and object methods', () => {
+    expectFallback(`const o = {\n  get a() { return platform.x.save(1) } };\nexport function f() { return o.a }`, /inside a getter at line 2$/);
+    expectFallback(`const o = { set a(v) {\n platform.x.save(v) } };\nexport function f() { o.a = 1 }`, /inside a setter at line 2$/);
+    expectFallback(`class A {\n  get a() { return platform.x.save(1) } }\nexport function f() { return new A().a }`, /inside a getter at line 2$/);
+    expectFallback(`class A { constructor() {\n this.r = platform.x.request(1) } }\nexport function f() { return new A() }`, /inside a class constructor at line 2$/);
+    expectFallback(`class A { m() {\n return platform.x.request(1) } }\nexport function f() { return new A().m() }`, /inside a class method at line 2$/);
+    expectFallback(`const o = { m() {\n return platform.x.request(1) } };\nexport function f() { return o.m() }`, /inside an object method at line 2$/);
+    expectFallback(`const o = { m: function () {\n return platform.x.request(1) } };\nexport function f() { return o.m() }`, /inside a function stored in an object at line 2$/);
+    expectFallback(`class A { m = () =>\n platform.x.request(1) }\nexport function f() { return new A().m() }`, /inside a function stored in a class field at line 2$/);
+  });
+
+  test('an already async method is fine', () => {
+    const r = rewrite(`class A { async m() { return platform.x.request(1) } }\nexport function f() { return new A().m() }`);
+    expect(r).toEqual({ code: `class A { async m() { return (await platform.x.request(1)) } }\nexport function f() { return new A().m() }`, async: true });
+  });
+
+  test('generators (async generators are fine)', () => {
+    expectFallback(`export function* f() {\n  yield platform.x.request(1);\n}`, /^host call `platform\.x\.request\(\.\.\.\)` inside a generator at line 2$/);
+    expectCode(`export async function* f() { yield platform.x.request(1); }`, `export async function* f() { yield (await platform.x.request(1)); }`);
+  });
+
+  test('default parameter values', () => {
+    expectFallback(`export function f(ctx,\n  acct = platform.system.getAccountByToken(ctx.query.t)) { return acct }`, /inside a default parameter value at line 2$/);
+    expectFallback(`export async function f(ctx, { a = platform.x.save(1) } = {}) { return a }`, /inside a default parameter value at line 1$/);
+  });
+
+  test('top-level module code, class field initializers and static blocks', () => {
+    expectFallback(`const x = 1;\nconst account = platform.system.getAccountByToken('t');\nexport function f() { return account }`, /^host call `platform\.system\.getAccountByToken\(\.\.\.\)` inside top-level module code \(outside any function\) at line 2$/);
+    expectFallback(`for (const p of ctx.getParts()) p.save('uploads/' + p.submittedFileName);`, /inside top-level module code/);
+    expectFallback(`function g() { return platform.x.save(1) }\nexport const v = g();`, /^call of `g` \(which waits on the host\) inside top-level module code \(outside any function\) at line 2$/);
+    expectFallback(`class A {\n  r = platform.x.request(1) }\nexport function f() { return new A().r }`, /inside a class field initializer at line 2$/);
+    expectFallback(`class A { static {\n  platform.x.request(1) } }`, /inside a class static block at line 2$/);
+  });
+
+  test('a function that waits on the host but is used as a value', () => {
+    const defs = `function lookup(t) { return platform.system.getAccountByToken(t) }\n`;
+    expectFallback(`${defs}export function f(ctx) {\n  return ctx.query.t.map(lookup) }`, /^function `lookup` waits on the host but is used as a value at line 3 \(only direct calls `lookup\(\.\.\.\)` can be awaited\)$/);
+    expectFallback(`${defs}export function f() {\n  return lookup }`, /`lookup` waits on the host but is used as a value at line 3/);
+    expectFallback(`${defs}const o = {};\no.find = lookup;`, /used as a value at line 3/);
+    expectFallback(`${defs}export function f() {\n  return new lookup('t') }`, /used as a value at line 3/);
+    expectFallback(`${defs}export function f() {\n  return lookup.call(null, 't') }`, /used as a value at line 3/);
+    expectFallback(`${defs}export function f() {\n  return lookup.apply(null, ['t']) }`, /used as a value at line 3/);
+    expectFallback(`${defs}export const o = {\n  lookup };`, /used as a value at line 3/);
+  });
+
+  test('anonymous functions returned or stored', () => {
+    expectFallback(`export function f() {\n  return () => platform.x.save(1) }`, /^host call `platform\.x\.save\(\.\.\.\)` inside a function used as a value .* at line 2$/);
+    expectFallback(`export const fns = [\n  function () { return platform.x.save(1) }];`, /inside a function used as a value .* at line 2$/);
+  });
+
+  test('a function that waits on the host and is reassigned or declared twice', () => {
+    expectFallback(`let g = () => platform.x.save(1);\nexport function f() { return g() }\ng = () => 2;`, /^function `g` waits on the host but is reassigned at line 3$/);
+    expectFallback(`export function f() {\n  var g = function () { return platform.x.save(1) };\n  var g = () => 2;\n  return g() }`, /^function `g` waits on the host but is declared more than once \(line 2\)$/);
+  });
+
+  test('an optional chain before a host call inside a longer chain', () => {
+    expectFallback(`export function f(a) {\n  return a?.b.request(1).status }`, /^host call `a\?\.b\.request\(\.\.\.\)` inside an optional chain \(`\?\.`\) before it at line 2$/);
+    expectFallback(`export function f(p) {\n  return p?.save(1).ok }`, /optional chain .* at line 2$/);
+    expectCode(`export function f(a) { return a?.b.request(1)?.status.code }`, `export async function f(a) { return (await a?.b.request(1))?.status.code }`);
+  });
+
+  test('host methods taken as values or destructured', () => {
+    expectFallback(`export function f(x) {\n  const r = platform.http.request;\n  return r(x) }`, /^host method `platform\.http\.request` used as a value at line 2 \(only direct calls can be awaited\)$/);
+    expectFallback(`export function f(x) {\n  return platform.http.request.call(platform.http, x) }`, /host method `platform\.http\.request` used as a value at line 2/);
+    expectFallback(`export function f(x) {\n  const { request } = platform.http;\n  return request(x) }`, /^host method `request` destructured at line 2/);
+    expectFallback(`export function f(x) {\n  const { http: { request } } = platform;\n  return request(x) }`, /host method `request` destructured at line 2/);
+    expectFallback(`export function f(ctx) {\n  for (const { save, name } of ctx.getParts()) save(name) }`, /host method `save` destructured at line 2/);
+    expectFallback(`export function f(p) {\n  return [p].map(p.save) }`, /host method `p\.save` used as a value at line 2/);
+    expectFallback(`export function f(p) {\n  return (0, p.saveBodyAsFile)('a') }`, /host method `p\.saveBodyAsFile` used as a value at line 2/);
+  });
+
+  test('defining a method of a host method name, testing it with typeof, deleting it: not a value use', () => {
+    const src = `export function f(o) { o.save = (x) => x; if (typeof o.request === 'function') delete o.saveStorage; return 1 }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
+  test('code built at run time: eval, Function, globalThis.eval', () => {
+    expectFallback(`export function f(s) {\n  return eval(s) }`, /^`eval` at line 2: code built at run time cannot be rewritten$/);
+    expectFallback(`export function f(s) {\n  return new Function(s)() }`, /^`Function` at line 2: code built at run time/);
+    expectFallback(`export function f(s) {\n  return globalThis['eval'](s) }`, /^`globalThis\['eval'\]` at line 2: code built at run time/);
+  });
+
+  test('a local binding named eval or Function is just a binding', () => {
+    const src = `export function f(Function) { const ev = { eval: 1 }; return Function + ev.x; }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
+  test('imports: functions of another module may wait on the host', () => {
+    expectFallback(`import { lookup } from './lib.js';\nexport function f(t) { return lookup(t) }`, /^`import` at line 1: functions of another module may wait on the host$/);
+    expectFallback(`export async function f(t) {\n  return (await import('./lib.js')).lookup(t) }`, /^`import` at line 2/);
+  });
+
+  test('syntax errors are left for the engine to report', () => {
+    const r = expectFallback(`export function f( {\n  return 1\n}`, /^syntax error at line 2: /);
+    expect(r.reason).not.toMatch(/\(\d+:\d+\)$/);
+    expectFallback(`export function f() {\n  with (a) { b() } }`, /^syntax error at line 2: /);
+    expectFallback(`export function f() {\n  await platform.x.save(1) }`, /^syntax error at line 2: /);
+  });
+
+  test('the reason names the file when given, and the earliest problem wins', () => {
+    const src = `export function f(a) {\n  a.map(x => platform.x.save(x));\n}\nexport function g(a) {\n  a.map(x => platform.x.save(x)) }`;
+    expect(rewriteHostCalls(src, { filename: 'main.js' })).toEqual({
+      code: src,
+      async: false,
+      reason: 'main.js: host call `platform.x.save(...)` inside a callback passed to another function at line 2',
+    });
+  });
+
+  test('one fallback anywhere makes the whole script fall back', () => {
+    const src = `export function ok(ctx) { return platform.http.request(ctx).status }\nexport function bad(a) {\n  return a.map(x => platform.x.save(x)) }`;
+    expect(rewrite(src)).toEqual({ code: src, async: false, reason: expect.stringMatching(/at line 3$/) });
+  });
+});
+
+describe('size', () => {
+  test('a long expression chain is rewritten without overflowing the stack', () => {
+    const sum = Array.from({ length: 1000 }, (_, i) => `p.save(${i})`).join(' + ');
+    const r = rewriteHostCalls(`export function f(p) { return ${sum} }`);
+    expect(r.async).toBe(true);
+    expect(r.code.match(/\(await p\.save\(/g)).toHaveLength(1000);
+  });
+
+  test('an expression nested too deeply to analyze falls back instead of throwing', () => {
+    for (const n of [5000, 50000]) {
+      const sum = Array.from({ length: n }, (_, i) => `p.save(${i})`).join(' + ');
+      expect(rewriteHostCalls(`export function f(p) { return ${sum} }`)).toEqual({
+        code: expect.any(String),
+        async: false,
+        reason: 'the script is nested too deeply to analyze',
+      });
+    }
+  });
+});
