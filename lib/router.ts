@@ -55,8 +55,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           maxWorkers: opts.maxWorkers,
           memoryLimitMb: opts.scriptMemoryLimitMb,
           maxConcurrentPerApp: opts.maxConcurrentPerApp,
+          maxWorkersPerApp: opts.maxWorkersPerApp,
+          queueTimeoutMs: opts.queueTimeoutMs,
           logger,
         });
+  let closing = false;
+  let running = 0;
+  let idle: (() => void) | undefined;
   const limiter = createRateLimiter(options.rateLimit, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
@@ -120,6 +125,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   }
 
   async function serve(req: Request, res: Response, requestId: string): Promise<void> {
+    if (closing) throw new ApiError('SHUTTING_DOWN');
     const target = splitPath(req.path);
     const def0 = target ? await registry.getApi(target.appId, target.apiPath) : null;
     if (!target || !def0 || def0.enabled === false) {
@@ -159,7 +165,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       scripts,
       request: buildSnapshot({ req, requestId, appId, apiPath, body, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }),
       state: { attributes: {}, response: newResponseState() },
-      deadline: Date.now() + opts.scriptTimeoutMs,
+      timeoutMs: opts.scriptTimeoutMs,
     };
     const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts });
     try {
@@ -167,15 +173,17 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (limitAfterBefore) {
         // The identifier reads attributes set by the before script: limit between before and call.
         let state = job.state;
+        let beforeMs = 0; // (the before script's time counts against the call's limit too)
         if (job.before) {
           result = await engine.run({ ...job, phase: 'before' }, services);
           if (result.outcome.kind !== 'continue') return await send(res, requestId, appId, req.method, result);
           state = result.state;
+          beforeMs = result.ranMs ?? 0;
         }
         const d = await limit(req, res, appId, def, state.attributes);
         if (!d.ok) return rejectLimited(res, requestId, d);
         for (const k in d.headers) res.setHeader(k, d.headers[k]);
-        result = await engine.run({ ...job, phase: 'rest', state }, services);
+        result = await engine.run({ ...job, phase: 'rest', state, timeoutMs: Math.max(1, opts.scriptTimeoutMs - beforeMs) }, services);
       } else {
         result = await engine.run(job, services);
       }
@@ -189,6 +197,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const { outcome, state } = result;
     switch (outcome.kind) {
       case 'error':
+        if (outcome.code === ERRORS.QUEUE_TIMEOUT.code || outcome.code === ERRORS.SHUTTING_DOWN.code) res.setHeader('Retry-After', '1');
         return sendErrorBody(res, { requestId, message: outcome.message, code: outcome.code }, outcome.status);
       case 'written':
       case 'continue':
@@ -208,19 +217,30 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const router = ((req: Request, res: Response, next: NextFunction) => {
     const requestId = randomUUID();
     res.setHeader('X-Request-Id', requestId);
+    running++;
     serve(req, res, requestId).catch((err: unknown) => {
       if (!(err instanceof ApiError)) logger?.error(`scriptable-api: request ${requestId} failed: ${(err as Error)?.stack ?? String(err)}`);
       if (res.headersSent) {
         res.destroy();
         return;
       }
+      if (err instanceof ApiError && err.errorName === 'SHUTTING_DOWN') res.setHeader('Retry-After', '1');
       sendError(res, requestId, err);
+    }).finally(() => {
+      if (--running === 0) idle?.();
     });
     void next;
   }) as ApiRouter;
 
-  router.close = async () => {
-    await Promise.all([ownEngine ? engine.close() : undefined, limiter.close()]);
+  router.ready = async () => {
+    await engine.ready?.();
+  };
+  router.close = async (closeOptions?: { force?: boolean }) => {
+    closing = true;
+    // requests already running finish first (the engine bounds each by its limits)
+    const drained = closeOptions?.force || running === 0 ? undefined : new Promise<void>((resolve) => (idle = resolve));
+    await Promise.all([ownEngine ? engine.close(closeOptions) : drained, drained]);
+    await limiter.close();
   };
   return router;
 }

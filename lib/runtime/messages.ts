@@ -106,6 +106,8 @@ export interface WorkerConfig {
   adapterSource: string;
   /** Slices running longer than this send the jobs waiting behind them back to the pool. */
   slowMs: number;
+  /** Memory the worker's cached sandbox contexts may hold, MiB. */
+  contextBudgetMb: number;
   shared: WorkerShared;
   /** Where the worker posts FromWorker messages. */
   results: MessagePort;

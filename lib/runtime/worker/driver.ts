@@ -51,6 +51,8 @@ export interface SandboxDriver {
 
 export interface DriverOptions {
   memoryLimitMb: number;
+  /** Memory the cached contexts may hold, MiB (QuickJS sizes its heap for it). */
+  contextBudgetMb: number;
   adapterSource: string;
   /** Polled while script code runs (QuickJS): true stops it (the current entry's deadline passed). */
   interrupt: () => boolean;

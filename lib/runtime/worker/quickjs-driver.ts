@@ -7,7 +7,7 @@
  * Memory: QuickJS's own limit (`setMemoryLimit`) only bounds single allocations in this
  * WebAssembly build (emscripten has no malloc_usable_size: justjake/quickjs-emscripten#255,
  * #271). The real bound is the WebAssembly heap itself: the driver hands the module a
- * `WebAssembly.Memory` whose maximum is one call's limit plus room for the cached contexts, so a
+ * `WebAssembly.Memory` whose maximum is one call's limit plus the cached contexts' budget, so a
  * bomb makes malloc fail inside QuickJS ("out of memory"): that call fails with
  * SCRIPT_OUT_OF_MEMORY, its context is dropped (freeing its memory for the others) and the worker
  * is replaced once its other calls end. A worker whose heap (which never shrinks) leaves less than
@@ -26,8 +26,8 @@ import { EngineError, type DriverOptions, type EngineContext, type HostFn, type 
 
 const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
-/** Heap room, beyond one call's limit, for the adapter, the runtimes and the cached contexts. */
-export const HEAP_HEADROOM_MB = 96;
+/** Heap room, beyond one call's limit and the contexts' budget, for the allocator's own use. */
+const HEAP_SLACK_MB = 32;
 /** wasm32 emscripten builds address at most 2 GiB. */
 const MAX_HEAP_MB = 2048;
 
@@ -73,7 +73,7 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   static async create(options: DriverOptions): Promise<QuickJsDriver> {
-    const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + HEAP_HEADROOM_MB);
+    const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + options.contextBudgetMb + HEAP_SLACK_MB);
     const memory = new WasmMemoryCtor({ initial: 256, maximum: Math.ceil((capMb * MiB) / PAGE) });
     const wasm = await newQuickJSWASMModuleFromVariant(
       newVariant(releaseSync, {
