@@ -73,7 +73,7 @@ export class PoolWorker {
       workerData: config,
       transferList: [results.port2, replies.port2],
       resourceLimits: {
-        maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2) + (settings.engine === 'vm2' ? settings.contextBudgetMb : 0),
+        maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2),
         maxYoungGenerationSizeMb: 16,
         stackSizeMb: 4,
       },

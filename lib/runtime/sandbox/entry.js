@@ -11,8 +11,12 @@
  * (responseFromInput, chunkByteLength, encResponse), ctx.js (makeCtx, endStage), serialize.js
  * (thrownInfo, serializeOutput), platform.js (platform).
  */
-/** A stage's request and response objects -> the stage (reqRec, resStage). */
+/**
+ * A stage's request and response objects -> the stage (reqRec, resStage); once the stage is over,
+ * -> ENDED (an entry whose value leads back to its key is never freed by QuickJS).
+ */
 var apiStage = new WeakMapCtor();
+var ENDED = freeze({ __proto__: null, done: true });
 /** Stages in flight, by id; `settled` holds the ones drain() has not reported yet. */
 var stages = objectCreate(null);
 var settled = [];
@@ -185,6 +189,8 @@ function finish(st) {
   delete stages[st.id];
   hostCancel(st);
   endStage(st);
+  if (st.requestApi !== null) wmSet(apiStage, st.requestApi, ENDED);
+  if (st.responseApi !== null) wmSet(apiStage, st.responseApi, ENDED);
 }
 
 function cancel(id) {

@@ -100,6 +100,13 @@ export class QuickJsDriver implements SandboxDriver {
     return driver;
   }
 
+  /** Whether the interrupt handler stopped script code since the last call (clears the flag). */
+  takeInterrupted(): boolean {
+    const was = this.interrupted;
+    this.interrupted = false;
+    return was;
+  }
+
   /** Whether a heap growth was refused since the last call (clears the flag). */
   takeHeapFull(): boolean {
     const full = this.heapFull;

@@ -66,7 +66,7 @@ export class Stages {
   entryScript = '';
 
   constructor(
-    private readonly driver: SandboxDriver & { takeHeapFull?(): boolean },
+    private readonly driver: SandboxDriver & { takeHeapFull?(): boolean; takeInterrupted?(): boolean },
     private readonly host: StageHost,
     private readonly slices: SliceClock,
     private readonly budgetBytes: number,
@@ -185,9 +185,17 @@ export class Stages {
     this.entryJob = job;
     this.entryScript = script;
     this.driver.takeHeapFull?.();
+    this.driver.takeInterrupted?.();
     try {
       enter();
-      this.settle(c, job, JSON.parse(await c.ctx.drain()) as { waiting: number; outputs: StageOutput[] });
+      const drained = JSON.parse(await c.ctx.drain()) as { waiting: number; outputs: StageOutput[] };
+      // the engine stopped script code past the job's deadline (the script may have seen it as a
+      // rejected promise, or a promise chain that stopped)
+      if (this.driver.takeInterrupted?.()) {
+        this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) });
+        return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
+      }
+      this.settle(c, job, drained);
     } catch (e) {
       this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
     } finally {

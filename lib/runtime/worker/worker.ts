@@ -208,7 +208,9 @@ async function main(): Promise<void> {
     const { QuickJsDriver } = await import('./quickjs-driver');
     driver = await QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, contextBudgetMb: config.contextBudgetMb, adapterSource: config.adapterSource, interrupt, wasmModule: config.wasmModule });
   }
-  stages = new Stages(driver, host, slices, config.contextBudgetMb * 1024 * 1024);
+  // vm2's contexts live in the worker's V8 heap, next to the scripts' own data: half the budget
+  const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;
+  stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024);
   port.on('message', onMessage);
   post({ type: 'ready' });
 }
