@@ -124,6 +124,11 @@ export class PoolWorker {
     return Atomics.load(this.ints, SHARED_STARTED);
   }
 
+  /** Jobs sent that the worker has not started yet. */
+  unstarted(): boolean {
+    return this.nextSeq - 1 > this.started();
+  }
+
   /** Holds the event loop while the pool has work in flight or in line (see WorkerPool.updateRefs). */
   hold(on: boolean): void {
     if (on === this.referenced || this.dead) return;

@@ -160,9 +160,15 @@ export class WorkerPool implements ScriptEngine {
     return slow;
   }
 
-  /** A worker that can start a job now. */
+  /**
+   * A worker that can start a job now. QuickJS workers send back the jobs waiting behind a slice
+   * that runs long, so they may be given jobs while computing; a vm2 worker cannot stop a slice
+   * to do so, so it gets a job only between slices, and one at a time until it starts it.
+   */
   private available(w: PoolWorker, now: number): boolean {
-    return w.ready && !w.dead && !w.retiring && w.blocked === 0 && w.sliceMs(now) < SLOW_MS;
+    if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
+    const ms = w.sliceMs(now);
+    return this.options.engine === 'vm2' ? ms === 0 && !w.unstarted() : ms < SLOW_MS;
   }
 
   private dispatch(): void {
@@ -178,6 +184,7 @@ export class WorkerPool implements ScriptEngine {
       if (!task) break;
       let w = ready[0];
       for (const x of ready) if (x.tasks.size < w.tasks.size) w = x;
+      if (this.options.engine === 'vm2') ready.splice(ready.indexOf(w), 1);
       clearTimeout(task.queueTimer);
       task.queueTimer = undefined;
       this.sent.set(task.id, task);
@@ -185,7 +192,7 @@ export class WorkerPool implements ScriptEngine {
       clearTimeout(w.idleTimer);
       w.send(task);
     }
-    this.grow(now, ready.length, this.queue.any(allowed));
+    this.grow(now, this.queue.any(allowed));
     this.updateRefs();
     this.watchSlices();
     if (this.closing && this.queue.size === 0 && this.sent.size === 0) this.drained?.();
@@ -195,14 +202,15 @@ export class WorkerPool implements ScriptEngine {
    * Starts workers: up to `size`; and one more (up to maxWorkers) while no worker can start a job
    * and a job could run (or a worker is held by a long slice: a stand-in is ready before it is needed).
    */
-  private grow(now: number, available: number, runnable: boolean): void {
+  private grow(now: number, runnable: boolean): void {
     if (this.closing || this.startFailures >= MAX_START_FAILURES) return;
     this.replenish();
     const live = this.live();
-    const starting = live.filter((w) => !w.ready).length;
-    if (available > 0 || starting > 0 || live.length >= this.options.maxWorkers) return;
-    const held = live.some((w) => w.blocked > 0 || w.sliceMs(now) >= SLOW_MS);
-    if (runnable || held) this.spawn();
+    if (live.length >= this.options.maxWorkers || live.some((w) => !w.ready)) return;
+    const held = (w: PoolWorker) => w.blocked > 0 || w.sliceMs(now) >= SLOW_MS;
+    // (a vm2 worker between a job's sending and its start is not held: it is about to take it)
+    if (live.every(held)) this.spawn();
+    else if (runnable && !live.some((w) => this.available(w, now) || (!held(w) && w.unstarted()))) this.spawn();
   }
 
   /** Keeps `size` workers (at creation, and as soon as one ends). */
@@ -242,7 +250,7 @@ export class WorkerPool implements ScriptEngine {
         if (w.dead || ms === 0) continue;
         const task = this.sent.get(w.sliceJob());
         const limit = (task ? task.job.timeoutMs : this.longestTimeoutMs) + this.options.graceMs;
-        if (ms > limit) {
+        if (ms > limit && !w.retiring) {
           this.options.logger?.warn(`scriptable-api: terminating a worker: ${task ? `app '${task.appId}'` : 'a script'} ran past its deadline`);
           w.killedFor = task;
           void this.terminate(w);

@@ -45,8 +45,12 @@ export interface EngineContext {
 export interface SandboxDriver {
   /** True once the engine is unusable (a full heap): the worker must be replaced. */
   readonly poisoned: boolean;
-  /** Loads the adapter and the module `code` (an ES module; vm2 transforms it) in a new context. */
-  open(name: string, code: string, host: HostFn): Promise<EngineContext>;
+  /**
+   * Loads the adapter and the module `code` (already in the form the engine runs) in a new
+   * context. `moduleStarts` is called just before the script's own code is evaluated: from then
+   * on the load runs under the worker's deadline (until then it is the engine's own work).
+   */
+  open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext>;
 }
 
 export interface DriverOptions {

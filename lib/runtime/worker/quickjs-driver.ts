@@ -133,7 +133,7 @@ export class QuickJsDriver implements SandboxDriver {
     return new EngineError('ENGINE_FAILURE', `${err.name}: ${err.message}`);
   }
 
-  async open(name: string, code: string, host: HostFn): Promise<EngineContext> {
+  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
     const rt = this.wasm.newRuntime();
     rt.setMemoryLimit(this.options.memoryLimitMb * MiB);
     rt.setMaxStackSize(512 * 1024);
@@ -145,7 +145,7 @@ export class QuickJsDriver implements SandboxDriver {
     const ctx = rt.newContext();
     const context = new QuickJsContext(this, rt, ctx);
     try {
-      context.init(name, code, host);
+      context.init(name, code, host, moduleStarts);
     } catch (e) {
       context.dispose();
       this.checkHeap();
@@ -167,7 +167,7 @@ class QuickJsContext implements EngineContext {
     private readonly ctx: QuickJSContext,
   ) {}
 
-  init(name: string, code: string, host: HostFn): void {
+  init(name: string, code: string, host: HostFn, moduleStarts?: () => void): void {
     const { ctx } = this;
     const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
     if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
@@ -182,6 +182,7 @@ class QuickJsContext implements EngineContext {
     const get = (k: string) => ctx.getProp(made.value, k);
     this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel') };
     made.value.dispose();
+    moduleStarts?.();
     const mod = ctx.evalCode(code, name, { type: 'module' });
     if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
     this.ns = this.settleModule(mod.value, name);

@@ -20,7 +20,9 @@ import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from
 export interface StageJob {
   id: number;
   appId: string;
-  /** Epoch ms; Infinity until the job starts. */
+  /** The job's time limit (ms): also the bound of one context's loading. */
+  timeoutMs: number;
+  /** Epoch ms. Time spent loading contexts is added to it: the limit measures the script's own work. */
   deadline: number;
   done: boolean;
 }
@@ -64,6 +66,8 @@ export class Stages {
   /** The job of the entry running now (host calls made while a module loads act for it). */
   entryJob: StageJob | null = null;
   entryScript = '';
+  /** The deadline of the entry running now: the job's, or the load's own. */
+  entryDeadline = Infinity;
 
   constructor(
     private readonly driver: SandboxDriver & { takeHeapFull?(): boolean; takeInterrupted?(): boolean },
@@ -74,7 +78,9 @@ export class Stages {
 
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
   async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: string, attributes: string, response: string, value: string): Promise<StageOutput> {
-    const c = await this.context(job, script, key, code);
+    const waitFrom = Date.now();
+    const c = this.cache.get(key) ?? (await this.context(job, script, key, code));
+    job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
@@ -134,13 +140,21 @@ export class Stages {
   private async load(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
     const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false };
     const host: HostFn = (stageId, op, argsJson, async) => this.hostCall(c, stageId, op, argsJson, async);
-    this.slices.begin(job.id);
     this.entryJob = job;
     this.entryScript = script;
+    this.entryDeadline = Infinity;
+    let began = false;
+    // the script's own module code runs under a deadline of its own, in a slice the pool sees
+    const moduleStarts = () => {
+      began = true;
+      this.slices.begin(job.id);
+      this.entryDeadline = Date.now() + job.timeoutMs;
+    };
     try {
-      c.ctx = await this.driver.open(script, code, host);
+      c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {
-      this.slices.end();
+      this.entryDeadline = Infinity;
+      if (began) this.slices.end();
     }
     this.cache.set(key, c);
     this.cachedBytes += c.ctx.bytes;
@@ -184,6 +198,7 @@ export class Stages {
     this.slices.begin(job.id);
     this.entryJob = job;
     this.entryScript = script;
+    this.entryDeadline = job.deadline;
     this.driver.takeHeapFull?.();
     this.driver.takeInterrupted?.();
     try {

@@ -42,7 +42,7 @@ export class Vm2Driver implements SandboxDriver {
     this.adapter = new VMScript(adapterSource, 'scriptable-api:adapter.js');
   }
 
-  async open(name: string, code: string, host: HostFn): Promise<EngineContext> {
+  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
     let script: VMScript;
     try {
       script = new VMScript(`(function () { 'use strict'; var module = { exports: {} }; var exports = module.exports;\n${code}\n;return module.exports; })()`, name).compile();
@@ -50,17 +50,20 @@ export class Vm2Driver implements SandboxDriver {
       throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error).message}`);
     }
     const heapBefore = getHeapStatistics().used_heap_size;
-    const vm = new VM({ timeout: Math.max(1, this.loadTimeoutMs()), allowAsync: true, eval: false, wasm: false, sandbox: {} });
+    const vm = new VM({ allowAsync: true, eval: false, wasm: false, sandbox: {} });
     vm.run(HARDEN);
     const entry = (vm.run(this.adapter) as (h: HostFn) => Entry)((id, op, args, async) => host(Number(id), String(op), String(args), async === true));
     let exportsObj: Record<string, unknown>;
+    moduleStarts?.();
     try {
+      vm.timeout = Math.max(1, this.loadTimeoutMs());
       exportsObj = vm.run(script) as Record<string, unknown>;
     } catch (e) {
       if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out while loading');
       throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${(e as Error)?.message ?? String(e)}`);
+    } finally {
+      vm.timeout = undefined;
     }
-    vm.timeout = undefined;
     const bytes = Math.max(512 * 1024, getHeapStatistics().used_heap_size - heapBefore);
     const guard = <T>(f: () => T): T => {
       try {

@@ -56,15 +56,18 @@ const slices = {
  * go back to the pool, to start on another worker instead of waiting for this one.
  */
 function interrupt(): boolean {
-  const job = stages?.entryJob;
-  const now = Date.now();
-  if (job && now >= job.deadline) return true;
+  if (stages && Date.now() >= stages.entryDeadline) return true;
   if (!bounced && depth > 0 && clock() - shared.clock[0] > config.slowMs) bounce();
   return false;
 }
 
 function bounce(): void {
   bounced = true;
+  bounceJobs();
+}
+
+/** Sends the jobs waiting on the port back to the pool (replies wait for the thread). */
+function bounceJobs(): void {
   const ids: number[] = [];
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
     const msg = m.message as ToWorker;
@@ -77,7 +80,13 @@ function bounce(): void {
 // ---- host calls -----------------------------------------------------------------------------
 class HostTimeout extends Error {}
 
-/** A call the thread waits for: the pool replies on the reply port and wakes the shared flag. */
+/** How often a thread waiting on a blocking call sends back the jobs that arrived meanwhile. */
+const BLOCKED_POLL_MS = 10;
+
+/**
+ * A call the thread waits for: the pool replies on the reply port and wakes the shared flag.
+ * Jobs that arrive meanwhile go back to the pool, to start on another worker.
+ */
 function callBlocking(jobId: number, callId: number, op: string, args: Record<string, unknown>, deadline: number): HostReply {
   Atomics.store(shared.ints, SHARED_FLAG, 0);
   post({ type: 'host', jobId, callId, op: op as never, args, blocking: true });
@@ -87,7 +96,8 @@ function callBlocking(jobId: number, callId: number, op: string, args: Record<st
     for (;;) {
       const remaining = Math.min(deadline - Date.now(), MAX_TIMER_MS);
       if (remaining <= 0) throw new HostTimeout();
-      Atomics.wait(shared.ints, SHARED_FLAG, 0, remaining);
+      bounceJobs();
+      Atomics.wait(shared.ints, SHARED_FLAG, 0, Math.min(remaining, BLOCKED_POLL_MS));
       // every queued reply is read: stale ones (of a call that timed out earlier) are dropped
       for (let m = receiveMessageOnPort(config.replies); m; m = receiveMessageOnPort(config.replies)) {
         const msg = m.message as ToWorker;
@@ -108,7 +118,7 @@ const host = {
       return '{"ok":true,"value":null}';
     }
     try {
-      return JSON.stringify(callBlocking(job.id, nextCall++, op, args, job.deadline));
+      return JSON.stringify(callBlocking(job.id, nextCall++, op, args, stages!.entryJob === job ? stages!.entryDeadline : job.deadline));
     } catch (e) {
       if (!(e instanceof HostTimeout)) throw e;
       return JSON.stringify({ ok: false, error: { name: 'TimeoutError', message: 'The script timed out while waiting for a host call', code: ERRORS.SCRIPT_TIMEOUT.code } });
@@ -158,16 +168,25 @@ function finish(running: RunningJob, result: JobResult): void {
 function start(id: number, seq: number, job: ScriptJob): void {
   Atomics.store(shared.ints, SHARED_STARTED, seq);
   const now = Date.now();
-  const running: RunningJob = { id, appId: job.appId, job, deadline: now + job.timeoutMs, done: false, startedAt: now };
+  const running: RunningJob = { id, appId: job.appId, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now };
   jobs.set(id, running);
-  running.timer = setTimeout(() => {
+  // the deadline moves while contexts load: the timer checks it again when it fires
+  const check = (): void => {
+    const left = running.deadline - Date.now();
+    if (left > 0) {
+      running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, left));
+      return;
+    }
     stages!.cancel(running);
     const e = ERRORS.SCRIPT_TIMEOUT;
     finish(running, { state: job.state, outcome: { kind: 'error', code: e.code, status: e.status, message: e.message } });
-  }, Math.min(MAX_TIMER_MS, job.timeoutMs));
+  };
+  running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, job.timeoutMs));
   runPipeline(job, {
     stage: (ref, source, hash, texts) => {
+      const t0 = Date.now();
       const p = prepare(ref.script, hash, source);
+      running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
       const head = JSON.stringify({ ...texts.head, async: p.async });
       return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts.request, texts.attributes, texts.response, texts.value);
     },
@@ -203,7 +222,7 @@ function onMessage(msg: ToWorker): void {
 async function main(): Promise<void> {
   if (config.engine === 'vm2') {
     const { Vm2Driver } = await import('./vm2-driver');
-    driver = new Vm2Driver(config.adapterSource, () => (stages?.entryJob ? stages.entryJob.deadline - Date.now() : 10_000));
+    driver = new Vm2Driver(config.adapterSource, () => (stages && Number.isFinite(stages.entryDeadline) ? stages.entryDeadline - Date.now() : 10_000));
   } else {
     const { QuickJsDriver } = await import('./quickjs-driver');
     driver = await QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, contextBudgetMb: config.contextBudgetMb, adapterSource: config.adapterSource, interrupt, wasmModule: config.wasmModule });
@@ -211,8 +230,21 @@ async function main(): Promise<void> {
   // vm2's contexts live in the worker's V8 heap, next to the scripts' own data: half the budget
   const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;
   stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024);
+  await warmUp(driver);
   port.on('message', onMessage);
   post({ type: 'ready' });
+}
+
+/**
+ * One throw-away script prepared and run before the worker says it is ready: loading the
+ * transforms and the engine's first context is start-up work, not the first call's.
+ */
+async function warmUp(d: SandboxDriver): Promise<void> {
+  const p = prepareScript('warm-up.js', 'export function f(ctx) { return platform.system.getAccountByToken(ctx.headers.t) }', config.engine === 'vm2');
+  const ctx = await d.open('warm-up.js', p.code, () => '{"ok":true,"value":null}');
+  ctx.start(1, 'f', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: false }), '{"headers":{}}', '{}', '', '');
+  await ctx.drain();
+  ctx.dispose();
 }
 
 void main().catch((e) => post({ type: 'fatal', message: (e as Error)?.message ?? String(e) }));
