@@ -41,7 +41,7 @@ const slices = {
       shared.clock[0] = clock();
       bounced = false;
     }
-    Atomics.store(shared.ints, SHARED_SLICE_JOB, jobId);
+    if (jobId !== 0) Atomics.store(shared.ints, SHARED_SLICE_JOB, jobId);
   },
   end(): void {
     if (--depth > 0) return;
@@ -231,7 +231,14 @@ async function main(): Promise<void> {
   const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;
   stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024);
   await warmUp(driver);
-  port.on('message', onMessage);
+  // the thread is busy from a message until its event loop turns again (the messages queued with
+  // it, and the promise jobs they leave, run in between)
+  const endSlice = (): void => slices.end();
+  port.on('message', (msg: ToWorker) => {
+    slices.begin(msg.type === 'job' ? msg.id : 0);
+    setImmediate(endSlice);
+    onMessage(msg);
+  });
   post({ type: 'ready' });
 }
 
