@@ -29,6 +29,8 @@ export type { PoolOptions } from './pool-options';
 const SLOW_MS = 25;
 /** How often the pool looks at its workers' slices while work is in flight. */
 const WATCH_MS = 10;
+/** Most jobs handed at once to a vm2 worker between two of its slices. */
+const VM2_BATCH = 16;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
 
@@ -163,7 +165,9 @@ export class WorkerPool implements ScriptEngine {
   /**
    * A worker that can start a job now. QuickJS workers send back the jobs waiting behind a slice
    * that runs long, so they may be given jobs while computing; a vm2 worker cannot stop a slice
-   * to do so, so it gets a job only between slices, and one at a time until it starts it.
+   * to do so, so it gets jobs only between slices, a batch at a time (trusted code: a script that
+   * never yields holds the rest of its batch until its worker is terminated; they then start
+   * elsewhere).
    */
   private available(w: PoolWorker, now: number): boolean {
     if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
@@ -179,12 +183,17 @@ export class WorkerPool implements ScriptEngine {
     const allowed = (app: string) =>
       (this.inFlight.get(app) ?? 0) < this.options.maxConcurrentPerApp && (slow.get(app) ?? 0) < this.options.maxWorkersPerApp && (this.blockedApps.get(app) ?? 0) < blockedCap;
     const ready = this.workers.filter((w) => this.available(w, now));
+    const batch = new Map<PoolWorker, number>();
     while (ready.length > 0 && this.queue.size > 0) {
       const task = this.queue.take(allowed);
       if (!task) break;
       let w = ready[0];
       for (const x of ready) if (x.tasks.size < w.tasks.size) w = x;
-      if (this.options.engine === 'vm2') ready.splice(ready.indexOf(w), 1);
+      if (this.options.engine === 'vm2') {
+        const n = (batch.get(w) ?? 0) + 1;
+        batch.set(w, n);
+        if (n >= VM2_BATCH) ready.splice(ready.indexOf(w), 1);
+      }
       clearTimeout(task.queueTimer);
       task.queueTimer = undefined;
       this.sent.set(task.id, task);
@@ -324,6 +333,7 @@ export class WorkerPool implements ScriptEngine {
       task?.host.call('console', msg.args).catch(() => undefined);
       return;
     }
+    if (this.queue.size > 0) this.dispatch(); // (a worker whose slice ended may take more)
     const send = (reply: HostReply) => {
       if (msg.blocking) {
         w.blocked--;
