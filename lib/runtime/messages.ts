@@ -1,7 +1,8 @@
 /**
  * The one contract between the pool (main thread) and its workers: every message either way, and
- * the table of host operations a script can reach. Messages are plain objects sent with
- * postMessage (structured clone); the sandbox boundary inside a worker is lib/runtime/protocol.ts.
+ * the table of host operations a script can reach. Messages travel as JSON text (encode /
+ * decode below: a flat string crosses threads much faster than a structured clone of the same
+ * nested objects); the sandbox boundary inside a worker is lib/runtime/protocol.ts.
  *
  *   pool -> worker, job port:     JobMessage, ReplyMessage (async host calls) (worker.postMessage)
  *   pool -> worker, reply port:   ReplyMessage (blocking host calls; read with receiveMessageOnPort
@@ -84,8 +85,11 @@ export type HostOp = keyof HostOps;
 /**
  * Shared memory of one worker, read by the pool without a message:
  *   clock[0]   when the worker's current slice began (epoch ms), 0 between slices. A slice is a
- *              synchronous stretch of script work: a stage's start or a resume after a host reply,
- *              with the promise jobs it queues.
+ *              synchronous stretch of one job's script work: a stage's start or a resume after a
+ *              host reply, with the promise jobs it queues (QuickJS runs them within it).
+ *   clock[1]   when the worker's current turn began, 0 between turns: from a message to the next
+ *              turn of its event loop (everything the thread does for the messages it took,
+ *              promise jobs included). A thread blocked in a host call is in neither.
  *   ints[0]    the blocking host call flag (Atomics.wait / notify)
  *   ints[1]    the job of the current slice
  *   ints[2]    the `seq` of the last job the worker started (jobs start in the order sent)
@@ -115,6 +119,15 @@ export interface WorkerConfig {
   replies: MessagePort;
   /** The QuickJS WebAssembly module, compiled once on the main thread (absent: loaded from its file). */
   wasmModule?: object;
+}
+
+/** A message as it crosses between threads. */
+export function encode(msg: ToWorker | FromWorker): string {
+  return JSON.stringify(msg);
+}
+
+export function decode<T extends ToWorker | FromWorker>(text: string): T {
+  return JSON.parse(text) as T;
 }
 
 /** Epoch ms with sub-ms precision, comparable across threads. */

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
-import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, type FromWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
+import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, type FromWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
 export interface Task {
@@ -56,7 +56,7 @@ export class PoolWorker {
   constructor(settings: WorkerSettings, onMessage: (w: PoolWorker, msg: FromWorker) => void, onExit: (w: PoolWorker, err?: Error) => void) {
     const results = new MessageChannel();
     const replies = new MessageChannel();
-    const shared = { clock: new SharedArrayBuffer(8), ints: new SharedArrayBuffer(12) };
+    const shared = { clock: new SharedArrayBuffer(16), ints: new SharedArrayBuffer(12) };
     const config: WorkerConfig = {
       engine: settings.engine,
       memoryLimitMb: settings.memoryLimitMb,
@@ -83,7 +83,7 @@ export class PoolWorker {
     this.replies = replies.port1;
     this.clock = new Float64Array(shared.clock);
     this.ints = new Int32Array(shared.ints);
-    this.results.on('message', (msg: FromWorker) => onMessage(this, msg));
+    this.results.on('message', (text: string) => onMessage(this, decode<FromWorker>(text)));
     this.results.unref();
     this.worker.on('error', (err) => onExit(this, err));
     this.worker.on('exit', () => onExit(this));
@@ -94,23 +94,29 @@ export class PoolWorker {
     task.seq = this.nextSeq++;
     this.tasks.set(task.id, task);
     const msg: JobMessage = { type: 'job', id: task.id, seq: task.seq, job: task.job };
-    this.worker.postMessage(msg);
+    this.worker.postMessage(encode(msg));
   }
 
   reply(msg: ReplyMessage, blocking: boolean): void {
     if (this.dead) return;
     if (!blocking) {
-      this.worker.postMessage(msg);
+      this.worker.postMessage(encode(msg));
       return;
     }
-    this.replies.postMessage(msg);
+    this.replies.postMessage(encode(msg));
     Atomics.store(this.ints, SHARED_FLAG, 1);
     Atomics.notify(this.ints, SHARED_FLAG);
   }
 
-  /** How long the current slice of script work has run (ms); 0 between slices. */
+  /** How long the current slice of one job's script work has run (ms); 0 between slices. */
   sliceMs(now = clock()): number {
     const since = this.clock[0];
+    return since > 0 ? now - since : 0;
+  }
+
+  /** How long the thread has been busy since it last turned its event loop (ms); 0 when idle. */
+  turnMs(now = clock()): number {
+    const since = this.clock[1];
     return since > 0 ? now - since : 0;
   }
 
@@ -140,7 +146,7 @@ export class PoolWorker {
   /** Messages the worker posted before it ended. */
   leftovers(): FromWorker[] {
     const out: FromWorker[] = [];
-    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(m.message as FromWorker);
+    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(decode<FromWorker>(m.message as string));
     return out;
   }
 

@@ -151,11 +151,19 @@ export class WorkerPool implements ScriptEngine {
     this.count(this.blockedApps, task.appId, delta);
   }
 
+  /**
+   * How long the worker has been held by one job's synchronous work (ms). A vm2 worker cannot
+   * tell a job's promise jobs from the rest of its turn: its whole turn counts.
+   */
+  private busyMs(w: PoolWorker, now: number): number {
+    return this.options.engine === 'vm2' ? w.turnMs(now) : w.sliceMs(now);
+  }
+
   /** Per app: the workers its long slices hold now. */
   private slowApps(now: number): Map<string, number> {
     const slow = new Map<string, number>();
     for (const w of this.workers) {
-      if (w.dead || w.sliceMs(now) < SLOW_MS) continue;
+      if (w.dead || this.busyMs(w, now) < SLOW_MS) continue;
       const app = this.sent.get(w.sliceJob())?.appId;
       if (app !== undefined) this.count(slow, app, 1);
     }
@@ -171,13 +179,18 @@ export class WorkerPool implements ScriptEngine {
    */
   private available(w: PoolWorker, now: number): boolean {
     if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
-    const ms = w.sliceMs(now);
-    return this.options.engine === 'vm2' ? ms === 0 && !w.unstarted() : ms < SLOW_MS;
+    return this.options.engine === 'vm2' ? w.turnMs(now) === 0 && !w.unstarted() : w.sliceMs(now) < SLOW_MS;
   }
 
   private dispatch(): void {
     if (this.closed) return;
     const now = clock();
+    if (this.queue.size === 0) {
+      this.grow(now, false);
+      this.updateRefs();
+      if (this.closing && this.sent.size === 0) this.drained?.();
+      return;
+    }
     const slow = this.slowApps(now);
     const blockedCap = Math.max(this.options.maxWorkersPerApp, Math.floor(this.options.maxWorkers / 2));
     const allowed = (app: string) =>
@@ -216,7 +229,7 @@ export class WorkerPool implements ScriptEngine {
     this.replenish();
     const live = this.live();
     if (live.length >= this.options.maxWorkers || live.some((w) => !w.ready)) return;
-    const held = (w: PoolWorker) => w.blocked > 0 || w.sliceMs(now) >= SLOW_MS;
+    const held = (w: PoolWorker) => w.blocked > 0 || this.busyMs(w, now) >= SLOW_MS;
     // (a vm2 worker between a job's sending and its start is not held: it is about to take it)
     if (live.every(held)) this.spawn();
     else if (runnable && !live.some((w) => this.available(w, now) || (!held(w) && w.unstarted()))) this.spawn();
@@ -255,7 +268,7 @@ export class WorkerPool implements ScriptEngine {
       }
       const now = clock();
       for (const w of this.workers) {
-        const ms = w.sliceMs(now);
+        const ms = this.busyMs(w, now);
         if (w.dead || ms === 0) continue;
         const task = this.sent.get(w.sliceJob());
         const limit = (task ? task.job.timeoutMs : this.longestTimeoutMs) + this.options.graceMs;

@@ -201,9 +201,17 @@ export class Stages {
     this.entryDeadline = job.deadline;
     this.driver.takeHeapFull?.();
     this.driver.takeInterrupted?.();
+    let text: string | Promise<string>;
     try {
       enter();
-      const drained = JSON.parse(await c.ctx.drain()) as { waiting: number; outputs: StageOutput[] };
+      text = c.ctx.drain(); // (QuickJS: now; vm2: once the turn ran the promise jobs)
+    } catch (e) {
+      this.slices.end();
+      return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+    }
+    this.slices.end();
+    try {
+      const drained = JSON.parse(await text) as { waiting: number; outputs: StageOutput[] };
       // the engine stopped script code past the job's deadline (the script may have seen it as a
       // rejected promise, or a promise chain that stopped)
       if (this.driver.takeInterrupted?.()) {
@@ -213,8 +221,6 @@ export class Stages {
       this.settle(c, job, drained);
     } catch (e) {
       this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
-    } finally {
-      this.slices.end();
     }
   }
 

@@ -7,7 +7,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
-import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, type FromWorker, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, type FromWorker, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
@@ -15,7 +15,7 @@ import { prepareScript, type PreparedScript } from './transpile';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
-const post = (m: FromWorker): void => config.results.postMessage(m);
+const post = (m: FromWorker): void => config.results.postMessage(encode(m));
 const shared = { clock: new Float64Array(config.shared.clock), ints: new Int32Array(config.shared.ints) };
 
 interface RunningJob extends StageJob {
@@ -41,12 +41,22 @@ const slices = {
       shared.clock[0] = clock();
       bounced = false;
     }
-    if (jobId !== 0) Atomics.store(shared.ints, SHARED_SLICE_JOB, jobId);
+    Atomics.store(shared.ints, SHARED_SLICE_JOB, jobId);
   },
   end(): void {
     if (--depth > 0) return;
     shared.clock[0] = 0;
     if (deferred.length > 0) setImmediate(() => deferred.splice(0).forEach(onMessage));
+  },
+};
+/** The thread's turns (see WorkerShared): from a message to the next turn of the event loop. */
+let turnDepth = 0;
+const turns = {
+  begin(): void {
+    if (turnDepth++ === 0) shared.clock[1] = clock();
+  },
+  end(): void {
+    if (--turnDepth === 0) shared.clock[1] = 0;
   },
 };
 
@@ -70,7 +80,7 @@ function bounce(): void {
 function bounceJobs(): void {
   const ids: number[] = [];
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
-    const msg = m.message as ToWorker;
+    const msg = decode<ToWorker>(m.message as string);
     if (msg.type === 'job') ids.push(msg.id);
     else deferred.push(msg);
   }
@@ -91,7 +101,9 @@ function callBlocking(jobId: number, callId: number, op: string, args: Record<st
   Atomics.store(shared.ints, SHARED_FLAG, 0);
   post({ type: 'host', jobId, callId, op: op as never, args, blocking: true });
   const since = shared.clock[0];
+  const turnSince = shared.clock[1];
   shared.clock[0] = 0; // waiting is not computing
+  shared.clock[1] = 0;
   try {
     for (;;) {
       const remaining = Math.min(deadline - Date.now(), MAX_TIMER_MS);
@@ -100,13 +112,14 @@ function callBlocking(jobId: number, callId: number, op: string, args: Record<st
       Atomics.wait(shared.ints, SHARED_FLAG, 0, Math.min(remaining, BLOCKED_POLL_MS));
       // every queued reply is read: stale ones (of a call that timed out earlier) are dropped
       for (let m = receiveMessageOnPort(config.replies); m; m = receiveMessageOnPort(config.replies)) {
-        const msg = m.message as ToWorker;
+        const msg = decode<ToWorker>(m.message as string);
         if (msg.type === 'reply' && msg.callId === callId) return msg.reply;
       }
       Atomics.store(shared.ints, SHARED_FLAG, 0);
     }
   } finally {
     if (since !== 0) shared.clock[0] = clock();
+    if (turnSince !== 0) shared.clock[1] = clock();
   }
 }
 
@@ -233,11 +246,11 @@ async function main(): Promise<void> {
   await warmUp(driver);
   // the thread is busy from a message until its event loop turns again (the messages queued with
   // it, and the promise jobs they leave, run in between)
-  const endSlice = (): void => slices.end();
-  port.on('message', (msg: ToWorker) => {
-    slices.begin(msg.type === 'job' ? msg.id : 0);
-    setImmediate(endSlice);
-    onMessage(msg);
+  const endTurn = (): void => turns.end();
+  port.on('message', (text: string) => {
+    turns.begin();
+    setImmediate(endTurn);
+    onMessage(decode<ToWorker>(text));
   });
   post({ type: 'ready' });
 }
