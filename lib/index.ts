@@ -10,7 +10,7 @@ export { MemoryRateLimitStore, RedisRateLimitStore, reserveGcra } from './rate-l
 export type { RateLimitStore, Reservation, MemoryRateLimitStoreOptions, RedisRateLimitStoreOptions } from './rate-limit';
 export { WorkerPool } from './runtime/pool';
 export type { PoolOptions } from './runtime/pool';
-export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, ScriptSource } from './runtime/engine';
+export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, ScriptSource, EngineStats } from './runtime/engine';
 export type * from './runtime/protocol';
 export { validateApiDefinition } from './validations';
 export type * from './types';

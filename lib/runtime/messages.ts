@@ -13,12 +13,28 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Account } from '../types';
 import type { JobResult, ScriptJob } from './engine';
 
-/** A job for a worker. `seq` counts the jobs sent to that worker (see WorkerShared.started). */
+/**
+ * A job for a worker. `seq` counts the jobs sent to that worker (see WorkerShared.started). A
+ * script's `source` is left out when the worker holds it already (see rememberSource).
+ */
 export interface JobMessage {
   type: 'job';
   id: number;
   seq: number;
-  job: ScriptJob;
+  job: Omit<ScriptJob, 'scripts'> & { scripts: Record<string, { name: string; hash: string; source?: string }> };
+}
+
+/** Sources a worker keeps, by hash. */
+export const SOURCE_SLOTS = 4096;
+
+/**
+ * Adds a source to a worker's sources, or to the pool's record of them: both sides add the same
+ * hashes in the same order (the worker every source a job message brings, started or sent back),
+ * so they drop the same oldest one and always agree on what the worker holds.
+ */
+export function rememberSource<V>(held: Map<string, V>, hash: string, value: V): void {
+  held.set(hash, value);
+  if (held.size > SOURCE_SLOTS) held.delete(held.keys().next().value as string);
 }
 
 /** The answer to a host call. */

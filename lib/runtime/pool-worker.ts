@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
-import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, type FromWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
+import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
 export interface Task {
@@ -52,6 +52,8 @@ export class PoolWorker {
   killedFor?: Task;
   private nextSeq = 1;
   private referenced = false;
+  /** The hashes of the sources the worker holds (see rememberSource). */
+  private readonly sources = new Map<string, true>();
 
   constructor(settings: WorkerSettings, onMessage: (w: PoolWorker, msg: FromWorker) => void, onExit: (w: PoolWorker, err?: Error) => void) {
     const results = new MessageChannel();
@@ -93,7 +95,15 @@ export class PoolWorker {
     task.worker = this;
     task.seq = this.nextSeq++;
     this.tasks.set(task.id, task);
-    const msg: JobMessage = { type: 'job', id: task.id, seq: task.seq, job: task.job };
+    const scripts: JobMessage['job']['scripts'] = Object.create(null); // (any name is just a key)
+    for (const [name, s] of Object.entries(task.job.scripts)) {
+      if (this.sources.has(s.hash)) scripts[name] = { name: s.name, hash: s.hash };
+      else {
+        scripts[name] = s;
+        rememberSource(this.sources, s.hash, true);
+      }
+    }
+    const msg: JobMessage = { type: 'job', id: task.id, seq: task.seq, job: { ...task.job, scripts } };
     this.worker.postMessage(encode(msg));
   }
 

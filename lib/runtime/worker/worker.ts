@@ -7,7 +7,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
-import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, type FromWorker, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
@@ -81,8 +81,10 @@ function bounceJobs(): void {
   const ids: number[] = [];
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
     const msg = decode<ToWorker>(m.message as string);
-    if (msg.type === 'job') ids.push(msg.id);
-    else deferred.push(msg);
+    if (msg.type === 'job') {
+      withSources(msg);
+      ids.push(msg.id);
+    } else deferred.push(msg);
   }
   if (ids.length > 0) post({ type: 'bounce', ids });
 }
@@ -145,6 +147,19 @@ const host = {
 };
 
 // ---- jobs -----------------------------------------------------------------------------------
+/** Sources by hash, as the pool sent them (it leaves out those held here: see rememberSource). */
+const sources = new Map<string, string>();
+
+/** The job with every source, keeping the ones it brings. */
+function withSources(msg: JobMessage): ScriptJob {
+  const scripts: ScriptJob['scripts'] = Object.create(null); // (any name is just a key)
+  for (const [name, s] of Object.entries(msg.job.scripts)) {
+    if (s.source !== undefined) rememberSource(sources, s.hash, s.source);
+    scripts[name] = { name: s.name, hash: s.hash, source: s.source ?? sources.get(s.hash) ?? '' };
+  }
+  return { ...msg.job, scripts };
+}
+
 let driver: SandboxDriver;
 let stages: Stages | undefined;
 let poisonReported = false;
@@ -227,9 +242,10 @@ function onMessage(msg: ToWorker): void {
     } else stages!.reply(msg.callId, JSON.stringify(msg.reply));
     return;
   }
+  const job = withSources(msg);
   // a poisoned engine takes nothing more: the pool gives the job to another worker
   if (driver.poisoned) post({ type: 'bounce', ids: [msg.id] });
-  else start(msg.id, msg.seq, msg.job);
+  else start(msg.id, msg.seq, job);
 }
 
 async function main(): Promise<void> {
