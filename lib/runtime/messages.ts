@@ -1,8 +1,9 @@
 /**
  * The one contract between the pool (main thread) and its workers: every message either way, and
- * the table of host operations a script can reach. Messages travel as JSON text (encode /
- * decode below: a flat string crosses threads much faster than a structured clone of the same
- * nested objects); the sandbox boundary inside a worker is lib/runtime/protocol.ts.
+ * the table of host operations a script can reach. Messages travel as JSON text, the messages
+ * of one turn of the sender's event loop together (encode / decode below: one flat string
+ * crosses threads much faster than a structured clone of the same nested objects, and each
+ * crossing costs both threads); the sandbox boundary inside a worker is lib/runtime/protocol.ts.
  *
  *   pool -> worker, job port:     JobMessage, ReplyMessage (async host calls) (worker.postMessage)
  *   pool -> worker, reply port:   ReplyMessage (blocking host calls; read with receiveMessageOnPort
@@ -137,13 +138,42 @@ export interface WorkerConfig {
   wasmModule?: object;
 }
 
-/** A message as it crosses between threads. */
-export function encode(msg: ToWorker | FromWorker): string {
-  return JSON.stringify(msg);
+/** Messages as they cross between threads. */
+export function encode(msgs: Array<ToWorker | FromWorker>): string {
+  return JSON.stringify(msgs);
 }
 
-export function decode<T extends ToWorker | FromWorker>(text: string): T {
-  return JSON.parse(text) as T;
+export function decode<T extends ToWorker | FromWorker>(text: string): T[] {
+  return JSON.parse(text) as T[];
+}
+
+/** Messages to send together at the end of this turn of the event loop (or at once with `now`). */
+export class Outbox<T extends ToWorker | FromWorker> {
+  private held: T[] = [];
+  private scheduled = false;
+  constructor(private readonly send: (text: string) => void) {}
+
+  post(msg: T, now = false): void {
+    this.held.push(msg);
+    if (now) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.held.length === 0) return;
+    const msgs = this.held;
+    this.held = [];
+    this.send(encode(msgs));
+  }
+
+  /** Drops what was not sent (the receiver is gone). */
+  clear(): void {
+    this.held = [];
+  }
 }
 
 /** Epoch ms with sub-ms precision, comparable across threads. */

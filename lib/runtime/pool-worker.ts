@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
-import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
 export interface Task {
@@ -52,6 +52,7 @@ export class PoolWorker {
   killedFor?: Task;
   private nextSeq = 1;
   private referenced = false;
+  private readonly outbox: Outbox<ToWorker>;
   /** The hashes of the sources the worker holds (see rememberSource). */
   private readonly sources = new Map<string, true>();
 
@@ -85,7 +86,10 @@ export class PoolWorker {
     this.replies = replies.port1;
     this.clock = new Float64Array(shared.clock);
     this.ints = new Int32Array(shared.ints);
-    this.results.on('message', (text: string) => onMessage(this, decode<FromWorker>(text)));
+    this.outbox = new Outbox<ToWorker>((text) => this.worker.postMessage(text));
+    this.results.on('message', (text: string) => {
+      for (const msg of decode<FromWorker>(text)) onMessage(this, msg);
+    });
     this.results.unref();
     this.worker.on('error', (err) => onExit(this, err));
     this.worker.on('exit', () => onExit(this));
@@ -104,16 +108,16 @@ export class PoolWorker {
       }
     }
     const msg: JobMessage = { type: 'job', id: task.id, seq: task.seq, job: { ...task.job, scripts } };
-    this.worker.postMessage(encode(msg));
+    this.outbox.post(msg);
   }
 
   reply(msg: ReplyMessage, blocking: boolean): void {
     if (this.dead) return;
     if (!blocking) {
-      this.worker.postMessage(encode(msg));
+      this.outbox.post(msg);
       return;
     }
-    this.replies.postMessage(encode(msg));
+    this.replies.postMessage(encode([msg]));
     Atomics.store(this.ints, SHARED_FLAG, 1);
     Atomics.notify(this.ints, SHARED_FLAG);
   }
@@ -156,11 +160,12 @@ export class PoolWorker {
   /** Messages the worker posted before it ended. */
   leftovers(): FromWorker[] {
     const out: FromWorker[] = [];
-    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(decode<FromWorker>(m.message as string));
+    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(...decode<FromWorker>(m.message as string));
     return out;
   }
 
   close(): void {
+    this.outbox.clear();
     this.results.close();
     this.replies.close();
   }

@@ -91,7 +91,7 @@ export class WorkerPool implements ScriptEngine {
       const task: Task = { id: this.nextId, appId: job.appId, job, host, resolve, blockedCalls: 0, done: false };
       this.nextId = this.nextId >= 0x7fffffff ? 1 : this.nextId + 1;
       this.enqueue(task);
-      this.dispatch();
+      this.dispatchSoon();
     });
   }
 
@@ -114,6 +114,18 @@ export class WorkerPool implements ScriptEngine {
     for (const t of this.queue.clear()) this.finish(t, errorResult(t.job, 'SHUTTING_DOWN'));
     for (const r of this.readyWaiters.splice(0)) r.reject(new Error('The script engine is closed'));
     await Promise.all(this.workers.slice().map((w) => this.terminate(w)));
+  }
+
+  private dispatchScheduled = false;
+
+  /** The calls that arrive in one turn of the event loop are handed out together. */
+  private dispatchSoon(): void {
+    if (this.dispatchScheduled) return;
+    this.dispatchScheduled = true;
+    setImmediate(() => {
+      this.dispatchScheduled = false;
+      this.dispatch();
+    });
   }
 
   private live(): PoolWorker[] {

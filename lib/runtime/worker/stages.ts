@@ -202,8 +202,12 @@ export class Stages {
     this.driver.takeHeapFull?.();
     this.driver.takeInterrupted?.();
     let text: string | Promise<string>;
+    // stages started after this entry may still be pending when its drain is read: only the ones
+    // started up to now can be judged stalled by it
+    let upTo: number;
     try {
       enter();
+      upTo = this.nextStage - 1;
       text = c.ctx.drain(); // (QuickJS: now; vm2: once the turn ran the promise jobs)
     } catch (e) {
       this.slices.end();
@@ -211,20 +215,20 @@ export class Stages {
     }
     this.slices.end();
     try {
-      const drained = JSON.parse(await text) as { waiting: number; outputs: StageOutput[] };
+      const drained = JSON.parse(typeof text === 'string' ? text : await text) as { waiting: number; outputs: StageOutput[] };
       // the engine stopped script code past the job's deadline (the script may have seen it as a
       // rejected promise, or a promise chain that stopped)
       if (this.driver.takeInterrupted?.()) {
-        this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) });
+        this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) }, upTo);
         return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
       }
-      this.settle(c, job, drained);
+      this.settle(c, job, drained, upTo);
     } catch (e) {
       this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
     }
   }
 
-  private settle(c: Cached, job: StageJob, drained: { waiting: number; outputs: StageOutput[] }): void {
+  private settle(c: Cached, job: StageJob, drained: { waiting: number; outputs: StageOutput[] }, upTo: number): void {
     const heapFull = this.driver.takeHeapFull?.() ?? false;
     for (const out of drained.outputs) {
       const p = c.stages.get(out.id!);
@@ -242,6 +246,7 @@ export class Stages {
     if (drained.waiting === 0) {
       // nothing in this context waits for the host: its pending stages can never settle
       for (const [id, p] of [...c.stages]) {
+        if (id > upTo) continue;
         this.forget(c, id);
         try {
           c.ctx.cancel(id);

@@ -7,7 +7,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
-import { SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, rememberSource, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
@@ -15,7 +15,9 @@ import { prepareScript, type PreparedScript } from './transpile';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
-const post = (m: FromWorker): void => config.results.postMessage(encode(m));
+const outbox = new Outbox<FromWorker>((text) => config.results.postMessage(text));
+/** Sends at the end of this turn, with the turn's other messages (`now`: at once, with them). */
+const post = (m: FromWorker, now = false): void => outbox.post(m, now);
 const shared = { clock: new Float64Array(config.shared.clock), ints: new Int32Array(config.shared.ints) };
 
 interface RunningJob extends StageJob {
@@ -74,19 +76,21 @@ function interrupt(): boolean {
 function bounce(): void {
   bounced = true;
   bounceJobs();
+  outbox.flush(); // (results and host calls of the jobs that ran before this slice)
 }
 
 /** Sends the jobs waiting on the port back to the pool (replies wait for the thread). */
 function bounceJobs(): void {
   const ids: number[] = [];
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
-    const msg = decode<ToWorker>(m.message as string);
-    if (msg.type === 'job') {
-      withSources(msg);
-      ids.push(msg.id);
-    } else deferred.push(msg);
+    for (const msg of decode<ToWorker>(m.message as string)) {
+      if (msg.type === 'job') {
+        withSources(msg);
+        ids.push(msg.id);
+      } else deferred.push(msg);
+    }
   }
-  if (ids.length > 0) post({ type: 'bounce', ids });
+  if (ids.length > 0) post({ type: 'bounce', ids }, true);
 }
 
 // ---- host calls -----------------------------------------------------------------------------
@@ -101,7 +105,7 @@ const BLOCKED_POLL_MS = 10;
  */
 function callBlocking(jobId: number, callId: number, op: string, args: Record<string, unknown>, deadline: number): HostReply {
   Atomics.store(shared.ints, SHARED_FLAG, 0);
-  post({ type: 'host', jobId, callId, op: op as never, args, blocking: true });
+  post({ type: 'host', jobId, callId, op: op as never, args, blocking: true }, true);
   const since = shared.clock[0];
   const turnSince = shared.clock[1];
   shared.clock[0] = 0; // waiting is not computing
@@ -114,8 +118,7 @@ function callBlocking(jobId: number, callId: number, op: string, args: Record<st
       Atomics.wait(shared.ints, SHARED_FLAG, 0, Math.min(remaining, BLOCKED_POLL_MS));
       // every queued reply is read: stale ones (of a call that timed out earlier) are dropped
       for (let m = receiveMessageOnPort(config.replies); m; m = receiveMessageOnPort(config.replies)) {
-        const msg = decode<ToWorker>(m.message as string);
-        if (msg.type === 'reply' && msg.callId === callId) return msg.reply;
+        for (const msg of decode<ToWorker>(m.message as string)) if (msg.type === 'reply' && msg.callId === callId) return msg.reply;
       }
       Atomics.store(shared.ints, SHARED_FLAG, 0);
     }
@@ -264,11 +267,13 @@ async function main(): Promise<void> {
   // it, and the promise jobs they leave, run in between)
   const endTurn = (): void => turns.end();
   port.on('message', (text: string) => {
+    // a vm2 slice cannot be interrupted to send what earlier jobs posted: send it before each
+    if (config.engine === 'vm2') outbox.flush();
     turns.begin();
     setImmediate(endTurn);
-    onMessage(decode<ToWorker>(text));
+    for (const msg of decode<ToWorker>(text)) onMessage(msg);
   });
-  post({ type: 'ready' });
+  post({ type: 'ready' }, true);
 }
 
 /**
@@ -283,4 +288,4 @@ async function warmUp(d: SandboxDriver): Promise<void> {
   ctx.dispose();
 }
 
-void main().catch((e) => post({ type: 'fatal', message: (e as Error)?.message ?? String(e) }));
+void main().catch((e) => post({ type: 'fatal', message: (e as Error)?.message ?? String(e) }, true));
