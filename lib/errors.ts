@@ -34,6 +34,10 @@ export const ERRORS = {
   ENGINE_FAILURE: { code: 270205, status: 500, message: 'The script engine failed' },
   /** The script's promise never settled. */
   SCRIPT_STALLED: { code: 270206, status: 500, message: 'The script returned a promise that never settled' },
+  /** The call waited `queueTimeoutMs` for a worker (every worker busy): sent with `Retry-After`. */
+  QUEUE_TIMEOUT: { code: 270207, status: 503, message: 'The server is busy; try again later' },
+  /** The router is closing (`router.close()`): sent with `Retry-After`. */
+  SHUTTING_DOWN: { code: 270208, status: 503, message: 'The server is shutting down' },
   /** The result does not fit the return type (Redirect without a string, File without a path...). */
   INVALID_RESULT: { code: 270300, status: 500, message: 'The result does not fit the return type' },
   /**

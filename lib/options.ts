@@ -1,14 +1,15 @@
 /** Validates router options and fills in the defaults. */
 import type { ApiRouterOptions, Logger } from './types';
 import { parseSize, validateOptions } from './validations';
-import { cpuCount } from './runtime/pool-options';
+import { cpuCount, defaultWorkersPerApp } from './runtime/pool-options';
 import { adaptLogger, defaultLogger } from './logging';
 
 export const DEFAULTS = {
   scriptTimeoutMs: 10_000,
   scriptMemoryLimitMb: 64,
   maxWorkers: 32,
-  maxConcurrentPerApp: 24,
+  maxConcurrentPerApp: 1000,
+  queueTimeoutMs: 5000,
   bodyLimit: 1024 * 1024,
 } as const;
 
@@ -19,6 +20,8 @@ export interface ResolvedOptions {
   workers: number;
   maxWorkers: number;
   maxConcurrentPerApp: number;
+  maxWorkersPerApp: number;
+  queueTimeoutMs: number;
   bodyLimit: number;
   allowUnderscoreHeaders: boolean;
   logger: Logger | undefined;
@@ -36,6 +39,8 @@ export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
     workers,
     maxWorkers: options.maxWorkers ?? Math.max(workers, DEFAULTS.maxWorkers),
     maxConcurrentPerApp: options.maxConcurrentPerApp ?? DEFAULTS.maxConcurrentPerApp,
+    maxWorkersPerApp: options.maxWorkersPerApp ?? defaultWorkersPerApp(),
+    queueTimeoutMs: options.queueTimeoutMs ?? DEFAULTS.queueTimeoutMs,
     bodyLimit: options.bodyLimit === undefined ? DEFAULTS.bodyLimit : parseSize(options.bodyLimit, 'bodyLimit'),
     allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
     // (every part of the router calls the logger `(message, meta)`: adaptLogger turns that into the logger's own shape)

@@ -65,8 +65,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           maxWorkers: opts.maxWorkers,
           memoryLimitMb: opts.scriptMemoryLimitMb,
           maxConcurrentPerApp: opts.maxConcurrentPerApp,
+          maxWorkersPerApp: opts.maxWorkersPerApp,
+          queueTimeoutMs: opts.queueTimeoutMs,
           logger,
         });
+  let closing = false;
+  let running = 0;
+  let idle: (() => void) | undefined;
   const limiter = createRateLimiter(options.rateLimit, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
@@ -142,6 +147,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   }
 
   async function serve(req: Request, res: Response, trace: RequestTrace): Promise<void> {
+    if (closing) throw new ApiError('SHUTTING_DOWN');
     const { requestId } = trace;
     const { stage, path } = preview.split(req.path);
     trace.stage = stage;
@@ -190,7 +196,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       scripts,
       request: buildSnapshot({ req, requestId, appId, apiPath, body, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }),
       state: { attributes: {}, response: newResponseState() },
-      deadline: Date.now() + opts.scriptTimeoutMs,
+      timeoutMs: opts.scriptTimeoutMs,
       automations: auto?.automations, // [automation]
     };
     if (stage === 'preview') preview.mark(job.request);
@@ -206,13 +212,15 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (limitAfterBefore) {
         // The identifier reads attributes set by the before script: limit between before and call.
         let state = job.state;
+        let beforeMs = 0; // (the before script's time counts against the call's limit too)
         if (job.before) {
           result = await run({ ...job, phase: 'before' });
           if (result.outcome.kind !== 'continue') return await send(res, trace, appId, req.method, result);
           state = result.state;
+          beforeMs = result.runMs ?? 0;
         }
         if (!admitted(res, trace, await limit(req, res, appId, def, state.attributes))) return;
-        result = await run({ ...job, phase: 'rest', state });
+        result = await run({ ...job, phase: 'rest', state, timeoutMs: Math.max(1, opts.scriptTimeoutMs - beforeMs) });
       } else {
         result = await run(job);
       }
@@ -227,6 +235,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const { requestId } = trace;
     switch (outcome.kind) {
       case 'error':
+        if (outcome.code === ERRORS.QUEUE_TIMEOUT.code || outcome.code === ERRORS.SHUTTING_DOWN.code) res.setHeader('Retry-After', '1');
         return sendErrorBody(res, observer.scriptFailed(trace, outcome), outcome.status);
       case 'written':
       case 'continue':
@@ -247,6 +256,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const requestId = randomUUID();
     res.setHeader('X-Request-Id', requestId);
     const trace = observer.begin(res, requestId, performance.now());
+    running++;
     serve(req, res, trace).catch((err: unknown) => {
       if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next);
       observer.hostFailed(trace, err);
@@ -255,12 +265,22 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
         return;
       }
       if (!trace.corsDone) cors.apply(req, res); // (an unknown path, or a failure before the API was known: the router's CORS)
+      if (err instanceof ApiError && err.errorName === 'SHUTTING_DOWN') res.setHeader('Retry-After', '1');
       sendError(res, requestId, err);
+    }).finally(() => {
+      if (--running === 0) idle?.();
     });
   }) as ApiRouter;
 
-  router.close = async () => {
-    await Promise.all([ownEngine ? engine.close() : undefined, limiter.close(), shared.outbound.close()]);
+  router.ready = async () => {
+    await engine.ready?.();
+  };
+  router.close = async (closeOptions?: { force?: boolean }) => {
+    closing = true;
+    // requests already running finish first (the engine bounds each by its limits)
+    const drained = closeOptions?.force || running === 0 ? undefined : new Promise<void>((resolve) => (idle = resolve));
+    await Promise.all([ownEngine ? engine.close(closeOptions) : drained, drained]);
+    await Promise.all([limiter.close(), shared.outbound.close()]);
   };
   Object.defineProperty(router, 'metrics', { value: metrics, enumerable: true });
   return router;

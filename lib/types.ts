@@ -183,19 +183,31 @@ export interface ApiRouterOptions {
   registry: ApiRegistry;
   /** `quickjs` (default), `vm2`, or your own engine. */
   engine?: 'quickjs' | 'vm2' | ScriptEngine;
-  /** Wall-clock limit of one call (before + call + after + onError), ms. Default 10000. */
+  /**
+   * Wall-clock limit of one call (before + call + after + onError), ms, counted from when its
+   * first stage starts running in a worker. Default 10000.
+   */
   scriptTimeoutMs?: number;
+  /** Longest a call may wait for a worker, ms; then 503 QUEUE_TIMEOUT with Retry-After. Default 5000. */
+  queueTimeoutMs?: number;
   /** Memory limit of one script context, MiB. Default 64. */
   scriptMemoryLimitMb?: number;
   /**
-   * Worker threads kept running scripts. Default: the number of CPUs less one (at least 1): the
-   * host's event loop keeps a core, and the pool adds workers while scripts wait on host calls.
+   * Worker threads kept running scripts, started with the router. Default: the number of CPUs
+   * less one (at least 1): the host's event loop keeps a core. Each worker runs many calls at
+   * once while they wait on the host.
    */
   workers?: number;
-  /** Most worker threads, counting ones grown while scripts wait on host calls. Default 32. */
+  /** Most worker threads, counting ones started while others are held by long-running or blocked scripts. Default 32. */
   maxWorkers?: number;
-  /** Most concurrent script calls of one app; more wait in line. Default 24 (of 32 workers at most). */
+  /** Most calls of one app in flight at once (running or waiting on the host); more wait in line. Default 1000. */
   maxConcurrentPerApp?: number;
+  /**
+   * Most workers one app may hold at once with long-running script work (a stretch past 25 ms
+   * without waiting); its other calls wait while other apps' calls go ahead. Default: half the
+   * CPUs, at least 1.
+   */
+  maxWorkersPerApp?: number;
   /** Pass header names that contain `_`. Default false. */
   allowUnderscoreHeaders?: boolean;
   /** Root of the apps' local file sandboxes (`<sandboxDir>/<appId>/`). */
@@ -236,11 +248,17 @@ export interface ApiRouterOptions {
   metrics?: MetricsOptions | false;
 }
 
-/** The Express router returned by `createApiRouter`, plus `close()`. */
+/** The Express router returned by `createApiRouter`, plus `ready()` and `close()`. */
 export interface ApiRouter {
   (req: Request, res: unknown, next: (err?: unknown) => void): void;
-  /** Stops the workers and closes the stores the router created. */
-  close(): Promise<void>;
+  /** Resolves when the script workers started with the router can take work. */
+  ready(): Promise<void>;
+  /**
+   * Stops serving: new requests get 503 SHUTTING_DOWN, requests already running finish (each
+   * within its own limits), then the workers stop and the stores the router created close.
+   * `force` ends the running requests at once.
+   */
+  close(options?: { force?: boolean }): Promise<void>;
   /** The router's Prometheus metrics (`text()`, `handler`, `registry`); undefined with `metrics: false`. */
   readonly metrics: RouterMetrics | undefined;
 }

@@ -1,10 +1,11 @@
 'use strict';
 /**
  * The sandbox adapter (lib/runtime/sandbox/*.js), driven directly: each test evaluates the
- * adapter in a fresh node:vm context with a fake `__host`, evaluates a "script" function in the
- * same context (so its Dates, promises and objects belong to the sandbox realm, as in the real
- * engines), calls __sa.invoke, lets the job queue drain and parses __sa.collect().
- * A last block runs the same adapter in the two real engines (QuickJS and vm2).
+ * adapter in a fresh node:vm context and calls it with a fake host bridge, evaluates a "script"
+ * function in the same context (so its Dates, promises and objects belong to the sandbox realm,
+ * as in the real engines), starts a stage through the entry, lets the job queue drain and parses
+ * what entry.drain() reports. A last block runs the same adapter in the two real engines
+ * (QuickJS and vm2).
  */
 const path = require('node:path');
 const vm = require('node:vm');
@@ -82,22 +83,30 @@ const flush = async () => {
 
 /**
  * A fresh sandbox. `table[op]` answers host ops: a function (args) => value, `{ error }` for a
- * failure, or any other value. Unlisted ops answer null.
+ * failure, or any other value. Unlisted ops answer null. A stage run with `async: true` gets the
+ * answers of its I/O calls asynchronously (a turn later), through entry.reply.
  */
 function sandbox(table = {}) {
   const calls = [];
   const context = vm.createContext({});
-  // test/adapter-quickjs-layout.test.js runs this suite again with the records laid out for QuickJS
-  if (process.env.ADAPTER_LAYOUT === 'quickjs') context.__saEngine = 'quickjs';
-  context.__host = (op, argsJson) => {
-    const args = JSON.parse(argsJson);
-    calls.push({ op, args });
-    const answer = table[op];
-    if (answer && typeof answer === 'object' && answer.error) return JSON.stringify({ ok: false, error: answer.error });
-    const value = typeof answer === 'function' ? answer(args) : answer === undefined ? null : answer;
+  let nextCall = 1;
+  let nextStage = 1;
+  let entry;
+  const answer = (op, args) => {
+    const a = table[op];
+    if (a && typeof a === 'object' && a.error) return JSON.stringify({ ok: false, error: a.error });
+    const value = typeof a === 'function' ? a(args) : a === undefined ? null : a;
     return JSON.stringify(value === undefined ? { ok: true } : { ok: true, value });
   };
-  vm.runInContext(SRC, context, { filename: 'adapter.js' });
+  const host = (stageId, op, argsJson, async) => {
+    const args = JSON.parse(argsJson);
+    calls.push({ op, args });
+    if (!async) return answer(op, args);
+    const id = nextCall++;
+    setImmediate(() => entry.reply(id, answer(op, args)));
+    return id;
+  };
+  entry = vm.runInContext(SRC, context, { filename: 'adapter.js' })(host);
   const evaluate = (code) => vm.runInContext(code, context);
   const toFn = (fn) => (typeof fn === 'function' ? evaluate(`(${fn.toString()})`) : fn);
 
@@ -106,18 +115,20 @@ function sandbox(table = {}) {
    * does: the attributes and response the stage sent back, or the ones it was given (unchanged).
    */
   async function run(fn, opts = {}) {
-    const head = { stage: opts.stage ?? 'call', returnType: opts.returnType ?? 'JSON', wantValue: opts.wantValue ?? true };
+    const head = { stage: opts.stage ?? 'call', returnType: opts.returnType ?? 'JSON', wantValue: opts.wantValue ?? true, async: opts.async ?? false };
     // the stage's argument, as the pipeline sends it: the call's result for after, the error for onError
     let value = '';
     if ('result' in opts && opts.hasResult !== false) value = JSON.stringify(opts.result);
     if ('error' in opts) value = JSON.stringify(opts.error);
     const state = opts.state ?? { attributes: {}, response: baseResponse() };
     const requestJson = opts.requestJson ?? JSON.stringify(opts.request ?? baseRequest());
-    context.__sa.invoke(toFn(fn), JSON.stringify(head), requestJson, JSON.stringify(state.attributes), JSON.stringify(state.response), value);
+    const id = nextStage++;
+    entry.start(id, { fn: toFn(fn) }, 'fn', JSON.stringify(head), requestJson, JSON.stringify(state.attributes), JSON.stringify(state.response), value);
     await flush();
-    const text = context.__sa.collect();
+    const text = entry.drain();
     expect(typeof text).toBe('string');
-    const out = JSON.parse(text);
+    const out = JSON.parse(text).outputs.find((o) => o.id === id) ?? { id, status: 'pending', hasValue: false };
+    delete out.id;
     out.sent = { attributes: 'attributes' in out, response: 'response' in out };
     out.state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
     return out;
@@ -128,43 +139,37 @@ function sandbox(table = {}) {
     if (out.status !== 'value') throw new Error(`stage failed: ${JSON.stringify(out.error)}`);
     return out.value;
   }
-  return { context, calls, evaluate, run, probe };
+  return { context, entry, calls, evaluate, run, probe };
 }
 
 const b64text = (b) => Buffer.from(b, 'base64').toString('utf8');
 
 // -------------------------------------------------------------------------------------------------
 describe('loading', () => {
-  test('__host is captured and removed from the global object', async () => {
+  test('the host bridge is an argument, never a global', async () => {
     const sb = sandbox({ 'system.getAccountByToken': { id: 'u1' } });
     const seen = await sb.probe(function () {
       return {
         type: typeof __host,
         inGlobal: '__host' in globalThis,
-        names: Object.getOwnPropertyNames(globalThis).filter((n) => n.indexOf('host') >= 0),
-        viaThis: (function () {
-          return typeof this.__host;
-        }).call(globalThis),
+        names: Object.getOwnPropertyNames(globalThis).filter((n) => n.indexOf('host') >= 0 || n.indexOf('__') === 0),
         account: platform.system.getAccountByToken('t'),
       };
     });
-    expect(seen).toEqual({ type: 'undefined', inGlobal: false, names: [], viaThis: 'undefined', account: { id: 'u1' } });
+    expect(seen).toEqual({ type: 'undefined', inGlobal: false, names: [], account: { id: 'u1' } });
   });
 
-  test('fails to load without __host', () => {
+  test('fails to load without a host bridge', () => {
     const context = vm.createContext({});
-    expect(() => vm.runInContext(SRC, context)).toThrow(/__host is missing/);
+    expect(() => vm.runInContext(SRC, context)()).toThrow(/host bridge is missing/);
   });
 
-  test('__sa is non-writable, non-enumerable, non-configurable and frozen', () => {
+  test('the entry is returned, frozen, and never put on the global object', () => {
     const sb = sandbox();
-    const d = sb.evaluate('Object.getOwnPropertyDescriptor(globalThis, "__sa")');
-    expect(d.writable).toBe(false);
-    expect(d.enumerable).toBe(false);
-    expect(d.configurable).toBe(false);
-    expect(sb.evaluate('Object.isFrozen(__sa)')).toBe(true);
-    expect(sb.evaluate('__sa.invoke = null; typeof __sa.invoke')).toBe('function');
+    expect(Object.isFrozen(sb.entry)).toBe(true);
+    expect(Object.keys(sb.entry).sort()).toEqual(['cancel', 'drain', 'reply', 'start']);
     expect(sb.evaluate('Object.keys(globalThis)')).toEqual([]);
+    expect(sb.evaluate('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n))')).toEqual([]);
   });
 
   test('platform is non-writable and deeply frozen', () => {
@@ -180,14 +185,14 @@ describe('loading', () => {
     expect(sb.evaluate('typeof platform.app.abort')).toBe('function');
   });
 
-  test('collect before any invoke throws', () => {
+  test('drain before any start reports nothing', () => {
     const sb = sandbox();
-    expect(() => sb.context.__sa.collect()).toThrow(/before __sa.invoke/);
+    expect(JSON.parse(sb.entry.drain())).toEqual({ waiting: 0, outputs: [] });
   });
 
-  test('invoke throws on malformed input JSON', () => {
+  test('start throws on a malformed stage head', () => {
     const sb = sandbox();
-    expect(() => sb.context.__sa.invoke(() => 1, '{nope')).toThrow();
+    expect(() => sb.entry.start(1, { fn: () => 1 }, 'fn', '{nope')).toThrow();
   });
 });
 
@@ -405,15 +410,6 @@ describe('ctx.request', () => {
     const both = (ctx) => [ctx.request.getHeaderNames().hasMoreElements(), ctx.request.getHeader('x-k')];
     expect(await sb.probe(both, { requestJson: a })).toEqual([true, 'from-a']);
     expect(await sb.probe(read, { requestJson: a })).toEqual(['from-a', 'a.example']);
-  });
-
-  test('a header read parses the headers map only (the maps-first layout is used, not a whole parse)', async () => {
-    // White-box: a duplicated key tells the two readings apart. JSON.parse of the whole text keeps
-    // the last "headers"; a read by parts finds the first map, where the host puts it.
-    const sb = sandbox();
-    const text = JSON.stringify(mapsFirst(baseRequest({ headers: { 'x-a': 'first' } }))).slice(0, -1) + ',"headers":{"x-a":"last"}}';
-    expect(await sb.probe((ctx) => ctx.request.getHeader('x-a'), { requestJson: text })).toBe('first');
-    expect(await sb.probe((ctx) => ctx.request.getHeader('x-a'), { requestJson: text.replace('{"headers"', '{"requestId":"r","headers"') })).toBe('last');
   });
 
   test('getAttribute gives each carried attribute as an earlier stage left it, whatever the attributes hold', async () => {
@@ -1512,20 +1508,55 @@ describe('invoke: stages, promises and errors', () => {
     expect(out.value).toEqual({ via: 'thenable' });
   });
 
+  test('stages in flight in one context at once each settle with their own value, state and host calls', async () => {
+    const sb = sandbox({ 'system.getAccountByToken': (a) => ({ id: a.token }) });
+    const fn = sb.evaluate(`(async function (ctx) {
+      var token = ctx.request.getHeader('x-t');
+      ctx.request.setAttribute('t', token);
+      var account = await platform.system.getAccountByToken(token);
+      ctx.response.setHeader('X-T', account.id);
+      return { token: token, account: account.id, attr: ctx.request.getAttribute('t') };
+    })`);
+    const head = JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: true, async: true });
+    const req = (t) => JSON.stringify(baseRequest({ headers: { 'x-t': t }, headerLists: {} }));
+    sb.entry.start(1, { fn }, 'fn', head, req('a'), '{}', '', '');
+    sb.entry.start(2, { fn }, 'fn', head, req('b'), '{}', '', '');
+    expect(JSON.parse(sb.entry.drain())).toEqual({ waiting: 2, outputs: [] });
+    await flush();
+    const { waiting, outputs } = JSON.parse(sb.entry.drain());
+    expect(waiting).toBe(0);
+    const byId = Object.fromEntries(outputs.map((o) => [o.id, o]));
+    expect(JSON.parse(byId[1].output.json)).toEqual({ token: 'a', account: 'a', attr: 'a' });
+    expect(JSON.parse(byId[2].output.json)).toEqual({ token: 'b', account: 'b', attr: 'b' });
+    expect(byId[1]).toMatchObject({ attributes: { t: 'a' }, response: { headers: [['X-T', 'a']] } });
+    expect(byId[2]).toMatchObject({ attributes: { t: 'b' }, response: { headers: [['X-T', 'b']] } });
+  });
+
   test('a settled value is not replaced by a later stage of the same context', async () => {
     const sb = sandbox();
-    sb.context.__sa.invoke(
-      vm.runInContext('(function () { return new Promise(function (r) { globalThis.later = r; }); })', sb.context),
-      JSON.stringify({ stage: 'call', returnType: 'JSON', request: baseRequest(), state: { attributes: {}, response: baseResponse() }, wantValue: true }),
-    );
+    const first = vm.runInContext('(function () { return new Promise(function (r) { globalThis.later = r; }); })', sb.context);
+    sb.entry.start(100, { fn: first }, 'fn', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: true, async: false }), JSON.stringify(baseRequest()), '{}', '', '');
     await flush();
-    expect(JSON.parse(sb.context.__sa.collect()).status).toBe('pending');
+    expect(JSON.parse(sb.entry.drain()).outputs).toEqual([]); // pending
     const second = await sb.run(() => 'second');
-    sb.evaluate('later("first, too late")');
+    sb.evaluate('later("first, in its own time")');
     await flush();
-    expect(JSON.parse(sb.context.__sa.collect()).value).toBe('second');
+    const outputs = JSON.parse(sb.entry.drain()).outputs;
+    expect(outputs).toMatchObject([{ id: 100, value: 'first, in its own time' }]);
     expect(second.value).toBe('second');
   });
+
+  test('a cancelled stage never reports, and its host replies are dropped', async () => {
+    const sb = sandbox({ 'system.getAccountByToken': { id: 'late' } });
+    const fn = sb.evaluate('(async function () { return await platform.system.getAccountByToken("x") })');
+    sb.entry.start(7, { fn }, 'fn', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: true, async: true }), '{}', '{}', '', '');
+    expect(JSON.parse(sb.entry.drain()).waiting).toBe(1);
+    sb.entry.cancel(7);
+    expect(JSON.parse(sb.entry.drain()).waiting).toBe(0);
+    await flush();
+    expect(JSON.parse(sb.entry.drain())).toEqual({ waiting: 0, outputs: [] });
+  });
+
 
   test('a thrown Error: name, message, numeric code, status, stack', async () => {
     const sb = sandbox();
@@ -1595,20 +1626,15 @@ describe('invoke: stages, promises and errors', () => {
     expect(out.error.message).toMatch(/not a function/);
   });
 
-  test('invoke is not re-entrant from script code', async () => {
+  test('script code cannot reach the adapter entry', async () => {
     const sb = sandbox();
     const v = await sb.probe(function () {
-      try {
-        __sa.invoke(function () {}, '{}');
-        return 'no throw';
-      } catch (e) {
-        return e.name;
-      }
+      return { sa: typeof __sa, entries: Object.getOwnPropertyNames(globalThis).filter((n) => /^__|^(start|reply|drain|cancel)$/.test(n)) };
     });
-    expect(v).toBe('IllegalStateException');
+    expect(v).toEqual({ sa: 'undefined', entries: [] });
   });
 
-  test('each invoke builds a fresh ctx', async () => {
+  test('each stage gets a fresh ctx', async () => {
     const sb = sandbox();
     await sb.run(function (ctx) {
       globalThis.kept = ctx;
@@ -1622,12 +1648,35 @@ describe('invoke: stages, promises and errors', () => {
 
 // -------------------------------------------------------------------------------------------------
 describe('platform', () => {
-  test('app.abort calls the host, throws an AbortError and is reported', async () => {
+  test('I/O host calls return promises in an async-mode stage and values in a blocking-mode one', async () => {
+    const table = {
+      'http.request': (a) => ({ id: '1', status: 201, headers: { 'x-u': a.url }, url: a.url }),
+      'http.saveBodyAsFile': (a) => ({ path: a.path, size: 3 }),
+      'system.getAccountByToken': (a) => ({ id: a.token }),
+      'part.save': (a) => ({ path: a.path, size: 123 }),
+    };
+    const script = function (ctx) {
+      var res = platform.http.request({ url: 'https://example.com/a' });
+      var account = platform.system.getAccountByToken('t');
+      var part = ctx.request.getPart('file');
+      var kinds = [res, account, part.save('up/a.png')].map((v) => (v && typeof v.then === 'function' ? 'promise' : 'value'));
+      return Promise.all([res, account, part.save('up/b.png')]).then(function (all) {
+        return Promise.resolve(all[0].saveBodyAsFile('body.txt')).then(function (saved) {
+          return { kinds: kinds, status: all[0].status, account: all[1].id, part: all[2].path, saved: saved.path, bytes: platform.utils.stringToBytes('é') };
+        });
+      });
+    };
+    const expected = { status: 201, account: 't', part: 'up/b.png', saved: 'body.txt', bytes: [195, 169] };
+    expect(await sandbox(table).probe(script, { async: true })).toEqual({ kinds: ['promise', 'promise', 'promise'], ...expected });
+    expect(await sandbox(table).probe(script, { async: false })).toEqual({ kinds: ['value', 'value', 'value'], ...expected });
+  });
+
+  test('app.abort throws an AbortError, recorded in the sandbox, and is reported', async () => {
     const sb = sandbox();
     const out = await sb.run(function () {
       platform.app.abort('Token expired', 401);
     });
-    expect(sb.calls).toEqual([{ op: 'app.abort', args: { message: 'Token expired', status: 401 } }]);
+    expect(sb.calls).toEqual([]);
     expect(out.status).toBe('error');
     expect(out.error).toMatchObject({ name: 'AbortError', message: 'Token expired', code: 270001, status: 401 });
   });
@@ -1650,7 +1699,7 @@ describe('platform', () => {
     expect(out.error).toMatchObject({ name: 'AbortError', message: 'No token', code: 270001 });
     expect('status' in out.error).toBe(false);
     expect(sb.evaluate('JSON.stringify(seenAbort)')).toBe('[true,"AbortError",270001,"No token",false]');
-    expect(sb.calls).toEqual([{ op: 'app.abort', args: { message: 'No token' } }]);
+    expect(sb.calls).toEqual([]);
   });
 
   test('an abort in an async function, caught, is still reported; the first abort wins', async () => {
@@ -1895,11 +1944,6 @@ describe('hardening against hostile scripts', () => {
     const v = await sb.probe(function () {
       'use strict';
       var errors = [];
-      try {
-        globalThis.__sa = {};
-      } catch (e) {
-        errors.push(e.name);
-      }
       var before = platform;
       try {
         delete globalThis.platform; // node:vm's global ignores this silently; QuickJS / V8 throw
@@ -1912,7 +1956,7 @@ describe('hardening against hostile scripts', () => {
         own: Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n) || n === 'platform' || n === 'console').sort(),
       };
     });
-    expect(v).toEqual({ errors: ['TypeError'], samePlatform: true, own: ['__sa', 'console', 'platform'] });
+    expect(v).toEqual({ errors: [], samePlatform: true, own: ['console', 'platform'] });
   });
 });
 
@@ -1930,10 +1974,11 @@ describe('the real engines', () => {
     return { d: new Date(7), host: typeof __host, url: ctx.request.getRequestURL(), p: ctx.request.getParameterValues('a') };
   }`;
   const args = (returnType) => [
-    JSON.stringify({ stage: 'call', returnType, wantValue: true }),
+    JSON.stringify({ stage: 'call', returnType, wantValue: true, async: false }),
     JSON.stringify(baseRequest()),
     '{}',
     JSON.stringify(baseResponse()),
+    '',
   ];
   const withState = (out) => ({ ...out, state: { attributes: out.attributes ?? {}, response: { ...baseResponse(), ...out.response } } });
   const check = (out) => {
@@ -1963,24 +2008,38 @@ describe('the real engines', () => {
     const ctx = QuickJS.newContext();
     const calls = [];
     try {
-      const host = ctx.newFunction('__host', (op, args) => {
+      const host = ctx.newFunction('host', (id, op) => {
         calls.push(ctx.getString(op));
         return ctx.newString('{"ok":true,"value":null}');
       });
-      ctx.setProp(ctx.global, '__host', host);
+      const factory = ctx.unwrapResult(ctx.evalCode(SRC, 'adapter.js'));
+      const entry = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, host));
+      factory.dispose();
       host.dispose();
-      ctx.unwrapResult(ctx.evalCode(SRC, 'adapter.js')).dispose();
+      const names = ctx.unwrapResult(ctx.evalCode('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n))'));
+      expect(ctx.dump(names)).toEqual([]);
+      names.dispose();
+      let nextId = 1;
       const runStage = (fnSource) => {
-        ctx.unwrapResult(ctx.evalCode(`__sa.invoke(${fnSource}, ${args('JSON').map((a) => JSON.stringify(a)).join(', ')})`)).dispose();
+        const ns = ctx.unwrapResult(ctx.evalCode(`({ fn: ${fnSource} })`));
+        const id = nextId++;
+        const handles = [ctx.newNumber(id), ns, ctx.newString('fn'), ...args('JSON').map((a) => ctx.newString(a))];
+        const start = ctx.getProp(entry, 'start');
+        ctx.unwrapResult(ctx.callFunction(start, ctx.undefined, ...handles)).dispose();
+        start.dispose();
+        handles.forEach((h) => h.dispose());
         ctx.runtime.executePendingJobs(-1);
-        const res = ctx.unwrapResult(ctx.evalCode('__sa.collect()'));
+        const drain = ctx.getProp(entry, 'drain');
+        const res = ctx.unwrapResult(ctx.callFunction(drain, ctx.undefined));
+        drain.dispose();
         const text = ctx.getString(res);
         res.dispose();
-        return withState(JSON.parse(text));
+        return withState(JSON.parse(text).outputs.find((o) => o.id === id));
       };
       check(runStage(SCRIPT));
-      expect(calls).toEqual(['app.abort']);
+      expect(calls).toEqual([]); // (abort is recorded in the sandbox)
       checkSecond(runStage(second));
+      entry.dispose();
     } finally {
       ctx.dispose();
     }
@@ -1990,19 +2049,20 @@ describe('the real engines', () => {
     const { VM } = require('vm2');
     const calls = [];
     const machine = new VM({ allowAsync: true, eval: false, wasm: false, sandbox: {} });
-    machine.setGlobal('__host', (op) => {
+    const entry = machine.run(SRC)((id, op) => {
       calls.push(String(op));
       return '{"ok":true,"value":null}';
     });
-    machine.run(SRC);
+    expect(machine.run('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n))')).toEqual([]);
+    let nextId = 1;
     const runStage = async (fnSource) => {
-      machine.setGlobal('__in', args('JSON'));
-      machine.run(`__sa.invoke(${fnSource}, __in[0], __in[1], __in[2], __in[3])`);
+      const id = nextId++;
+      entry.start(id, machine.run(`({ fn: ${fnSource} })`), 'fn', ...args('JSON'));
       await new Promise((r) => setImmediate(r));
-      return withState(JSON.parse(String(machine.run('__sa.collect()'))));
+      return withState(JSON.parse(String(entry.drain())).outputs.find((o) => o.id === id));
     };
     check(await runStage(SCRIPT));
-    expect(calls).toEqual(['app.abort']);
+    expect(calls).toEqual([]);
     checkSecond(await runStage(second));
   });
 });

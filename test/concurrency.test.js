@@ -66,7 +66,7 @@ describe.each(['quickjs', 'vm2'])('scripts waiting on an upstream (%s)', (engine
     srv = await serve(registry, {
       engine,
       workers: 2,
-      // defaults otherwise: 20 concurrent calls of one app fit the default per-app cap (24)
+      // defaults otherwise
       scriptTimeoutMs: 15_000,
       outbound: { allowPrivateNetworks: true },
     });
@@ -74,6 +74,7 @@ describe.each(['quickjs', 'vm2'])('scripts waiting on an upstream (%s)', (engine
   afterAll(() => srv.close());
 
   async function burst(n) {
+    await srv.router.ready(); // (the workers start with the router: wait for them, not for a deadline)
     const started = Date.now();
     const results = await Promise.all(Array.from({ length: n }, () => srv.get(`/app1/slow?port=${upstreamPort}`)));
     const ms = Date.now() - started;
@@ -136,23 +137,37 @@ describe('fairness between apps (maxConcurrentPerApp: 2)', () => {
     expect(floodMs).toBeGreaterThanOrEqual(5 * UPSTREAM_MS - 100);
   });
 
-  test('calls over the cap that cannot start before their deadline fail with 270200', async () => {
+  test('calls over the cap wait in line, and fail with 503 QUEUE_TIMEOUT (and Retry-After) past queueTimeoutMs', async () => {
     const registry = new MemoryRegistry({ apps: { flood: appWith({ 'slow.js': SLOW, 'fast.js': FAST }) } });
     const UPSTREAM = 1000;
-    const short = await serve(registry, {
+    const router = createApiRouter({
+      registry,
       workers: 1,
       maxConcurrentPerApp: 1,
-      // the first call needs UPSTREAM plus a little; the second cannot end before 2 x UPSTREAM
-      scriptTimeoutMs: UPSTREAM + 500,
+      // the second call waits about one UPSTREAM, the third at least two
+      queueTimeoutMs: UPSTREAM + 800,
       outbound: { allowPrivateNetworks: true },
     });
+    const app = express();
+    app.use('/web0/api', router);
+    const server = await new Promise((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
     try {
-      await short.get('/flood/fast'); // a warm worker: start-up is not part of the first call's time
-      const results = await Promise.all(Array.from({ length: 3 }, () => short.get(`/flood/slow?port=${upstreamPort}&ms=${UPSTREAM}`)));
-      const codes = results.map((r) => (r.status === 200 ? 200 : r.body.code)).sort();
-      expect(codes).toEqual([200, 270200, 270200]);
+      await router.ready();
+      const url = `http://127.0.0.1:${server.address().port}/web0/api/flood/slow?port=${upstreamPort}&ms=${UPSTREAM}`;
+      const results = await Promise.all(
+        Array.from({ length: 3 }, async () => {
+          const res = await fetch(url);
+          return { status: res.status, code: (await res.json()).code, retryAfter: res.headers.get('retry-after') };
+        }),
+      );
+      const failed = results.filter((r) => r.status !== 200);
+      expect(failed).toEqual([{ status: 503, code: 270207, retryAfter: '1' }]);
     } finally {
-      await short.close();
+      await router.close();
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

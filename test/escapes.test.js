@@ -406,6 +406,25 @@ export function fn() {
   staticImportChildProcess: `import { execSync } from 'node:child_process';\nexport function fn() { return { ESCAPED: typeof execSync } }`,
   staticImportAll: `import * as os from 'os';\nexport function fn() { return { ESCAPED: Object.keys(os).length } }`,
   requireCall: `export function fn() { const fs = require('fs'); return { ESCAPED: typeof fs.readFileSync } }`,
+  globalNames: `export function fn() { return Object.getOwnPropertyNames(globalThis).sort() }`,
+  // the adapter's entry point was once a global: re-entering it from a promise continuation with
+  // a forged state skipped the header checks (a 302 with Content-Length: 400 and no body)
+  forgedEntry: `export async function fn() { await null; __sa.invoke(c => c.response.sendRedirect('/x'), '{"stage":"call","returnType":"JSON","wantValue":false}','{}','{}','{"headers":[["Content-Length","400"]]}','') }`,
+};
+
+/** The ECMAScript built-ins each engine puts on the global object (QuickJS adds InternalError). */
+const ES_GLOBALS = [
+  'AggregateError', 'Array', 'ArrayBuffer', 'BigInt', 'BigInt64Array', 'BigUint64Array', 'Boolean', 'DataView', 'Date',
+  'Error', 'EvalError', 'Float32Array', 'Float64Array', 'Function', 'Infinity', 'Int16Array', 'Int32Array', 'Int8Array',
+  'JSON', 'Map', 'Math', 'NaN', 'Number', 'Object', 'Promise', 'Proxy', 'RangeError', 'ReferenceError', 'Reflect', 'RegExp',
+  'Set', 'SharedArrayBuffer', 'String', 'Symbol', 'SyntaxError', 'TypeError', 'URIError', 'Uint16Array', 'Uint32Array',
+  'Uint8Array', 'Uint8ClampedArray', 'WeakMap', 'WeakSet', 'decodeURI', 'decodeURIComponent', 'encodeURI',
+  'encodeURIComponent', 'escape', 'eval', 'globalThis', 'isFinite', 'isNaN', 'parseFloat', 'parseInt', 'undefined', 'unescape',
+];
+const ENGINE_GLOBALS = {
+  quickjs: ['FinalizationRegistry', 'Float16Array', 'InternalError', 'Iterator', 'WeakRef'],
+  // V8's Atomics, Intl and WebAssembly; vm2's aliases of the global object and its error class
+  vm2: ['Atomics', 'Intl', 'WebAssembly', 'GLOBAL', 'global', 'root', 'VMError'],
 };
 
 const STATIC_IMPORTS = ['staticImportFs', 'staticImportChildProcess', 'staticImportAll'];
@@ -587,6 +606,20 @@ describe.each(['quickjs', 'vm2'])('escape corpus on the %s engine', (engine) => 
     expect(res.status).toBe(500);
     expect(res.body.code).toBe(270000);
     expect(res.body.message).toMatch(/require/);
+  });
+
+  test('the global object holds the engine\'s built-ins, platform and console: nothing of the adapter', async () => {
+    const res = await probe('globalNames');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([...ES_GLOBALS, ...ENGINE_GLOBALS[engine], 'platform', 'console'].sort());
+  });
+
+  test('a forged re-entry into the adapter from a promise continuation fails cleanly (no entry point is reachable)', async () => {
+    const res = await probe('forgedEntry');
+    expect(res.status).toBe(500);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: expect.stringMatching(/__sa/), code: 270000 });
+    expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.text));
   });
 
   test('globalThis.__host is gone after the adapter ran', async () => {

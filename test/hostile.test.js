@@ -83,13 +83,13 @@ describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) =
   const fast = (n = 0, t = main) => request(t.app).get(`/web0/api/good/fast?n=${n}`);
 
   /**
-   * Two concurrent requests: a pool that lost a worker to the previous attack starts its
-   * replacement now (the pool replaces dead workers only when work queues), then give it time to boot.
+   * The pool replaces a worker lost to the previous attack as soon as it ends: wait until its
+   * workers can take work (router.ready()), then two concurrent requests warm the contexts.
    */
   async function warm(t = main) {
+    await t.router.ready();
     const rs = await Promise.all([fast(0, t), fast(0, t)]);
     for (const r of rs) expect(r.body.fast).toBe(true);
-    await sleep(300);
   }
 
   /** Runs the hostile API while a fast request of another app is served; returns the hostile response. */

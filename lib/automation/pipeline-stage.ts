@@ -34,8 +34,8 @@ export interface AutomationStageEnv {
   attributes(): Record<string, unknown>;
   /** Runs `ref(ctx, value)` as a stage of this job in its sandbox, wanting its value back as JSON. */
   runScript(ref: ScriptRef, valueJson: string): Promise<ScriptStageResult>;
-  /** A blocking host call (throws an Error carrying `code` on failure). */
-  callHost(op: string, args: Record<string, unknown>): unknown;
+  /** A host call of the job (rejects with an Error carrying `code` on failure). */
+  callHost(op: 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
 }
 
 /** Compiled automations by definition text: each version is parsed once per worker. */
@@ -66,12 +66,13 @@ function executors(env: AutomationStageEnv): AutomationExecutors {
     },
     async http(request): Promise<AutomationHttpResponse> {
       try {
-        const head = env.callHost('http.request', { ...request }) as { id: string; status: number; headers: Record<string, string>; url: string };
+        const head = (await env.callHost('http.request', { ...request })) as { id: string; status: number; headers: Record<string, string>; url: string; body?: string };
         let text: string;
         try {
-          text = env.callHost('http.body', { id: head.id }) as string;
+          // (a body of at most 1 MiB comes with the response; a larger one is asked for)
+          text = typeof head.body === 'string' ? head.body : ((await env.callHost('http.body', { id: head.id })) as string);
         } finally {
-          env.callHost('http.release', { id: head.id }); // (a forEach of requests holds one open response at a time)
+          await env.callHost('http.release', { id: head.id }); // (a forEach of requests holds one open response at a time)
         }
         let body: unknown = text;
         if (/\bjson\b/i.test(head.headers['content-type'] ?? '') && text !== '') {

@@ -1,11 +1,13 @@
 /**
- * The host side of a request's host calls: accounts, outbound HTTP, uploaded parts, automations
- * and console output. One HostServices per request; `dispose()` drops the outbound responses it
- * kept (their bodies, held for `saveBodyAsFile`).
+ * The host side of a request's host calls: the one table of host operations (HostOps in
+ * lib/runtime/messages.ts): accounts, outbound HTTP, uploaded parts, automations, charsets and
+ * console output. One HostServices per request; `dispose()` drops the outbound responses it kept
+ * (their bodies, held for `saveBodyAsFile`).
  */
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
+import type { HostOp, HostOps } from '../runtime/messages';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
 import { resolveAppPath, saveBufferTo } from '../files/sandbox-path';
 import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
@@ -58,89 +60,88 @@ export class HostServices implements HostBridge {
     private readonly info: RequestInfo,
   ) {}
 
+  /** The host operations (HostOps in lib/runtime/messages.ts), one handler each. */
+  private readonly ops: { [K in HostOp]: (args: HostOps[K]['args']) => Promise<HostOps[K]['result']> | HostOps[K]['result'] } = {
+    console: (args) => {
+      this.log(String(args.level ?? 'log'), String(args.message ?? ''), String(args.script ?? ''));
+      return null;
+    },
+    'system.getAccountByToken': async (args) => {
+      const { accounts } = this.shared.options;
+      if (!accounts || args.token == null || args.token === '') return null;
+      try {
+        return (await accounts.getAccountByToken(String(args.token))) ?? null;
+      } catch (e) {
+        this.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${(e as Error)?.message}`, { appId: this.info.appId });
+        throw new ApiError('HOST_ERROR', 'Account lookup failed');
+      }
+    },
+    'http.request': async (args) => {
+      if (this.responses.size >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
+      const res = await this.shared.outbound.request({
+        url: str(args.url, 'url'),
+        method: typeof args.method === 'string' ? args.method : undefined,
+        headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
+        body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
+        timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
+      });
+      const id = String(this.nextId++);
+      this.responses.set(id, res);
+      return { id, status: res.status, headers: res.headers, url: res.url, body: await inlineBody(res) };
+    },
+    'http.body': (args) => this.response(args.id).text(),
+    // an automation's http step has read the body: the handle goes
+    'http.release': (args) => {
+      this.responses.get(String(args.id))?.discard();
+      this.responses.delete(String(args.id));
+      return null;
+    },
+    'http.saveBodyAsFile': async (args) => {
+      const target = str(args.path, 'path');
+      const abs = await resolveAppPath(this.shared.options.sandboxDir, this.info.appId, target, { forWrite: true });
+      const size = await this.response(args.id).saveTo(abs);
+      return { path: target, size };
+    },
+    'part.save': (args) => this.savePart(this.shared.options.sandboxDir, args),
+    'part.saveStorage': (args) => this.savePart(this.shared.options.storageDir, args),
+    'part.saveAttachment': async (args) => {
+      const part = this.part(args.id);
+      const { attachments } = this.shared.options;
+      if (!attachments) throw new ApiError('FILES_NOT_CONFIGURED', 'saveAttachment needs the router option `attachments`');
+      const file = { fieldName: part.fieldName, fileName: part.fileName, contentType: part.contentType, size: part.size, data: part.data };
+      return (await attachments.save(this.info.appId, str(args.tableId, 'tableId'), str(args.fieldId, 'fieldId'), file)) ?? null;
+    },
+    'utils.stringToBytes': (args) => {
+      const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
+      if (!Buffer.isEncoding(charset)) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
+      return Array.from(Buffer.from(String(args.text ?? ''), charset));
+    },
+    'automation.run': (args) => this.runAutomation(args),
+  };
+
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {
-    const { options } = this.shared;
-    const { appId } = this.info;
-    switch (op) {
-      case 'console':
-        this.log(String(args.level ?? 'log'), String(args.message ?? ''), String(args.script ?? ''));
-        return null;
-      case 'system.getAccountByToken': {
-        if (!options.accounts) return null;
-        if (args.token == null || args.token === '') return null;
-        try {
-          return (await options.accounts.getAccountByToken(String(args.token))) ?? null;
-        } catch (e) {
-          this.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${(e as Error)?.message}`, { appId });
-          throw new ApiError('HOST_ERROR', 'Account lookup failed');
-        }
-      }
-      case 'http.request': {
-        if (this.responses.size >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
-        const res = await this.shared.outbound.request({
-          url: str(args.url, 'url'),
-          method: typeof args.method === 'string' ? args.method : undefined,
-          headers: args.headers && typeof args.headers === 'object' ? (args.headers as Record<string, string>) : undefined,
-          body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
-          timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
-        });
-        const id = String(this.nextId++);
-        this.responses.set(id, res);
-        return { id, status: res.status, headers: res.headers, url: res.url, body: await inlineBody(res) };
-      }
-      case 'http.body':
-        return this.response(args.id).text();
-      case 'http.release': // an automation's http step has read the body: the handle goes
-        this.responses.get(String(args.id))?.discard();
-        this.responses.delete(String(args.id));
-        return null;
-      case 'http.saveBodyAsFile': {
-        const target = str(args.path, 'path');
-        const abs = await resolveAppPath(options.sandboxDir, appId, target, { forWrite: true });
-        const size = await this.response(args.id).saveTo(abs);
-        return { path: target, size };
-      }
-      case 'part.save':
-      case 'part.saveStorage': {
-        const part = this.part(args.id);
-        const root = op === 'part.save' ? options.sandboxDir : options.storageDir;
-        const saved = await saveBufferTo(root, appId, str(args.path, 'path'), part.data);
-        return { path: saved.path, size: saved.size };
-      }
-      case 'part.saveAttachment': {
-        const part = this.part(args.id);
-        if (!options.attachments) throw new ApiError('FILES_NOT_CONFIGURED', 'saveAttachment needs the router option `attachments`');
-        return (
-          (await options.attachments.save(appId, str(args.tableId, 'tableId'), str(args.fieldId, 'fieldId'), {
-            fieldName: part.fieldName,
-            fileName: part.fileName,
-            contentType: part.contentType,
-            size: part.size,
-            data: part.data,
-          })) ?? null
-        );
-      }
-      case 'automation.run':
-        return this.runAutomation(args);
-      default:
-        throw new ApiError('SCRIPT_ERROR', `Unknown host operation '${op}'`);
-    }
+    if (!Object.prototype.hasOwnProperty.call(this.ops, op)) throw new ApiError('SCRIPT_ERROR', `Unknown host operation '${op}'`);
+    return this.ops[op as HostOp](args as never);
   }
 
-  private async runAutomation(args: Record<string, unknown>): Promise<unknown> {
+  private async savePart(root: string | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {
+    const saved = await saveBufferTo(root, this.info.appId, str(args.path, 'path'), this.part(args.id).data);
+    return { path: saved.path, size: saved.size };
+  }
+
+  private async runAutomation(args: HostOps['automation.run']['args']): Promise<unknown> {
     const { options } = this.shared;
     const id = str(args.automation, 'automation');
     const def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
     if (!options.registry.getAutomation) throw new ApiError('AUTOMATION_UNAVAILABLE', `The registry has no getAutomation: automation '${id}' cannot be loaded`);
     if (!def) throw new ApiError('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${this.info.appId}'`);
     if (!options.automations) throw new ApiError('AUTOMATION_UNAVAILABLE', 'This router has no `automations` runner');
-    const input = args.input as { request: Record<string, unknown>; attributes: Record<string, unknown>; result?: unknown };
     return options.automations.run({
       appId: this.info.appId,
       requestId: this.info.requestId,
       automation: def,
       stage: args.stage === 'after' ? 'after' : 'call',
-      input,
+      input: args.input,
     });
   }
 

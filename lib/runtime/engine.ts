@@ -1,7 +1,8 @@
 /**
  * The ScriptEngine contract. The router hands an engine one job per request (or two when a rate
  * limit needs attributes set by the before script) and never knows which engine runs it.
- * Built-in engines run jobs in a worker-thread pool (lib/runtime/pool.ts) with QuickJS or vm2.
+ * The built-in engine (lib/runtime/pool.ts) runs jobs in a pool of worker threads with QuickJS or
+ * vm2; docs/script-engine.md shows how to plug in another one.
  */
 import type { AutomationRef, ReturnType, ScriptRef } from '../types';
 import type { CarriedState, RequestSnapshot, SerializedOutput } from './protocol';
@@ -12,10 +13,9 @@ export type { ErrorDetail } from '../error-location';
 /** A script's source text, keyed by a hash of its name and text. */
 export interface ScriptSource {
   name: string;
-  /** sha1 of name + NUL + source; contexts are cached per (appId, hash). */
+  /** sha1 of name + NUL + source: compiled modules and contexts are kept per (appId, hash). */
   hash: string;
-  /** Omitted by the pool when the worker already holds this hash. */
-  source?: string;
+  source: string;
 }
 
 /** One request's script work: the hooks to run and the data they see. */
@@ -34,8 +34,11 @@ export interface ScriptJob {
   scripts: Record<string, ScriptSource>;
   request: RequestSnapshot;
   state: CarriedState;
-  /** Epoch ms by which the whole job must end (`Date.now() + scriptTimeoutMs` at arrival). */
-  deadline: number;
+  /**
+   * How long the job's scripts may run, in ms. The clock starts when the job's first stage starts
+   * running (time spent waiting for a worker does not count).
+   */
+  timeoutMs: number;
   /**
    * [automation] The definitions (JSON text by id) of the automations `call` / `after` name, for
    * the built-in interpreter (lib/automation); an id the registry lacks is absent. Undefined when
@@ -63,29 +66,30 @@ export interface JobResult {
   state: CarriedState;
   outcome: JobOutcome;
   /**
-   * Optional: how long the job ran on the engine (ms), without the time it waited for a worker.
-   * The router's metrics count it as script time, and the rest of the wait for the result as
-   * queue wait; without it, the whole wait counts as script time.
+   * How long the job ran (ms), from its first stage's start, without the time it waited for a
+   * worker; absent when it never started. The router's metrics count it as script time and the
+   * rest of the wait for the result as queue wait.
    */
   runMs?: number;
 }
 
-/** What an engine reports about its capacity, for the router's metrics (`ScriptEngine.stats`). */
-export interface EngineStats {
-  /** Workers (threads, processes...) running now. */
-  workers: number;
-  /** Workers running a job now. */
-  busy: number;
-  /** Jobs waiting for a worker. */
-  queued: number;
-}
-
 /**
  * Host services a running script reaches (accounts, outbound HTTP, uploaded parts, automations,
- * console). The router makes one per request; engines route a script's host calls to it.
+ * console): the operations of HostOps (lib/runtime/messages.ts). The router makes one per
+ * request; engines route a script's host calls to it.
  */
 export interface HostBridge {
   call(op: string, args: Record<string, unknown>): Promise<unknown>;
+}
+
+/** What an engine is doing now (for metrics). */
+export interface EngineStats {
+  /** Worker threads running. */
+  workers: number;
+  /** Workers with at least one job in flight. */
+  busy: number;
+  /** Jobs waiting for a worker. */
+  queued: number;
 }
 
 /** A pluggable script engine. */
@@ -93,11 +97,13 @@ export interface ScriptEngine {
   readonly name: string;
   /** Run a job. Resolve with a JobResult even when a script fails; reject only on engine faults. */
   run(job: ScriptJob, host: HostBridge): Promise<JobResult>;
-  /** Stop workers and free resources. */
-  close(): Promise<void>;
   /**
-   * Optional: the engine's workers and queue now. The router's metrics read it when they are
-   * scraped (the `workers`, `workers_busy` and `jobs_queued` gauges); an engine without it has none.
+   * Stop and free resources. By default the jobs already accepted finish first (new ones are
+   * refused); `force` stops at once.
    */
+  close(options?: { force?: boolean }): Promise<void>;
+  /** Resolves when the engine can take work without a start-up delay (optional). */
+  ready?(): Promise<void>;
+  /** What the engine is doing now (optional). */
   stats?(): EngineStats;
 }

@@ -9,24 +9,32 @@ import { assertOptionalInstalled } from '../optional-package';
 export interface PoolOptions {
   /** The sandbox each worker runs. Default `'quickjs'`. */
   engine?: 'quickjs' | 'vm2';
-  /** Workers kept running. Default: the number of CPUs minus one (at least 1). */
+  /** Workers kept running (started with the pool). Default: the number of CPUs minus one (at least 1). */
   size?: number;
-  /** Most workers, counting those grown for blocked host calls. Default: the larger of `size` and 32. */
-  maxWorkers?: number;
   /**
-   * Most workers computing at once, when the pool grows because a job runs long (past 10 ms)
-   * while others wait. Workers blocked in host calls do not count. Default: the number of CPUs.
+   * Most workers, counting those started to stand in for workers held by a long slice of script
+   * work or a blocking host call. Default: the larger of `size` and 32.
    */
-  computeWorkers?: number;
+  maxWorkers?: number;
   /** Memory limit of one script call, in MiB (at least 8). Default 64. */
   memoryLimitMb?: number;
-  /** Most script calls of one app running at once; more wait in line within their deadline. Default 24. */
+  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (at least 8). Default 64. */
+  contextBudgetMb?: number;
+  /** Most calls of one app in flight at once (running or waiting on the host); more wait in line. Default 1000. */
   maxConcurrentPerApp?: number;
-  /** How long a grown worker may stay idle before it stops, in ms. Default 30000. */
+  /**
+   * Most workers one app may hold at once: a worker is held while it runs a long slice of that
+   * app's script work (past 25 ms without yielding) or is blocked in one of its blocking-mode host
+   * calls. Default: half the CPUs, at least 1 (blocking host calls: half of maxWorkers at least).
+   */
+  maxWorkersPerApp?: number;
+  /** Longest a call may wait in line for a worker, in ms; then it fails with QUEUE_TIMEOUT. Default 5000. */
+  queueTimeoutMs?: number;
+  /** How long a worker beyond `size` may stay idle before it stops, in ms. Default 30000. */
   idleTimeoutMs?: number;
-  /** Time (ms) the engine gets past a deadline to stop a script itself before its worker is terminated. Default 250. */
+  /** Time (ms) a worker gets past a call's deadline to stop the script itself before it is terminated. Default 250. */
   graceMs?: number;
-  /** Where worker failures and script console lines go. Default: nowhere. */
+  /** Where worker failures go. Default: nowhere. */
   logger?: Logger;
 }
 
@@ -36,13 +44,20 @@ export const POOL_DEFAULTS = {
   engine: 'quickjs',
   maxWorkers: 32,
   memoryLimitMb: 64,
-  maxConcurrentPerApp: 24,
+  contextBudgetMb: 64,
+  maxConcurrentPerApp: 1000,
+  queueTimeoutMs: 5000,
   idleTimeoutMs: 30_000,
   graceMs: 250,
 } as const;
 
 export function cpuCount(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+/** The default of `maxWorkersPerApp`. */
+export function defaultWorkersPerApp(): number {
+  return Math.max(1, Math.floor(cpuCount() / 2));
 }
 
 function int(o: Record<string, unknown>, field: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
@@ -63,9 +78,11 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
   if (o.engine === 'vm2') assertOptionalInstalled('vm2', 'engine'); // (an optional peer dependency: the workers load it)
   int(o, 'size', 1);
   int(o, 'maxWorkers', 1);
-  int(o, 'computeWorkers', 1);
   int(o, 'memoryLimitMb', 8);
+  int(o, 'contextBudgetMb', 8, 1024);
   int(o, 'maxConcurrentPerApp', 1);
+  int(o, 'maxWorkersPerApp', 1);
+  int(o, 'queueTimeoutMs', 1, MAX_TIMER_MS);
   int(o, 'idleTimeoutMs', 0, MAX_TIMER_MS);
   int(o, 'graceMs', 0, MAX_TIMER_MS);
   const logger = o.logger as Logger | undefined;
@@ -77,9 +94,11 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
     engine: p.engine ?? POOL_DEFAULTS.engine,
     size,
     maxWorkers: p.maxWorkers ?? Math.max(size, POOL_DEFAULTS.maxWorkers),
-    computeWorkers: p.computeWorkers ?? cpuCount(),
     memoryLimitMb: p.memoryLimitMb ?? POOL_DEFAULTS.memoryLimitMb,
+    contextBudgetMb: p.contextBudgetMb ?? POOL_DEFAULTS.contextBudgetMb,
     maxConcurrentPerApp: p.maxConcurrentPerApp ?? POOL_DEFAULTS.maxConcurrentPerApp,
+    maxWorkersPerApp: p.maxWorkersPerApp ?? defaultWorkersPerApp(),
+    queueTimeoutMs: p.queueTimeoutMs ?? POOL_DEFAULTS.queueTimeoutMs,
     idleTimeoutMs: p.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs,
     graceMs: p.graceMs ?? POOL_DEFAULTS.graceMs,
     logger,

@@ -1,155 +1,172 @@
 /**
- * One worker of the pool (lib/runtime/pool.ts) as the pool sees it: the thread, its ports, the
- * shared memory it and the pool both touch (host-call flag, claim cells, the time it started its
- * current job), and the jobs it holds. startWorker() starts one and wires its messages.
+ * One worker of the pool as the pool sees it: the thread, its ports, the shared memory it writes
+ * (lib/runtime/messages.ts, WorkerShared) and the jobs it holds.
  */
 import { Worker, MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import * as path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
-import { TemplateTable } from './job-message';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
-/** A job in the pool: in line, lent to a worker, or running there. */
+/** A call in the pool: in line, or sent to a worker. */
 export interface Task {
-  jobId: number;
+  id: number;
+  appId: string;
   job: ScriptJob;
   host: HostBridge;
-  resolve: (r: JobResult) => void;
-  timer?: NodeJS.Timeout;
-  resent: boolean;
+  resolve(result: JobResult): void;
+  /** Its QUEUE_TIMEOUT while in line. */
+  queueTimer?: NodeJS.Timeout;
+  /** Set once sent: the worker and the task's place in the order of jobs sent to it. */
+  worker?: PoolWorker;
+  seq?: number;
+  /** Its blocking host calls in flight. */
+  blockedCalls: number;
   done: boolean;
 }
-
-/**
- * Claim cells per worker, indexed by jobId % CLAIM_CELLS. A cell holds the id of the job lent to
- * the worker (free to start), minus that id once the worker started it, or 0 once the pool took
- * it back. Holding the id (not just a state) means a stale message of a job taken back can never
- * claim the cell of a newer job that shares it.
- */
-export const CLAIM_CELLS = 4096;
-/** Job ids are int32 claim values: they wrap before 2^31. */
-export const MAX_JOB_ID = 0x7fffffff;
-/** Takes back job `jobId` lent to a worker, unless it started; true when taken back. */
-export function takeBack(claims: Int32Array, jobId: number): boolean {
-  return Atomics.compareExchange(claims, jobId % CLAIM_CELLS, jobId, 0) === jobId;
-}
-
-export interface PoolWorker {
-  worker: Worker;
-  flag: Int32Array;
-  /** Claim cells of the jobs sent to this worker (see the file comment). */
-  claims: Int32Array;
-  replies: MessagePort;
-  /** Results of this worker's jobs, and its host calls (in the order sent). */
-  results: MessagePort;
-  ready: boolean;
-  /** The job this worker runs (or was sent first): null when idle. */
-  task: Task | null;
-  /** Jobs sent ahead, in order, to start when `task` ends, unless the pool takes them back first. */
-  ahead: Task[];
-  /** Written by the worker: when it started the job it runs now (epoch ms, fractional), 0 when idle. */
-  running: Float64Array;
-  /** The current job ran past SLOW_MS: nothing more is sent ahead until it ends. */
-  slow: boolean;
-  /** Host calls in flight: while > 0 the worker's thread is blocked, not computing. */
-  blocked: number;
-  known: Set<string>;
-  /** The job templates this worker holds (see job-message.ts). */
-  templates: TemplateTable;
-  idleTimer?: NodeJS.Timeout;
-  retired: boolean;
-}
-
-/** Epoch ms with sub-ms precision, comparable across threads. */
-export function clock(): number {
-  return performance.timeOrigin + performance.now();
-}
-
-/** How long (ms) the worker has been running its current job, by its own account; 0 when idle. */
-export function runningFor(w: PoolWorker, now: number): number {
-  const since = w.running[0];
-  return since > 1e12 ? now - since : 0; // (0 when idle; anything else not a time is ignored)
-}
-
 
 export interface WorkerSettings {
   engine: 'quickjs' | 'vm2';
   memoryLimitMb: number;
+  contextBudgetMb: number;
+  slowMs: number;
 }
 
-/** What the pool does with a worker's messages and its end. */
-export interface WorkerEvents {
-  message(w: PoolWorker, msg: Record<string, unknown>): void;
-  exit(w: PoolWorker, err?: Error): void;
-}
+export class PoolWorker {
+  readonly worker: Worker;
+  private readonly results: MessagePort;
+  private readonly replies: MessagePort;
+  private readonly clock: Float64Array;
+  private readonly ints: Int32Array;
+  ready = false;
+  /** Takes no new jobs (poisoned, idle, or the pool is closing); ends once its jobs have. */
+  retiring = false;
+  dead = false;
+  /** Jobs sent and not finished, by id. */
+  readonly tasks = new Map<number, Task>();
+  /** Blocking host calls in flight: the thread waits for them. */
+  blocked = 0;
+  idleTimer?: NodeJS.Timeout;
+  /** Set when the pool terminates it: the task it was stuck on. */
+  killedFor?: Task;
+  private nextSeq = 1;
+  private referenced = false;
+  private readonly outbox: Outbox<ToWorker>;
+  /** The hashes of the sources the worker holds (see rememberSource). */
+  private readonly sources = new Map<string, true>();
 
-/** Starts a worker thread; `ready` turns true on its 'ready' message (through events.message). */
-export function startWorker(settings: WorkerSettings, events: WorkerEvents): PoolWorker {
-  const { port1, port2 } = new MessageChannel();
-  const results = new MessageChannel();
-  const flagBuffer = new SharedArrayBuffer(4);
-  const claimBuffer = new SharedArrayBuffer(4 * CLAIM_CELLS);
-  const runningBuffer = new SharedArrayBuffer(8);
-  const worker = new Worker(path.join(__dirname, 'worker', 'worker.js'), {
-    workerData: {
+  constructor(settings: WorkerSettings, onMessage: (w: PoolWorker, msg: FromWorker) => void, onExit: (w: PoolWorker, err?: Error) => void) {
+    const results = new MessageChannel();
+    const replies = new MessageChannel();
+    const shared = { clock: new SharedArrayBuffer(16), ints: new SharedArrayBuffer(12) };
+    const config: WorkerConfig = {
       engine: settings.engine,
       memoryLimitMb: settings.memoryLimitMb,
+      contextBudgetMb: settings.contextBudgetMb,
       adapterSource: adapterSource(),
-      flag: flagBuffer,
-      claims: claimBuffer,
-      running: runningBuffer,
-      replies: port2,
+      slowMs: settings.slowMs,
+      shared,
       results: results.port2,
+      replies: replies.port2,
       // compiled once, on this thread (see quickjs-wasm.ts)
       wasmModule: settings.engine === 'quickjs' ? quickjsWasmModule() : undefined,
-    },
-    transferList: [port2, results.port2],
-    resourceLimits: {
-      maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2),
-      maxYoungGenerationSizeMb: 16,
-      stackSizeMb: 4,
-    },
-  });
-  worker.unref();
-  const w: PoolWorker = {
-    worker,
-    flag: new Int32Array(flagBuffer),
-    claims: new Int32Array(claimBuffer),
-    replies: port1,
-    results: results.port1,
-    ready: false,
-    task: null,
-    ahead: [],
-    running: new Float64Array(runningBuffer),
-    slow: false,
-    blocked: 0,
-    known: new Set(),
-    templates: new TemplateTable(),
-    retired: false,
-  };
-  worker.on('message', (msg) => events.message(w, typeof msg === 'string' ? JSON.parse(msg) : msg));
-  // One event for every message waiting: the rest are taken synchronously (no event each).
-  results.port1.on('message', (first) => {
-    let msg: unknown = first;
-    while (msg !== undefined) {
-      events.message(w, typeof msg === 'string' ? JSON.parse(msg) : (msg as Record<string, unknown>));
-      msg = receiveMessageOnPort(results.port1)?.message;
-    }
-  });
-  results.port1.unref();
-  worker.on('error', (err) => events.exit(w, err));
-  worker.on('exit', () => events.exit(w));
-  return w;
-}
-
-/** Messages the worker sent before it ended: results count, host calls it can no longer wait for do not. */
-export function drainResults(w: PoolWorker, onMessage: (msg: Record<string, unknown>) => void): void {
-  for (let m = receiveMessageOnPort(w.results); m !== undefined; m = receiveMessageOnPort(w.results)) {
-    const msg = (typeof m.message === 'string' ? JSON.parse(m.message) : m.message) as Record<string, unknown>;
-    if (msg.type === 'result' || msg.noReply) onMessage(msg);
+    };
+    this.worker = new Worker(path.join(__dirname, 'worker', 'worker.js'), {
+      workerData: config,
+      transferList: [results.port2, replies.port2],
+      resourceLimits: {
+        maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2),
+        maxYoungGenerationSizeMb: 16,
+        stackSizeMb: 4,
+      },
+    });
+    this.worker.unref();
+    this.results = results.port1;
+    this.replies = replies.port1;
+    this.clock = new Float64Array(shared.clock);
+    this.ints = new Int32Array(shared.ints);
+    this.outbox = new Outbox<ToWorker>((text) => this.worker.postMessage(text));
+    this.results.on('message', (text: string) => {
+      for (const msg of decode<FromWorker>(text)) onMessage(this, msg);
+    });
+    this.results.unref();
+    this.worker.on('error', (err) => onExit(this, err));
+    this.worker.on('exit', () => onExit(this));
   }
-  w.results.close();
-  w.replies.close();
+
+  send(task: Task): void {
+    task.worker = this;
+    task.seq = this.nextSeq++;
+    this.tasks.set(task.id, task);
+    const scripts: JobMessage['job']['scripts'] = Object.create(null); // (any name is just a key)
+    for (const [name, s] of Object.entries(task.job.scripts)) {
+      if (this.sources.has(s.hash)) scripts[name] = { name: s.name, hash: s.hash };
+      else {
+        scripts[name] = s;
+        rememberSource(this.sources, s.hash, true);
+      }
+    }
+    const msg: JobMessage = { type: 'job', id: task.id, seq: task.seq, job: { ...task.job, scripts } };
+    this.outbox.post(msg);
+  }
+
+  reply(msg: ReplyMessage, blocking: boolean): void {
+    if (this.dead) return;
+    if (!blocking) {
+      this.outbox.post(msg);
+      return;
+    }
+    this.replies.postMessage(encode([msg]));
+    Atomics.store(this.ints, SHARED_FLAG, 1);
+    Atomics.notify(this.ints, SHARED_FLAG);
+  }
+
+  /** How long the current slice of one job's script work has run (ms); 0 between slices. */
+  sliceMs(now = clock()): number {
+    const since = this.clock[0];
+    return since > 0 ? now - since : 0;
+  }
+
+  /** How long the thread has been busy since it last turned its event loop (ms); 0 when idle. */
+  turnMs(now = clock()): number {
+    const since = this.clock[1];
+    return since > 0 ? now - since : 0;
+  }
+
+  /** The job of the current (or last) slice. */
+  sliceJob(): number {
+    return Atomics.load(this.ints, SHARED_SLICE_JOB);
+  }
+
+  /** The `seq` of the last job the worker started: jobs sent after it never started. */
+  started(): number {
+    return Atomics.load(this.ints, SHARED_STARTED);
+  }
+
+  /** Jobs sent that the worker has not started yet. */
+  unstarted(): boolean {
+    return this.nextSeq - 1 > this.started();
+  }
+
+  /** Holds the event loop while the pool has work in flight or in line (see WorkerPool.updateRefs). */
+  hold(on: boolean): void {
+    if (on === this.referenced || this.dead) return;
+    this.referenced = on;
+    if (on) this.worker.ref();
+    else this.worker.unref();
+  }
+
+  /** Messages the worker posted before it ended. */
+  leftovers(): FromWorker[] {
+    const out: FromWorker[] = [];
+    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(...decode<FromWorker>(m.message as string));
+    return out;
+  }
+
+  close(): void {
+    this.outbox.clear();
+    this.results.close();
+    this.replies.close();
+  }
 }

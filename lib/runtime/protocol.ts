@@ -1,7 +1,9 @@
 /**
  * Data shapes that cross the sandbox boundary. Everything here is plain JSON: the host builds a
- * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/*.js, joined by lib/runtime/adapter-source.ts) builds ctx from it, and
- * response effects and attributes come back in one batch (StageOutput).
+ * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/*.js, joined by
+ * lib/runtime/adapter-source.ts) builds ctx from it, and each stage's response effects and
+ * attributes come back with its result (StageOutput). Messages between threads:
+ * lib/runtime/messages.ts.
  */
 
 /** An uploaded file, as the sandbox sees it (its bytes stay on the host). */
@@ -99,37 +101,14 @@ export interface ApiErrorInfo {
   code: number;
 }
 
-/**
- * The per-stage part of what the adapter's `invoke` receives (as a JSON string). It holds no
- * per-request data, so the adapter parses each distinct head once per context and reuses it;
- * the stage's argument (the call's result, the API error) travels in `StageCall.value`.
- */
+/** The per-stage part of what the adapter's `start` receives (as a JSON string). */
 export interface StageHead {
   stage: Stage;
   returnType: 'JSON' | 'Text' | 'File' | 'Redirect';
   /** Include `value` (the JSON copy of the return value) in the output. */
   wantValue: boolean;
-}
-
-/**
- * The arguments of one stage, as JSON texts. The adapter parses `request`, `attributes` and
- * `response` only when the script first uses them, so a stage that touches none of them costs
- * almost nothing; the request text is built once per job and shared by its stages.
- */
-export interface StageCall {
-  /** StageHead JSON. */
-  head: string;
-  /** RequestSnapshot JSON. */
-  request: string;
-  /** CarriedState.attributes JSON. */
-  attributes: string;
-  /** CarriedState.response (ResponseState) JSON. */
-  response: string;
-  /**
-   * The stage's second argument as JSON, parsed afresh for every stage: for `after` the call's
-   * result (a JSON copy; '' = undefined), for `onError` the ApiErrorInfo; '' for other stages.
-   */
-  value: string;
+  /** Async mode: the stage's I/O host calls return promises (see docs/script-engine.md). */
+  async: boolean;
 }
 
 /** The return value serialized for the API's return type, inside the sandbox. */
@@ -151,8 +130,11 @@ export interface ThrownError {
   stack?: string;
 }
 
-/** What the adapter's `collect` returns (as a JSON string). */
+/** One settled stage, as the adapter's `drain` reports it (JSON). */
 export interface StageOutput {
+  /** The stage id the engine gave `start`. */
+  id?: number;
+  /** `pending`: the stage can never settle (nothing it could wait for is in flight). */
   status: 'value' | 'error' | 'pending';
   /** The function returned something other than undefined. */
   hasValue: boolean;
@@ -167,23 +149,6 @@ export interface StageOutput {
    */
   response?: Partial<ResponseState>;
 }
-
-/**
- * Host operations a script can reach through the sandbox's one bridge function
- * `__host(op, argsJson) -> resultJson` (synchronous from the script's point of view).
- * Result JSON: `{"ok":true,"value":...}` or `{"ok":false,"error":{name,message,code}}`.
- */
-export type HostOp =
-  | 'app.abort' // { message, status? } — recorded outside the sandbox; the adapter then throws
-  | 'console' // { level, message } — fire and forget
-  | 'utils.stringToBytes' // { text, charset } -> number[]
-  | 'system.getAccountByToken' // { token } -> Account | null
-  | 'http.request' // { url, method, headers, body, timeoutMs } -> { id, status, headers, url }
-  | 'http.body' // { id } -> string (the body as text)
-  | 'http.saveBodyAsFile' // { id, path } -> { path, size }
-  | 'part.save' // { id, path } -> { path, size }
-  | 'part.saveStorage' // { id, path } -> { path, size }
-  | 'part.saveAttachment'; // { id, tableId, fieldId } -> TableAttachment
 
 export const DEFAULT_BUFFER_SIZE = 8192;
 
@@ -200,67 +165,5 @@ export function newResponseState(): ResponseState {
     committed: false,
     error: null,
     redirect: null,
-  };
-}
-
-/** The response as it starts (nothing set): it need not cross a thread or the sandbox boundary. */
-export function isPristineResponse(r: ResponseState): boolean {
-  return (
-    r.status === 200 &&
-    r.headers.length === 0 &&
-    r.chunks.length === 0 &&
-    !r.written &&
-    !r.committed &&
-    r.error === null &&
-    r.redirect === null &&
-    r.contentType === null &&
-    r.characterEncoding === null &&
-    r.contentLength === null &&
-    r.bufferSize === DEFAULT_BUFFER_SIZE
-  );
-}
-
-/** No attributes and a pristine response: what every job starts with. */
-export function isPristineState(state: CarriedState): boolean {
-  for (const _ in state.attributes) return false;
-  return isPristineResponse(state.response);
-}
-
-/**
- * What a job changed in its carried state, as the worker sends it back: the attributes when they
- * were replaced, and only the response fields that differ from the state the job started with
- * (a stage that sets one header sends that list, not the whole response).
- */
-export interface StateDelta {
-  attributes?: CarriedState['attributes'];
-  response?: Partial<ResponseState>;
-}
-
-const RESPONSE_FIELDS = Object.keys(newResponseState()) as Array<keyof ResponseState>;
-
-/** The delta from `from` to `to` (fields compared by identity: a stage's change replaces the field). */
-export function stateDelta(from: CarriedState, to: CarriedState): StateDelta {
-  const delta: StateDelta = {};
-  if (to.attributes !== from.attributes) delta.attributes = to.attributes;
-  if (to.response !== from.response) {
-    const response: Partial<Record<keyof ResponseState, unknown>> = {};
-    let changed = false;
-    for (const k of RESPONSE_FIELDS) {
-      if (to.response[k] !== from.response[k]) {
-        response[k] = to.response[k];
-        changed = true;
-      }
-    }
-    if (changed) delta.response = response as Partial<ResponseState>;
-  }
-  return delta;
-}
-
-/** `from` with a delta laid over it (stateDelta's inverse). */
-export function applyStateDelta(from: CarriedState, delta: StateDelta): CarriedState {
-  if (delta.attributes === undefined && delta.response === undefined) return from;
-  return {
-    attributes: delta.attributes ?? from.attributes,
-    response: delta.response === undefined ? from.response : { ...from.response, ...delta.response },
   };
 }

@@ -6,15 +6,10 @@ const { QuickJsDriver } = require('../../dist/cjs/runtime/worker/quickjs-driver.
 const { adapterSource } = require('../../dist/cjs/runtime/adapter-source.js');
 
 async function stage(wasmModule) {
-  const driver = await QuickJsDriver.create({ memoryLimitMb: 64, adapterSource: adapterSource(), host: () => '{"ok":true,"value":null}', wasmModule });
-  const mod = driver.load('app1', 'main.js', 'hash1', 'export function fn(ctx) { return { sum: 20 + 22 } }', Date.now() + 60_000);
-  const out = await driver.invoke(
-    mod,
-    'fn',
-    { head: JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false }), request: JSON.stringify({ requestId: 'r1', method: 'GET', url: '/', headers: {}, headerLists: {} }), attributes: '{}', response: '', value: '' },
-    Date.now() + 60_000,
-  );
-  return out.output;
+  const driver = await QuickJsDriver.create({ memoryLimitMb: 64, contextBudgetMb: 16, adapterSource: adapterSource(), interrupt: () => false, wasmModule });
+  const ctx = await driver.open('main.js', 'export function fn(ctx) { return { sum: 20 + 22 } }', () => '{"ok":true,"value":null}');
+  ctx.start(1, 'fn', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: false }), JSON.stringify({ requestId: 'r1', method: 'GET', url: '/', headers: {}, headerLists: {} }), '{}', '', '');
+  return JSON.parse(ctx.drain()).outputs[0].output;
 }
 
 async function main() {

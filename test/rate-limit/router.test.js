@@ -23,6 +23,7 @@ function countingEngine() {
       return pool.run(job, host);
     },
     close: () => pool.close(),
+    ready: () => pool.ready(),
   };
   return engine;
 }
@@ -64,7 +65,8 @@ const get = (app, ip, query = '', headers = {}) => {
 
 describe('rate limiting through the router', () => {
   test('429 with the error body, Retry-After and the RateLimit headers', async () => {
-    const { app } = limitedApp({ requestsPerSecond: 1 });
+    const { app, router } = limitedApp({ requestsPerSecond: 1 });
+    await router.ready(); // (the second request must come within the second: not after a worker start)
     const ok = await get(app, '10.0.0.1');
     expect(ok.status).toBe(200);
     expect(ok.headers['ratelimit-policy']).toBe('"default"; q=1; w=1');

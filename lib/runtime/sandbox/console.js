@@ -6,7 +6,8 @@
  * per call, best effort.
  *
  * Expects from prelude.js: G, CONSOLE_CAP and the helpers; from encoding.js: dateValue,
- * isHigh; from host.js: hostCall; from serialize.js: thrownInfo.
+ * isHigh; from host.js: active, hostSync; from serialize.js: thrownInfo. A line is tagged
+ * with the active stage's script by the host; outside of any stage it is dropped.
  */
 function inspect(v, top, seen, budget) {
   var t = typeof v;
@@ -61,7 +62,7 @@ function formatArgs(args) {
 function logger(level) {
   return function () {
     try {
-      hostCall('console', { level: level, message: formatArgs(arguments) });
+      if (active !== null) hostSync(active, 'console', { level: level, message: formatArgs(arguments) });
     } catch (e) {
       /* console output is best effort */
     }

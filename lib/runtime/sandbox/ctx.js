@@ -20,7 +20,7 @@
  * ctx.request / ctx.response read during the stage stay the objects they were.
  *
  * Expects from prelude.js: the captured builtins and helpers (setOwn, clonePlain, copyArray,
- * hasOwn, freeze, objectCreate, ProxyCtor, reflect*); from request-snapshot.js: snapField; from
+ * hasOwn, freeze, objectCreate, ProxyCtor, reflect*); from entry.js: snapField; from
  * request.js: makeRequest, partsOf; from response.js: makeResponse.
  */
 var CTX_FIELDS = ['getParts', 'headers', 'cookies', 'query', 'body', 'url', 'appId', 'path', 'method', 'request', 'response'];
@@ -43,9 +43,9 @@ function ctxValue(st, k) {
       var map = snapField(st, k, undefined);
       return map === undefined ? {} : clonePlain(map);
     case 'request':
-      return st.requestApi || (st.requestApi = makeRequest());
+      return st.requestApi || (st.requestApi = makeRequest(st));
     case 'response':
-      return st.responseApi || (st.responseApi = makeResponse());
+      return st.responseApi || (st.responseApi = makeResponse(st));
     case 'body':
     case 'url':
     case 'appId':
@@ -191,10 +191,7 @@ function makeCtx(st) {
   defineProperties(ctx, CTX_PROPS);
   return ctx;
 }
-/**
- * The stage is over: its ctx no longer leads to it. Its request and response objects never did
- * (they find their stage only while it is current: reqRec, resStage).
- */
+/** The stage is over: its ctx no longer leads to it (its request and response objects refuse to act: reqRec, resStage). */
 function endStage(st) {
   if (st.ctx !== null) st.ctx.st = null;
 }

@@ -1,20 +1,25 @@
 /*
  * Sandbox adapter fragment: host calls.
  *
- * Holds hostCall(op, args): one synchronous call through the captured bridge; returns the
- * host's value or throws an Error with the host's name / message / code.
+ * Holds `active` (the stage whose code runs now: set by entry.start and entry.reply, cleared by
+ * entry.drain) and the two ways to reach the host through hostFn:
+ *   hostSync(st, op, args)       the reply's value now, or a throw (blocking-mode stages, and the
+ *                                operations that are synchronous in every mode);
+ *   hostIo(st, op, args, then)   for I/O operations: in an async-mode stage a promise settled by
+ *                                entry.reply (the stage holds no thread while it waits), in a
+ *                                blocking-mode stage the value now. `then` maps the value.
+ * hostReply / hostCancel / hostWaiting serve entry.js.
  *
- * Expects from prelude.js: hostFn (the captured globalThis.__host), jsonParse, Str, getOwn,
- * isObj, isNil, safeString, makeError; from encoding.js: enc.
+ * Expects from prelude.js: hostFn, jsonParse, Str, getOwn, isObj, isNil, safeString, makeError,
+ * objectCreate, objectKeys, promiseThen, PromiseCtor; from encoding.js: enc.
  */
-function hostCall(op, args) {
-  var raw;
+var active = null;
+/** Async host calls in flight: call id -> { st, ok, fail }. */
+var pendingCalls = objectCreate(null);
+var waitingCalls = 0;
+
+function replyValue(op, raw) {
   var res;
-  try {
-    raw = hostFn(op, enc(args));
-  } catch (e) {
-    throw makeError('HostError', 'Host operation ' + op + ' failed: ' + safeString(isObj(e) ? e.message : e));
-  }
   try {
     res = jsonParse(Str(raw));
   } catch (e) {
@@ -30,4 +35,59 @@ function hostCall(op, args) {
     isNil(message) ? 'Host operation ' + op + ' failed' : Str(message),
     typeof code === 'number' ? code : undefined,
   );
+}
+
+function bridge(st, op, args, async) {
+  try {
+    return hostFn(st === null ? 0 : st.id, op, enc(args), async);
+  } catch (e) {
+    throw makeError('HostError', 'Host operation ' + op + ' failed: ' + safeString(isObj(e) ? e.message : e));
+  }
+}
+
+function hostSync(st, op, args) {
+  return replyValue(op, bridge(st, op, args, false));
+}
+
+function hostIo(st, op, args, then) {
+  if (st === null) throw makeError('IllegalStateException', 'platform is used outside of a call');
+  if (!st.async) {
+    var v = hostSync(st, op, args);
+    return then === undefined ? v : then(v);
+  }
+  var promise = new PromiseCtor(function (ok, fail) {
+    var id = bridge(st, op, args, true);
+    if (typeof id !== 'number') throw makeError('HostError', 'Host operation ' + op + ' could not start');
+    pendingCalls[id] = { st: st, op: op, ok: ok, fail: fail };
+    waitingCalls++;
+  });
+  return then === undefined ? promise : promiseThen(promise, then);
+}
+
+/** The reply of an async call: its stage becomes the active one while its continuations run. */
+function hostReply(id, raw) {
+  var c = pendingCalls[id];
+  if (c === undefined) return;
+  delete pendingCalls[id];
+  waitingCalls--;
+  if (c.st.done) return;
+  active = c.st;
+  var value;
+  try {
+    value = replyValue(c.op, raw);
+  } catch (e) {
+    c.fail(e);
+    return;
+  }
+  c.ok(value);
+}
+
+/** Drops the calls a cancelled stage waits for: their promises never settle. */
+function hostCancel(st) {
+  for (var ids = objectKeys(pendingCalls), i = 0; i < ids.length; i++) {
+    if (pendingCalls[ids[i]].st === st) {
+      delete pendingCalls[ids[i]];
+      waitingCalls--;
+    }
+  }
 }

@@ -5,20 +5,18 @@
  * stringToBytes), platform.http.request, and defines globalThis.platform (non-writable,
  * non-configurable, deeply frozen).
  *
+ * I/O operations go through hostIo: they return promises in an async-mode stage and values in a
+ * blocking-mode one (see host.js). They act for the active stage; a response's own operations
+ * act for the stage that made the request.
+ *
  * Expects from prelude.js: G, the helpers, ABORT_CODE; from encoding.js: stringifyUser,
- * utf8Binary; from host.js: hostCall. abort() also records into `current`, the stage record
- * declared in entry.js (read at call time only, never at load time).
+ * utf8Binary; from host.js: active, hostSync, hostIo.
  */
 function abort(message, status) {
   var msg = isNil(message) ? 'Aborted' : safeString(message);
   var sc = typeof status === 'number' && status === status ? mathTrunc(status) : undefined;
-  try {
-    hostCall('app.abort', { message: msg, status: sc });
-  } catch (e) {
-    /* recorded and thrown below all the same */
-  }
   var err = makeError('AbortError', msg, ABORT_CODE, sc);
-  var st = current;
+  var st = active;
   if (st !== null && st.abort === null) {
     var stack = err.stack;
     st.abort = { name: 'AbortError', message: msg, code: ABORT_CODE, status: sc, stack: typeof stack === 'string' ? stack : undefined };
@@ -33,7 +31,7 @@ function stringToBytes(s, charset) {
   if (isNil(s)) return out;
   var cs = isNil(charset) || charset === '' ? 'utf-8' : lower(charset);
   if (cs !== 'utf-8' && cs !== 'utf8') {
-    var v = hostCall('utils.stringToBytes', { text: Str(s), charset: Str(charset) });
+    var v = hostSync(active, 'utils.stringToBytes', { text: Str(s), charset: Str(charset) });
     if (isArray(v)) for (i = 0; i < v.length; i++) push(out, Num(v[i]) & 255);
     return out;
   }
@@ -63,13 +61,19 @@ function httpRequest(opts) {
     else if (!hasContentType) setOwn(headers, 'content-type', 'application/json');
   }
   var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
-  var res = hostCall('http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs });
+  var st = active;
+  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs }, function (res) {
+    return httpResponse(st, res);
+  });
+}
+
+function httpResponse(st, res) {
   var id = getOwn(res, 'id');
   // Bodies up to 1 MiB arrive with the response; a larger one is asked for on first read, and a
   // body the host could not read throws the reason then (too large, timed out, reset).
   var received = getOwn(res, 'body');
   function loadBody() {
-    if (typeof received !== 'string') received = hostCall('http.body', { id: id });
+    if (typeof received !== 'string') received = hostSync(st, 'http.body', { id: id });
     return received;
   }
   var response = {
@@ -81,7 +85,7 @@ function httpRequest(opts) {
       var b = loadBody();
       return isNil(b) ? null : jsonParse(Str(b));
     },
-    saveBodyAsFile: (p) => hostCall('http.saveBodyAsFile', { id: id, path: p === undefined ? null : Str(p) }),
+    saveBodyAsFile: (p) => hostIo(st, 'http.saveBodyAsFile', { id: id, path: p === undefined ? null : Str(p) }),
   };
   defineProperty(response, 'body', { __proto__: null, get: loadBody, enumerable: true, configurable: false });
   return response;
@@ -99,8 +103,7 @@ var platform = deepFreeze({
   },
   system: {
     getAccountByToken: function (token) {
-      var v = hostCall('system.getAccountByToken', { token: isNil(token) ? null : Str(token) });
-      return v === undefined ? null : v;
+      return hostIo(active, 'system.getAccountByToken', { token: isNil(token) ? null : Str(token) }, (v) => (v === undefined ? null : v));
     },
   },
   utils: {

@@ -1,41 +1,30 @@
 /*
- * scriptable-api sandbox adapter: prelude (the first fragment) and the adapter contract.
+ * scriptable-api sandbox adapter: prelude (the first fragment) and the adapter's contract.
  *
- * The adapter, put together by lib/runtime/adapter-source.ts, is a classic script (not a module,
- * not TypeScript) that the engines (QuickJS through quickjs-emscripten, V8 through vm2) evaluate
- * once in each sandbox context, BEFORE the tenant's script module. It is the only code between
- * the tenant script and the host. Its contract is lib/runtime/protocol.ts (StageHead, StageCall,
- * StageOutput, RequestSnapshot, ResponseState, CarriedState, SerializedOutput, ThrownError,
- * HostOp).
+ * The adapter (put together by lib/runtime/adapter-source.ts) is the only code between a tenant
+ * script and the host. Its source is ONE function expression, `(function (hostFn) { ... })`,
+ * that each engine evaluates once per sandbox context, before the tenant's module, and calls
+ * with the host bridge. It returns the entry object the engine drives (frozen); nothing of it
+ * is ever put on the global object, so tenant code cannot reach it. Data shapes:
+ * lib/runtime/protocol.ts (StageHead, RequestSnapshot, ResponseState, StageOutput, ...).
  *
- * It finds:
- *   globalThis.__host(op, argsJson) -> '{"ok":true,"value":...}' | '{"ok":false,"error":{name,message,code}}'
- *     The one synchronous bridge to the host. Captured in prelude.js, then deleted from the
- *     global object so tenant code never sees it.
- *   globalThis.__saEngine (optional): 'quickjs' when QuickJS runs the adapter, so its per-stage
- *     records are laid out for QuickJS's object model (see IS_QUICKJS). Deleted as __host is.
+ *   hostFn(stageId, op, argsJson, async)
+ *     async false: runs the host operation and returns its reply JSON
+ *       '{"ok":true,"value":...}' | '{"ok":false,"error":{name,message,code}}'
+ *     async true: starts it and returns a call id (a number); the reply comes later through
+ *       entry.reply(callId, replyJson).
  *
- * It defines:
- *   globalThis.__sa = { invoke(fn, headJson, requestJson, attributesJson, responseJson, valueJson),
- *                       collect(), run(fn, headJson, requestJson, attributesJson, responseJson, valueJson) }
- *             (non-writable/enumerable/configurable, frozen)
- *     invoke  parses the StageHead, builds a fresh ctx (APIContext; the request, attributes and
- *             response JSON are parsed when first used) and calls fn(ctx) for 'before' /
- *             'call', fn(ctx, result) for 'after', fn(ctx, apiError) for 'onError' (result and
- *             apiError from valueJson, parsed afresh for each stage). A thenable
- *             result is followed with then-handlers. Returns true when the stage settled.
- *     collect (after the engine drained its job queue) returns the StageOutput JSON string:
- *             status pending | value | error, the value serialized for the API's return type
- *             (`output`), the ThrownError, and the attributes / response when the stage
- *             touched them (absent = unchanged).
- *     run     invoke, then collect when the stage settled synchronously: the StageOutput JSON,
- *             or '' when the stage waits on a promise (drain the job queue, then collect()).
- *             The engine may pass the same head and request texts again (a cached string):
- *             the adapter reuses what it parsed for them.
- *   globalThis.platform   (non-writable, deeply frozen)
- *     app.abort(message[, status])  system.getAccountByToken(token)  utils.toJSON(value)
- *     utils.stringToBytes(string[, charset])  http.request({url, method, headers, body, timeoutMs})
- *   globalThis.console = { log, info, warn, error, debug }  -> host op 'console'
+ *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson)
+ *     builds a fresh ctx and calls ns[fnName](ctx[, value]) for one stage; many stages may be in
+ *     flight in one context at once, each with its own record.
+ *   entry.reply(callId, replyJson)   settles the promise of an async host call.
+ *   entry.drain()                    after the engine ran the context's pending jobs: the
+ *     StageOutputs of the stages that settled since the last drain, and how many async host
+ *     calls the context still waits for: '{"waiting":N,"outputs":[{"id":..,"status":..},..]}'.
+ *   entry.cancel(stageId)            forgets a stage (its call timed out): its pending host calls
+ *     are dropped and its ctx stops leading to it.
+ *
+ * It defines globalThis.platform (non-writable, deeply frozen) and globalThis.console.
  *
  * It must run on QuickJS (ES2023 but no TextEncoder/TextDecoder, Buffer, atob/btoa, setTimeout,
  * URL) and on V8: UTF-8 and base64 are done by hand and no host API is used.
@@ -60,18 +49,12 @@
  *   - writes after sendError/sendRedirect are dropped (Tomcat suspends the response);
  *   - buffered text is counted as UTF-8 bytes (ISO-8859-1 / US-ASCII: one byte per char).
  *
- * The adapter is split into FRAGMENTS in this folder, concatenated in a fixed order
- * (ADAPTER_FILES in lib/runtime/adapter-source.ts) inside one strict-mode IIFE:
- *   prelude, encoding, host, enumeration, response-state, response-helpers, response,
- *   request-snapshot, request, ctx, serialize, platform, console, entry.
- * They share that one closure scope: a fragment is not a script of its own, and declares no
- * globals. Function declarations are hoisted across fragments; top-level statements run in
- * that order at load time.
- *
- * This fragment holds the captured builtins and constants, the capture (and removal) of
- * globalThis.__host as hostFn, the small safe helpers and the error constructors. It expects
- * nothing: it runs first, before any other adapter code and before any tenant code.
+ * The fragments (ADAPTER_FILES in lib/runtime/adapter-source.ts) share the function's one
+ * closure scope and declare no globals; function declarations are hoisted across fragments,
+ * top-level statements run in file order. This one holds the captured builtins, the small safe
+ * helpers and the error constructors.
  */
+if (typeof hostFn !== 'function') throw new Error('adapter: the host bridge is missing');
 var G = globalThis;
 
 // ---------------------------------------------------------------------------------------------
@@ -141,27 +124,6 @@ var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
 
 var ABORT_CODE = 270001;
 var CONSOLE_CAP = 8192;
-
-// ---------------------------------------------------------------------------------------------
-// The host bridge: capture it, then remove it from the global object
-// ---------------------------------------------------------------------------------------------
-var hostFn = G.__host;
-if (typeof hostFn !== 'function') throw new ErrorCtor('adapter: globalThis.__host is missing');
-try {
-  delete G.__host;
-} catch (e) {
-  /* checked just below */
-}
-if (hasOwn(G, '__host') || G.__host !== undefined) throw new ErrorCtor('adapter: could not hide globalThis.__host');
-/**
- * QuickJS defines each field of an object literal one by one (~55 ns a field: a 22-field record
- * costs 1.2 µs, an array of 22 0.15), so its per-stage records hold only the fields every stage
- * sets and read the rest from a prototype of defaults. V8 is the other way round: a record whose
- * fields come from its prototype until written cost vm2 ~8 µs a stage, so there every field is
- * an own one from the start.
- */
-var IS_QUICKJS = G.__saEngine === 'quickjs';
-if (hasOwn(G, '__saEngine')) delete G.__saEngine;
 
 // ---------------------------------------------------------------------------------------------
 // Small safe helpers

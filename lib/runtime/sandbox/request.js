@@ -6,10 +6,11 @@
  * made in ctx.js.
  *
  * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, unionKeys, lower, ...);
- * from host.js: hostCall (Part.save*); from enumeration.js: makeEnumeration; from
- * request-snapshot.js: snapField, textHeader, headerName.
+ * from host.js: hostIo (Part.save*); from enumeration.js: makeEnumeration; from entry.js:
+ * snapField, apiStage.
  */
-function makePart(info) {
+/** A Part acts for the stage that made it. */
+function makePart(st, info) {
   var id = Str(getOwn(info, 'id'));
   var name = getOwn(info, 'name');
   var contentType = getOwn(info, 'contentType');
@@ -29,9 +30,9 @@ function makePart(info) {
     getContentType: () => contentType,
     getSize: () => size,
     getSubmittedFileName: () => fileName,
-    save: (p) => hostCall('part.save', { id: id, path: path(p) }),
-    saveStorage: (p) => hostCall('part.saveStorage', { id: id, path: path(p) }),
-    saveAttachment: (tableId, fieldId) => hostCall('part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
+    save: (p) => hostIo(st, 'part.save', { id: id, path: path(p) }),
+    saveStorage: (p) => hostIo(st, 'part.saveStorage', { id: id, path: path(p) }),
+    saveAttachment: (tableId, fieldId) => hostIo(st, 'part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
   });
 }
 function makeCookie(name, value) {
@@ -39,18 +40,17 @@ function makeCookie(name, value) {
 }
 
 /**
- * ctx.request: its methods live on one frozen prototype per context (building ~40 closures per
- * stage was most of a hook's cost in QuickJS). Only one stage of a context is ever live (the
- * `current` one: invoke ends the previous stage before it starts the next), so an object made
- * on ReqProto is either the current stage's request (`current.requestApi`) or one kept from an
- * ended stage: no per-object record is needed (a WeakMap entry per stage was ~1 µs of a hooked
- * job in QuickJS). A method called detached from its object (`const { getHeader } =
- * ctx.request`), or on any other object, acts on the request of the stage running now.
+ * ctx.request: its methods live on one frozen prototype per context, and find their stage
+ * through apiStage (the request object -> its stage record). A method called detached from its
+ * object (`const { getHeader } = ctx.request`), or on any other object, acts on the active stage.
  */
 function reqRec(self) {
-  if (current !== null && self === current.requestApi) return current; // (the usual case)
-  if (isObj(self) && getPrototypeOf(self) === ReqProto) throw illegalState('ctx.request is used after its call ended');
-  if (current !== null) return current;
+  var st = isObj(self) ? wmGet(apiStage, self) : undefined;
+  if (st !== undefined) {
+    if (st.done) throw illegalState('ctx.request is used after its call ended');
+    return st;
+  }
+  if (active !== null) return active;
   throw illegalState('ctx.request is used outside of a call');
 }
 /** What a read of an absent map of the snapshot sees (never handed out). */
@@ -158,13 +158,7 @@ var ReqProto = freeze({
   getHeader: function (name) {
     var st = reqRec(this);
     if (isNil(name)) return null;
-    var info = typeof name === 'string' ? headerName(name) : null; // (anything else is converted each time)
-    var ln = info !== null ? info.ln : lower(name);
-    var rec = st.reqObj; // (null: this stage has not read the snapshot's record yet)
-    if (rec === null || rec.parts[0] === undefined) {
-      var v = textHeader(st.requestJson, ln, info !== null ? info.key : undefined); // (group 0 not parsed: read the value from the text)
-      if (v !== undefined) return v;
-    }
+    var ln = lower(name);
     var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
     if (isArray(list) && list.length) return Str(list[0]);
     var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
@@ -203,9 +197,11 @@ var ReqProto = freeze({
   },
 });
 
-/** The request object of a stage (its st.requestApi): reqRec finds the stage while it is current. */
-function makeRequest() {
-  return objectCreate(ReqProto);
+/** The request object of a stage (its st.requestApi). */
+function makeRequest(st) {
+  var o = objectCreate(ReqProto);
+  wmSet(apiStage, o, st);
+  return o;
 }
 
 /** The stage's Part objects, made on first use. */
@@ -213,7 +209,7 @@ function partsOf(st) {
   if (st.parts === null) {
     var parts = [];
     var infos = snapField(st, 'parts', null);
-    if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(infos[i]));
+    if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(st, infos[i]));
     st.parts = parts;
   }
   return st.parts;

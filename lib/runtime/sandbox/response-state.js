@@ -7,65 +7,23 @@
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
  *
- * Expects from prelude.js: getOwn, isArray, isObj, push, Str, lower, objectKeys, IS_QUICKJS; from encoding.js: base64,
- * base64ByteLength, utf8Length.
+ * Expects from prelude.js: getOwn, setOwn, isArray, isObj, push, Str, lower, objectCreate; from
+ * encoding.js: enc, base64, base64ByteLength, utf8Length.
  */
-/** The response as it starts (sent as ''): the `base` of a state made from no input. */
-var RES_PRISTINE = freeze({
-  __proto__: null,
-  status: 200,
-  contentType: null,
-  characterEncoding: null,
-  contentLength: null,
-  bufferSize: 8192,
-  written: false,
-  committed: false,
-  error: null,
-  redirect: null,
-});
-/** The chunks of a state that has none yet (frozen, shared): append() gives the state its own list. */
-var NO_CHUNKS = freeze([]);
-/**
- * Under QuickJS, a state made from no input reads its other fields from here until it writes its
- * own (see IS_QUICKJS in prelude.js). Not frozen: a write to a field must make an own one.
- */
-var RES_FRESH = { __proto__: null, base: RES_PRISTINE, headerCount0: 0, chunksChanged: false, chunks: NO_CHUNKS };
-for (var freshKeys = objectKeys(RES_PRISTINE), fk = 0; fk < freshKeys.length; fk++) RES_FRESH[freshKeys[fk]] = RES_PRISTINE[freshKeys[fk]];
-/** Field `k` of a carried state `r` when it has type `type`, else `dflt`. (Not a closure inside
- * responseFromInput: QuickJS makes a function's inner functions on every call, even on the paths
- * that never use them.) */
+/** Field `k` of a carried state `r` when it has type `type`, else `dflt`. */
 function pick(r, k, type, dflt) {
   var v = getOwn(r, k);
   return typeof v === type ? v : dflt;
 }
+/** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
+var RES_FIELDS = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
 /**
- * The internal state. `base` holds the state's fields as the stage got them (RES_PRISTINE, or
- * the parsed input's), `headers0` / `headerCount0` its header list, and `chunksChanged` says the
- * body changed: encResponse sends only what differs from them.
+ * The internal state of a carried ResponseState (null: the response as it starts). `base` holds
+ * the fields as the stage got them, `headers0` / `headerCount0` its header list, and
+ * `chunksChanged` says the body changed: encResponse sends only what differs from them.
  */
 function responseFromInput(r) {
   var headers = [];
-  if (r === null && IS_QUICKJS) return { __proto__: RES_FRESH, headers: headers, headers0: headers };
-  if (r === null) {
-    // (every field an own one from the start, as the stage record: see entry.js)
-    return {
-      status: 200,
-      headers: headers,
-      contentType: null,
-      characterEncoding: null,
-      contentLength: null,
-      bufferSize: 8192,
-      chunks: [],
-      written: false,
-      committed: false,
-      error: null,
-      redirect: null,
-      base: RES_PRISTINE,
-      headers0: headers,
-      headerCount0: 0,
-      chunksChanged: false,
-    };
-  }
   var chunks = [];
   var list = getOwn(r, 'headers');
   var i;
@@ -99,23 +57,12 @@ function responseFromInput(r) {
         }
       : null,
     redirect: pick(r, 'redirect', 'string', null),
-    base: null,
+    base: objectCreate(null),
     headers0: headers,
     headerCount0: headers.length,
     chunksChanged: false,
   };
-  res.base = {
-    __proto__: null,
-    status: res.status,
-    contentType: res.contentType,
-    characterEncoding: res.characterEncoding,
-    contentLength: res.contentLength,
-    bufferSize: res.bufferSize,
-    written: res.written,
-    committed: res.committed,
-    error: res.error,
-    redirect: res.redirect,
-  };
+  for (i = 0; i < RES_FIELDS.length; i++) res.base[RES_FIELDS[i]] = res[RES_FIELDS[i]];
   return res;
 }
 function chunkByteLength(ch, charset) {
@@ -128,55 +75,28 @@ function chunkByteLength(ch, charset) {
 function encText(v) {
   return isNil(v) ? 'null' : jsonStringify(Str(v));
 }
-/** What a header name or value must not hold to be written between quotes as it is. */
-var NEEDS_ESCAPE = /["\\\x00-\x1f\ud800-\udfff]/;
-/** A finite number as JSON, else null (what JSON.stringify writes). */
-function encNumber(v) {
-  return typeof v === 'number' && v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
-}
-/**
- * A header [name, value] pair as JSON: one regex test for both, and quotes around them when plain.
- * (Both are strings: responseFromInput, setHeader and addHeader store them so.)
- */
-function encHeaderPair(h) {
-  var n = h[0];
-  var v = h[1];
-  return reExec(NEEDS_ESCAPE, n + v) === null ? '["' + n + '","' + v + '"]' : '[' + jsonStringify(n) + ',' + jsonStringify(v) + ']';
-}
 /**
  * The fields of the internal state that differ from what the stage got, as a partial
- * ResponseState JSON object after `prefix` ('' when nothing differs), written field by field
- * (the generic `enc` walk was most of an after hook's cost in QuickJS; each concatenation makes
- * a new string there, so the text is built with as few as it can). Binary chunks written in this
- * stage go as base64. The host lays it over the state it sent.
+ * ResponseState JSON object after `prefix` ('' when nothing differs). Binary chunks written in
+ * this stage go as base64. The host lays it over the state it sent.
  */
 function encResponse(r, prefix) {
-  var o = r.base;
-  var s = prefix + '{';
-  var empty = s;
+  var out = {};
+  var changed = false;
   var i;
-  if (r.status !== o.status) s += '"status":' + encNumber(r.status);
-  if (r.headers !== r.headers0 || r.headers.length !== r.headerCount0) {
-    var headers = s === empty ? '"headers":[' : ',"headers":[';
-    for (i = 0; i < r.headers.length; i++) headers += (i ? ',' : '') + encHeaderPair(r.headers[i]);
-    s += headers + ']';
+  for (i = 0; i < RES_FIELDS.length; i++) {
+    var k = RES_FIELDS[i];
+    if (r[k] !== r.base[k]) (setOwn(out, k, r[k]), (changed = true));
   }
-  if (r.contentType !== o.contentType) s += (s === empty ? '"contentType":' : ',"contentType":') + encText(r.contentType);
-  if (r.characterEncoding !== o.characterEncoding) s += (s === empty ? '"characterEncoding":' : ',"characterEncoding":') + encText(r.characterEncoding);
-  if (r.contentLength !== o.contentLength) s += (s === empty ? '"contentLength":' : ',"contentLength":') + encNumber(r.contentLength);
-  if (r.bufferSize !== o.bufferSize) s += (s === empty ? '"bufferSize":' : ',"bufferSize":') + encNumber(r.bufferSize);
+  if (r.headers !== r.headers0 || r.headers.length !== r.headerCount0) (setOwn(out, 'headers', r.headers), (changed = true));
   if (r.chunksChanged) {
-    var chunks = s === empty ? '"chunks":[' : ',"chunks":[';
+    var chunks = [];
     for (i = 0; i < r.chunks.length; i++) {
       var ch = r.chunks[i];
-      chunks += (i ? ',' : '') + (ch.k === 't' ? '{"t":' + encText(ch.v) : '{"b":' + encText(ch.k === 'b' ? ch.v : base64(ch.v))) + '}';
+      push(chunks, ch.k === 't' ? { t: ch.v } : { b: ch.k === 'b' ? ch.v : base64(ch.v) });
     }
-    s += chunks + ']';
+    setOwn(out, 'chunks', chunks);
+    changed = true;
   }
-  if (r.written !== o.written) s += (s === empty ? '"written":' : ',"written":') + (r.written === true ? 'true' : 'false');
-  if (r.committed !== o.committed) s += (s === empty ? '"committed":' : ',"committed":') + (r.committed === true ? 'true' : 'false');
-  var e = r.error;
-  if (e !== o.error) s += (s === empty ? '"error":' : ',"error":') + (isObj(e) ? '{"status":' + encNumber(e.status) + ',"message":' + encText(e.message) + '}' : 'null');
-  if (r.redirect !== o.redirect) s += (s === empty ? '"redirect":' : ',"redirect":') + encText(r.redirect);
-  return s === empty ? '' : s + '}';
+  return changed ? prefix + enc(out) : '';
 }

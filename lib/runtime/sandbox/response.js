@@ -6,20 +6,21 @@
  *
  * The API's methods are built once per context (buildResponseProto), over a variable `st` that
  * each method sets, on entry, to the stage record of the response object it is called on (see
- * resStage: the current stage's, or an error for an ended stage's; a method called detached from
- * its object acts on the stage running now). Building
- * ~50 closures per stage was most of an after hook's cost in QuickJS. The Writer and the
- * OutputStream are made per stage, bound to it.
+ * resStage; a method called detached from its object acts on the active stage). The Writer and
+ * the OutputStream are made per stage, bound to it.
  *
  * Expects from prelude.js: the helpers and error constructors; from encoding.js: utf8Binary;
  * from response-state.js: chunkByteLength; from response-helpers.js: httpDate, formatJava,
- * bytesOf. st is the stage record built by invoke (entry.js).
+ * bytesOf. st is the stage record built by entry.start (entry.js).
  */
-/** The stage of a response object: the current one's, or an error for one kept from an ended stage (see reqRec in request.js). */
+/** The stage of a response object (see reqRec in request.js). */
 function resStage(self) {
-  if (current !== null && self === current.responseApi) return current; // (the usual case)
-  if (isObj(self) && getPrototypeOf(self) === ResProto) throw illegalState('ctx.response is used after its call ended');
-  if (current !== null) return current;
+  var st = isObj(self) ? wmGet(apiStage, self) : undefined;
+  if (st !== undefined) {
+    if (st.done) throw illegalState('ctx.response is used after its call ended');
+    return st;
+  }
+  if (active !== null) return active;
   throw illegalState('ctx.response is used outside of a call');
 }
 function buildResponseProto() {
@@ -63,7 +64,6 @@ function buildResponseProto() {
     var last = res.chunks.length ? res.chunks[res.chunks.length - 1] : null;
     var ch = { k: kind, v: data };
     if (last !== null && last.k === kind) last.v += data;
-    else if (res.chunks === NO_CHUNKS) res.chunks = [ch];
     else push(res.chunks, ch);
     st.buffered += chunkByteLength(ch, res.characterEncoding);
     if (st.buffered > res.bufferSize) res.committed = true; // the buffer overflowed: flushed
@@ -339,7 +339,9 @@ function buildResponseProto() {
   return freeze(proto);
 }
 var ResProto = buildResponseProto();
-/** The response object of a stage (its st.responseApi): resStage finds the stage while it is current. */
-function makeResponse() {
-  return objectCreate(ResProto);
+/** The response object of a stage (its st.responseApi). */
+function makeResponse(st) {
+  var o = objectCreate(ResProto);
+  wmSet(apiStage, o, st);
+  return o;
 }

@@ -1,15 +1,10 @@
 /**
- * What an engine does inside a worker: load a script module into a context of its own (cached per
- * app and source hash, never shared between apps) and invoke one exported function through the
- * sandbox adapter. lib/runtime/worker/pipeline.ts drives the stages on top of it.
+ * What an engine provides inside a worker: a sandbox context per (app, script version) holding
+ * the adapter (lib/runtime/sandbox/) and the script's module, entered through the adapter's
+ * entry (start / reply / drain / cancel). lib/runtime/worker/stages.ts drives the contexts,
+ * lib/runtime/worker/pipeline.ts the stages of a job.
  */
-import type { StageCall, StageOutput } from '../protocol';
 import type { ErrorDetail } from '../../error-location';
-
-export interface LoadedModule {
-  readonly appId: string;
-  readonly hash: string;
-}
 
 /** A failure of the engine rather than of the script's own code. */
 export class EngineError extends Error {
@@ -24,80 +19,50 @@ export class EngineError extends Error {
   }
 }
 
-export interface SandboxDriver {
-  /** Compile or reuse the module; throws EngineError('SCRIPT_COMPILE_ERROR') on a bad source. */
-  load(appId: string, name: string, hash: string, source: string, deadline: number): LoadedModule | Promise<LoadedModule>;
+/**
+ * The host bridge a context's adapter calls: `(stageId, op, argsJson, async)` -> the reply JSON
+ * (async false) or a call id (async true); see lib/runtime/sandbox/prelude.js.
+ */
+export type HostFn = (stageId: number, op: string, argsJson: string, async: boolean) => string | number;
+
+/** One sandbox context: the adapter and one script module. Entries throw EngineError. */
+export interface EngineContext {
+  /** The module exports a function of this name. */
+  hasFunction(name: string): boolean;
+  /** Starts a stage (adapter `start`). */
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string): void;
+  /** Settles an async host call (adapter `reply`). */
+  reply(callId: number, replyJson: string): void;
+  /** Forgets a stage (adapter `cancel`). */
+  cancel(stageId: number): void;
   /**
-   * Call the export `fn` through the adapter's `__sa.invoke`: the StageOutput, or a promise of it
-   * (an engine that settles every stage before it returns answers directly: the pipeline then
-   * waits for nothing).
+   * The adapter's drain JSON, once the promise jobs the last entries queued have run (QuickJS runs
+   * them within each entry; vm2 within the turn of the worker's event loop).
    */
-  invoke(mod: LoadedModule, fn: string, call: StageCall, deadline: number): StageOutput | Promise<StageOutput>;
-  /** True once the engine is unusable (after out-of-memory): the worker must be replaced. */
-  readonly poisoned: boolean;
+  drain(): string | Promise<string>;
+  dispose(): void;
+  /** What the context is thought to hold, in bytes (for the cache's budget). */
+  readonly bytes: number;
 }
 
-/**
- * A small LRU map used for context caches. A read only stamps its entry (moving it to the end of
- * a Map, a delete and an insert, cost more than the lookup itself on every stage); the least
- * recently used entry is looked for when one must go.
- */
-export class Lru<K, V> {
-  private readonly map = new Map<K, { value: V; used: number }>();
-  private readonly slots = new Map<string, K>();
-  private clock = 0;
-  constructor(
-    private readonly max: number,
-    private readonly onEvict: (value: V) => void,
-  ) {}
-  get(key: K): V | undefined {
-    const e = this.map.get(key);
-    if (e === undefined) return undefined;
-    e.used = ++this.clock;
-    return e.value;
-  }
+export interface SandboxDriver {
+  /** True once the engine is unusable (a full heap): the worker must be replaced. */
+  readonly poisoned: boolean;
   /**
-   * Adds an entry. With a `slot` (e.g. app + script name), the entry this slot held before under
-   * another key is evicted at once: a new version of a script frees the old version's context
-   * instead of waiting for the LRU to push it out.
+   * Loads the adapter and the module `code` (already in the form the engine runs) in a new
+   * context. `moduleStarts` is called just before the script's own code is evaluated: from then
+   * on the load runs under the worker's deadline (until then it is the engine's own work).
    */
-  set(key: K, value: V, slot?: string): void {
-    if (slot !== undefined) {
-      const prev = this.slots.get(slot);
-      this.slots.set(slot, key);
-      if (prev !== undefined && prev !== key) {
-        const old = this.map.get(prev);
-        this.map.delete(prev);
-        if (old !== undefined) this.onEvict(old.value);
-      }
-      if (this.slots.size > this.max * 4) this.slots.clear();
-    }
-    const had = this.map.get(key);
-    if (had !== undefined) {
-      had.value = value;
-      had.used = ++this.clock;
-      return;
-    }
-    this.map.set(key, { value, used: ++this.clock });
-    if (this.map.size > this.max) {
-      let oldest: K | undefined;
-      let least = Infinity;
-      for (const [k, e] of this.map) {
-        if (e.used < least) {
-          least = e.used;
-          oldest = k;
-        }
-      }
-      const e = this.map.get(oldest as K)!;
-      this.map.delete(oldest as K);
-      this.onEvict(e.value);
-    }
-  }
-  /** Remove without calling onEvict. */
-  delete(key: K): void {
-    this.map.delete(key);
-  }
-  get size(): number {
-    return this.map.size;
-  }
+  open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext>;
+}
+
+export interface DriverOptions {
+  memoryLimitMb: number;
+  /** Memory the cached contexts may hold, MiB (QuickJS sizes its heap for it). */
+  contextBudgetMb: number;
+  adapterSource: string;
+  /** Polled while script code runs (QuickJS): true stops it (the current entry's deadline passed). */
+  interrupt: () => boolean;
+  /** The QuickJS WebAssembly module compiled by the pool (absent: loaded from its file). */
+  wasmModule?: object;
 }

@@ -10,29 +10,33 @@
 import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
-import { isPristineResponse, type StageHead, type StageOutput, type Stage, type ThrownError, type CarriedState } from '../protocol';
+import type { CarriedState, Stage, StageHead, StageOutput, ThrownError } from '../protocol';
 import { serializeForReturnType } from '../serialize';
-import { EngineError, type SandboxDriver } from './driver';
+import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
-import { jsonOf } from './output-cache';
 import { thrownDetail, type ErrorDetail } from '../../error-location';
 // [automation] the interpreter is loaded on a worker's first automation: other workers never pay for it
 let automationStage: typeof import('../../automation/pipeline-stage') | undefined;
 
-export interface PipelineEnv {
-  driver: SandboxDriver;
-  /** Source text of a script hash, from the job or the worker's cache. */
-  sourceOf(name: string): string | undefined;
-  /** Blocking host call (automations); throws an Error carrying `code` on failure. */
-  callHost(op: string, args: Record<string, unknown>): unknown;
-  /** The abort recorded outside the sandbox during the last stage, cleared on read. */
-  takeAbort(): { message: string; status?: number } | null;
-  /** Tells the worker which script runs now (console tagging). */
-  setScript(name: string): void;
+/** The stage's texts for the adapter (see lib/runtime/sandbox/prelude.js, entry.start). */
+export interface StageTexts {
+  /** The head without `async`: the script's mode is the engine's to tell. */
+  head: Omit<StageHead, 'async'>;
+  request: string;
+  attributes: string;
+  /** '' for the response as it starts. */
+  response: string;
+  value: string;
 }
 
-/** The worker lacks a source the pool thought it had: the pool resends the job with sources. */
-export class MissingSourceError extends Error {}
+export interface PipelineEnv {
+  /** Runs `ref.function` of the script (source from the job); throws EngineError. */
+  stage(ref: ScriptRef, source: string, hash: string, texts: StageTexts): Promise<StageOutput>;
+  /** An async host call of the job (automations); rejects with an Error carrying `code` / `status`. */
+  callHost(op: 'automation.run' | 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
+  /** Epoch ms by which the job must end (its limit counts from its first stage). */
+  deadline(): number;
+}
 
 type Fail = Extract<JobOutcome, { kind: 'error' }>;
 
@@ -57,11 +61,8 @@ function fromEngine(e: EngineError): Fail {
   return { kind: 'error', message: e.message, code: entry.code, status: entry.status, ...(e.detail ? { detail: { ...e.detail } } : {}) };
 }
 
-/**
- * Where a stage failed, for the router's failure log: the stage, its script, and (for a thrown
- * error) the error's name and the script frames of its stack.
- */
-function located(fail: Fail, job: WorkerJob, stage: Stage, script: string, thrown?: ThrownError): Fail {
+/** Adds where a stage failed: the stage, its script, and the script frames of a thrown error. */
+function located(fail: Fail, job: ScriptJob, stage: Stage, script: string, thrown?: ThrownError): Fail {
   const detail: ErrorDetail = { ...fail.detail, stage, script };
   if (thrown) {
     detail.name = thrown.name;
@@ -83,26 +84,6 @@ interface StageResult {
   fatal?: boolean;
 }
 
-/**
- * A job as the worker received it. The transport may carry the request snapshot as raw JSON text
- * (`requestJson`, with `request` absent): it is handed to the sandbox as it is, and parsed only if
- * an automation needs the object.
- */
-export type WorkerJob = Omit<ScriptJob, 'request'> & { request?: ScriptJob['request']; requestJson?: string };
-
-/** StageHead texts by stage, return type and wantValue: a handful, made once (the engines cache what they parse by text). */
-const headTexts = new Map<string, string>();
-function headText(stage: Stage, returnType: ScriptJob['returnType'], wantValue: boolean): string {
-  const key = stage + (wantValue ? '+' : '-') + returnType;
-  let text = headTexts.get(key);
-  if (text === undefined) {
-    const head: StageHead = { stage, returnType, wantValue };
-    text = JSON.stringify(head);
-    if (headTexts.size < 64) headTexts.set(key, text);
-  }
-  return text;
-}
-
 /** The after hook's `result` as JSON text ('' = undefined): a JSON output is that text already. */
 function afterInput(call: StageOutput): string {
   if (!call.hasValue) return '';
@@ -110,23 +91,15 @@ function afterInput(call: StageOutput): string {
   return call.value === undefined ? '' : JSON.stringify(call.value);
 }
 
-/**
- * Whether the call stage must send its value back as well as its output: only for an after
- * stage, and then only when the output does not carry it already (an automation takes the value
- * itself; a return type other than JSON has an output that is not the value's JSON text).
- */
-function callValueWanted(job: WorkerJob): boolean {
+/** Whether the call stage must send its value back as well as its output (an after stage needs it). */
+function callValueWanted(job: ScriptJob): boolean {
   return job.after !== undefined && (isAutomation(job.after) || job.returnType !== 'JSON');
 }
 
-export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<JobResult> {
+export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
-  // JSON texts handed to the sandbox: the request once per job, the state again only after a
-  // stage changed it.
-  let requestJson = job.requestJson;
-  let attributesJson: string | undefined;
-  let responseJson: string | undefined;
+  const request = JSON.stringify(job.request);
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const r = await runScriptStage(ref, stage, wantValue, value, returnType);
@@ -134,39 +107,20 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
     return r;
   };
 
-  const runScriptStage = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
+  const runScriptStage = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value: string, returnType: ScriptJob['returnType']): Promise<StageResult> => {
     const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
-    const source = src && (src.source ?? env.sourceOf(src.hash));
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
-    if (source === undefined) throw new MissingSourceError(src.hash);
     try {
-      env.setScript(ref.script);
-      // (the QuickJS driver answers both directly: waiting on a value that is not a promise
-      // would still cost a turn of the microtask queue, twice per stage)
-      const loading = env.driver.load(job.appId, ref.script, src.hash, source, job.deadline);
-      const mod = loading instanceof Promise ? await loading : loading;
-      const invoked = env.driver.invoke(
-        mod,
-        ref.function,
-        {
-          head: headText(stage, returnType, wantValue),
-          request: (requestJson ??= JSON.stringify(job.request)),
-          attributes: (attributesJson ??= jsonOf(state.attributes)), // (an earlier stage's attributes: their text is kept)
-          response: (responseJson ??= isPristineResponse(state.response) ? '' : JSON.stringify(state.response)),
-          value,
-        },
-        job.deadline,
-      );
-      const out = invoked instanceof Promise ? await invoked : invoked;
+      const out = await env.stage(ref, src.source, src.hash, {
+        head: { stage, returnType, wantValue },
+        request,
+        attributes: JSON.stringify(state.attributes),
+        response: JSON.stringify(state.response),
+        value,
+      });
       if (out.attributes || out.response) {
         // out.response holds only the fields the stage changed
         state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
-        if (out.attributes) attributesJson = undefined;
-        if (out.response) responseJson = undefined;
-      }
-      const abort = env.takeAbort();
-      if (abort) {
-        return { fail: { kind: 'error', message: abort.message, code: ERRORS.ABORTED.code, status: abort.status ?? ERRORS.ABORTED.status } };
       }
       if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
       if (out.status === 'error') return { out, fail: fromThrown(out.error ?? { name: 'Error', message: '' }) };
@@ -175,7 +129,6 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
       }
       return { out };
     } catch (e) {
-      env.takeAbort();
       if (e instanceof EngineError) {
         const fatal = e.errorName === 'SCRIPT_TIMEOUT' || e.errorName === 'SCRIPT_OUT_OF_MEMORY' || e.errorName === 'ENGINE_FAILURE';
         return { fail: fromEngine(e), fatal };
@@ -199,13 +152,13 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
         {
           appId: job.appId,
           returnType: job.returnType,
-          deadline: job.deadline,
+          deadline: env.deadline(),
           automations: job.automations,
-          request: () => (job.request ??= JSON.parse(job.requestJson!) as ScriptJob['request']),
+          request: () => job.request,
           attributes: () => state.attributes,
           // a script step is `fn(ctx, state)`: the after stage's shape, its value wanted back as JSON
           runScript: (ref, valueJson) => runScript(ref, 'after', true, valueJson, 'JSON'),
-          callHost: env.callHost,
+          callHost: (op, args) => env.callHost(op, args),
         },
         ref.automation,
         stage,
@@ -213,16 +166,17 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
       );
     }
     try {
-      const v = env.callHost('automation.run', {
+      const v = await env.callHost('automation.run', {
         automation: ref.automation,
         stage,
-        input: { request: (job.request ??= JSON.parse(job.requestJson!) as ScriptJob['request']), attributes: state.attributes, ...(stage === 'after' ? { result: value } : {}) },
+        input: { request: job.request, attributes: state.attributes, ...(stage === 'after' ? { result: value } : {}) },
       });
       const output = serializeForReturnType(v, job.returnType);
       const out: StageOutput = { status: 'value', hasValue: v !== undefined && v !== null, value: v, output };
       if (output.type === 'invalid' && out.hasValue) return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: output.message } };
       return { out };
     } catch (e) {
+      if (e instanceof EngineError) return { fail: fromEngine(e), fatal: true };
       const err = e as { message?: string; code?: number; status?: number };
       return {
         fail: {
@@ -245,9 +199,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   if (job.phase === 'before') return result({ kind: 'continue' });
 
   // 2. the call
-  const call = isAutomation(job.call)
-    ? await runAutomation(job.call, 'call')
-    : await runScript(job.call, 'call', callValueWanted(job));
+  const call = isAutomation(job.call) ? await runAutomation(job.call, 'call') : await runScript(job.call, 'call', callValueWanted(job));
 
   // 4. onError, on an error of the call only
   if (call.fail) {
@@ -266,9 +218,7 @@ export async function runPipeline(job: WorkerJob, env: PipelineEnv): Promise<Job
   // 3. after
   let final = call.out!;
   if (job.after) {
-    const a = isAutomation(job.after)
-      ? await runAutomation(job.after, 'after', final.value)
-      : await runScript(job.after, 'after', false, afterInput(final));
+    const a = isAutomation(job.after) ? await runAutomation(job.after, 'after', final.value) : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;
   }

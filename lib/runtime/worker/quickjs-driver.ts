@@ -1,95 +1,51 @@
 /**
- * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten). Each (app, source
- * hash) gets its own runtime + context, with a memory limit and an interrupt deadline that also
- * covers promise continuations. ES modules load natively; TypeScript is type-stripped first.
+ * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten, sync build). Each
+ * context has a runtime of its own whose interrupt handler asks the worker whether the job being
+ * run has passed its deadline, so a runaway loop ends its own call, in synchronous code and in
+ * promise jobs alike. ES modules load natively (top-level await included).
  *
  * Memory: QuickJS's own limit (`setMemoryLimit`) only bounds single allocations in this
- * WebAssembly build (emscripten has no malloc_usable_size, so the runtime's byte count never
- * accumulates: justjake/quickjs-emscripten#255, #271). The real bound is the WebAssembly heap
- * itself: the driver hands the module a `WebAssembly.Memory` whose maximum is the call's limit
- * plus room for the cached contexts, so a bomb makes malloc fail inside QuickJS ("out of
- * memory"), the call fails with SCRIPT_OUT_OF_MEMORY and the worker is replaced. A worker whose
- * heap (which never shrinks) leaves less than one limit of room is recycled after its call.
+ * WebAssembly build (emscripten has no malloc_usable_size: justjake/quickjs-emscripten#255,
+ * #271). The real bound is the WebAssembly heap itself: the driver hands the module a
+ * `WebAssembly.Memory` whose maximum is one call's limit plus the cached contexts' budget, so a
+ * bomb makes malloc fail inside QuickJS ("out of memory"): that call fails with
+ * SCRIPT_OUT_OF_MEMORY, its context is dropped (freeing its memory for the others) and the worker
+ * is replaced once its other calls end. A worker whose heap (which never shrinks) leaves less than
+ * one limit of room is replaced the same way.
  */
 import {
   newQuickJSWASMModuleFromVariant,
   newVariant,
-  shouldInterruptAfterDeadline,
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
-import type { StageCall, StageOutput } from '../protocol';
-import { EngineError, Lru, type LoadedModule, type SandboxDriver } from './driver';
-import { transpile } from './transpile';
-import { callForText, newString } from './quickjs-fast';
-import { StageOutputCache } from './output-cache';
 import { compileLocation } from '../../error-location';
-
-interface QuickJsModule extends LoadedModule {
-  rt: QuickJSRuntime;
-  ctx: QuickJSContext;
-  ns: QuickJSHandle;
-  run: QuickJSHandle;
-  collect: QuickJSHandle;
-  /** Handles of the exported functions called so far (the namespace is immutable). */
-  fns: Map<string, QuickJSHandle>;
-  /** Short texts passed again and again (stage heads, '{}', ''), as QuickJS strings. */
-  texts: Map<string, QuickJSHandle>;
-  /** The request text of the last stage, kept for the job's later stages in this context. */
-  request?: { text: string; handle: QuickJSHandle };
-  /** The context cache's key: app and source hash. */
-  key: string;
-  /** The deadline the runtime's interrupt handler enforces now. */
-  deadline: number;
-}
-
-export interface QuickJsDriverOptions {
-  memoryLimitMb: number;
-  adapterSource: string;
-  /** The synchronous host bridge: (op, argsJson) => resultJson. */
-  host: (op: string, argsJson: string) => string;
-  maxContexts?: number;
-  /** A compiled `WebAssembly.Module` of the QuickJS build (lib/runtime/quickjs-wasm.ts); absent: loaded from its file. */
-  wasmModule?: object;
-}
+import { EngineError, type DriverOptions, type EngineContext, type HostFn, type SandboxDriver } from './driver';
 
 const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
-/** Heap room, beyond one call's limit, for the adapter, the runtime and the cached contexts (~200 KiB each). */
-const HEAP_HEADROOM_MB = 96;
+/** Heap room, beyond one call's limit and the contexts' budget, for the allocator's own use. */
+const HEAP_SLACK_MB = 32;
 /** wasm32 emscripten builds address at most 2 GiB. */
 const MAX_HEAP_MB = 2048;
 
-/** The part of WebAssembly.Memory the driver uses (the TypeScript lib of this package has no WebAssembly types). */
+/** The part of WebAssembly.Memory the driver uses (this package's TypeScript lib has no WebAssembly types). */
 interface WasmMemory {
   readonly buffer: ArrayBuffer;
   grow(delta: number): number;
 }
 const WasmMemoryCtor = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly.Memory;
 
-/** Texts up to this length are kept as QuickJS strings per context, up to TEXT_CACHE of them. */
-const TEXT_CACHE_MAX_LENGTH = 512;
-const TEXT_CACHE = 32;
-
-/** False when the runtime could not be freed (QuickJS assertion, WebAssembly abort): the module is suspect. */
-function disposeModule(m: QuickJsModule): boolean {
+function errorOf(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; message: string; stack?: string } {
+  let e: unknown;
   try {
-    const handles = [m.ns, m.run, m.collect, m.request?.handle, ...(m.fns?.values() ?? []), ...(m.texts?.values() ?? [])];
-    for (const h of handles) if (h?.alive) h.dispose();
-    m.ctx.dispose();
-    m.rt.dispose();
-    return true;
+    e = ctx.dump(handle);
   } catch {
-    // a context left broken by out-of-memory or an interrupted job can fail to dispose
-    return false;
+    e = 'unreadable error';
   }
-}
-
-function errorText(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; message: string; stack?: string } {
-  const e = ctx.dump(handle) as unknown;
   handle.dispose();
   if (e && typeof e === 'object') {
     const o = e as { name?: unknown; message?: unknown; stack?: unknown };
@@ -98,44 +54,39 @@ function errorText(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; 
   return { name: 'Error', message: String(e) };
 }
 
-/** A compile error of script `name` with its location (QuickJS gives `at name:line:column` frames). */
-function compileError(name: string, err: { name: string; message: string; stack?: string }, message: string): EngineError {
-  return new EngineError('SCRIPT_COMPILE_ERROR', message, { name: err.name, location: compileLocation(name, err.message, err.stack) });
-}
-
 export class QuickJsDriver implements SandboxDriver {
   poisoned = false;
-  private readonly cache: Lru<string, QuickJsModule>;
-  /** A heap growth was refused during the current stage: the script ran into the memory cap. */
+  /** A heap growth was refused since takeHeapFull() was last called. */
   private heapFull = false;
-  /** The WebAssembly heap's size in bytes (it only grows): kept by the memory's grow wrapper. */
+  /** The WebAssembly heap's size in bytes (it only grows). */
   private heapBytes: number;
-  /** Stage outputs parsed once per text (shared and frozen: see output-cache.ts). */
-  private readonly outputs = new StageOutputCache();
+  /** Set when the interrupt handler stopped script code (the entry then failed as a timeout). */
+  interrupted = false;
 
   private constructor(
     private readonly wasm: QuickJSWASMModule,
-    private readonly options: QuickJsDriverOptions,
-    private readonly memory: WasmMemory,
+    readonly options: DriverOptions,
+    /** Readable for tests (test/helpers/quickjs-heap.js). */
+    readonly memory: WasmMemory,
     private readonly heapCapBytes: number,
   ) {
-    this.heapBytes = memory.buffer.byteLength; // (`memory` stays readable for tests: test/helpers/quickjs-heap.js)
-    this.cache = new Lru(options.maxContexts ?? 256, (m) => this.dispose(m));
+    this.heapBytes = memory.buffer.byteLength;
   }
 
-  static async create(options: QuickJsDriverOptions): Promise<QuickJsDriver> {
-    const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + HEAP_HEADROOM_MB);
+  static async create(options: DriverOptions): Promise<QuickJsDriver> {
+    const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + options.contextBudgetMb + HEAP_SLACK_MB);
     const memory = new WasmMemoryCtor({ initial: 256, maximum: Math.ceil((capMb * MiB) / PAGE) });
-    const wasm = await newQuickJSWASMModuleFromVariant(newVariant(releaseSync, {
+    const wasm = await newQuickJSWASMModuleFromVariant(
+      newVariant(releaseSync, {
         wasmMemory: memory,
         ...(options.wasmModule ? { wasmModule: options.wasmModule as never } : {}),
-        // A QuickJS assertion (e.g. freeing a runtime left inconsistent by an interrupt) is caught
-        // and poisons the worker; emscripten's own report of it must not reach the host's stderr.
+        // A QuickJS assertion (e.g. freeing a runtime an interrupt left inconsistent) poisons the
+        // worker; emscripten's own report of it must not reach the host's stderr.
         emscriptenModule: { printErr: () => undefined, print: () => undefined } as object,
-      }));
+      }),
+    );
     const driver = new QuickJsDriver(wasm, options, memory, capMb * MiB);
-    // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc.
-    // The heap's size is kept here too: reading memory.buffer after every stage costs more.
+    // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc
     const grow = memory.grow.bind(memory);
     memory.grow = (delta: number) => {
       try {
@@ -150,202 +101,187 @@ export class QuickJsDriver implements SandboxDriver {
     return driver;
   }
 
-  private dispose(m: QuickJsModule): void {
-    if (!disposeModule(m)) this.poisoned = true;
+  /** Whether the interrupt handler stopped script code since the last call (clears the flag). */
+  takeInterrupted(): boolean {
+    const was = this.interrupted;
+    this.interrupted = false;
+    return was;
   }
 
-  /** After a stage: recycle the worker when its heap is full or leaves less than one limit of room. */
-  private checkHeap(): void {
+  /** Whether a heap growth was refused since the last call (clears the flag). */
+  takeHeapFull(): boolean {
+    const full = this.heapFull;
+    this.heapFull = false;
+    return full;
+  }
+
+  /** After an entry: a full heap, or one leaving less than one limit of room, poisons the worker. */
+  checkHeap(): void {
     if (this.heapFull || this.heapBytes > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
   }
 
-  private outOfMemory(): never {
-    this.poisoned = true;
-    throw new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
-  }
-
-  /** Classify an exception that escaped the adapter: interrupts, out-of-memory, stack overflow. */
-  private fail(m: QuickJsModule, err: { name: string; message: string }, deadline: number, key?: string): never {
-    if (key) this.drop(key, m);
+  /** An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a failure of the engine. */
+  failure(err: { name: string; message: string }): EngineError {
     this.checkHeap();
-    if (this.heapFull && err.message !== 'interrupted') this.outOfMemory();
-    if (/out of memory/i.test(err.message)) {
+    if (this.interrupted || err.message === 'interrupted') {
+      this.interrupted = false;
+      return new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
+    }
+    if (this.heapFull || /out of memory/i.test(err.message)) {
       this.poisoned = true;
-      throw new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
+      return new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
     }
-    if (Date.now() >= deadline || err.message === 'interrupted') {
-      throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
-    }
-    throw new EngineError('ENGINE_FAILURE', `${err.name}: ${err.message}`);
+    return new EngineError('ENGINE_FAILURE', `${err.name}: ${err.message}`);
   }
 
-  private drop(key: string, m: QuickJsModule): void {
-    this.cache.delete(key);
-    this.dispose(m);
-  }
-
-  load(appId: string, name: string, hash: string, source: string, deadline = Date.now() + 10_000): LoadedModule {
-    const key = `${appId}\u0000${hash}`;
-    const cached = this.cache.get(key);
-    if (cached) return cached;
-    let code: string;
-    try {
-      code = transpile(name, source, false);
-    } catch (e) {
-      const err = { name: 'SyntaxError', message: String((e as Error)?.message) };
-      throw compileError(name, err, `${name}: ${err.message}`);
-    }
-    this.heapFull = false;
+  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
     const rt = this.wasm.newRuntime();
-    rt.setMemoryLimit(this.options.memoryLimitMb * 1024 * 1024);
+    rt.setMemoryLimit(this.options.memoryLimitMb * MiB);
     rt.setMaxStackSize(512 * 1024);
-    rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+    rt.setInterruptHandler(() => {
+      if (!this.options.interrupt()) return false;
+      this.interrupted = true;
+      return true;
+    });
     const ctx = rt.newContext();
-    const partial = { appId, hash, key, deadline, rt, ctx, fns: new Map(), texts: new Map() } as unknown as QuickJsModule;
+    const context = new QuickJsContext(this, rt, ctx);
     try {
-      const host = ctx.newFunction('__host', (opH, argsH) => ctx.newString(this.options.host(ctx.getString(opH), ctx.getString(argsH))));
-      ctx.setProp(ctx.global, '__host', host);
-      host.dispose();
-      // the adapter lays its per-stage records out for QuickJS (prelude.js: IS_QUICKJS)
-      const engine = ctx.newString('quickjs');
-      ctx.setProp(ctx.global, '__saEngine', engine);
-      engine.dispose();
-      const adapter = ctx.evalCode(this.options.adapterSource, 'scriptable-api:adapter.js');
-      if (adapter.error) this.setupFailed(partial, 'adapter', errorText(ctx, adapter.error), deadline);
-      adapter.value.dispose();
-      const sa = ctx.getProp(ctx.global, '__sa');
-      partial.run = ctx.getProp(sa, 'run');
-      partial.collect = ctx.getProp(sa, 'collect');
-      sa.dispose();
-      const mod = ctx.evalCode(code, name, { type: 'module' });
-      if (mod.error) this.loadFailed(partial, errorText(ctx, mod.error), name, deadline);
-      partial.ns = this.settleModule(partial, mod.value, name, deadline);
+      context.init(name, code, host, moduleStarts);
     } catch (e) {
-      this.dispose(partial);
+      context.dispose();
       this.checkHeap();
       throw e;
     }
-    this.checkHeap();
-    this.cache.set(key, partial, `${appId}\u0000${name}`);
-    return partial;
+    return context;
+  }
+}
+
+class QuickJsContext implements EngineContext {
+  bytes = 0;
+  private ns: QuickJSHandle | undefined;
+  private entry: { start: QuickJSHandle; reply: QuickJSHandle; drain: QuickJSHandle; cancel: QuickJSHandle } | undefined;
+  private readonly functions = new Map<string, boolean>();
+
+  constructor(
+    private readonly driver: QuickJsDriver,
+    private readonly rt: QuickJSRuntime,
+    private readonly ctx: QuickJSContext,
+  ) {}
+
+  init(name: string, code: string, host: HostFn, moduleStarts?: () => void): void {
+    const { ctx } = this;
+    const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
+    if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
+    const hostH = ctx.newFunction('host', (idH, opH, argsH, asyncH) => {
+      const r = host(ctx.getNumber(idH), ctx.getString(opH), ctx.getString(argsH), ctx.dump(asyncH) === true);
+      return typeof r === 'number' ? ctx.newNumber(r) : ctx.newString(r);
+    });
+    const made = ctx.callFunction(adapter.value, ctx.undefined, hostH);
+    adapter.value.dispose();
+    hostH.dispose();
+    if (made.error) throw this.setupError('adapter', errorOf(ctx, made.error));
+    const get = (k: string) => ctx.getProp(made.value, k);
+    this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel') };
+    made.value.dispose();
+    moduleStarts?.();
+    const mod = ctx.evalCode(code, name, { type: 'module' });
+    if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
+    this.ns = this.settleModule(mod.value, name);
+    this.driver.checkHeap();
+    const usage = this.rt.computeMemoryUsage();
+    const used = (ctx.dump(usage) as { memory_used_size?: number }).memory_used_size;
+    usage.dispose();
+    this.bytes = typeof used === 'number' && used > 0 ? used : 256 * 1024;
   }
 
   /** Our own set-up code failed: a timeout or out-of-memory (interrupted while loading), else an engine failure. */
-  private setupFailed(m: QuickJsModule, what: string, err: { name: string; message: string }, deadline: number): never {
-    if (this.heapFull || /out of memory|interrupted/i.test(err.message) || Date.now() >= deadline) this.fail(m, err, deadline);
-    throw new EngineError('ENGINE_FAILURE', `${what}: ${err.name}: ${err.message}`);
+  private setupError(what: string, err: { name: string; message: string }): EngineError {
+    const e = this.driver.failure(err);
+    return e.errorName === 'ENGINE_FAILURE' ? new EngineError('ENGINE_FAILURE', `${what}: ${e.message}`) : e;
   }
 
   /** The module failed while loading: a timeout or out-of-memory, else a compile error. */
-  private loadFailed(m: QuickJsModule, err: { name: string; message: string; stack?: string }, name: string, deadline: number): never {
-    if (this.heapFull || /out of memory|interrupted/i.test(err.message) || Date.now() >= deadline) this.fail(m, err, deadline);
-    throw compileError(name, err, `${name}: ${err.name}: ${err.message}`);
+  private loadError(name: string, err: { name: string; message: string; stack?: string }): EngineError {
+    const e = this.driver.failure(err);
+    if (e.errorName !== 'ENGINE_FAILURE') return e;
+    // (QuickJS gives the place as an `at name:line:column` frame)
+    return new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${err.name}: ${err.message}`, { name: err.name, location: compileLocation(name, err.message, err.stack) });
   }
 
   /** A module with top-level await evaluates to a promise of its namespace. */
-  private settleModule(m: QuickJsModule, value: QuickJSHandle, name: string, deadline: number): QuickJSHandle {
-    const { ctx, rt } = m;
+  private settleModule(value: QuickJSHandle, name: string): QuickJSHandle {
+    const { ctx } = this;
     const state = ctx.getPromiseState(value);
     if (state.type === 'fulfilled' && state.notAPromise) return value;
-    const jobs = rt.executePendingJobs(-1);
-    if (jobs.error) {
-      value.dispose();
-      this.loadFailed(m, errorText(ctx, jobs.error), name, deadline);
-    }
+    this.runJobs(() => value.dispose());
     const settled = ctx.getPromiseState(value);
     value.dispose();
     if (settled.type === 'fulfilled') return settled.value;
-    if (settled.type === 'rejected') this.loadFailed(m, errorText(ctx, settled.error), name, deadline);
-    if (Date.now() >= deadline) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out while loading');
+    if (settled.type === 'rejected') throw this.loadError(name, errorOf(ctx, settled.error));
     throw new EngineError('SCRIPT_COMPILE_ERROR', `${name}: top-level await never settled`);
   }
 
-  /**
-   * Make room for a stage's texts. Called once before the stage takes them, never in between: a
-   * turnover while taking them would free a text the stage already holds.
-   */
-  private roomForTexts(m: QuickJsModule, count: number): void {
-    if (m.texts.size + count <= TEXT_CACHE) return;
-    for (const h of m.texts.values()) h.dispose();
-    m.texts.clear();
-  }
-
-  /**
-   * A QuickJS string for a text that comes back often (kept), or a new one for a long text: the
-   * caller disposes a handle made for a text longer than TEXT_CACHE_MAX_LENGTH.
-   */
-  private text(m: QuickJsModule, value: string): QuickJSHandle {
-    if (value.length > TEXT_CACHE_MAX_LENGTH) return newString(m.ctx, value);
-    let handle = m.texts.get(value);
-    if (!handle) {
-      handle = m.ctx.newString(value);
-      m.texts.set(value, handle);
-    }
-    return handle;
-  }
-
-  /** The request text as a QuickJS string: the same one for every stage of a job in this context. */
-  private requestText(m: QuickJsModule, value: string): QuickJSHandle {
-    if (m.request?.text === value) return m.request.handle;
-    m.request?.handle.dispose();
-    m.request = { text: value, handle: newString(m.ctx, value) };
-    return m.request.handle;
-  }
-
-  /** Runs the stage and the promise jobs it leaves to the end, so it answers directly (throws EngineError). */
-  invoke(loaded: LoadedModule, fn: string, call: StageCall, deadline: number): StageOutput {
-    const m = loaded as QuickJsModule;
-    const key = m.key;
-    const { ctx, rt } = m;
-    this.heapFull = false;
-    if (m.deadline !== deadline) {
-      // (the stages of one job share its deadline: a hooks script's context is set once per job)
-      rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
-      m.deadline = deadline;
-    }
-    let fnH = m.fns.get(fn);
-    if (!fnH) {
-      fnH = ctx.getProp(m.ns, fn);
-      if (ctx.typeof(fnH) !== 'function') {
-        fnH.dispose();
-        throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+  /** Runs the promise jobs queued so far (throws EngineError, after `cleanup`, when one escapes). */
+  private runJobs(cleanup?: () => void): void {
+    while (this.rt.hasPendingJob()) {
+      const jobs = this.rt.executePendingJobs(-1);
+      if (jobs.error) {
+        const err = errorOf(this.ctx, jobs.error);
+        cleanup?.();
+        throw this.driver.failure(err);
       }
-      if (m.fns.size < 64) m.fns.set(fn, fnH);
     }
-    const owned = m.fns.get(fn) !== fnH ? fnH : undefined;
-    this.roomForTexts(m, 4);
-    const head = this.text(m, call.head);
-    const attributes = this.text(m, call.attributes);
-    const response = this.text(m, call.response);
-    const value = this.text(m, call.value);
-    const called = callForText(ctx, m.run, [fnH, head, this.requestText(m, call.request), attributes, response, value]);
-    owned?.dispose();
-    if (call.head.length > TEXT_CACHE_MAX_LENGTH) head.dispose();
-    if (call.attributes.length > TEXT_CACHE_MAX_LENGTH) attributes.dispose();
-    if (call.response.length > TEXT_CACHE_MAX_LENGTH) response.dispose();
-    if (call.value.length > TEXT_CACHE_MAX_LENGTH) value.dispose();
-    if (called.error) this.fail(m, errorText(ctx, called.error), deadline, key);
-    let json = called.text;
-    if (json === '' || rt.hasPendingJob()) {
-      // the stage waits on a promise, or settled but left promise jobs behind (a floating
-      // promise chain): run them, then collect the stage as they left it
-      while (rt.hasPendingJob()) {
-        const jobs = rt.executePendingJobs(-1);
-        if (jobs.error) this.fail(m, errorText(ctx, jobs.error), deadline, key);
-      }
-      const collected = callForText(ctx, m.collect, []);
-      if (collected.error) this.fail(m, errorText(ctx, collected.error), deadline, key);
-      json = collected.text;
+  }
+
+  hasFunction(fn: string): boolean {
+    let known = this.functions.get(fn);
+    if (known === undefined) {
+      const h = this.ctx.getProp(this.ns!, fn);
+      known = this.ctx.typeof(h) === 'function';
+      h.dispose();
+      if (this.functions.size < 256) this.functions.set(fn, known);
     }
-    const out = this.outputs.parse(json);
-    if (Date.now() >= deadline) this.fail(m, { name: 'InternalError', message: 'interrupted' }, deadline, key);
-    // A refused heap growth ends a call that did not return normally as out-of-memory: the script
-    // may see the failure as a thrown null, or as a promise chain that silently stopped (pending).
-    const outOfMemory = this.heapFull
-      ? out.status !== 'value'
-      : out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message);
-    if (outOfMemory) this.fail(m, out.error ?? { name: 'InternalError', message: 'out of memory' }, deadline, key);
-    this.checkHeap();
-    return out;
+    return known;
+  }
+
+  /** Calls an entry method with strings and numbers (and the namespace first for start), then runs the jobs it queued. */
+  private enter(method: QuickJSHandle, args: Array<string | number | QuickJSHandle>): string {
+    const { ctx } = this;
+    const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a));
+    const r = ctx.callFunction(method, ctx.undefined, ...handles);
+    handles.forEach((h, i) => typeof args[i] !== 'object' && h.dispose());
+    if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
+    const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
+    r.value.dispose();
+    this.runJobs();
+    this.driver.checkHeap();
+    return text;
+  }
+
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string): void {
+    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value]);
+  }
+
+  reply(callId: number, replyJson: string): void {
+    this.enter(this.entry!.reply, [callId, replyJson]);
+  }
+
+  cancel(stageId: number): void {
+    this.enter(this.entry!.cancel, [stageId]);
+  }
+
+  drain(): string {
+    return this.enter(this.entry!.drain, []);
+  }
+
+  dispose(): void {
+    try {
+      for (const h of [this.ns, ...Object.values(this.entry ?? {})]) if (h?.alive) h.dispose();
+      this.ctx.dispose();
+      this.rt.dispose();
+    } catch {
+      // a context left broken by out-of-memory or an interrupt can fail to free: the module is suspect
+      this.driver.poisoned = true;
+    }
   }
 }

@@ -1,17 +1,33 @@
 /**
- * Source transforms, cached by hash: `.ts`/`.mts` scripts are type-stripped; engines without ES
- * module support (vm2) get CommonJS.
+ * A script source as an engine runs it, and its mode: `.ts`/`.mts` scripts are type-stripped;
+ * the host calls of the ES module are rewritten into awaits (async mode) when that is safe, else
+ * the script runs unchanged in blocking mode; engines without ES modules (vm2) then get CommonJS.
+ * Made once per source hash (the worker caches the result).
  */
 import { transform, type Transform } from 'sucrase';
+import { rewriteHostCalls } from '../rewrite';
 
 export function isTypeScript(name: string): boolean {
   return /\.(ts|mts|cts)$/i.test(name);
 }
 
-export function transpile(name: string, source: string, toCommonJs: boolean): string {
-  const transforms: Transform[] = [];
-  if (isTypeScript(name)) transforms.push('typescript');
-  if (toCommonJs) transforms.push('imports');
+function sucrase(name: string, source: string, transforms: Transform[]): string {
   if (transforms.length === 0) return source;
   return transform(source, { transforms, filePath: name, disableESTransforms: true, production: true }).code;
+}
+
+export interface PreparedScript {
+  code: string;
+  /** Async mode: I/O host calls return promises (the code awaits them). False: blocking mode. */
+  async: boolean;
+  /** Why the script runs in blocking mode. */
+  reason?: string;
+}
+
+/** Throws the transform's SyntaxError for a source that does not parse. */
+export function prepareScript(name: string, source: string, toCommonJs: boolean): PreparedScript {
+  const esm = sucrase(name, source, isTypeScript(name) ? ['typescript'] : []);
+  // the one place the mode is chosen
+  const mode = rewriteHostCalls(esm, { filename: name });
+  return { code: sucrase(name, mode.code, toCommonJs ? ['imports'] : []), async: mode.async, reason: mode.reason };
 }

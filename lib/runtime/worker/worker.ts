@@ -1,200 +1,294 @@
 /**
- * Worker-thread entry: loads one engine, then runs jobs one at a time as the pool sends them.
- * Messages in:  job messages (lib/runtime/job-message.ts: the job's own fields and a template slot,
- *               then '\n' and the request snapshot, as JSON text); several of them in one message
- *               are separated by NUL.
- * Messages out: { type: 'ready' } | { type: 'fatal' }; on the results port, in order: { type:
- *               'host', jobId, seq, op, args, noReply? } (answered on the reply port) and { type:
- *               'result', jobId, result | needSources | failure, poisoned, ms } (`result.state` is
- *               absent when no stage changed the state the job came with; `ms`: how long the job
- *               ran here).
+ * Worker-thread entry: loads one engine, then runs every job the pool sends, many at once. A job
+ * starts as soon as it arrives (its deadline counts from then); while its scripts wait on the
+ * host (async mode) the thread runs the others. Messages: lib/runtime/messages.ts.
  */
-import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { performance } from 'node:perf_hooks';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { ERRORS } from '../../errors';
-import { HostChannel, HostTimeoutError } from './host-channel';
-import { EngineError, Lru, type SandboxDriver } from './driver';
-import { MissingSourceError, runPipeline, type WorkerJob } from './pipeline';
-import { stateDelta } from '../protocol';
-import { TEMPLATE_SLOTS, decodeJob, type JobTemplate } from '../job-message';
-import { resultMessage } from './result-message';
-
-interface WorkerConfig {
-  engine: 'quickjs' | 'vm2';
-  memoryLimitMb: number;
-  adapterSource: string;
-  flag: SharedArrayBuffer;
-  /** Claim cells: jobId -> -jobId when this worker starts a job; the pool sets 0 when it took the job back. */
-  claims: SharedArrayBuffer;
-  /** When this worker started its current job (epoch ms, fractional), 0 when idle: read by the pool. */
-  running: SharedArrayBuffer;
-  replies: MessagePort;
-  /** Where results go (their own channel: the pool drains every result waiting there at once). */
-  results: MessagePort;
-  /** The QuickJS WebAssembly module, compiled by the pool (absent: the driver loads it itself). */
-  wasmModule?: object;
-}
+import { MAX_TIMER_MS } from '../../timers';
+import type { JobResult, ScriptJob } from '../engine';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, rememberSource, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { EngineError, type SandboxDriver } from './driver';
+import { runPipeline } from './pipeline';
+import { Stages, type StageJob } from './stages';
+import { prepareScript, type PreparedScript } from './transpile';
+import { compileLocation } from '../../error-location';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
-// host calls and console lines travel with the results, so the pool sees them in the order sent
-const channel = new HostChannel((m) => config.results.postMessage(m), config.replies, new Int32Array(config.flag));
-const sources = new Lru<string, string>(2000, () => undefined);
-const keepSource = (hash: string, source: string): void => sources.set(hash, source);
-/** The job templates the pool defined here, by slot (lib/runtime/job-message.ts). */
-const templates = new Array<JobTemplate | undefined>(TEMPLATE_SLOTS);
-const claims = new Int32Array(config.claims);
-const running = new Float64Array(config.running);
+const outbox = new Outbox<FromWorker>((text) => config.results.postMessage(text));
+/** Sends at the end of this turn, with the turn's other messages (`now`: at once, with them). */
+const post = (m: FromWorker, now = false): void => outbox.post(m, now);
+const shared = { clock: new Float64Array(config.shared.clock), ints: new Int32Array(config.shared.ints) };
 
-let current: { jobId: number; deadline: number; script: string; abort: { message: string; status?: number } | null } | null = null;
-
-const OK = '{"ok":true}';
-
-function errorJson(name: string, message: string, code?: number): string {
-  return JSON.stringify({ ok: false, error: { name, message, code } });
+interface RunningJob extends StageJob {
+  job: ScriptJob;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
 }
 
-/** The one function a sandbox can call: `__host(op, argsJson) -> resultJson`. */
-function host(op: string, argsJson: string): string {
-  const job = current;
-  if (!job) return errorJson('Error', 'No call in progress');
-  let args: Record<string, unknown>;
-  try {
-    args = JSON.parse(argsJson) as Record<string, unknown>;
-  } catch {
-    return errorJson('TypeError', 'Host call arguments must be JSON');
-  }
-  switch (op) {
-    case 'app.abort': {
-      const status = typeof args.status === 'number' && args.status >= 400 && args.status <= 599 ? args.status : undefined;
-      job.abort = { message: args.message == null ? ERRORS.ABORTED.message : String(args.message), status };
-      return OK;
+const jobs = new Map<number, RunningJob>();
+/** Async host calls made by the worker itself (automations), by call id. */
+const ownCalls = new Map<number, (reply: HostReply) => void>();
+let nextCall = 1;
+
+// ---- slices: the pool reads how long this thread has been busy ------------------------------
+let depth = 0;
+/** The jobs that arrived during the current long slice went back to the pool. */
+let bounced = false;
+/** Replies pulled off the port while bouncing: delivered once the slice ends. */
+const deferred: ToWorker[] = [];
+const slices = {
+  begin(jobId: number): void {
+    if (depth++ === 0) {
+      shared.clock[0] = clock();
+      bounced = false;
     }
-    case 'console':
-      channel.notify(job.jobId, 'console', { level: args.level, message: args.message, script: job.script });
-      return OK;
-    case 'utils.stringToBytes': {
-      const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
-      if (!Buffer.isEncoding(charset)) return errorJson('RangeError', `Unsupported charset '${String(args.charset)}'`);
-      return JSON.stringify({ ok: true, value: Array.from(Buffer.from(String(args.text ?? ''), charset as BufferEncoding)) });
-    }
-    default:
-      try {
-        return JSON.stringify(channel.call(job.jobId, op, args, job.deadline));
-      } catch (e) {
-        if (e instanceof HostTimeoutError) return errorJson('TimeoutError', e.message, ERRORS.SCRIPT_TIMEOUT.code);
-        return errorJson('Error', (e as Error).message);
-      }
-  }
-}
-
-async function createDriver(): Promise<SandboxDriver> {
-  if (config.engine === 'vm2') {
-    const { Vm2Driver } = await import('./vm2-driver');
-    return new Vm2Driver({ adapterSource: config.adapterSource, host });
-  }
-  const { QuickJsDriver } = await import('./quickjs-driver');
-  return QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, adapterSource: config.adapterSource, host, wasmModule: config.wasmModule });
-}
+    Atomics.store(shared.ints, SHARED_SLICE_JOB, jobId);
+  },
+  end(): void {
+    if (--depth > 0) return;
+    shared.clock[0] = 0;
+    if (deferred.length > 0) setImmediate(() => deferred.splice(0).forEach(onMessage));
+  },
+};
+/** The thread's turns (see WorkerShared): from a message to the next turn of the event loop. */
+let turnDepth = 0;
+const turns = {
+  begin(): void {
+    if (turnDepth++ === 0) shared.clock[1] = clock();
+  },
+  end(): void {
+    if (--turnDepth === 0) shared.clock[1] = 0;
+  },
+};
 
 /**
- * Jobs sent ahead run back to back from a promise chain. V8 also posts tasks to this thread's event
- * loop that other threads wait for (another worker compiling the QuickJS WebAssembly module stalls
- * until every isolate has run its share of V8's WebAssembly code GC), so a worker busy with job
- * after job turns its event loop at least every YIELD_MS.
+ * Polled from inside running script code (QuickJS's interrupt handler): stops the entry when its
+ * job is past its deadline; once the slice has run past `slowMs`, the jobs that arrived behind it
+ * go back to the pool, to start on another worker instead of waiting for this one.
  */
-const YIELD_MS = 2;
-let lastTurn = performance.now();
-function turn(): Promise<void> {
-  return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-    lastTurn = performance.now();
-  });
+function interrupt(): boolean {
+  if (stages && Date.now() >= stages.entryDeadline) return true;
+  if (!bounced && depth > 0 && clock() - shared.clock[0] > config.slowMs) bounce();
+  return false;
+}
+
+function bounce(): void {
+  bounced = true;
+  bounceJobs();
+  outbox.flush(); // (results and host calls of the jobs that ran before this slice)
+}
+
+/** Sends the jobs waiting on the port back to the pool (replies wait for the thread). */
+function bounceJobs(): void {
+  const ids: number[] = [];
+  for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
+    for (const msg of decode<ToWorker>(m.message as string)) {
+      if (msg.type === 'job') {
+        withSources(msg);
+        ids.push(msg.id);
+      } else deferred.push(msg);
+    }
+  }
+  if (ids.length > 0) post({ type: 'bounce', ids }, true);
+}
+
+// ---- host calls -----------------------------------------------------------------------------
+class HostTimeout extends Error {}
+
+/** How often a thread waiting on a blocking call sends back the jobs that arrived meanwhile. */
+const BLOCKED_POLL_MS = 10;
+
+/**
+ * A call the thread waits for: the pool replies on the reply port and wakes the shared flag.
+ * Jobs that arrive meanwhile go back to the pool, to start on another worker.
+ */
+function callBlocking(jobId: number, callId: number, op: string, args: Record<string, unknown>, deadline: number): HostReply {
+  Atomics.store(shared.ints, SHARED_FLAG, 0);
+  post({ type: 'host', jobId, callId, op: op as never, args, blocking: true }, true);
+  const since = shared.clock[0];
+  const turnSince = shared.clock[1];
+  shared.clock[0] = 0; // waiting is not computing
+  shared.clock[1] = 0;
+  try {
+    for (;;) {
+      const remaining = Math.min(deadline - Date.now(), MAX_TIMER_MS);
+      if (remaining <= 0) throw new HostTimeout();
+      bounceJobs();
+      Atomics.wait(shared.ints, SHARED_FLAG, 0, Math.min(remaining, BLOCKED_POLL_MS));
+      // every queued reply is read: stale ones (of a call that timed out earlier) are dropped
+      for (let m = receiveMessageOnPort(config.replies); m; m = receiveMessageOnPort(config.replies)) {
+        for (const msg of decode<ToWorker>(m.message as string)) if (msg.type === 'reply' && msg.callId === callId) return msg.reply;
+      }
+      Atomics.store(shared.ints, SHARED_FLAG, 0);
+    }
+  } finally {
+    if (since !== 0) shared.clock[0] = clock();
+    if (turnSince !== 0) shared.clock[1] = clock();
+  }
+}
+
+const host = {
+  callSync(job: StageJob, script: string, op: string, argsJson: string): string {
+    const args = JSON.parse(argsJson) as Record<string, unknown>;
+    if (op === 'console') {
+      post({ type: 'host', jobId: job.id, callId: 0, op: 'console', args: { ...args, script }, blocking: false });
+      return '{"ok":true,"value":null}';
+    }
+    try {
+      return JSON.stringify(callBlocking(job.id, nextCall++, op, args, stages!.entryJob === job ? stages!.entryDeadline : job.deadline));
+    } catch (e) {
+      if (!(e instanceof HostTimeout)) throw e;
+      return JSON.stringify({ ok: false, error: { name: 'TimeoutError', message: 'The script timed out while waiting for a host call', code: ERRORS.SCRIPT_TIMEOUT.code } });
+    }
+  },
+  callAsync(job: StageJob, op: string, argsJson: string): number {
+    const callId = nextCall++;
+    post({ type: 'host', jobId: job.id, callId, op: op as never, args: JSON.parse(argsJson) as Record<string, unknown>, blocking: false });
+    return callId;
+  },
+};
+
+// ---- jobs -----------------------------------------------------------------------------------
+/** Sources by hash, as the pool sent them (it leaves out those held here: see rememberSource). */
+const sources = new Map<string, string>();
+
+/** The job with every source, keeping the ones it brings. */
+function withSources(msg: JobMessage): ScriptJob {
+  const scripts: ScriptJob['scripts'] = Object.create(null); // (any name is just a key)
+  for (const [name, s] of Object.entries(msg.job.scripts)) {
+    if (s.source !== undefined) rememberSource(sources, s.hash, s.source);
+    scripts[name] = { name: s.name, hash: s.hash, source: s.source ?? sources.get(s.hash) ?? '' };
+  }
+  return { ...msg.job, scripts };
+}
+
+let driver: SandboxDriver;
+let stages: Stages | undefined;
+let poisonReported = false;
+/** Prepared sources by hash (the hash covers the name and the text). */
+const prepared = new Map<string, PreparedScript | EngineError>();
+
+function prepare(name: string, hash: string, source: string): PreparedScript {
+  let p = prepared.get(hash);
+  if (p === undefined) {
+    try {
+      p = prepareScript(name, source, config.engine === 'vm2');
+    } catch (e) {
+      const message = String((e as Error)?.message ?? e);
+      p = new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${message}`, { name: 'SyntaxError', location: compileLocation(name, message, undefined) });
+    }
+    if (prepared.size >= 5000) prepared.clear();
+    prepared.set(hash, p);
+  }
+  if (p instanceof EngineError) throw p;
+  return p;
+}
+
+function finish(running: RunningJob, result: JobResult): void {
+  if (running.done) return;
+  running.done = true;
+  clearTimeout(running.timer);
+  jobs.delete(running.id);
+  post({ type: 'result', id: running.id, result: { ...result, runMs: Date.now() - running.startedAt } });
+  if (driver.poisoned && !poisonReported) {
+    poisonReported = true;
+    post({ type: 'poisoned' });
+  }
+}
+
+function start(id: number, seq: number, job: ScriptJob): void {
+  Atomics.store(shared.ints, SHARED_STARTED, seq);
+  const now = Date.now();
+  const running: RunningJob = { id, appId: job.appId, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now };
+  jobs.set(id, running);
+  // the deadline moves while contexts load: the timer checks it again when it fires
+  const check = (): void => {
+    const left = running.deadline - Date.now();
+    if (left > 0) {
+      running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, left));
+      return;
+    }
+    stages!.cancel(running);
+    const e = ERRORS.SCRIPT_TIMEOUT;
+    finish(running, { state: job.state, outcome: { kind: 'error', code: e.code, status: e.status, message: e.message } });
+  };
+  running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, job.timeoutMs));
+  runPipeline(job, {
+    stage: (ref, source, hash, texts) => {
+      const t0 = Date.now();
+      const p = prepare(ref.script, hash, source);
+      running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
+      const head = JSON.stringify({ ...texts.head, async: p.async });
+      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts.request, texts.attributes, texts.response, texts.value);
+    },
+    callHost: (op, args) =>
+      new Promise((resolve, reject) => {
+        const callId = nextCall++;
+        ownCalls.set(callId, (reply) => (reply.ok ? resolve(reply.value) : reject(Object.assign(new Error(reply.error.message), reply.error))));
+        post({ type: 'host', jobId: id, callId, op, args, blocking: false });
+      }),
+    deadline: () => running.deadline,
+  }).then(
+    (result) => finish(running, result),
+    (e: unknown) => {
+      const f = ERRORS.ENGINE_FAILURE;
+      finish(running, { state: job.state, outcome: { kind: 'error', code: f.code, status: f.status, message: `${f.message}: ${(e as Error)?.message ?? String(e)}` } });
+    },
+  );
+}
+
+function onMessage(msg: ToWorker): void {
+  if (msg.type === 'reply') {
+    const own = ownCalls.get(msg.callId);
+    if (own) {
+      ownCalls.delete(msg.callId);
+      own(msg.reply);
+    } else stages!.reply(msg.callId, JSON.stringify(msg.reply));
+    return;
+  }
+  const job = withSources(msg);
+  // a poisoned engine takes nothing more: the pool gives the job to another worker
+  if (driver.poisoned) post({ type: 'bounce', ids: [msg.id] });
+  else start(msg.id, msg.seq, job);
 }
 
 async function main(): Promise<void> {
-  const driver = await createDriver();
-  let queue = Promise.resolve();
-  const accept = (raw: string): void => {
-    // templates and sources are kept on arrival, even for a job taken back before it starts:
-    // the pool now counts them as held here
-    const msg = decodeJob(raw, templates, keepSource);
-    if (msg === null) return;
-    queue = queue.then(async () => {
-      if (performance.now() - lastTurn >= YIELD_MS) await turn();
-      // a job sent ahead may have been taken back by the pool: start it only if we claim it first
-      // (a poisoned worker is about to be replaced: it leaves its jobs to the pool)
-      if (driver.poisoned || Atomics.compareExchange(claims, msg.cell, msg.jobId, -msg.jobId) !== msg.jobId) return undefined;
-      if (msg.job === null) return noTemplate(msg.jobId);
-      return runOne(driver, msg.jobId, msg.job);
-    });
-  };
-  port.on('message', (raw: string) => {
-    lastTurn = performance.now(); // (a message is delivered from the event loop)
-    // several jobs sent at once are separated by NUL (never raw in JSON text either)
-    let from = 0;
-    for (let at = raw.indexOf('\u0000'); at >= 0; at = raw.indexOf('\u0000', from)) {
-      accept(raw.slice(from, at));
-      from = at + 1;
-    }
-    accept(from === 0 ? raw : raw.slice(from));
-  });
-  port.postMessage({ type: 'ready' });
-}
-
-/** What the pipeline needs from the worker, for the job running now (`current`): made once. */
-function pipelineEnv(driver: SandboxDriver) {
-  return {
-    driver,
-    sourceOf: (hash: string) => sources.get(hash),
-    setScript: (name: string) => {
-      if (current) current.script = name;
-    },
-    takeAbort: () => {
-      const a = current?.abort ?? null;
-      if (current) current.abort = null;
-      return a;
-    },
-    callHost: (op: string, args: Record<string, unknown>) => {
-      if (!current) throw new Error('No call in progress');
-      const reply = channel.call(current.jobId, op, args, current.deadline);
-      if (!reply.ok) throw Object.assign(new Error(reply.error?.message ?? 'Host call failed'), reply.error);
-      return reply.value;
-    },
-  };
-}
-let env: ReturnType<typeof pipelineEnv> | undefined;
-
-/** A job naming a template slot never defined here: the pool and this worker are out of step. */
-function noTemplate(jobId: number): void {
-  config.results.postMessage({ type: 'result', jobId, failure: 'The job names a template the worker does not hold', poisoned: true });
-}
-
-async function runOne(driver: SandboxDriver, jobId: number, job: WorkerJob): Promise<void> {
-  const started = performance.now();
-  running[0] = performance.timeOrigin + started;
-  // how long the job took here (ms, to the µs): the pool sizes the work it sends ahead by it
-  const took = () => Math.round((performance.now() - started) * 1000) / 1000;
-  current = { jobId, deadline: job.deadline, script: '', abort: null };
-  if (env?.driver !== driver) env = pipelineEnv(driver);
-  try {
-    const result = await runPipeline(job, env);
-    // a state no stage changed is the pool's own: it is not sent back; a changed one goes as
-    // what changed (the pool lays it over the state it sent)
-    const sent = result.state === job.state ? { outcome: result.outcome } : { outcome: result.outcome, ...stateDelta(job.state, result.state) };
-    config.results.postMessage(resultMessage(jobId, sent, driver.poisoned, took()));
-  } catch (e) {
-    if (e instanceof MissingSourceError) {
-      config.results.postMessage({ type: 'result', jobId, needSources: true });
-    } else {
-      const message = e instanceof EngineError || e instanceof Error ? e.message : String(e);
-      config.results.postMessage({ type: 'result', jobId, failure: message, poisoned: driver.poisoned, ms: took() });
-    }
-  } finally {
-    current = null;
-    running[0] = 0;
+  if (config.engine === 'vm2') {
+    const { Vm2Driver } = await import('./vm2-driver');
+    driver = new Vm2Driver(config.adapterSource, () => (stages && Number.isFinite(stages.entryDeadline) ? stages.entryDeadline - Date.now() : 10_000));
+  } else {
+    const { QuickJsDriver } = await import('./quickjs-driver');
+    driver = await QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, contextBudgetMb: config.contextBudgetMb, adapterSource: config.adapterSource, interrupt, wasmModule: config.wasmModule });
   }
+  // vm2's contexts live in the worker's V8 heap, next to the scripts' own data: half the budget
+  const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;
+  stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024);
+  await warmUp(driver);
+  // the thread is busy from a message until its event loop turns again (the messages queued with
+  // it, and the promise jobs they leave, run in between)
+  const endTurn = (): void => turns.end();
+  port.on('message', (text: string) => {
+    // a vm2 slice cannot be interrupted to send what earlier jobs posted: send it before each
+    if (config.engine === 'vm2') outbox.flush();
+    turns.begin();
+    setImmediate(endTurn);
+    for (const msg of decode<ToWorker>(text)) onMessage(msg);
+  });
+  post({ type: 'ready' }, true);
 }
 
-void main().catch((e) => {
-  port.postMessage({ type: 'fatal', message: (e as Error)?.message ?? String(e) });
-});
+/**
+ * One throw-away script prepared and run before the worker says it is ready: loading the
+ * transforms and the engine's first context is start-up work, not the first call's.
+ */
+async function warmUp(d: SandboxDriver): Promise<void> {
+  const p = prepareScript('warm-up.js', 'export function f(ctx) { return platform.system.getAccountByToken(ctx.headers.t) }', config.engine === 'vm2');
+  const ctx = await d.open('warm-up.js', p.code, () => '{"ok":true,"value":null}');
+  ctx.start(1, 'f', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: false }), '{"headers":{}}', '{}', '', '');
+  await ctx.drain();
+  ctx.dispose();
+}
+
+void main().catch((e) => post({ type: 'fatal', message: (e as Error)?.message ?? String(e) }, true));

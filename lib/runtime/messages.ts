@@ -1,0 +1,185 @@
+/**
+ * The one contract between the pool (main thread) and its workers: every message either way, and
+ * the table of host operations a script can reach. Messages travel as JSON text, the messages
+ * of one turn of the sender's event loop together (encode / decode below: one flat string
+ * crosses threads much faster than a structured clone of the same nested objects, and each
+ * crossing costs both threads); the sandbox boundary inside a worker is lib/runtime/protocol.ts.
+ *
+ *   pool -> worker, job port:     JobMessage, ReplyMessage (async host calls) (worker.postMessage)
+ *   pool -> worker, reply port:   ReplyMessage (blocking host calls; read with receiveMessageOnPort
+ *                                 after an Atomics.wait on the worker's shared flag)
+ *   worker -> pool, results port: everything in FromWorker, in the order sent
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { Account } from '../types';
+import type { JobResult, ScriptJob } from './engine';
+
+/**
+ * A job for a worker. `seq` counts the jobs sent to that worker (see WorkerShared.started). A
+ * script's `source` is left out when the worker holds it already (see rememberSource).
+ */
+export interface JobMessage {
+  type: 'job';
+  id: number;
+  seq: number;
+  job: Omit<ScriptJob, 'scripts'> & { scripts: Record<string, { name: string; hash: string; source?: string }> };
+}
+
+/** Sources a worker keeps, by hash. */
+export const SOURCE_SLOTS = 4096;
+
+/**
+ * Adds a source to a worker's sources, or to the pool's record of them: both sides add the same
+ * hashes in the same order (the worker every source a job message brings, started or sent back),
+ * so they drop the same oldest one and always agree on what the worker holds.
+ */
+export function rememberSource<V>(held: Map<string, V>, hash: string, value: V): void {
+  held.set(hash, value);
+  if (held.size > SOURCE_SLOTS) held.delete(held.keys().next().value as string);
+}
+
+/** The answer to a host call. */
+export interface ReplyMessage {
+  type: 'reply';
+  callId: number;
+  reply: HostReply;
+}
+
+export type HostReply = { ok: true; value: unknown } | { ok: false; error: HostErrorInfo };
+
+export interface HostErrorInfo {
+  name: string;
+  message: string;
+  code?: number;
+  status?: number;
+}
+
+export type ToWorker = JobMessage | ReplyMessage;
+
+export type FromWorker =
+  /** The worker can take jobs. */
+  | { type: 'ready' }
+  /** The worker could not start its engine. */
+  | { type: 'fatal'; message: string }
+  /**
+   * A host call of job `jobId`. `blocking`: the worker's thread waits for the reply (on its reply
+   * port); otherwise the reply goes to the job port. `console` lines carry no callId and get no reply.
+   */
+  | { type: 'host'; jobId: number; callId: number; op: HostOp; args: Record<string, unknown>; blocking: boolean }
+  /** Job `id` ended. */
+  | { type: 'result'; id: number; result: JobResult }
+  /** Jobs that arrived while a long slice held the worker: the pool gives them to another worker. */
+  | { type: 'bounce'; ids: number[] }
+  /** The worker's engine is unusable (a full WebAssembly heap): it takes no more jobs, and ends when its jobs have. */
+  | { type: 'poisoned' };
+
+/** Host operations: arguments and result of each. One table, served by lib/host/services.ts. */
+export interface HostOps {
+  /** A console line of a script (no reply). */
+  console: { args: { level: string; message: string; script: string }; result: null };
+  'system.getAccountByToken': { args: { token: string | null }; result: Account | null };
+  'http.request': {
+    args: { url: string; method?: string; headers?: Record<string, string>; body?: string | null; timeoutMs?: number };
+    /** `body`: the response's text when it is at most 1 MiB (read in the sandbox without another call). */
+    result: { id: string; status: number; headers: Record<string, string | string[]>; url: string; body?: string };
+  };
+  /** The body of an `http.request` response, as text (a body too large to come with the response). */
+  'http.body': { args: { id: string }; result: string };
+  /** Drops a response the script is done with (an automation's http step). */
+  'http.release': { args: { id: string }; result: null };
+  'http.saveBodyAsFile': { args: { id: string; path: string }; result: { path: string; size: number } };
+  'part.save': { args: { id: string; path: string }; result: { path: string; size: number } };
+  'part.saveStorage': { args: { id: string; path: string }; result: { path: string; size: number } };
+  'part.saveAttachment': { args: { id: string; tableId: string; fieldId: string }; result: unknown };
+  /** Bytes of a text in a charset other than UTF-8 (platform.utils.stringToBytes). */
+  'utils.stringToBytes': { args: { text: string; charset: string }; result: number[] };
+  /** Runs an automation (call or after stage). */
+  'automation.run': {
+    args: { automation: string; stage: 'call' | 'after'; input: { request: Record<string, unknown>; attributes: Record<string, unknown>; result?: unknown } };
+    result: unknown;
+  };
+}
+
+export type HostOp = keyof HostOps;
+
+/**
+ * Shared memory of one worker, read by the pool without a message:
+ *   clock[0]   when the worker's current slice began (epoch ms), 0 between slices. A slice is a
+ *              synchronous stretch of one job's script work: a stage's start or a resume after a
+ *              host reply, with the promise jobs it queues (QuickJS runs them within it).
+ *   clock[1]   when the worker's current turn began, 0 between turns: from a message to the next
+ *              turn of its event loop (everything the thread does for the messages it took,
+ *              promise jobs included). A thread blocked in a host call is in neither.
+ *   ints[0]    the blocking host call flag (Atomics.wait / notify)
+ *   ints[1]    the job of the current slice
+ *   ints[2]    the `seq` of the last job the worker started (jobs start in the order sent)
+ */
+export interface WorkerShared {
+  clock: SharedArrayBuffer;
+  ints: SharedArrayBuffer;
+}
+
+export const SHARED_FLAG = 0;
+export const SHARED_SLICE_JOB = 1;
+export const SHARED_STARTED = 2;
+
+/** What a worker is started with (workerData). */
+export interface WorkerConfig {
+  engine: 'quickjs' | 'vm2';
+  memoryLimitMb: number;
+  adapterSource: string;
+  /** Slices running longer than this send the jobs waiting behind them back to the pool. */
+  slowMs: number;
+  /** Memory the worker's cached sandbox contexts may hold, MiB. */
+  contextBudgetMb: number;
+  shared: WorkerShared;
+  /** Where the worker posts FromWorker messages. */
+  results: MessagePort;
+  /** Where replies to blocking host calls arrive. */
+  replies: MessagePort;
+  /** The QuickJS WebAssembly module, compiled once on the main thread (absent: loaded from its file). */
+  wasmModule?: object;
+}
+
+/** Messages as they cross between threads. */
+export function encode(msgs: Array<ToWorker | FromWorker>): string {
+  return JSON.stringify(msgs);
+}
+
+export function decode<T extends ToWorker | FromWorker>(text: string): T[] {
+  return JSON.parse(text) as T[];
+}
+
+/** Messages to send together at the end of this turn of the event loop (or at once with `now`). */
+export class Outbox<T extends ToWorker | FromWorker> {
+  private held: T[] = [];
+  private scheduled = false;
+  constructor(private readonly send: (text: string) => void) {}
+
+  post(msg: T, now = false): void {
+    this.held.push(msg);
+    if (now) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.held.length === 0) return;
+    const msgs = this.held;
+    this.held = [];
+    this.send(encode(msgs));
+  }
+
+  /** Drops what was not sent (the receiver is gone). */
+  clear(): void {
+    this.held = [];
+  }
+}
+
+/** Epoch ms with sub-ms precision, comparable across threads. */
+export function clock(): number {
+  return performance.timeOrigin + performance.now();
+}

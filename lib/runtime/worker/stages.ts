@@ -1,0 +1,270 @@
+/**
+ * The stages in flight in one worker, over the engine's contexts. Many stages (of many jobs and
+ * apps) wait here at once; each time one is entered (started, or resumed by a host reply) the
+ * worker runs it, and the promise jobs it queued, then reads which stages settled.
+ *
+ * - Contexts are cached per (app, script version) within a byte budget, least recently used
+ *   first out; a context with stages in flight is never dropped.
+ * - Each entry runs for one job: its deadline is what the QuickJS interrupt handler enforces, and
+ *   the shared slice clock tells the pool how long the worker has been busy.
+ * - A stage still pending when its context waits for no host call can never settle: it is
+ *   reported as pending (SCRIPT_STALLED) at once.
+ * - An entry that fails (timeout, out of memory) drops its context: the failing call gets the
+ *   error, the other calls in flight in that context (the same script of the same app) fail with
+ *   ENGINE_FAILURE.
+ */
+import type { StageOutput } from '../protocol';
+import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
+
+/** A job as the stages see it. */
+export interface StageJob {
+  id: number;
+  appId: string;
+  /** The job's time limit (ms): also the bound of one context's loading. */
+  timeoutMs: number;
+  /** Epoch ms. Time spent loading contexts is added to it: the limit measures the script's own work. */
+  deadline: number;
+  done: boolean;
+}
+
+export interface StageHost {
+  /** A host call the thread waits for: the reply JSON. */
+  callSync(job: StageJob, script: string, op: string, argsJson: string): string;
+  /** Starts a host call; its reply comes back through Stages.reply(callId, json). */
+  callAsync(job: StageJob, op: string, argsJson: string): number;
+}
+
+/** Marks slices of script work for the pool (see WorkerShared in lib/runtime/messages.ts). */
+export interface SliceClock {
+  begin(jobId: number): void;
+  end(): void;
+}
+
+interface Pending {
+  job: StageJob;
+  script: string;
+  resolve(out: StageOutput): void;
+  reject(e: unknown): void;
+}
+
+interface Cached {
+  key: string;
+  ctx: EngineContext;
+  stages: Map<number, Pending>;
+  used: number;
+  dead: boolean;
+}
+
+export class Stages {
+  private readonly cache = new Map<string, Cached>();
+  private readonly loading = new Map<string, Promise<Cached>>();
+  private readonly owners = new Map<number, Cached>();
+  private readonly calls = new Map<number, { c: Cached; job: StageJob }>();
+  private cachedBytes = 0;
+  private nextStage = 1;
+  private tick = 0;
+  /** The job of the entry running now (host calls made while a module loads act for it). */
+  entryJob: StageJob | null = null;
+  entryScript = '';
+  /** The deadline of the entry running now: the job's, or the load's own. */
+  entryDeadline = Infinity;
+
+  constructor(
+    private readonly driver: SandboxDriver & { takeHeapFull?(): boolean; takeInterrupted?(): boolean },
+    private readonly host: StageHost,
+    private readonly slices: SliceClock,
+    private readonly budgetBytes: number,
+  ) {}
+
+  /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
+  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: string, attributes: string, response: string, value: string): Promise<StageOutput> {
+    const waitFrom = Date.now();
+    const c = this.cache.get(key) ?? (await this.context(job, script, key, code));
+    job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
+    if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+    const id = this.nextStage++;
+    return new Promise<StageOutput>((resolve, reject) => {
+      c.stages.set(id, { job, script, resolve, reject });
+      this.owners.set(id, c);
+      void this.step(c, job, script, () => c.ctx.start(id, fn, head, request, attributes, response, value));
+    });
+  }
+
+  /** The reply to an async host call. */
+  reply(callId: number, json: string): void {
+    const call = this.calls.get(callId);
+    if (!call) return;
+    this.calls.delete(callId);
+    if (call.c.dead || call.job.done) return;
+    void this.step(call.c, call.job, '', () => call.c.ctx.reply(callId, json));
+  }
+
+  /** The job ended (its deadline passed): its stages are forgotten, their host replies ignored. */
+  cancel(job: StageJob): void {
+    for (const c of this.cache.values()) {
+      for (const [id, p] of c.stages) {
+        if (p.job !== job) continue;
+        this.forget(c, id);
+        try {
+          c.ctx.cancel(id);
+        } catch {
+          // nothing runs there: a failure leaves the stage unreachable all the same
+        }
+      }
+    }
+  }
+
+  private forget(c: Cached, id: number): void {
+    c.stages.delete(id);
+    this.owners.delete(id);
+  }
+
+  private async context(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
+    const cached = this.cache.get(key);
+    if (cached) {
+      cached.used = ++this.tick;
+      return cached;
+    }
+    let loading = this.loading.get(key);
+    if (!loading) {
+      loading = this.load(job, script, key, code);
+      this.loading.set(key, loading);
+      loading.then(
+        () => this.loading.delete(key),
+        () => this.loading.delete(key),
+      );
+    }
+    return loading;
+  }
+
+  private async load(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
+    const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false };
+    const host: HostFn = (stageId, op, argsJson, async) => this.hostCall(c, stageId, op, argsJson, async);
+    this.entryJob = job;
+    this.entryScript = script;
+    this.entryDeadline = Infinity;
+    let began = false;
+    // the script's own module code runs under a deadline of its own, in a slice the pool sees
+    const moduleStarts = () => {
+      began = true;
+      this.slices.begin(job.id);
+      this.entryDeadline = Date.now() + job.timeoutMs;
+    };
+    try {
+      c.ctx = await this.driver.open(script, code, host, moduleStarts);
+    } finally {
+      this.entryDeadline = Infinity;
+      if (began) this.slices.end();
+    }
+    this.cache.set(key, c);
+    this.cachedBytes += c.ctx.bytes;
+    this.evict();
+    return c;
+  }
+
+  /** Drops the least recently used idle contexts while the cache holds more than its budget. */
+  private evict(): void {
+    if (this.cachedBytes <= this.budgetBytes) return;
+    const idle = [...this.cache.values()].filter((c) => c.stages.size === 0).sort((a, b) => a.used - b.used);
+    for (const c of idle) {
+      if (this.cachedBytes <= this.budgetBytes * 0.9) break;
+      this.drop(c);
+    }
+  }
+
+  private drop(c: Cached): void {
+    if (c.dead) return;
+    c.dead = true;
+    if (this.cache.get(c.key) === c) this.cache.delete(c.key);
+    this.cachedBytes -= c.ctx.bytes;
+    c.ctx.dispose();
+  }
+
+  private hostCall(c: Cached, stageId: number, op: string, argsJson: string, async: boolean): string | number {
+    const p = stageId === 0 ? undefined : c.stages.get(stageId);
+    const job = p ? p.job : stageId === 0 ? this.entryJob : null;
+    if (!job || job.done) {
+      if (async) return '';
+      return JSON.stringify({ ok: false, error: { name: 'Error', message: 'The call is over' } });
+    }
+    if (!async) return this.host.callSync(job, p ? p.script : this.entryScript, op, argsJson);
+    const callId = this.host.callAsync(job, op, argsJson);
+    this.calls.set(callId, { c, job });
+    return callId;
+  }
+
+  /** One entry into a context for `job`, then the stages it settled. */
+  private async step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
+    this.slices.begin(job.id);
+    this.entryJob = job;
+    this.entryScript = script;
+    this.entryDeadline = job.deadline;
+    this.driver.takeHeapFull?.();
+    this.driver.takeInterrupted?.();
+    let text: string | Promise<string>;
+    // stages started after this entry may still be pending when its drain is read: only the ones
+    // started up to now can be judged stalled by it
+    let upTo: number;
+    try {
+      enter();
+      upTo = this.nextStage - 1;
+      text = c.ctx.drain(); // (QuickJS: now; vm2: once the turn ran the promise jobs)
+    } catch (e) {
+      this.slices.end();
+      return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+    }
+    this.slices.end();
+    try {
+      const drained = JSON.parse(typeof text === 'string' ? text : await text) as { waiting: number; outputs: StageOutput[] };
+      // the engine stopped script code past the job's deadline (the script may have seen it as a
+      // rejected promise, or a promise chain that stopped)
+      if (this.driver.takeInterrupted?.()) {
+        this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) }, upTo);
+        return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
+      }
+      this.settle(c, job, drained, upTo);
+    } catch (e) {
+      this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+    }
+  }
+
+  private settle(c: Cached, job: StageJob, drained: { waiting: number; outputs: StageOutput[] }, upTo: number): void {
+    const heapFull = this.driver.takeHeapFull?.() ?? false;
+    for (const out of drained.outputs) {
+      const p = c.stages.get(out.id!);
+      if (!p) continue;
+      // a refused heap growth ends a call that did not return normally as out-of-memory: the
+      // script may see it as a thrown null or an InternalError it caught
+      const oom = (heapFull && out.status !== 'value') || (out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message));
+      if (oom) return this.fail(c, p.job, new EngineError('SCRIPT_OUT_OF_MEMORY', 'The script ran out of memory'));
+      this.forget(c, out.id!);
+      p.resolve(out);
+    }
+    if (heapFull && c.stages.size > 0 && [...c.stages.values()].some((p) => p.job === job)) {
+      return this.fail(c, job, new EngineError('SCRIPT_OUT_OF_MEMORY', 'The script ran out of memory'));
+    }
+    if (drained.waiting === 0) {
+      // nothing in this context waits for the host: its pending stages can never settle
+      for (const [id, p] of [...c.stages]) {
+        if (id > upTo) continue;
+        this.forget(c, id);
+        try {
+          c.ctx.cancel(id);
+        } catch {
+          // (see cancel)
+        }
+        p.resolve({ id, status: 'pending', hasValue: false });
+      }
+    }
+    if (c.stages.size === 0) this.evict();
+  }
+
+  /** An entry failed: the context goes; `job` gets the error, the others in flight there a reset. */
+  private fail(c: Cached, job: StageJob, err: EngineError): void {
+    this.drop(c);
+    for (const [id, p] of [...c.stages]) {
+      this.forget(c, id);
+      p.reject(p.job === job ? err : new EngineError('ENGINE_FAILURE', `The script's context was reset: another call of it failed (${err.message})`));
+    }
+  }
+}
