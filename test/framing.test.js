@@ -138,6 +138,9 @@ describe.each(['quickjs', 'vm2'])('response framing on the %s engine', (engine) 
   test('a forged adapter call cannot set Content-Length: an error, and the next response is intact', async () => {
     const { out, leftover } = await twoOnOneConnection(port, 'a/forged', 'a/ok');
     expect(out).toHaveLength(2);
+    // the adapter's entry point is not a global: the script fails on its own name
+    expect(out[0].status).toBe(500);
+    expect(JSON.parse(out[0].body).message).toMatch(/__sa.* not defined/);
     expect(out[0].headers['content-length']).toBe(String(Buffer.byteLength(out[0].body)));
     expect(out[1].body).toBe('ok');
     expect(leftover).toBe('');
