@@ -104,16 +104,6 @@ var getUTCMinutes = uncurry(DateProto.getUTCMinutes);
 var getUTCSeconds = uncurry(DateProto.getUTCSeconds);
 var PromiseCtor = Promise;
 var WeakMapCtor = WeakMap;
-/** undefined under vm2, which removes Proxy from its sandboxes (ctx.js then uses accessors). */
-var ProxyCtor = typeof Proxy === 'function' ? Proxy : undefined;
-var reflectGet = Reflect.get;
-var reflectSet = Reflect.set;
-var reflectHas = Reflect.has;
-var reflectDefineProperty = Reflect.defineProperty;
-var reflectDeleteProperty = Reflect.deleteProperty;
-var reflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
-var reflectOwnKeys = Reflect.ownKeys;
-var reflectPreventExtensions = Reflect.preventExtensions;
 var wmGet = uncurry(WeakMap.prototype.get);
 var wmSet = uncurry(WeakMap.prototype.set);
 /** Only ever called on the adapter's own regex literals, which no script can reach. */
