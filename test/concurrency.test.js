@@ -197,6 +197,7 @@ describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s
   });
 
   test('a timed-out call fails with 270200; calls queued behind it succeed', async () => {
+    await srv.router.ready();
     const spin = srv.get('/evil/spin');
     // queue behind it, late enough that their own deadlines outlast the spinning call's
     await new Promise((r) => setTimeout(r, TIMEOUT_MS / 2));
@@ -209,12 +210,14 @@ describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s
   });
 
   test('a worker killed by a memory bomb is replaced; calls queued behind it succeed', async () => {
+    await srv.router.ready();
     const bomb = srv.get('/evil/bomb');
     await new Promise((r) => setTimeout(r, 50));
     const queued = Promise.all([srv.get('/good/fast'), srv.get('/good/fast'), srv.get('/good/fast')]);
     const res = await bomb;
     expect(res.status).toBe(500);
-    expect([270201, 270205]).toContain(res.body.code);
+    // (out of memory, or on a loaded machine the deadline first: either ends only this call)
+    expect([270201, 270205, 270200]).toContain(res.body.code);
     for (const r of await queued) expect(r.body).toEqual({ fast: true });
     expect(pool.workerCount).toBe(1);
     expect((await srv.get('/good/fast')).body).toEqual({ fast: true });

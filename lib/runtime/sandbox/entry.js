@@ -8,7 +8,7 @@
  *
  * Expects every earlier fragment: prelude.js (helpers, builtins), encoding.js (enc,
  * stringifyUser), host.js (active, hostReply, hostCancel, waitingCalls), response-state.js
- * (responseFromInput, chunkByteLength, encResponse), ctx.js (makeCtx, endStage), serialize.js
+ * (responseFromInput, chunkByteLength, encResponse), ctx.js (makeCtx), serialize.js
  * (thrownInfo, serializeOutput), platform.js (platform).
  */
 /**
@@ -130,7 +130,6 @@ function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, v
     value: undefined,
     error: null,
     abort: null,
-    ctx: null,
   };
   stages[id] = st;
   active = st;
@@ -188,7 +187,6 @@ function finish(st) {
   st.done = true;
   delete stages[st.id];
   hostCancel(st);
-  endStage(st);
   if (st.requestApi !== null) wmSet(apiStage, st.requestApi, ENDED);
   if (st.responseApi !== null) wmSet(apiStage, st.responseApi, ENDED);
 }

@@ -71,10 +71,6 @@ function chunkByteLength(ch, charset) {
   var c = charset === null ? '' : lower(charset);
   return c === 'iso-8859-1' || c === 'latin1' || c === 'us-ascii' ? ch.v.length : utf8Length(ch.v);
 }
-/** A string or null as JSON. */
-function encText(v) {
-  return isNil(v) ? 'null' : jsonStringify(Str(v));
-}
 /**
  * The fields of the internal state that differ from what the stage got, as a partial
  * ResponseState JSON object after `prefix` ('' when nothing differs). Binary chunks written in

@@ -35,11 +35,13 @@ export interface EngineContext {
   reply(callId: number, replyJson: string): void;
   /** Forgets a stage (adapter `cancel`). */
   cancel(stageId: number): void;
+  /** The adapter's drain JSON: call it once the promise jobs the last entries queued have run. */
+  drain(): string;
   /**
-   * The adapter's drain JSON, once the promise jobs the last entries queued have run (QuickJS runs
-   * them within each entry; vm2 within the turn of the worker's event loop).
+   * True when an entry's promise jobs run only once the worker's event loop turns (vm2: they are
+   * this thread's own microtasks); false when each entry runs them itself (QuickJS).
    */
-  drain(): string | Promise<string>;
+  readonly jobsRunLater: boolean;
   dispose(): void;
   /** What the context is thought to hold, in bytes (for the cache's budget). */
   readonly bytes: number;

@@ -158,6 +158,7 @@ export class QuickJsDriver implements SandboxDriver {
 
 class QuickJsContext implements EngineContext {
   bytes = 0;
+  readonly jobsRunLater = false;
   private ns: QuickJSHandle | undefined;
   private entry: { start: QuickJSHandle; reply: QuickJSHandle; drain: QuickJSHandle; cancel: QuickJSHandle } | undefined;
   private readonly functions = new Map<string, boolean>();

@@ -193,29 +193,49 @@ export class Stages {
     return callId;
   }
 
+  /** One macrotask turn: the promise jobs (V8 microtasks) an entry queued have run. */
+  private static turn(): Promise<void> {
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+
   /** One entry into a context for `job`, then the stages it settled. */
   private async step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
-    this.slices.begin(job.id);
-    this.entryJob = job;
-    this.entryScript = script;
-    this.entryDeadline = job.deadline;
+    let inSlice = false;
+    const begin = () => {
+      this.slices.begin(job.id);
+      inSlice = true;
+      this.entryJob = job;
+      this.entryScript = script;
+      this.entryDeadline = job.deadline;
+    };
+    const end = () => {
+      if (inSlice) this.slices.end();
+      inSlice = false;
+    };
+    begin();
     this.driver.takeHeapFull?.();
     this.driver.takeInterrupted?.();
-    let text: string | Promise<string>;
     // stages started after this entry may still be pending when its drain is read: only the ones
     // started up to now can be judged stalled by it
-    let upTo: number;
+    let upTo = this.nextStage - 1;
+    let text: string;
     try {
       enter();
-      upTo = this.nextStage - 1;
-      text = c.ctx.drain(); // (QuickJS: now; vm2: once the turn ran the promise jobs)
+      if (c.ctx.jobsRunLater) {
+        end();
+        await Stages.turn();
+        if (c.dead) return;
+        begin(); // (reading the results runs script code too: getters, toJSON)
+        upTo = this.nextStage - 1;
+      }
+      text = c.ctx.drain();
     } catch (e) {
-      this.slices.end();
       return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+    } finally {
+      end();
     }
-    this.slices.end();
     try {
-      const drained = JSON.parse(typeof text === 'string' ? text : await text) as { waiting: number; outputs: StageOutput[] };
+      const drained = JSON.parse(text) as { waiting: number; outputs: StageOutput[] };
       // the engine stopped script code past the job's deadline (the script may have seen it as a
       // rejected promise, or a promise chain that stopped)
       if (this.driver.takeInterrupted?.()) {

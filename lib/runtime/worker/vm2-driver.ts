@@ -65,9 +65,6 @@ function isTimeout(e: unknown): boolean {
   return /Script execution timed out/i.test(String((e as Error)?.message));
 }
 
-/** One macrotask turn: the promise jobs (V8 microtasks of this thread) queued by an entry have run. */
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 export class Vm2Driver implements SandboxDriver {
   readonly poisoned = false;
   private readonly adapter: VMScript;
@@ -112,11 +109,12 @@ export class Vm2Driver implements SandboxDriver {
     };
     return {
       bytes,
+      jobsRunLater: true,
       hasFunction: (fn) => typeof exportsObj[fn] === 'function',
       start: (id, fn, head, request, attributes, response, value) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
-      drain: () => turn().then(() => guard(() => String(entry.drain()))),
+      drain: () => guard(() => String(entry.drain())),
       dispose: () => undefined,
     };
   }
