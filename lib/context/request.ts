@@ -69,8 +69,6 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
   const portMatch = /:(\d+)$/.exec(hostHeader);
   const auth = headers.authorization;
   const remoteAddr = req.ip ?? socket?.remoteAddress ?? '';
-  // The maps come first, in this order: the sandbox finds each one in the JSON text and parses
-  // only those a script reads (lib/runtime/sandbox/request-snapshot.js).
   return {
     headers,
     headerLists: lists,
