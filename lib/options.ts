@@ -2,6 +2,9 @@
 import type { ApiRouterOptions, Logger } from './types';
 import { parseSize, validateOptions } from './validations';
 import { cpuCount } from './runtime/pool-options';
+import { resolveUploadOptions, type UploadLimits } from './context/upload-options';
+import { LocalFileStorage } from './files/local-storage';
+import type { FileStorage } from './files/storage';
 
 export const DEFAULTS = {
   scriptTimeoutMs: 10_000,
@@ -21,6 +24,11 @@ export interface ResolvedOptions {
   bodyLimit: number;
   allowUnderscoreHeaders: boolean;
   logger: Logger | undefined;
+  upload: UploadLimits;
+  /** Shared storage: `storage`, or a LocalFileStorage over `storageDir`. */
+  storage: FileStorage | undefined;
+  /** The apps' local sandboxes (`sandboxDir`). */
+  sandbox: LocalFileStorage | undefined;
 }
 
 /** One line per message on the console; nothing under NODE_ENV=test. */
@@ -44,5 +52,8 @@ export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
     bodyLimit: options.bodyLimit === undefined ? DEFAULTS.bodyLimit : parseSize(options.bodyLimit, 'bodyLimit'),
     allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
     logger: options.logger === false ? undefined : options.logger ?? defaultLogger(),
+    upload: resolveUploadOptions(options.upload),
+    storage: options.storage ?? (options.storageDir ? new LocalFileStorage({ root: options.storageDir }) : undefined),
+    sandbox: options.sandboxDir ? new LocalFileStorage({ root: options.sandboxDir }) : undefined,
   };
 }

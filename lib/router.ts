@@ -58,7 +58,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           logger,
         });
   const limiter = createRateLimiter(options.rateLimit, logger);
-  const shared = { options, outbound: new OutboundClient(options.outbound), logger };
+  const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
   const hashes = new Map<string, ScriptSource & { source: string }>();
 
@@ -140,7 +140,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       for (const k in d.headers) res.setHeader(k, d.headers[k]);
     }
 
-    const body = await readBody(req, res, opts.bodyLimit);
+    const body = await readBody(req, res, opts.bodyLimit, opts.upload);
     const scripts: Record<string, ScriptSource> = {};
     for (const name of scriptNames(def)) {
       const source = await registry.getScript(appId, name);
@@ -169,7 +169,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
         let state = job.state;
         if (job.before) {
           result = await engine.run({ ...job, phase: 'before' }, services);
-          if (result.outcome.kind !== 'continue') return await send(res, requestId, appId, req.method, result);
+          if (result.outcome.kind !== 'continue') return await send(res, requestId, appId, req, result);
           state = result.state;
         }
         const d = await limit(req, res, appId, def, state.attributes);
@@ -179,13 +179,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       } else {
         result = await engine.run(job, services);
       }
-      await send(res, requestId, appId, req.method, result);
+      await send(res, requestId, appId, req, result);
     } finally {
       services.dispose();
     }
   }
 
-  async function send(res: Response, requestId: string, appId: string, method: string, result: JobResult): Promise<void> {
+  async function send(res: Response, requestId: string, appId: string, req: Request, result: JobResult): Promise<void> {
     const { outcome, state } = result;
     switch (outcome.kind) {
       case 'error':
@@ -198,9 +198,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           res,
           requestId,
           appId,
-          method,
+          method: req.method,
+          headers: req.headers,
           state: state.response,
-          files: { sandboxDir: options.sandboxDir, storageDir: options.storageDir },
+          files: shared.files,
         });
     }
   }

@@ -6,6 +6,8 @@
 import { MAX_TIMER_MS } from './timers';
 import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
+import { validateUploadOptions } from './context/upload-options';
+import { isFileStorage } from './files/storage';
 import type { ApiDefinition, ApiRouterOptions, AutomationRef, OutboundOptions, RateLimitOptions, ScriptRef } from './types';
 
 const RETURN_TYPES = new Set(['JSON', 'Text', 'File', 'Redirect']);
@@ -123,7 +125,7 @@ function timeoutMs(v: unknown, field: string): void {
 }
 
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
-const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger'] as const;
+const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger'] as const;
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
 // (the build fails when an option is added to the types and not to these lists, or the other way round)
@@ -191,6 +193,9 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     throw new ConfigError('attachments.save', 'must be a function');
   }
   if (o.bodyLimit !== undefined) parseSize(o.bodyLimit, 'bodyLimit');
+  if (o.storage !== undefined && !isFileStorage(o.storage)) throw new ConfigError('storage', 'must be a FileStorage with put, get, stat and delete methods');
+  if (o.storage !== undefined && o.storageDir !== undefined) throw new ConfigError('storage', 'give either storage or storageDir, not both (storageDir is new LocalFileStorage({ root: storageDir }))');
+  validateUploadOptions(o.upload);
   if (o.outbound !== undefined) {
     if (!isObject(o.outbound)) throw new ConfigError('outbound', 'must be an object');
     const ob = o.outbound;

@@ -6,7 +6,9 @@ import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
-import { resolveAppPath, saveBufferTo } from '../files/sandbox-path';
+import { resolveAppPath } from '../files/sandbox-path';
+import { attachmentFileOf, saveAttachmentTo, savePart } from '../files/part-files';
+import type { FileStorage } from '../files/storage';
 import type { ApiRouterOptions, Logger } from '../types';
 
 /** What the router shares with every request's host services. */
@@ -14,6 +16,8 @@ export interface HostShared {
   options: ApiRouterOptions;
   outbound: OutboundClient;
   logger: Logger | undefined;
+  /** The apps' local sandboxes (`sandboxDir`) and shared storage (`storage` / `storageDir`). */
+  files: { sandbox?: FileStorage; storage?: FileStorage };
 }
 
 export interface RequestInfo {
@@ -83,22 +87,16 @@ export class HostServices implements HostBridge {
       case 'part.save':
       case 'part.saveStorage': {
         const part = this.part(args.id);
-        const root = op === 'part.save' ? options.sandboxDir : options.storageDir;
-        const saved = await saveBufferTo(root, appId, str(args.path, 'path'), part.data);
+        const target = op === 'part.save' ? this.shared.files.sandbox : this.shared.files.storage;
+        const saved = await this.storing(op, savePart(target, appId, str(args.path, 'path'), part));
         return { path: saved.path, size: saved.size };
       }
       case 'part.saveAttachment': {
         const part = this.part(args.id);
-        if (!options.attachments) throw new ApiError('FILES_NOT_CONFIGURED', 'saveAttachment needs the router option `attachments`');
-        return (
-          (await options.attachments.save(appId, str(args.tableId, 'tableId'), str(args.fieldId, 'fieldId'), {
-            fieldName: part.fieldName,
-            fileName: part.fileName,
-            contentType: part.contentType,
-            size: part.size,
-            data: part.data,
-          })) ?? null
-        );
+        const tableId = str(args.tableId, 'tableId');
+        const fieldId = str(args.fieldId, 'fieldId');
+        if (!options.attachments) return this.storing(op, saveAttachmentTo(this.shared.files.storage, appId, tableId, fieldId, part));
+        return (await options.attachments.save(appId, tableId, fieldId, attachmentFileOf(part))) ?? null;
       }
       case 'automation.run':
         return this.runAutomation(args);
@@ -121,6 +119,17 @@ export class HostServices implements HostBridge {
       stage: args.stage === 'after' ? 'after' : 'call',
       input,
     });
+  }
+
+  /** A storage's own failure is logged and reaches the script as a host error, without its details. */
+  private async storing<T>(op: string, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (e) {
+      if (e instanceof ApiError) throw e;
+      this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      throw new ApiError('HOST_ERROR', 'The file could not be stored');
+    }
   }
 
   private response(id: unknown): OutboundResponse {

@@ -1,0 +1,131 @@
+/**
+ * multipart/form-data bodies: form fields into the form map, files streamed (busboy) to
+ * temporary files, never held whole in memory. Limits come from the `upload` option; a body
+ * over one is a 413 naming it, a malformed body a 400, both before any script runs. The
+ * temporary files live in one folder per request, removed when the response closes (sent,
+ * failed, timed out, or the client went away).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import { ApiError } from '../errors';
+import { ownGet, ownSet } from './own-map';
+import type { UploadLimits } from './upload-options';
+
+/** One uploaded file, kept on the host in a temporary file until the request ends. */
+export interface UploadedPart {
+  fieldName: string;
+  fileName: string | null;
+  contentType: string;
+  size: number;
+  /** The temporary file holding the bytes. */
+  path: string;
+}
+
+export interface MultipartBody {
+  form: Record<string, string[]>;
+  parts: UploadedPart[];
+}
+
+/** Longest form field name busboy passes whole (its default). */
+const FIELD_NAME_SIZE = 100;
+
+const tooLarge = (message: string) => new ApiError('UPLOAD_TOO_LARGE', message);
+const malformed = (message: string) => new ApiError('BAD_REQUEST', `Malformed multipart body: ${message}`);
+
+export function readMultipart(req: IncomingMessage, res: ServerResponse, limits: UploadLimits): Promise<MultipartBody> {
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({
+        headers: req.headers,
+        defParamCharset: 'utf8', // browsers send file names as raw UTF-8
+        limits: { fileSize: limits.fileSize, files: limits.files, fields: limits.fields, fieldSize: limits.fieldSize, fieldNameSize: FIELD_NAME_SIZE },
+      });
+    } catch (err) {
+      reject(malformed((err as Error).message)); // e.g. no boundary
+      return;
+    }
+    const form: Record<string, string[]> = {};
+    const parts: UploadedPart[] = [];
+    const writes: Promise<void>[] = [];
+    const files = new Set<NodeJS.ReadableStream & { destroy(): void }>();
+    let dir: Promise<string> | null = null;
+    let settled = false;
+
+    const fail = (e: ApiError) => {
+      if (settled) return;
+      settled = true;
+      req.unpipe(bb);
+      for (const f of files) f.destroy();
+      bb.destroy();
+      // read (and drop) the rest, so the client gets the answer rather than a reset
+      req.resume();
+      reject(e);
+    };
+
+    // the one place temporary files go away, whatever ended the request
+    res.once('close', () => {
+      fail(new ApiError('BAD_REQUEST', 'The upload was aborted'));
+      if (dir === null) return;
+      const made = dir;
+      void Promise.allSettled(writes)
+        .then(() => made)
+        .then((d) => fs.promises.rm(d, { recursive: true, force: true }))
+        .catch(() => undefined);
+    });
+
+    bb.on('file', (name, stream, info) => {
+      if (settled) {
+        stream.resume();
+        return;
+      }
+      const part: UploadedPart = { fieldName: name, fileName: info.filename || null, contentType: info.mimeType, size: 0, path: '' };
+      const index = parts.push(part) - 1;
+      files.add(stream);
+      stream.once('limit', () => fail(tooLarge(`An uploaded file is larger than upload.fileSize (${limits.fileSize} bytes)`)));
+      dir ??= fs.promises.mkdtemp(path.join(limits.tmpDir, 'scriptable-api-upload-'));
+      writes.push(
+        dir
+          .then(async (d) => {
+            part.path = path.join(d, String(index));
+            if (settled) return;
+            const out = fs.createWriteStream(part.path, { flags: 'wx' });
+            await pipeline(stream, out);
+            part.size = out.bytesWritten;
+          })
+          .catch((err: unknown) => {
+            const code = (err as NodeJS.ErrnoException)?.code;
+            // a stream destroyed by fail() is not a new failure; a disk that cannot take the file is the host's
+            if (code !== 'ERR_STREAM_PREMATURE_CLOSE' && !settled) fail(new ApiError('HOST_ERROR', `The upload could not be stored (${code ?? 'error'})`));
+          })
+          .finally(() => files.delete(stream)),
+      );
+    });
+    bb.on('field', (name, value, info) => {
+      if (settled) return;
+      if (info.nameTruncated) return fail(tooLarge(`A form field name is longer than ${FIELD_NAME_SIZE} bytes`));
+      if (info.valueTruncated) return fail(tooLarge(`Form field '${name}' is larger than upload.fieldSize (${limits.fieldSize} bytes)`));
+      const list = ownGet(form, name);
+      if (list) list.push(value);
+      else ownSet(form, name, [value]);
+    });
+    bb.once('filesLimit', () => fail(tooLarge(`The upload has more than upload.files (${limits.files}) files`)));
+    bb.once('fieldsLimit', () => fail(tooLarge(`The upload has more than upload.fields (${limits.fields}) form fields`)));
+    bb.on('error', (err: Error) => fail(malformed(err.message)));
+    bb.once('close', () => {
+      void Promise.all(writes).then(() => {
+        if (settled) return;
+        settled = true;
+        resolve({ form, parts });
+      });
+    });
+    req.once('error', () => fail(new ApiError('BAD_REQUEST', 'The upload was aborted')));
+    req.once('close', () => {
+      if (!req.complete) fail(new ApiError('BAD_REQUEST', 'The upload was aborted'));
+    });
+    req.pipe(bb);
+  });
+}
