@@ -85,7 +85,11 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
       const part: UploadedPart = { fieldName: name, fileName: info.filename || null, contentType: info.mimeType, size: 0, path: '' };
       const index = parts.push(part) - 1;
       files.add(stream);
-      stream.once('limit', () => fail(tooLarge(`An uploaded file is larger than upload.fileSize (${limits.fileSize} bytes)`)));
+      // (until the temp file is open nothing else listens: an error then must not be uncaught;
+      // pipeline() still sees it, the stream being errored)
+      stream.on('error', () => undefined);
+      // (busboy still works on the part when it says 'limit': fail after it is done)
+      stream.once('limit', () => process.nextTick(() => fail(tooLarge(`An uploaded file is larger than upload.fileSize (${limits.fileSize} bytes)`))));
       dir ??= fs.promises.mkdtemp(path.join(limits.tmpDir, 'scriptable-api-upload-'));
       writes.push(
         dir
@@ -97,9 +101,11 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
             part.size = out.bytesWritten;
           })
           .catch((err: unknown) => {
-            const code = (err as NodeJS.ErrnoException)?.code;
-            // a stream destroyed by fail() is not a new failure; a disk that cannot take the file is the host's
-            if (code !== 'ERR_STREAM_PREMATURE_CLOSE' && !settled) fail(new ApiError('HOST_ERROR', `The upload could not be stored (${code ?? 'error'})`));
+            const e = err as NodeJS.ErrnoException;
+            if (settled || e?.code === 'ERR_STREAM_PREMATURE_CLOSE') return; // (destroyed by fail())
+            // a disk that cannot take the file (a system call failed) is the host's failure; the rest is the body's
+            if (e?.syscall !== undefined) fail(new ApiError('HOST_ERROR', `The upload could not be stored (${e.code ?? 'error'})`));
+            else fail(malformed(e?.message ?? String(err)));
           })
           .finally(() => files.delete(stream)),
       );
