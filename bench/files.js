@@ -72,7 +72,7 @@ async function serve(scenario, dir, endpoint) {
         bb.on('file', (name, stream) => {
           done.push(
             client
-              ? new Upload({ client, params: { Bucket: BUCKET, Key: 'bench/baseline-up.bin', Body: stream }, partSize: 8 * MiB, queueSize: 4 }).done()
+              ? new Upload({ client, params: { Bucket: BUCKET, Key: 'bench/baseline-up.bin', Body: stream }, partSize: 5 * MiB, queueSize: 4 }).done()
               : pipeline(stream, fs.createWriteStream(path.join(dir, 'baseline-up.bin'))),
           );
         });

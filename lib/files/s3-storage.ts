@@ -29,7 +29,7 @@ export interface S3FileStorageOptions {
    * S3-compatible services that predate the SDK's default checksums need.
    */
   clientOptions?: Record<string, unknown>;
-  /** Bytes per part of a multipart upload (at least 5 MiB). Default 8 MiB. */
+  /** Bytes per part of a multipart upload (at least 5 MiB; at most 10,000 parts per file). Default 5 MiB. */
   partSize?: number;
   /** Parts uploaded at once; memory held is about partSize × queueSize. Default 4. */
   queueSize?: number;
@@ -72,7 +72,7 @@ export class S3FileStorage implements FileStorage {
 
   constructor(options: S3FileStorageOptions) {
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
-    const partSize = options.partSize ?? 8 * 1024 * 1024;
+    const partSize = options.partSize ?? MIN_PART;
     if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
     const queueSize = options.queueSize ?? 4;
     if (!Number.isInteger(queueSize) || queueSize < 1) throw new TypeError('S3FileStorage queueSize must be an integer >= 1');
