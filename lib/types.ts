@@ -228,7 +228,7 @@ export interface ApiRouterOptions {
   storageDir?: string;
   /** Shared storage of your own (e.g. `new S3FileStorage({ bucket })`). Not with `storageDir`. */
   storage?: FileStorage;
-  /** Limits of multipart uploads; `bodyLimit` does not apply to them. */
+  /** Limits of multipart uploads (their form fields together are also bounded by `bodyLimit`). */
   upload?: UploadOptions;
   /** Account lookups for `platform.system.getAccountByToken`. */
   accounts?: AccountService;
@@ -236,7 +236,10 @@ export interface ApiRouterOptions {
   attachments?: AttachmentService;
   /** Runs automations referred to by `call` / `after`. */
   automations?: AutomationRunner;
-  /** Largest request body other than a multipart upload, bytes or a string like `'1mb'`. Default `'1mb'`. */
+  /**
+   * Largest request body other than a multipart upload (whose files the `upload` option bounds),
+   * and largest total of a multipart upload's form fields; bytes or a string like `'1mb'`. Default `'1mb'`.
+   */
   bodyLimit?: number | string;
   /** `platform.http.request` settings. */
   outbound?: OutboundOptions;

@@ -209,6 +209,18 @@ describe('limits: 413 naming the limit, before any script runs', () => {
     expect(x.ran()).toBe(1);
   });
 
+  test('the form fields together are bounded by bodyLimit (they are held in memory)', async () => {
+    const x = setup(`export function fn(ctx) { console.log('ran'); return 1 }`, { bodyLimit: 2000 });
+    let r = request(x.app).post('/web0/api/app1/p');
+    for (let i = 0; i < 3; i++) r = r.field(`f${i}`, 'x'.repeat(900));
+    const res = await r;
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 270110, message: 'The form fields together are larger than bodyLimit (2000 bytes)' });
+    expect(x.ran()).toBe(0);
+    const ok = await request(x.app).post('/web0/api/app1/p').field('a', 'x'.repeat(900)).attach('f', Buffer.alloc(5000), 'f.bin');
+    expect(ok.status).toBe(200);
+  });
+
   test('a chunked upload (no Content-Length) over fileSize is cut off with a 413', async () => {
     const x = setup(`export function fn(ctx) { console.log('ran'); return 1 }`, { upload: { fileSize: 4096 } });
     const port = await listen(x.app);

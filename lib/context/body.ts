@@ -82,7 +82,7 @@ export async function readBody(req: Request, res: Response, limit: number, uploa
   if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req);
   if (!hasBody(req)) return EMPTY;
   const type = req.headers['content-type'] ?? '';
-  if (/^multipart\/form-data/i.test(type)) return { text: '', ...(await readMultipart(req, res, upload)) };
+  if (/^multipart\/form-data/i.test(type)) return { text: '', ...(await readMultipart(req, res, upload, limit)) };
   const raw = await readRaw(req, limit);
   const text = raw.toString(charsetOf(type));
   return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(text) : {}, parts: [] };

@@ -35,7 +35,11 @@ const FIELD_NAME_SIZE = 100;
 const tooLarge = (message: string) => new ApiError('UPLOAD_TOO_LARGE', message);
 const malformed = (message: string) => new ApiError('BAD_REQUEST', `Malformed multipart body: ${message}`);
 
-export function readMultipart(req: IncomingMessage, res: ServerResponse, limits: UploadLimits): Promise<MultipartBody> {
+/**
+ * `fieldsTotal` bounds the form fields' values together (they are held in memory, like any other
+ * body: the router gives `bodyLimit`).
+ */
+export function readMultipart(req: IncomingMessage, res: ServerResponse, limits: UploadLimits, fieldsTotal: number): Promise<MultipartBody> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -54,6 +58,7 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
     const files = new Set<NodeJS.ReadableStream & { destroy(): void }>();
     let dir: Promise<string> | null = null;
     let settled = false;
+    let fieldBytes = 0;
 
     const fail = (e: ApiError) => {
       if (settled) return;
@@ -65,6 +70,8 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
       req.resume();
       reject(e);
     };
+    // (busboy goes on with its work after it emits an event: stop it once that is done)
+    const failSoon = (e: ApiError) => process.nextTick(fail, e);
 
     // the one place temporary files go away, whatever ended the request
     res.once('close', () => {
@@ -88,8 +95,7 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
       // (until the temp file is open nothing else listens: an error then must not be uncaught;
       // pipeline() still sees it, the stream being errored)
       stream.on('error', () => undefined);
-      // (busboy still works on the part when it says 'limit': fail after it is done)
-      stream.once('limit', () => process.nextTick(() => fail(tooLarge(`An uploaded file is larger than upload.fileSize (${limits.fileSize} bytes)`))));
+      stream.once('limit', () => failSoon(tooLarge(`An uploaded file is larger than upload.fileSize (${limits.fileSize} bytes)`)));
       dir ??= fs.promises.mkdtemp(path.join(limits.tmpDir, 'scriptable-api-upload-'));
       writes.push(
         dir
@@ -112,15 +118,17 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
     });
     bb.on('field', (name, value, info) => {
       if (settled) return;
-      if (info.nameTruncated) return fail(tooLarge(`A form field name is longer than ${FIELD_NAME_SIZE} bytes`));
-      if (info.valueTruncated) return fail(tooLarge(`Form field '${name}' is larger than upload.fieldSize (${limits.fieldSize} bytes)`));
+      if (info.nameTruncated) return failSoon(tooLarge(`A form field name is longer than ${FIELD_NAME_SIZE} bytes`));
+      if (info.valueTruncated) return failSoon(tooLarge(`Form field '${name}' is larger than upload.fieldSize (${limits.fieldSize} bytes)`));
+      fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+      if (fieldBytes > fieldsTotal) return failSoon(tooLarge(`The form fields together are larger than bodyLimit (${fieldsTotal} bytes)`));
       const list = ownGet(form, name);
       if (list) list.push(value);
       else ownSet(form, name, [value]);
     });
-    bb.once('filesLimit', () => fail(tooLarge(`The upload has more than upload.files (${limits.files}) files`)));
-    bb.once('fieldsLimit', () => fail(tooLarge(`The upload has more than upload.fields (${limits.fields}) form fields`)));
-    bb.on('error', (err: Error) => fail(malformed(err.message)));
+    bb.once('filesLimit', () => failSoon(tooLarge(`The upload has more than upload.files (${limits.files}) files`)));
+    bb.once('fieldsLimit', () => failSoon(tooLarge(`The upload has more than upload.fields (${limits.fields}) form fields`)));
+    bb.on('error', (err: Error) => failSoon(malformed(err.message)));
     bb.once('close', () => {
       void Promise.all(writes).then(() => {
         if (settled) return;
