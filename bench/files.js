@@ -12,14 +12,15 @@
  *
  * For each: throughput (MiB/s, the whole transfer as the client sees it) and the server's RSS
  * growth (peak during the transfer less the RSS just before it, after a 1 MiB warm-up transfer;
- * VmRSS sampled every 20 ms).
+ * VmRSS sampled every 20 ms). Before each transfer, `sync` flushes the previous one's writes;
+ * with several rounds, the order of the two servers alternates.
  * The package is loaded from `..` (run `npm run build` first).
  */
 const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { fork } = require('node:child_process');
+const { execFileSync, fork } = require('node:child_process');
 
 const argv = process.argv.slice(2);
 const flag = (name, fallback) => {
@@ -205,11 +206,14 @@ async function main() {
     for (const [direction, store, ...configs] of pairs) {
       const results = {};
       for (let r = 0; r < rounds; r++) {
-        for (const config of configs) {
+        // alternate which goes first, so neither always follows the other's disk writes
+        for (const config of r % 2 === 0 ? configs : [...configs].reverse()) {
           const srv = await start(['--serve', config, dir, endpoint]);
           try {
             // warm-up: one 1 MiB transfer (workers started, script compiled, connections made)
             await (direction === 'download' ? download(srv.port, MiB, true) : upload(srv.port, small, MiB));
+            // the previous transfer's written pages go to disk now, not during this one
+            execFileSync('sync');
             const m = await measure(srv.child.pid, () => (direction === 'download' ? download(srv.port, size) : upload(srv.port, file, size)));
             (results[config] ??= []).push(m);
           } finally {
