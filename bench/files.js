@@ -4,6 +4,8 @@
  *
  *   node bench/files.js [--size 1g] [--rounds 1] [--only download,upload] [--dir /tmp]
  *
+ * `--only` takes directions (`download`, `upload`) or one pair (`upload-sandbox`, `download-s3`).
+ *
  * Scenarios (each server in its own process; s3rver, the S3-compatible server, in another):
  *   download  express `res.sendFile`                  vs the router's File result `{ path }` (sandbox)
  *   download  express piping the SDK's GetObject body vs the router's File result `{ storagePath }` (S3FileStorage)
@@ -198,7 +200,7 @@ async function main() {
     ['download', 'S3', 'express-s3-download', 'router-s3-download'],
     ['upload', 'sandbox', 'express-upload', 'router-upload'],
     ['upload', 'S3', 'express-s3-upload', 'router-s3-upload'],
-  ].filter((p) => only.includes(p[0]));
+  ].filter((p) => only.includes(p[0]) || only.includes(`${p[0]}-${p[1].toLowerCase()}`));
   console.log(`${(size / MiB).toFixed(0)} MiB file, ${rounds} round(s), node ${process.version}, ${os.cpus().length} CPUs\n`);
   console.log('direction  store    server    MiB/s   RSS growth (MiB)');
   const rows = [];
@@ -223,8 +225,9 @@ async function main() {
       }
       const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       const [base, router] = configs.map((c) => ({ mibs: med(results[c].map((m) => size / MiB / m.seconds)), growth: Math.max(...results[c].map((m) => m.growth)) / MiB }));
-      for (const [name, v] of [['express', base], ['router', router]]) {
-        console.log(`${direction.padEnd(10)} ${store.padEnd(8)} ${name.padEnd(8)} ${v.mibs.toFixed(0).padStart(6)}   ${v.growth.toFixed(1).padStart(6)}`);
+      for (const [name, v, c] of [['express', base, configs[0]], ['router', router, configs[1]]]) {
+        const each = rounds > 1 ? `   rounds: ${results[c].map((m) => (size / MiB / m.seconds).toFixed(0)).join(', ')}` : '';
+        console.log(`${direction.padEnd(10)} ${store.padEnd(8)} ${name.padEnd(8)} ${v.mibs.toFixed(0).padStart(6)}   ${v.growth.toFixed(1).padStart(6)}${each}`);
       }
       rows.push({ direction, store, ratio: router.mibs / base.mibs, growth: router.growth });
     }

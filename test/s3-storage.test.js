@@ -164,3 +164,48 @@ test('without the AWS SDK installed, constructing S3FileStorage names the packag
     try { new S3FileStorage({ bucket: 'b' }); console.log('constructed'); } catch (e) { console.log(e.message); }`], { encoding: 'utf8' });
   expect(out.trim()).toBe('S3FileStorage needs the packages @aws-sdk/client-s3 and @aws-sdk/lib-storage (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage');
 });
+
+describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  let dir;
+  beforeAll(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-s3-local-'))));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test.each([
+    ['one part (PutObject)', 3 * 1024 * 1024],
+    ['several parts read from the file, the last one short', 13 * 1024 * 1024 + 7],
+  ])('%s', async (_name, size) => {
+    const file = path.join(dir, `f${size}`);
+    const bytes = crypto.randomBytes(size);
+    fs.writeFileSync(file, bytes);
+    const unread = Readable.from([Buffer.from('never read')]);
+    const put = await storage.put('app1', `local/${size}.bin`, unread, { localPath: file, contentType: 'application/x-test' });
+    expect(put).toEqual({ size, etag: expect.stringMatching(/^"/) });
+    const info = await storage.stat('app1', `local/${size}.bin`);
+    expect([info.size, info.contentType]).toEqual([size, 'application/x-test']);
+    const back = await text((await storage.get('app1', `local/${size}.bin`)).stream);
+    expect(Buffer.compare(back, bytes)).toBe(0);
+  }, 60_000);
+
+  test('a multipart upload whose part fails is aborted and stores nothing', async () => {
+    const file = path.join(dir, 'fails');
+    fs.writeFileSync(file, Buffer.alloc(12 * 1024 * 1024, 1));
+    // the real client and server, with part 2's request failing on the way
+    const real = storage.client;
+    const sent = [];
+    const client = {
+      send(cmd) {
+        sent.push(cmd.constructor.name);
+        if (cmd.constructor.name === 'UploadPartCommand' && cmd.input.PartNumber === 2) return Promise.reject(new Error('part 2 failed'));
+        return real.send(cmd);
+      },
+    };
+    const s = new S3FileStorage({ bucket: s3.bucket, client });
+    await expect(s.put('app1', 'x.bin', Readable.from([]), { localPath: file })).rejects.toThrow('part 2 failed');
+    expect(sent[0]).toBe('CreateMultipartUploadCommand');
+    expect(sent).toContain('AbortMultipartUploadCommand');
+    expect(sent).not.toContain('CompleteMultipartUploadCommand');
+    expect(await storage.stat('app1', 'x.bin')).toBeNull();
+  });
+});

@@ -3,8 +3,10 @@
  * `<prefix><appId>/<path>`. Uses the AWS SDK v3 (`@aws-sdk/client-s3`, `@aws-sdk/lib-storage`),
  * optional peer dependencies loaded only when an S3FileStorage is made.
  */
+import * as fs from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { uploadFileToS3 } from './s3-file-upload';
 import type { ByteRange, FileStorage, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
 /** Options of S3FileStorage. Give `client`, or the settings to make one. */
@@ -101,7 +103,21 @@ export class S3FileStorage implements FileStorage {
     return `${this.prefix}${appId}/${path}`;
   }
 
+  /**
+   * A local file (`info.localPath`, an upload's temporary file) goes up in parts read straight
+   * from it; any other stream through lib-storage's Upload, which holds up to
+   * partSize × queueSize bytes while it sends them.
+   */
   async put(appId: string, path: string, stream: Readable, info: StoragePutInfo): Promise<StoragePutResult> {
+    if (info?.localPath) {
+      const { size } = await fs.promises.stat(info.localPath);
+      const etag = await uploadFileToS3(
+        { client: this.client, s3: this.sdk.s3, bucket: this.bucket, key: this.keyOf(appId, path), contentType: info.contentType, partSize: this.partSize, queueSize: this.queueSize },
+        info.localPath,
+        size,
+      );
+      return { size, etag: typeof etag === 'string' ? etag : undefined };
+    }
     let size = 0;
     const counter = new Transform({
       transform(chunk: Buffer, _enc, done) {
