@@ -14,7 +14,8 @@
  *
  * For each: throughput (MiB/s, the whole transfer as the client sees it) and the server's RSS
  * growth (peak during the transfer less the RSS just before it, after a 1 MiB warm-up transfer;
- * VmRSS sampled every 20 ms). Before each transfer, `sync` flushes the previous one's writes;
+ * VmRSS sampled every 20 ms). Every upload writes a new file; before each transfer the earlier
+ * ones are deleted and `sync` flushes what was written;
  * with several rounds, the order of the two servers alternates.
  * The package is loaded from `..` (run `npm run build` first).
  */
@@ -76,7 +77,7 @@ async function serve(scenario, dir, endpoint) {
           done.push(
             client
               ? new Upload({ client, params: { Bucket: BUCKET, Key: 'bench/baseline-up.bin', Body: stream }, partSize: 5 * MiB, queueSize: 4 }).done()
-              : pipeline(stream, fs.createWriteStream(path.join(dir, 'baseline-up.bin'))),
+              : pipeline(stream, fs.createWriteStream(path.join(dir, 'out', `baseline-up-${Date.now()}.bin`))),
           );
         });
         bb.on('close', () => Promise.all(done).then(() => res.json({ ok: true }), (e) => res.status(500).json({ error: String(e) })));
@@ -91,7 +92,7 @@ async function serve(scenario, dir, endpoint) {
         bench: {
           scripts: {
             'f.js': `export function down(ctx) { return { ${s3 ? 'storagePath' : 'path'}: ctx.query.small ? 'small.bin' : 'big.bin' } }
-              export function up(ctx) { const p = ctx.getParts()[0]; return ${s3 ? "p.saveStorage('router-up.bin')" : "p.save('router-up.bin')"} }`,
+              export function up(ctx) { const p = ctx.getParts()[0]; return ${s3 ? "p.saveStorage('router-up.bin')" : "p.save('out/router-up-' + Date.now() + '.bin')"} }`,
           },
           apis: [
             { path: 'down', call: { script: 'f.js', function: 'down' }, returnType: 'File' },
@@ -178,6 +179,7 @@ async function main() {
   const dir = fs.mkdtempSync(path.join(flag('dir', os.tmpdir()), 'sapi-bench-files-'));
   const file = path.join(dir, 'sandbox', 'bench', 'big.bin');
   fs.mkdirSync(path.dirname(file), { recursive: true });
+  for (const d of [path.join(dir, 'out'), path.join(dir, 'sandbox', 'bench', 'out')]) fs.mkdirSync(d, { recursive: true });
   const block = require('node:crypto').randomBytes(MiB);
   const fd = fs.openSync(file, 'w');
   for (let done = 0; done < size; done += MiB) fs.writeSync(fd, block, 0, Math.min(MiB, size - done));
@@ -214,7 +216,12 @@ async function main() {
           try {
             // warm-up: one 1 MiB transfer (workers started, script compiled, connections made)
             await (direction === 'download' ? download(srv.port, MiB, true) : upload(srv.port, small, MiB));
-            // the previous transfer's written pages go to disk now, not during this one
+            // every upload writes a new file (replacing one makes ext4 flush the new one at once:
+            // auto_da_alloc); earlier ones are deleted, and their written pages go to disk, now
+            for (const d of [path.join(dir, 'out'), path.join(dir, 'sandbox', 'bench', 'out')]) {
+              fs.rmSync(d, { recursive: true, force: true });
+              fs.mkdirSync(d, { recursive: true });
+            }
             execFileSync('sync');
             const m = await measure(srv.child.pid, () => (direction === 'download' ? download(srv.port, size) : upload(srv.port, file, size)));
             (results[config] ??= []).push(m);
