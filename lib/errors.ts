@@ -20,6 +20,8 @@ export const ERRORS = {
   UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },
   /** A preview path request that the `preview.authorize(req)` check refused. */
   PREVIEW_FORBIDDEN: { code: 270105, status: 403, message: 'Preview not allowed' },
+  /** A multipart upload is over one of the `upload` limits (the message names it). */
+  UPLOAD_TOO_LARGE: { code: 270110, status: 413, message: 'Upload over a limit' },
   /** The script ran past `scriptTimeoutMs`. */
   SCRIPT_TIMEOUT: { code: 270200, status: 500, message: 'The script timed out' },
   /** The script used more than `scriptMemoryLimitMb`. */
@@ -52,6 +54,10 @@ export const ERRORS = {
   PATH_OUTSIDE_SANDBOX: { code: 270302, status: 400, message: 'Path leaves the sandbox' },
   /** A file operation needs `sandboxDir` / `storageDir`, which the host did not configure. */
   FILES_NOT_CONFIGURED: { code: 270303, status: 500, message: 'File storage is not configured' },
+  /** File return type: the `Range` asked for lies outside the file (answered with a `Content-Range` header giving the size). */
+  RANGE_NOT_SATISFIABLE: { code: 270310, status: 416, message: 'Range not satisfiable' },
+  /** File return type: an `If-Match` / `If-Unmodified-Since` precondition of the request failed. */
+  PRECONDITION_FAILED: { code: 270311, status: 412, message: 'Precondition failed' },
   /** Rate limited: the wait for a slot would exceed the rule's `timeoutMs`. */
   RATE_LIMITED: { code: 270400, status: 429, message: 'Too many requests' },
   /** Rate limited: too many requests are already waiting across all rules. */

@@ -16,4 +16,9 @@ export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, Script
 export type * from './runtime/protocol';
 export { validateApiDefinition } from './validations';
 export { validateAutomation } from './automation/compile';
+export { LocalFileStorage } from './files/local-storage';
+export type { LocalFileStorageOptions } from './files/local-storage';
+export { S3FileStorage } from './files/s3-storage';
+export type { S3FileStorageOptions } from './files/s3-storage';
+export type { FileStorage, StoredFile, StoredFileInfo, StoragePutInfo, StoragePutResult, ByteRange } from './files/storage';
 export type * from './types';

@@ -3,6 +3,9 @@ import type { ApiRouterOptions, Logger } from './types';
 import { parseSize, validateOptions } from './validations';
 import { cpuCount, defaultWorkersPerApp } from './runtime/pool-options';
 import { adaptLogger, defaultLogger } from './logging';
+import { resolveUploadOptions, type UploadLimits } from './context/upload-options';
+import { LocalFileStorage } from './files/local-storage';
+import type { FileStorage } from './files/storage';
 
 export const DEFAULTS = {
   scriptTimeoutMs: 10_000,
@@ -25,6 +28,11 @@ export interface ResolvedOptions {
   bodyLimit: number;
   allowUnderscoreHeaders: boolean;
   logger: Logger | undefined;
+  upload: UploadLimits;
+  /** Shared storage: `storage`, or a LocalFileStorage over `storageDir`. */
+  storage: FileStorage | undefined;
+  /** The apps' local sandboxes (`sandboxDir`). */
+  sandbox: LocalFileStorage | undefined;
 }
 
 
@@ -45,5 +53,8 @@ export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
     allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
     // (every part of the router calls the logger `(message, meta)`: adaptLogger turns that into the logger's own shape)
     logger: options.logger === false ? undefined : options.logger ? adaptLogger(options.logger, options.loggerStyle) : defaultLogger(),
+    upload: resolveUploadOptions(options.upload),
+    storage: options.storage ?? (options.storageDir ? new LocalFileStorage({ root: options.storageDir }) : undefined),
+    sandbox: options.sandboxDir ? new LocalFileStorage({ root: options.sandboxDir }) : undefined,
   };
 }

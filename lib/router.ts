@@ -73,7 +73,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   let running = 0;
   let idle: (() => void) | undefined;
   const limiter = createRateLimiter(options.rateLimit, logger);
-  const shared = { options, outbound: new OutboundClient(options.outbound), logger };
+  const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
   const hashes = new Map<string, ScriptSource & { source: string }>();
   const cors = new Cors(options.cors);
@@ -173,7 +173,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const limitAfterBefore = limited && limiter.needsAttributes(def.rateLimit!);
     if (limited && !limitAfterBefore && !admitted(res, trace, await limit(req, res, appId, def))) return;
 
-    const body = await readBody(req, res, opts.bodyLimit, () =>
+    const body = await readBody(req, res, opts.bodyLimit, opts.upload, () =>
       logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
     );
     // [automation] definitions (and the scripts their steps call) travel with the job, unless the host runs them
@@ -215,7 +215,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
         let beforeMs = 0; // (the before script's time counts against the call's limit too)
         if (job.before) {
           result = await run({ ...job, phase: 'before' });
-          if (result.outcome.kind !== 'continue') return await send(res, trace, appId, req.method, result);
+          if (result.outcome.kind !== 'continue') return await send(res, trace, appId, req, result);
           state = result.state;
           beforeMs = result.runMs ?? 0;
         }
@@ -224,13 +224,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       } else {
         result = await run(job);
       }
-      await send(res, trace, appId, req.method, result);
+      await send(res, trace, appId, req, result);
     } finally {
       services.dispose();
     }
   }
 
-  async function send(res: Response, trace: RequestTrace, appId: string, method: string, result: JobResult): Promise<void> {
+  async function send(res: Response, trace: RequestTrace, appId: string, req: Request, result: JobResult): Promise<void> {
     const { outcome, state } = result;
     const { requestId } = trace;
     switch (outcome.kind) {
@@ -245,9 +245,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           res,
           requestId,
           appId,
-          method,
+          method: req.method,
+          headers: req.headers,
           state: state.response,
-          files: { sandboxDir: options.sandboxDir, storageDir: options.storageDir },
+          files: shared.files,
         });
     }
   }

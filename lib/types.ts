@@ -3,6 +3,7 @@
  * Script-author types (APIContext, platform...) live in `types/` at the package root.
  */
 import type { Request } from 'express';
+import type { Readable } from 'node:stream';
 import type { RateLimitStore } from './rate-limit/types';
 import type { ScriptEngine } from './runtime/engine';
 import type { CorsOptions } from './cors';
@@ -15,6 +16,7 @@ export type { LoggerStyle } from './logging';
 export type { MetricsOptions, RouterMetrics } from './metrics';
 export type { PreviewOptions, RegistryStage } from './preview';
 import type { AutomationDefinition } from './automation/types';
+import type { FileStorage } from './files/storage';
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -131,13 +133,53 @@ export interface AttachmentFile {
   fileName: string | null;
   contentType: string;
   size: number;
-  data: Buffer;
+  /** The temporary file holding the upload; removed when the request ends. */
+  path: string;
+  /** A new stream of the bytes (read it, or destroy it). */
+  stream(): Readable;
+  /** The whole file in memory, read on first use: prefer `stream()` or `path` for large files. */
+  readonly data: Buffer;
+}
+
+/**
+ * The attachment record `Part.saveAttachment(tableId, fieldId)` returns when the router stores
+ * attachments itself (no `attachments` service): the file is in storage at `path`.
+ */
+export interface TableAttachment {
+  /** A new unique id. */
+  id: string;
+  /** The file name (the upload's, made safe for a path and a header). */
+  name: string;
+  /** Size in bytes. */
+  size: number;
+  /** The upload's MIME type. */
+  contentType: string;
+  tableId: string;
+  fieldId: string;
+  /** Path in the app's shared storage (`attachments/<tableId>/<fieldId>/<id>/<name>`): a File result's `storagePath`. */
+  path: string;
+  /** When it was stored, ms since the epoch. */
+  createTime: number;
 }
 
 /** Stores uploaded files as table attachments for `Part.saveAttachment(tableId, fieldId)`. */
 export interface AttachmentService {
   /** Returns the TableAttachment record the script receives (any JSON value). */
   save(appId: string, tableId: string, fieldId: string, file: AttachmentFile): Awaitable<unknown>;
+}
+
+/** Limits of `multipart/form-data` uploads (the `upload` option). */
+export interface UploadOptions {
+  /** Largest uploaded file, bytes or a size like `'100mb'`. Default `'1gb'`. */
+  fileSize?: number | string;
+  /** Most files in one request. Default 10. */
+  files?: number;
+  /** Most non-file form fields in one request. Default 1000. */
+  fields?: number;
+  /** Largest form field value, bytes or a size like `'64kb'`. Default `'1mb'`. */
+  fieldSize?: number | string;
+  /** Folder of the uploads' temporary files (one sub-folder per request). Default: the OS temp folder. */
+  tmpDir?: string;
 }
 
 /** Outbound HTTP for `platform.http.request`. Private networks are refused unless allowed. */
@@ -212,8 +254,12 @@ export interface ApiRouterOptions {
   allowUnderscoreHeaders?: boolean;
   /** Root of the apps' local file sandboxes (`<sandboxDir>/<appId>/`). */
   sandboxDir?: string;
-  /** Root of shared storage (`<storageDir>/<appId>/`). */
+  /** Root of shared storage (`<storageDir>/<appId>/`): a LocalFileStorage. Not with `storage`. */
   storageDir?: string;
+  /** Shared storage of your own (e.g. `new S3FileStorage({ bucket })`). Not with `storageDir`. */
+  storage?: FileStorage;
+  /** Limits of multipart uploads (their form fields together are also bounded by `bodyLimit`). */
+  upload?: UploadOptions;
   /** Account lookups for `platform.system.getAccountByToken`. */
   accounts?: AccountService;
   /** Stores uploads for `Part.saveAttachment(tableId, fieldId)`. */
@@ -223,7 +269,10 @@ export interface ApiRouterOptions {
    * runs the steps of an AutomationDefinition itself).
    */
   automations?: AutomationRunner;
-  /** Largest request body, bytes or a string like `'1mb'`. Default `'1mb'`. */
+  /**
+   * Largest request body other than a multipart upload (whose files the `upload` option bounds),
+   * and largest total of a multipart upload's form fields; bytes or a string like `'1mb'`. Default `'1mb'`.
+   */
   bodyLimit?: number | string;
   /** `platform.http.request` settings. */
   outbound?: OutboundOptions;

@@ -10,6 +10,8 @@ import { validateCors } from './cors';
 import { validateProductionOptions } from './production-options';
 import { checkSchema, dotted } from './definitions/schema';
 import { nearestName, shown } from './definitions/names';
+import { validateUploadOptions } from './context/upload-options';
+import { isFileStorage } from './files/storage';
 
 export { nearestName, shown };
 import type { ApiDefinition, ApiRouterOptions, OutboundOptions, RateLimitOptions } from './types';
@@ -66,7 +68,7 @@ function timeoutMs(v: unknown, field: string): void {
 }
 
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
-const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
+const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
   'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
@@ -124,6 +126,9 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     throw new ConfigError('attachments.save', 'must be a function');
   }
   if (o.bodyLimit !== undefined) parseSize(o.bodyLimit, 'bodyLimit');
+  if (o.storage !== undefined && !isFileStorage(o.storage)) throw new ConfigError('storage', 'must be a FileStorage with put, get, stat and delete methods');
+  if (o.storage !== undefined && o.storageDir !== undefined) throw new ConfigError('storage', 'give either storage or storageDir, not both (storageDir is new LocalFileStorage({ root: storageDir }))');
+  validateUploadOptions(o.upload);
   if (o.outbound !== undefined) {
     if (!isObject(o.outbound)) throw new ConfigError('outbound', 'must be an object');
     const ob = o.outbound;

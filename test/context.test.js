@@ -296,14 +296,14 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
       expect(res.status).toBe(200);
       expect(res.text).toBe('local file');
       expect(res.headers['content-disposition']).toBe(`attachment; filename="report _.txt"; filename*=UTF-8''report%20%E2%82%AC.txt`);
-      expect(res.headers['content-type']).toBe('text/plain;charset=UTF-8');
+      expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
       expect(res.headers['content-length']).toBe('10');
     });
 
     test('storagePath, inline, and path wins over storagePath', async () => {
       const shared = await get({ storagePath: 'b.pdf', contentDisposition: 'inline' });
       expect(shared.headers['content-type']).toBe('application/pdf');
-      expect(shared.headers['content-disposition']).toMatch(/^inline; filename="b.pdf"/);
+      expect(shared.headers['content-disposition']).toBe('inline; filename=b.pdf');
       const both = await get({ path: 'docs/a.txt', storagePath: 'b.pdf' });
       expect(both.text).toBe('local file');
     });

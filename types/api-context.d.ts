@@ -59,10 +59,27 @@ interface SavedFile {
 }
 
 /**
- * The attachment record returned by `Part.saveAttachment(tableId, fieldId)`. Its fields are
- * decided by the host's attachment service, so they are not typed here.
+ * The attachment record returned by `Part.saveAttachment(tableId, fieldId)`: these fields when the
+ * router stores the file itself (in the app's shared storage); a host's own attachment service
+ * may return a record of its own.
  */
-type TableAttachment = Record<string, unknown>;
+interface TableAttachment {
+  /** A new unique id. */
+  id: string;
+  /** The file name (the uploaded name, made safe). */
+  name: string;
+  /** Size in bytes. */
+  size: number;
+  /** MIME type of the upload. */
+  contentType: string;
+  tableId: string;
+  fieldId: string;
+  /** Path in the app's shared storage: return `{ storagePath: a.path, name: a.name }` from a File API to serve it. */
+  path: string;
+  /** When it was stored, ms since the epoch. */
+  createTime: number;
+  [field: string]: unknown;
+}
 
 // -------------------------------------------------------------------------------------------------
 // Uploaded files
@@ -93,7 +110,8 @@ interface Part {
    * Saves the file into the app's LOCAL SANDBOX at `path` (relative to the app's sandbox root;
    * missing folders are created, an existing file is replaced). A path that leaves the sandbox
    * (`..`, absolute paths, links out) throws; so does a host without a sandbox directory.
-   * The saved file can later be returned as a File result with `{ path }`.
+   * The saved file can later be returned as a File result with `{ path }`. Works called
+   * synchronously or with `await`.
    */
   save(path: string): SavedFile;
   /**
@@ -102,9 +120,10 @@ interface Part {
    */
   saveStorage(path: string): SavedFile;
   /**
-   * Stores the file as an attachment in field `fieldId` of table `tableId`, through the host's
-   * attachment service, and returns the attachment record it produced. Throws when the host has
-   * no attachment service.
+   * Stores the file as an attachment in field `fieldId` of table `tableId` and returns the
+   * attachment record: through the host's attachment service when it has one, otherwise in the
+   * app's shared storage under `attachments/<tableId>/<fieldId>/`. Throws when the host has
+   * neither (or when an id is not one plain path segment).
    */
   saveAttachment(tableId: string, fieldId: string): TableAttachment;
 }

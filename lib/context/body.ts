@@ -1,20 +1,16 @@
 /**
  * Reads the request body once, within `bodyLimit`: raw text for ctx.body, form fields for
- * getParameter, and uploaded files (multipart, via multer) kept on the host as Parts.
+ * getParameter, and uploaded files (multipart, within the `upload` limits: multipart.ts) kept on
+ * the host as Parts.
  */
 import type { Request, Response } from 'express';
-import multer from 'multer';
 import { ApiError } from '../errors';
 import { ownGet, ownSet } from './own-map';
 import { decodeBody, formInUtf8, rawBodyOf } from './charset';
+import { readMultipart, type UploadedPart } from './multipart';
+import type { UploadLimits } from './upload-options';
 
-export interface UploadedPart {
-  fieldName: string;
-  fileName: string | null;
-  contentType: string;
-  size: number;
-  data: Buffer;
-}
+export type { UploadedPart };
 
 export interface RequestBody {
   text: string;
@@ -62,52 +58,6 @@ function readRaw(req: Request, limit: number): Promise<Buffer> {
   });
 }
 
-/**
- * `limit` bounds the whole multipart body (declared or counted as it streams), not only each part:
- * an upload is held in memory until the script ends.
- */
-function readMultipart(req: Request, res: Response, limit: number): Promise<RequestBody> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    return Promise.reject(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
-  }
-  const upload = multer({ storage: multer.memoryStorage(), limits: { fileSize: limit, fieldSize: limit } }).any();
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit || settled) return;
-      // over the limit (a body without Content-Length): stop parsing, drain the rest, answer 413
-      settled = true;
-      req.removeListener('data', onData);
-      req.unpipe();
-      req.resume();
-      reject(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
-    };
-    upload(req, res, (err?: unknown) => {
-      req.removeListener('data', onData);
-      if (settled) return;
-      settled = true;
-      if (err) {
-        const e = err as { code?: string; message?: string };
-        if (e.code === 'LIMIT_FILE_SIZE' || e.code === 'LIMIT_FIELD_VALUE') return reject(new ApiError('BODY_TOO_LARGE', `An upload is larger than ${limit} bytes`));
-        return reject(new ApiError('BAD_REQUEST', `Malformed multipart body: ${e.message ?? String(err)}`));
-      }
-      const files = (req.files ?? []) as Express.Multer.File[];
-      const form: Record<string, string[]> = {};
-      for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) ownSet(form, k, Array.isArray(v) ? v.map(String) : [String(v)]);
-      resolve({
-        text: '',
-        form,
-        parts: files.map((f) => ({ fieldName: f.fieldname, fileName: f.originalname || null, contentType: f.mimetype, size: f.size, data: f.buffer })),
-      });
-    });
-    // (after multer piped the request: a 'data' listener added first could start the flow early)
-    req.on('data', onData);
-  });
-}
-
 /** The text of a body and, for an urlencoded one, its form fields. */
 function fromText(text: string, type: string): RequestBody {
   return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(formInUtf8(text, type)) : {}, parts: [] };
@@ -137,11 +87,11 @@ function fromParsed(req: Request, onReparsed?: () => void): RequestBody {
  * `onReparsed` is called when a host body parser ran before the router without keeping the raw
  * body, so ctx.body is rebuilt from the parsed value.
  */
-export async function readBody(req: Request, res: Response, limit: number, onReparsed?: () => void): Promise<RequestBody> {
+export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: () => void): Promise<RequestBody> {
   if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, onReparsed);
   if (!hasBody(req)) return EMPTY;
   const type = req.headers['content-type'] ?? '';
-  if (/^multipart\/form-data/i.test(type)) return readMultipart(req, res, limit);
+  if (/^multipart\/form-data/i.test(type)) return { text: '', ...(await readMultipart(req, res, upload, limit)) };
   const raw = await readRaw(req, limit);
   return fromText(decodeBody(raw, type), type);
 }

@@ -5,6 +5,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors';
 
 /** The two file areas of an app: `sandbox` (`sandboxDir`) and `storage` (`storageDir`). */
@@ -21,7 +23,8 @@ export interface SavedFile {
 const outside = (message: string) => new ApiError('PATH_OUTSIDE_SANDBOX', message);
 const show = (p: string) => JSON.stringify(p.length > 200 ? `${p.slice(0, 200)}...` : p);
 
-function checkAppId(appId: string): void {
+/** Refuses an app id that is not one plain path segment. */
+export function checkAppId(appId: string): void {
   if (typeof appId !== 'string' || appId === '' || appId === '.' || /[/\\\0]/.test(appId) || appId.includes('..')) {
     throw outside('invalid app id');
   }
@@ -118,7 +121,12 @@ async function writeAtomic(dest: string, userPath: string, write: (tmp: string) 
   }
 }
 
-const relative = (userPath: string) => segmentsOf(userPath).join('/');
+/**
+ * A script-given path as the app root's relative, `/`-separated form (`./a//b` → `a/b`); throws
+ * PATH_OUTSIDE_SANDBOX for any path that could leave the root (see resolveAppPath).
+ */
+export const normalizeAppPath = (userPath: string): string => segmentsOf(userPath).join('/');
+const relative = normalizeAppPath;
 
 /**
  * Saves `data` at `userPath` inside `<root>/<appId>/` (parents created, existing file replaced
@@ -139,6 +147,29 @@ export async function copyFileTo(root: string | undefined, appId: string, userPa
     throw new ApiError('FILE_NOT_FOUND', 'the file to save does not exist');
   }
   const dest = await resolveAppPath(root, appId, userPath, { forWrite: true });
-  const size = await writeAtomic(dest, userPath, (tmp) => fs.promises.copyFile(srcAbsPath, tmp, fs.constants.COPYFILE_EXCL));
+  const size = await writeAtomic(dest, userPath, (tmp) => linkOrCopy(srcAbsPath, tmp));
+  return { path: relative(userPath), size };
+}
+
+/**
+ * A hard link when `src` is on the same file system (no bytes copied: a 1 GiB upload saves at
+ * once), a copy otherwise. The caller must not change `src` in place afterwards.
+ */
+async function linkOrCopy(src: string, tmp: string): Promise<void> {
+  try {
+    await fs.promises.link(src, tmp);
+  } catch (err) {
+    if (code(err) === 'ENOENT') throw err;
+    await fs.promises.copyFile(src, tmp, fs.constants.COPYFILE_EXCL);
+  }
+}
+
+/**
+ * Writes `stream` to `userPath` inside `<root>/<appId>/` (parents created, existing file replaced
+ * atomically), with backpressure. Returns the path relative to the app root and the size.
+ */
+export async function saveStreamTo(root: string | undefined, appId: string, userPath: string, stream: Readable): Promise<SavedFile> {
+  const dest = await resolveAppPath(root, appId, userPath, { forWrite: true });
+  const size = await writeAtomic(dest, userPath, (tmp) => pipeline(stream, fs.createWriteStream(tmp, { flags: 'wx' })));
   return { path: relative(userPath), size };
 }

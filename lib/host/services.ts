@@ -9,7 +9,9 @@ import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { HostOp, HostOps } from '../runtime/messages';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
-import { resolveAppPath, saveBufferTo } from '../files/sandbox-path';
+import { resolveAppPath } from '../files/sandbox-path';
+import { attachmentFileOf, saveAttachmentTo, savePart } from '../files/part-files';
+import type { FileStorage } from '../files/storage';
 import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
 
 /** What the router shares with every request's host services. */
@@ -17,6 +19,8 @@ export interface HostShared {
   options: ApiRouterOptions;
   outbound: OutboundClient;
   logger: Logger | undefined;
+  /** The apps' local sandboxes (`sandboxDir`) and shared storage (`storage` / `storageDir`). */
+  files: { sandbox?: FileStorage; storage?: FileStorage };
 }
 
 export interface RequestInfo {
@@ -102,14 +106,15 @@ export class HostServices implements HostBridge {
       const size = await this.response(args.id).saveTo(abs);
       return { path: target, size };
     },
-    'part.save': (args) => this.savePart(this.shared.options.sandboxDir, args),
-    'part.saveStorage': (args) => this.savePart(this.shared.options.storageDir, args),
+    'part.save': (args) => this.savePartTo('part.save', this.shared.files.sandbox, args),
+    'part.saveStorage': (args) => this.savePartTo('part.saveStorage', this.shared.files.storage, args),
     'part.saveAttachment': async (args) => {
       const part = this.part(args.id);
+      const tableId = str(args.tableId, 'tableId');
+      const fieldId = str(args.fieldId, 'fieldId');
       const { attachments } = this.shared.options;
-      if (!attachments) throw new ApiError('FILES_NOT_CONFIGURED', 'saveAttachment needs the router option `attachments`');
-      const file = { fieldName: part.fieldName, fileName: part.fileName, contentType: part.contentType, size: part.size, data: part.data };
-      return (await attachments.save(this.info.appId, str(args.tableId, 'tableId'), str(args.fieldId, 'fieldId'), file)) ?? null;
+      if (!attachments) return this.storing('part.saveAttachment', saveAttachmentTo(this.shared.files.storage, this.info.appId, tableId, fieldId, part));
+      return (await attachments.save(this.info.appId, tableId, fieldId, attachmentFileOf(part))) ?? null;
     },
     'utils.stringToBytes': (args) => {
       const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
@@ -124,8 +129,8 @@ export class HostServices implements HostBridge {
     return this.ops[op as HostOp](args as never);
   }
 
-  private async savePart(root: string | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {
-    const saved = await saveBufferTo(root, this.info.appId, str(args.path, 'path'), this.part(args.id).data);
+  private async savePartTo(op: 'part.save' | 'part.saveStorage', target: FileStorage | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {
+    const saved = await this.storing(op, savePart(target, this.info.appId, str(args.path, 'path'), this.part(args.id)));
     return { path: saved.path, size: saved.size };
   }
 
@@ -143,6 +148,17 @@ export class HostServices implements HostBridge {
       stage: args.stage === 'after' ? 'after' : 'call',
       input: args.input,
     });
+  }
+
+  /** A storage's own failure is logged and reaches the script as a host error, without its details. */
+  private async storing<T>(op: string, work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (e) {
+      if (e instanceof ApiError) throw e;
+      this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      throw new ApiError('HOST_ERROR', 'The file could not be stored');
+    }
   }
 
   private response(id: unknown): OutboundResponse {

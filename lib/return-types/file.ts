@@ -1,59 +1,120 @@
 /**
  * File: streams `{ path | storagePath, name, contentDisposition }`. `path` (the app's local
  * sandbox) wins over `storagePath` (shared storage); an empty path or a missing file is a 404;
- * no path may leave its sandbox.
+ * no path may leave its area. GET and HEAD get conditional requests (304, 412) and byte ranges
+ * (206, 416), so a browser can cache a file and seek in an inline video or PDF.
  */
-import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
+import { contentType as mimeContentType } from 'mime-types';
 import { ApiError } from '../errors';
-import { resolveAppPath } from '../files/sandbox-path';
+import { checkAppId, normalizeAppPath } from '../files/sandbox-path';
+import type { ByteRange, FileStorage, StoredFileInfo } from '../files/storage';
 import { contentTypeOf } from '../response/apply';
+import { sendErrorBody } from '../response/error';
+import { contentDisposition } from './disposition';
+import { evaluateConditions } from './conditional';
 import type { ReturnTypeHandler } from './index';
 
-const MIME: Record<string, string> = {
-  '.txt': 'text/plain;charset=UTF-8', '.csv': 'text/csv;charset=UTF-8', '.html': 'text/html;charset=UTF-8', '.htm': 'text/html;charset=UTF-8',
-  '.json': 'application/json;charset=UTF-8', '.xml': 'application/xml', '.pdf': 'application/pdf', '.zip': 'application/zip',
-  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.svg': 'image/svg+xml', '.webp': 'image/webp',
-  '.mp3': 'audio/mpeg', '.mp4': 'video/mp4', '.js': 'text/javascript;charset=UTF-8', '.css': 'text/css;charset=UTF-8',
-  '.xlsx': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-  '.docx': 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
-};
+export { contentDisposition };
 
-export function mimeOf(name: string): string {
-  return MIME[path.extname(name).toLowerCase()] ?? 'application/octet-stream';
+/** `Content-Type` for a file name (`text/plain; charset=utf-8`), or null when unknown. */
+export function mimeOf(name: string): string | null {
+  return mimeContentType(path.extname(name) || name) || null;
 }
 
-/** `attachment; filename="a.txt"; filename*=UTF-8''%E2%82%AC.txt` (RFC 6266 / 5987). */
-export function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
-  const fallback = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `${kind}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+async function statOf(store: FileStorage, appId: string, rel: string, userPath: string): Promise<StoredFileInfo> {
+  let info: StoredFileInfo | null;
+  try {
+    info = await store.stat(appId, rel);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
+  }
+  if (!info) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
+  return info;
 }
 
-export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, state, appId, files, method }) => {
+/** A Content-Type the script set as a plain header. */
+function scriptType(res: ServerResponse): string | null {
+  const v = res.getHeader('Content-Type');
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+function setAll(res: ServerResponse, headers: Record<string, string | number>): void {
+  for (const k in headers) res.setHeader(k, headers[k]);
+}
+
+export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, requestId, state, appId, files, method, headers: reqHeaders }) => {
   const { file } = output;
   const local = file.path !== null && file.path !== '';
   const userPath = local ? file.path! : file.storagePath;
   if (!userPath) throw new ApiError('FILE_NOT_FOUND', 'The file result has no path');
-  const abs = await resolveAppPath(local ? files.sandboxDir : files.storageDir, appId, userPath);
-  const stat = await fs.promises.stat(abs).catch(() => null);
-  if (!stat || !stat.isFile()) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
-  const stream = fs.createReadStream(abs);
-  await new Promise<void>((resolve, reject) => {
-    stream.once('open', () => resolve());
-    stream.once('error', () => reject(new ApiError('FILE_NOT_FOUND', `File '${userPath}' cannot be read`)));
-  });
-  const name = file.name || path.basename(userPath);
-  res.statusCode = state.status;
-  res.setHeader('Content-Type', contentTypeOf(state) ?? mimeOf(name));
-  res.setHeader('Content-Length', stat.size);
-  res.setHeader('Content-Disposition', contentDisposition(file.contentDisposition === 'inline' ? 'inline' : 'attachment', name));
-  res.setHeader('Last-Modified', stat.mtime.toUTCString());
+  const store = local ? files.sandbox : files.storage;
+  if (!store) throw new ApiError('FILES_NOT_CONFIGURED', local ? 'A File result with `path` needs the router option `sandboxDir`' : 'A File result with `storagePath` needs shared storage (`storage` or `storageDir`)');
+  checkAppId(appId);
+  const rel = normalizeAppPath(userPath);
+  const info = await statOf(store, appId, rel, userPath);
+
+  const name = file.name || path.posix.basename(rel);
+  const headers: Record<string, string | number> = {
+    'Content-Type': contentTypeOf(state) ?? scriptType(res) ?? mimeOf(name) ?? info.contentType ?? 'application/octet-stream',
+    'Content-Disposition': contentDisposition(file.contentDisposition === 'inline' ? 'inline' : 'attachment', name),
+    'Last-Modified': info.modified.toUTCString(),
+    ETag: info.etag,
+    'X-Content-Type-Options': 'nosniff',
+  };
+  let status = state.status;
+  let range: ByteRange | undefined;
+  // conditional requests and ranges: for reads of the file as it is (GET / HEAD answered 200)
+  if ((method === 'GET' || method === 'HEAD') && status === 200) {
+    headers['Accept-Ranges'] = 'bytes';
+    const verdict = evaluateConditions(method, reqHeaders, info);
+    if (verdict.kind === 'precondition-failed') {
+      const e = new ApiError('PRECONDITION_FAILED', 'The file does not match the If-Match / If-Unmodified-Since precondition');
+      return sendErrorBody(res, { requestId, message: e.message, code: e.code }, e.status, { ETag: info.etag, 'Last-Modified': headers['Last-Modified'] as string });
+    }
+    if (verdict.kind === 'not-modified') {
+      res.statusCode = 304;
+      setAll(res, { 'Last-Modified': headers['Last-Modified'], ETag: info.etag, 'Accept-Ranges': 'bytes' });
+      res.end();
+      return;
+    }
+    if (verdict.kind === 'unsatisfiable') {
+      const e = new ApiError('RANGE_NOT_SATISFIABLE', `The range is outside the file's ${info.size} bytes`);
+      return sendErrorBody(res, { requestId, message: e.message, code: e.code }, e.status, { 'Content-Range': `bytes */${info.size}`, 'Accept-Ranges': 'bytes' });
+    }
+    if (verdict.kind === 'range') {
+      range = verdict.range;
+      status = 206;
+      headers['Content-Range'] = `bytes ${range.start}-${range.end}/${info.size}`;
+    }
+  }
+  headers['Content-Length'] = range ? range.end - range.start + 1 : info.size;
+
   if (method === 'HEAD') {
-    stream.destroy();
+    res.statusCode = status;
+    setAll(res, headers);
     res.end();
     return;
   }
-  await pipeline(stream, res).catch(() => res.destroy());
+  // (a zero-byte file has no range to ask a storage for)
+  const opened = info.size === 0 ? null : await store.get(appId, rel, range ? { range } : undefined).catch((err: unknown) => {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
+  });
+  if (info.size !== 0 && !opened) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
+  res.statusCode = status;
+  setAll(res, headers);
+  if (!opened) {
+    res.end();
+    return;
+  }
+  // backpressure from the client to the source; a client that goes away destroys the source,
+  // which frees its file handle or connection
+  await pipeline(opened.stream, res).catch(() => {
+    opened.stream.destroy();
+    res.destroy();
+  });
 };

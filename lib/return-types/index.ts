@@ -1,7 +1,8 @@
 /**
  * Return-type handlers: one per return type, each turning a SerializedOutput into the response.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { FileStorage } from '../files/storage';
 import { ApiError } from '../errors';
 import type { ResponseState, SerializedOutput } from '../runtime/protocol';
 import { applyHeaders } from '../response/apply';
@@ -16,9 +17,12 @@ export interface SendContext {
   requestId: string;
   appId: string;
   method: string;
+  /** The request's headers (conditional and range requests of File responses). */
+  headers: IncomingHttpHeaders;
   /** Status and headers scripts set through ctx.response apply to the final response. */
   state: ResponseState;
-  files: { sandboxDir?: string; storageDir?: string };
+  /** The apps' local sandboxes and shared storage. */
+  files: { sandbox?: FileStorage; storage?: FileStorage };
 }
 
 export type ReturnTypeHandler<T extends SerializedOutput['type']> = (

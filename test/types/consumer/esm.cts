@@ -17,3 +17,24 @@ export const production = api.createApiRouter({
   metrics: { prefix: 'tenant_api_' },
 });
 export const scrape: Promise<string> | undefined = production.metrics?.text();
+// Shared storage: the bundled ones and one of the consumer's own, without the AWS SDK's types.
+const local: api.FileStorage = new api.LocalFileStorage({ root: '/srv/storage' });
+export const s3Options: api.S3FileStorageOptions = { bucket: 'files', prefix: 'p/', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, partSize: 8 * 1024 * 1024 };
+class OwnStorage implements api.FileStorage {
+  async put(): Promise<api.StoragePutResult> {
+    return { size: 0 };
+  }
+  async get(_appId: string, _path: string, options?: { range?: api.ByteRange }): Promise<api.StoredFile | null> {
+    void options;
+    return null;
+  }
+  async stat(): Promise<api.StoredFileInfo | null> {
+    return null;
+  }
+  async delete(): Promise<void> {}
+}
+export const routers = [
+  api.createApiRouter({ registry: new api.MemoryRegistry(), storage: local, upload: { fileSize: '200mb', files: 4, tmpDir: '/var/tmp' } }),
+  api.createApiRouter({ registry: new api.MemoryRegistry(), storage: new OwnStorage() }),
+];
+export const attachment: api.TableAttachment | undefined = undefined;

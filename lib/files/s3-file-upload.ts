@@ -1,0 +1,56 @@
+/**
+ * Uploads a local file to S3 without holding its parts in memory: each part's body is a read
+ * stream over its byte range of the file (with its length), `queueSize` parts at once; a file of
+ * one part is one PutObject. A failed multipart upload is aborted (no orphaned parts are billed).
+ */
+import * as fs from 'node:fs';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export interface FileUploadTarget {
+  client: any;
+  s3: any; // the @aws-sdk/client-s3 module
+  bucket: string;
+  key: string;
+  contentType?: string;
+  partSize: number;
+  queueSize: number;
+}
+
+/** Resolves to the stored object's ETag (when S3 gave one). */
+export async function uploadFileToS3(t: FileUploadTarget, file: string, size: number): Promise<string | undefined> {
+  const base = { Bucket: t.bucket, Key: t.key };
+  if (size <= t.partSize) {
+    const out = await t.client.send(new t.s3.PutObjectCommand({ ...base, Body: fs.createReadStream(file), ContentLength: size, ContentType: t.contentType }));
+    return out?.ETag;
+  }
+  const { UploadId } = await t.client.send(new t.s3.CreateMultipartUploadCommand({ ...base, ContentType: t.contentType }));
+  const count = Math.ceil(size / t.partSize);
+  const parts: Array<{ PartNumber: number; ETag: string }> = new Array(count);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < count) {
+      const i = next++;
+      const start = i * t.partSize;
+      const end = Math.min(size, start + t.partSize) - 1;
+      const body = fs.createReadStream(file, { start, end });
+      try {
+        const out = await t.client.send(new t.s3.UploadPartCommand({ ...base, UploadId, PartNumber: i + 1, Body: body, ContentLength: end - start + 1 }));
+        parts[i] = { PartNumber: i + 1, ETag: out.ETag };
+      } catch (err) {
+        failed = true;
+        throw err;
+      } finally {
+        body.destroy();
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(t.queueSize, count) }, worker));
+    const out = await t.client.send(new t.s3.CompleteMultipartUploadCommand({ ...base, UploadId, MultipartUpload: { Parts: parts } }));
+    return out?.ETag;
+  } catch (err) {
+    await t.client.send(new t.s3.AbortMultipartUploadCommand({ ...base, UploadId })).catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * S3FileStorage: a FileStorage in an S3 bucket (AWS or any S3-compatible service), keys
+ * `<prefix><appId>/<path>`. Uses the AWS SDK v3 (`@aws-sdk/client-s3`, `@aws-sdk/lib-storage`),
+ * optional peer dependencies loaded only when an S3FileStorage is made.
+ */
+import * as fs from 'node:fs';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { uploadFileToS3 } from './s3-file-upload';
+import type { ByteRange, FileStorage, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
+
+/** Options of S3FileStorage. Give `client`, or the settings to make one. */
+export interface S3FileStorageOptions {
+  /** The bucket (it must exist). */
+  bucket: string;
+  /** Key prefix before `<appId>/<path>`, e.g. `files/` (a `/` is added when missing). Default none. */
+  prefix?: string;
+  /** An `S3Client` of your own (`@aws-sdk/client-s3`); the settings below are then not used. */
+  client?: unknown;
+  /** AWS region. Default: the SDK's (`AWS_REGION`...), or `us-east-1` with a custom `endpoint`. */
+  region?: string;
+  /** Endpoint of an S3-compatible service, e.g. `http://127.0.0.1:9000`. */
+  endpoint?: string;
+  /** Path-style URLs (`endpoint/bucket/key`), which most S3-compatible services need. */
+  forcePathStyle?: boolean;
+  /** Static credentials. Default: the SDK's credential chain (environment, profile, role). */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /**
+   * Any other `S3ClientConfig` field, laid over the defaults. The defaults set
+   * `requestChecksumCalculation` and `responseChecksumValidation` to `WHEN_REQUIRED`, which
+   * S3-compatible services that predate the SDK's default checksums need.
+   */
+  clientOptions?: Record<string, unknown>;
+  /** Bytes per part of a multipart upload (at least 5 MiB; at most 10,000 parts per file). Default 5 MiB. */
+  partSize?: number;
+  /** Parts uploaded at once; memory held is about partSize × queueSize. Default 4. */
+  queueSize?: number;
+}
+
+const PEERS = '@aws-sdk/client-s3 and @aws-sdk/lib-storage';
+const MIN_PART = 5 * 1024 * 1024;
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Sdk = { s3: any; storage: any };
+
+function loadSdk(): Sdk {
+  try {
+    return { s3: require('@aws-sdk/client-s3'), storage: require('@aws-sdk/lib-storage') };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e?.code === 'MODULE_NOT_FOUND' && /@aws-sdk\//.test(e.message)) {
+      throw new Error(`S3FileStorage needs the packages ${PEERS} (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/** Files in an S3 bucket, for routers on several machines that share their files. */
+export class S3FileStorage implements FileStorage {
+  /** The bucket. */
+  readonly bucket: string;
+  /** The key prefix (empty, or ending with `/`). */
+  readonly prefix: string;
+  private readonly sdk: Sdk;
+  private readonly client: any;
+  private readonly ownClient: boolean;
+  private readonly partSize: number;
+  private readonly queueSize: number;
+
+  constructor(options: S3FileStorageOptions) {
+    if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
+    const partSize = options.partSize ?? MIN_PART;
+    if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
+    const queueSize = options.queueSize ?? 4;
+    if (!Number.isInteger(queueSize) || queueSize < 1) throw new TypeError('S3FileStorage queueSize must be an integer >= 1');
+    this.sdk = loadSdk();
+    this.bucket = options.bucket;
+    const prefix = options.prefix ?? '';
+    this.prefix = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
+    this.partSize = partSize;
+    this.queueSize = queueSize;
+    this.ownClient = options.client === undefined;
+    this.client =
+      options.client ??
+      new this.sdk.s3.S3Client({
+        region: options.region ?? (options.endpoint ? 'us-east-1' : undefined),
+        endpoint: options.endpoint,
+        forcePathStyle: options.forcePathStyle,
+        credentials: options.credentials,
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+        ...options.clientOptions,
+      });
+  }
+
+  /** The object key of an app's file. */
+  keyOf(appId: string, path: string): string {
+    return `${this.prefix}${appId}/${path}`;
+  }
+
+  /**
+   * A local file (`info.localPath`, an upload's temporary file) goes up in parts read straight
+   * from it; any other stream through lib-storage's Upload, which holds up to
+   * partSize × queueSize bytes while it sends them.
+   */
+  async put(appId: string, path: string, stream: Readable, info: StoragePutInfo): Promise<StoragePutResult> {
+    if (info?.localPath) {
+      const { size } = await fs.promises.stat(info.localPath);
+      const etag = await uploadFileToS3(
+        { client: this.client, s3: this.sdk.s3, bucket: this.bucket, key: this.keyOf(appId, path), contentType: info.contentType, partSize: this.partSize, queueSize: this.queueSize },
+        info.localPath,
+        size,
+      );
+      return { size, etag: typeof etag === 'string' ? etag : undefined };
+    }
+    let size = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    const upload = new this.sdk.storage.Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: this.keyOf(appId, path), Body: counter, ContentType: info?.contentType },
+      partSize: this.partSize,
+      queueSize: this.queueSize,
+      leavePartsOnError: false,
+    });
+    const piping = pipeline(stream, counter);
+    try {
+      const [result] = await Promise.all([upload.done(), piping]);
+      return { size, etag: typeof result?.ETag === 'string' ? result.ETag : undefined };
+    } catch (err) {
+      counter.destroy();
+      await upload.abort().catch(() => undefined);
+      await piping.catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async get(appId: string, path: string, options?: { range?: ByteRange }): Promise<StoredFile | null> {
+    const range = options?.range;
+    let out: any;
+    try {
+      out = await this.client.send(
+        new this.sdk.s3.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+      );
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+    // with a range, the whole size is the number after the slash of `Content-Range: bytes s-e/size`
+    const total = typeof out.ContentRange === 'string' ? Number(/\/(\d+)$/.exec(out.ContentRange)?.[1]) : NaN;
+    const size = Number.isFinite(total) ? total : Number(out.ContentLength ?? 0);
+    return { ...this.infoOf(out, size), stream: out.Body as Readable };
+  }
+
+  async stat(appId: string, path: string): Promise<StoredFileInfo | null> {
+    try {
+      const out = await this.client.send(new this.sdk.s3.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }));
+      return this.infoOf(out, Number(out.ContentLength ?? 0));
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  }
+
+  async delete(appId: string, path: string): Promise<void> {
+    await this.client.send(new this.sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }));
+  }
+
+  /** Closes the connections of the client this storage made (not of a `client` given to it). */
+  destroy(): void {
+    if (this.ownClient) this.client.destroy?.();
+  }
+
+  private infoOf(out: any, size: number): StoredFileInfo {
+    const modified = out.LastModified instanceof Date ? out.LastModified : new Date(0);
+    const etag = typeof out.ETag === 'string' && out.ETag !== '' ? out.ETag : `W/"${size.toString(16)}-${modified.getTime().toString(16)}"`;
+    return { size, modified, etag, contentType: typeof out.ContentType === 'string' ? out.ContentType : undefined };
+  }
+}

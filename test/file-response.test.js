@@ -1,0 +1,308 @@
+'use strict';
+// File responses over real HTTP: types from the name, RFC 6266 names, ETag and Last-Modified,
+// conditional GET (304 / 412), ranges (206 / 416), HEAD, 404s, and a client that goes away
+// mid-download releasing the file handle.
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const request = require('supertest');
+const { oneApi } = require('./helpers/app');
+const { contentDisposition } = require('../dist/cjs/return-types/disposition.js');
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-fileres-'));
+const sandboxDir = path.join(root, 'sandbox');
+const storageDir = path.join(root, 'storage');
+const content = Buffer.from('0123456789abcdefghij'); // 20 bytes
+fs.mkdirSync(path.join(sandboxDir, 'app1', 'docs'), { recursive: true });
+fs.mkdirSync(path.join(storageDir, 'app1', 'media'), { recursive: true });
+fs.writeFileSync(path.join(sandboxDir, 'app1', 'docs', 'data.txt'), content);
+fs.writeFileSync(path.join(sandboxDir, 'app1', 'docs', 'empty.bin'), '');
+fs.writeFileSync(path.join(storageDir, 'app1', 'media', 'clip.mp4'), content);
+const big = path.join(sandboxDir, 'app1', 'big.bin');
+fs.writeFileSync(big, Buffer.alloc(32 * 1024 * 1024, 5));
+
+const { app, router } = oneApi(
+  `export function fn(ctx) {
+    const r = JSON.parse(ctx.query.r);
+    if (r.type) ctx.response.setContentType(r.type);
+    if (r.status) ctx.response.setStatus(r.status);
+    return r.file;
+  }`,
+  { returnType: 'File' },
+  { sandboxDir, storageDir },
+);
+const url = (file, extra = {}) => `/web0/api/app1/p?r=${encodeURIComponent(JSON.stringify({ file, ...extra }))}`;
+const DATA = url({ path: 'docs/data.txt' });
+let server;
+beforeAll(() => new Promise((r) => (server = app.listen(0, '127.0.0.1', r))));
+afterAll(async () => {
+  server.closeAllConnections?.();
+  await new Promise((r) => server.close(r));
+  await router.close();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+describe('headers', () => {
+  test('type from the name (mime-types), length, Last-Modified, a weak ETag, nosniff, Accept-Ranges', async () => {
+    const res = await request(app).get(DATA);
+    expect(res.status).toBe(200);
+    expect(res.text).toBe(content.toString());
+    const mtime = fs.statSync(path.join(sandboxDir, 'app1', 'docs', 'data.txt')).mtime;
+    expect(res.headers).toMatchObject({
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': '20',
+      'last-modified': mtime.toUTCString(),
+      etag: expect.stringMatching(/^W\/"14-[0-9a-f]+"$/),
+      'x-content-type-options': 'nosniff',
+      'accept-ranges': 'bytes',
+      'content-disposition': 'attachment; filename=data.txt',
+    });
+  });
+
+  test.each([
+    ['a.pdf', 'application/pdf'],
+    ['clip.MP4', 'video/mp4'],
+    ['pic.webp', 'image/webp'],
+    ['sheet.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'],
+    ['font.woff2', 'font/woff2'],
+    ['page.html', 'text/html; charset=utf-8'],
+    ['noext', 'application/octet-stream'],
+    ['weird.zzzz', 'application/octet-stream'],
+  ])('%s is sent as %s', async (name, type) => {
+    const res = await request(app).get(url({ path: 'docs/data.txt', name }));
+    expect(res.headers['content-type']).toBe(type);
+  });
+
+  test("the script's content type wins over the name's", async () => {
+    const res = await request(app).get(url({ path: 'docs/data.txt' }, { type: 'application/x-custom' }));
+    expect(res.headers['content-type']).toBe('application/x-custom');
+  });
+
+  test('storagePath reads shared storage; path wins over it', async () => {
+    const shared = await request(app).get(url({ storagePath: 'media/clip.mp4', contentDisposition: 'inline' }));
+    expect(shared.headers['content-type']).toBe('video/mp4');
+    expect(shared.headers['content-disposition']).toBe('inline; filename=clip.mp4');
+    const both = await request(app).get(url({ path: 'docs/data.txt', storagePath: 'media/clip.mp4', name: 'x.txt' }));
+    expect(both.headers['content-type']).toBe('text/plain; charset=utf-8');
+  });
+});
+
+describe('Content-Disposition (RFC 6266)', () => {
+  test.each([
+    ['report.pdf', 'attachment', 'attachment; filename=report.pdf'],
+    ['报告 2026.pdf', 'attachment', `attachment; filename="__ 2026.pdf"; filename*=UTF-8''%E6%8A%A5%E5%91%8A%202026.pdf`],
+    ['résumé.txt', 'inline', `inline; filename=resume.txt; filename*=UTF-8''r%C3%A9sum%C3%A9.txt`],
+    ['a"b".txt', 'attachment', 'attachment; filename=a_b_.txt'],
+    ['evil\r\nSet-Cookie: x=1.txt', 'attachment', 'attachment; filename="evilSet-Cookie: x=1.txt"'],
+    ['../../etc/passwd', 'attachment', 'attachment; filename=.._.._etc_passwd'],
+    ['C:\\dir\\f.txt', 'attachment', 'attachment; filename="C:_dir_f.txt"'],
+    ['..', 'attachment', 'attachment; filename=download'],
+    ['100%.txt', 'attachment', `attachment; filename=100_.txt; filename*=UTF-8''100%25.txt`],
+  ])('%j (%s)', (name, kind, expected) => {
+    expect(contentDisposition(kind, name)).toBe(expected);
+  });
+
+  test('on the wire, a UTF-8 name and a name with CR/LF', async () => {
+    const res = await request(app).get(url({ path: 'docs/data.txt', name: '报告 2026.pdf' }));
+    expect(res.headers['content-disposition']).toBe(`attachment; filename="__ 2026.pdf"; filename*=UTF-8''%E6%8A%A5%E5%91%8A%202026.pdf`);
+    const crlf = await request(app).get(url({ path: 'docs/data.txt', name: 'a\r\nX-Injected: 1' }));
+    expect(crlf.status).toBe(200);
+    expect(crlf.headers['x-injected']).toBeUndefined();
+  });
+});
+
+describe('conditional requests', () => {
+  let etag;
+  let lastModified;
+  beforeAll(async () => {
+    const res = await request(app).get(DATA);
+    etag = res.headers.etag;
+    lastModified = res.headers['last-modified'];
+  });
+
+  test('If-None-Match with the ETag: 304 without a body', async () => {
+    const res = await request(app).get(DATA).set('If-None-Match', etag);
+    expect(res.status).toBe(304);
+    expect(res.headers.etag).toBe(etag);
+    expect(res.text ?? '').toBe('');
+    expect((await request(app).get(DATA).set('If-None-Match', '"other"')).status).toBe(200);
+  });
+
+  test('If-Modified-Since at or after the modification: 304; before it: 200', async () => {
+    expect((await request(app).get(DATA).set('If-Modified-Since', lastModified)).status).toBe(304);
+    expect((await request(app).get(DATA).set('If-Modified-Since', new Date(Date.parse(lastModified) - 60_000).toUTCString())).status).toBe(200);
+  });
+
+  test('If-Match that fails (a weak ETag never matches strongly): 412 with the error body', async () => {
+    const res = await request(app).get(DATA).set('If-Match', etag);
+    expect(res.status).toBe(412);
+    expect(res.body).toMatchObject({ code: 270311, requestId: res.headers['x-request-id'] });
+    expect((await request(app).get(DATA).set('If-Match', '*')).status).toBe(200);
+    const old = new Date(Date.parse(lastModified) - 60_000).toUTCString();
+    expect((await request(app).get(DATA).set('If-Unmodified-Since', old)).status).toBe(412);
+    expect((await request(app).get(DATA).set('If-Unmodified-Since', lastModified)).status).toBe(200);
+  });
+
+  test('a POST answered with a file is not conditional', async () => {
+    const res = await request(app).post(DATA).set('If-None-Match', etag);
+    expect(res.status).toBe(200);
+    expect(res.text).toBe(content.toString());
+  });
+});
+
+describe('ranges', () => {
+  const ranged = (range, extra = {}) => {
+    let r = request(app).get(DATA).set('Range', range);
+    for (const [k, v] of Object.entries(extra)) r = r.set(k, v);
+    return r;
+  };
+
+  test('bytes=0-3: 206 with Content-Range and those bytes', async () => {
+    const res = await ranged('bytes=0-3');
+    expect(res.status).toBe(206);
+    expect(res.text).toBe('0123');
+    expect(res.headers['content-range']).toBe('bytes 0-3/20');
+    expect(res.headers['content-length']).toBe('4');
+  });
+
+  test('a suffix, an open end, and an end past the size', async () => {
+    expect((await ranged('bytes=-5')).text).toBe('fghij');
+    expect((await ranged('bytes=15-')).text).toBe('fghij');
+    const past = await ranged('bytes=18-100');
+    expect([past.status, past.text, past.headers['content-range']]).toEqual([206, 'ij', 'bytes 18-19/20']);
+  });
+
+  test('from the storage too', async () => {
+    const res = await request(app).get(url({ storagePath: 'media/clip.mp4' })).set('Range', 'bytes=10-12');
+    expect([res.status, res.headers['content-range']]).toEqual([206, 'bytes 10-12/20']);
+    expect(res.body.toString()).toBe('abc');
+  });
+
+  test('unsatisfiable: 416 with Content-Range bytes */size and the error body', async () => {
+    const res = await ranged('bytes=50-60');
+    expect(res.status).toBe(416);
+    expect(res.headers['content-range']).toBe('bytes */20');
+    expect(res.body).toMatchObject({ code: 270310 });
+    const empty = await request(app).get(url({ path: 'docs/empty.bin' })).set('Range', 'bytes=0-');
+    expect(empty.status).toBe(416);
+  });
+
+  test('several ranges or a malformed header: the whole file', async () => {
+    const multi = await ranged('bytes=0-1,5-6');
+    expect([multi.status, multi.text]).toEqual([200, content.toString()]);
+    const bad = await ranged('lines=1-2');
+    expect([bad.status, bad.text]).toEqual([200, content.toString()]);
+  });
+
+  test('If-Range: the range when the ETag or date still holds, else the whole file', async () => {
+    const first = await request(app).get(DATA);
+    const byDate = await ranged('bytes=0-1', { 'If-Range': first.headers['last-modified'] });
+    expect(byDate.status).toBe(206);
+    const stale = await ranged('bytes=0-1', { 'If-Range': '"something-else"' });
+    expect(stale.status).toBe(200);
+    // the local storage's ETags are weak: If-Range needs a strong one
+    const weak = await ranged('bytes=0-1', { 'If-Range': first.headers.etag });
+    expect(weak.status).toBe(200);
+  });
+
+  test('a script-set status other than 200 is kept, without ranges', async () => {
+    const res = await request(app).get(url({ path: 'docs/data.txt' }, { status: 203 })).set('Range', 'bytes=0-1');
+    expect([res.status, res.text]).toEqual([203, content.toString()]);
+  });
+});
+
+describe('HEAD, empty files and 404s', () => {
+  test('HEAD: the headers of GET, no body', async () => {
+    const res = await request(app).head(DATA);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-length']).toBe('20');
+    expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+    expect(res.text ?? '').toBe('');
+  });
+
+  test('a zero-byte file', async () => {
+    const res = await request(app).get(url({ path: 'docs/empty.bin' }));
+    expect([res.status, res.headers['content-length']]).toEqual([200, '0']);
+  });
+
+  test.each([
+    [{ path: '' }, 270301],
+    [{ path: null, storagePath: '' }, 270301],
+    [{ path: 'docs/missing.txt' }, 270301],
+    [{ storagePath: 'media/missing.mp4' }, 270301],
+    [{ path: 'docs' }, 270301],
+  ])('%j: 404 with the error body', async (file, code) => {
+    const res = await request(app).get(url(file));
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], code, message: expect.any(String) });
+    expect(res.headers['content-disposition']).toBeUndefined();
+  });
+
+  test('paths out of the area: 400', async () => {
+    for (const file of [{ path: '../secret' }, { storagePath: '/etc/passwd' }]) {
+      const res = await request(app).get(url(file));
+      expect([res.status, res.body.code]).toEqual([400, 270302]);
+    }
+  });
+});
+
+/** The descriptors of this process open on `file` (Linux: /proc/self/fd). */
+function openOn(file) {
+  let n = 0;
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`) === file) n++;
+    } catch {
+      // (closed while listing)
+    }
+  }
+  return n;
+}
+
+/** Resolves once no descriptor is open on `file` (closing follows the response's end). */
+async function closedOn(file) {
+  const until = Date.now() + 10_000;
+  while (openOn(file) !== 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(openOn(file)).toBe(0);
+}
+
+describe('streaming', () => {
+  test('a client that goes away mid-download frees the file handle', async () => {
+    expect(openOn(big)).toBe(0);
+    const served = new Promise((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port: server.address().port, path: url({ path: 'big.bin' }) }, (res) => {
+        expect(res.statusCode).toBe(200);
+        let got = 0;
+        res.on('data', (chunk) => {
+          got += chunk.length;
+          // the server stopped at the socket's backpressure, far from the end, with the file open
+          if (got >= 256 * 1024 && !req.destroyed) {
+            expect(openOn(big)).toBe(1);
+            req.destroy();
+            resolve(got);
+          }
+        });
+      });
+      req.on('error', () => undefined);
+    });
+    expect(await served).toBeLessThan(32 * 1024 * 1024);
+    await closedOn(big);
+  });
+
+  test('a whole large file arrives intact', async () => {
+    const res = await new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: server.address().port, path: url({ path: 'big.bin' }) }, (r) => {
+        let size = 0;
+        let bad = 0;
+        r.on('data', (c) => {
+          size += c.length;
+          for (const b of c) if (b !== 5) bad++;
+        });
+        r.on('end', () => resolve({ size, bad, length: r.headers['content-length'] }));
+      }).on('error', reject);
+    });
+    expect(res).toEqual({ size: 32 * 1024 * 1024, bad: 0, length: String(32 * 1024 * 1024) });
+    await closedOn(big);
+  });
+});

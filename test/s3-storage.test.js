@@ -1,0 +1,211 @@
+'use strict';
+// S3FileStorage against a real S3-compatible server on a loopback port (s3rver): put, get, stat,
+// delete, ranges, a 50 MB streamed upload, missing keys; then uploads and File responses through
+// the router with `storage: new S3FileStorage(...)`; and the error when the SDK is not installed.
+const crypto = require('node:crypto');
+const path = require('node:path');
+const { Readable } = require('node:stream');
+const { execFileSync } = require('node:child_process');
+const request = require('supertest');
+const { S3FileStorage } = require('..');
+const { oneApi } = require('./helpers/app');
+const { startS3 } = require('./helpers/s3');
+
+let s3;
+let storage;
+beforeAll(async () => {
+  s3 = await startS3();
+  storage = s3.storage({ prefix: 'files' });
+});
+afterAll(() => s3?.stop());
+
+const text = async (stream) => {
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  return Buffer.concat(chunks);
+};
+
+describe('S3FileStorage', () => {
+  test('put, stat, get, delete', async () => {
+    const put = await storage.put('app1', 'docs/a.txt', Readable.from([Buffer.from('hello '), Buffer.from('s3')]), { contentType: 'text/plain' });
+    expect(put).toEqual({ size: 8, etag: expect.stringMatching(/^"[0-9a-f]+"$/) });
+    const info = await storage.stat('app1', 'docs/a.txt');
+    expect(info).toEqual({ size: 8, etag: put.etag, modified: expect.any(Date), contentType: 'text/plain' });
+    expect(Math.abs(info.modified.getTime() - Date.now())).toBeLessThan(60_000);
+    const got = await storage.get('app1', 'docs/a.txt');
+    expect({ ...got, stream: undefined }).toEqual({ ...info, stream: undefined });
+    expect((await text(got.stream)).toString()).toBe('hello s3');
+    expect(storage.keyOf('app1', 'docs/a.txt')).toBe('files/app1/docs/a.txt');
+    await storage.delete('app1', 'docs/a.txt');
+    expect(await storage.stat('app1', 'docs/a.txt')).toBeNull();
+  });
+
+  test('apps do not see each other', async () => {
+    await storage.put('app1', 'same.txt', Readable.from([Buffer.from('one')]), {});
+    await storage.put('app2', 'same.txt', Readable.from([Buffer.from('two')]), {});
+    expect((await text((await storage.get('app1', 'same.txt')).stream)).toString()).toBe('one');
+    expect((await text((await storage.get('app2', 'same.txt')).stream)).toString()).toBe('two');
+  });
+
+  test('range reads', async () => {
+    await storage.put('app1', 'r.bin', Readable.from([Buffer.from('0123456789')]), {});
+    const got = await storage.get('app1', 'r.bin', { range: { start: 2, end: 5 } });
+    expect(got.size).toBe(10);
+    expect((await text(got.stream)).toString()).toBe('2345');
+    const tail = await storage.get('app1', 'r.bin', { range: { start: 9, end: 9 } });
+    expect((await text(tail.stream)).toString()).toBe('9');
+  });
+
+  test('a missing key: get and stat give null, delete resolves', async () => {
+    expect(await storage.get('app1', 'nope/none.txt')).toBeNull();
+    expect(await storage.stat('app1', 'nope/none.txt')).toBeNull();
+    await expect(storage.delete('app1', 'nope/none.txt')).resolves.toBeUndefined();
+  });
+
+  test('a 50 MB upload streams in parts (a generated stream, never one buffer)', async () => {
+    const size = 50 * 1024 * 1024;
+    const chunk = 1024 * 1024;
+    const hash = crypto.createHash('sha256');
+    async function* gen() {
+      for (let i = 0; i < size / chunk; i++) {
+        const c = crypto.randomBytes(chunk);
+        hash.update(c);
+        yield c;
+      }
+    }
+    const put = await storage.put('app1', 'big/50mb.bin', Readable.from(gen()), { contentType: 'application/octet-stream' });
+    expect(put.size).toBe(size);
+    const expected = hash.digest('hex');
+    expect((await storage.stat('app1', 'big/50mb.bin')).size).toBe(size);
+    const got = await storage.get('app1', 'big/50mb.bin');
+    const h = crypto.createHash('sha256');
+    for await (const c of got.stream) h.update(c);
+    expect(h.digest('hex')).toBe(expected);
+    const mid = await storage.get('app1', 'big/50mb.bin', { range: { start: 30 * 1024 * 1024, end: 30 * 1024 * 1024 + 99 } });
+    expect((await text(mid.stream)).length).toBe(100);
+  }, 120_000);
+
+  test('a failing source stream fails the put and stores nothing', async () => {
+    const bad = new Readable({
+      read() {
+        this.destroy(new Error('source broke'));
+      },
+    });
+    await expect(storage.put('app1', 'broken.bin', bad, {})).rejects.toThrow('source broke');
+    expect(await storage.stat('app1', 'broken.bin')).toBeNull();
+  });
+
+  test('options are checked', () => {
+    expect(() => new S3FileStorage({})).toThrow(/needs a bucket/);
+    expect(() => new S3FileStorage({ bucket: 'b', partSize: 1024 })).toThrow(/partSize/);
+    expect(() => new S3FileStorage({ bucket: 'b', queueSize: 0 })).toThrow(/queueSize/);
+  });
+});
+
+describe('through the router', () => {
+  let x;
+  beforeAll(() => {
+    x = oneApi(
+      `export function up(ctx) {
+        const p = ctx.getParts()[0];
+        return { saved: p.saveStorage('uploads/' + p.submittedFileName), att: p.saveAttachment('orders', 'scan') };
+      }
+      export function down(ctx) { return { storagePath: ctx.query.p, name: ctx.query.name, contentDisposition: 'inline' } }`,
+      {},
+      { storage },
+      {},
+    );
+    x.registry.putApi('app1', { path: 'up', call: { script: 'main.js', function: 'up' }, returnType: 'JSON' });
+    x.registry.putApi('app1', { path: 'down', call: { script: 'main.js', function: 'down' }, returnType: 'File' });
+  });
+  afterAll(() => x.router.close());
+
+  test('saveStorage and saveAttachment store in the bucket; a File result reads it back with ranges and ETags', async () => {
+    const body = crypto.randomBytes(300_000);
+    const up = await request(x.app).post('/web0/api/app1/up').attach('f', body, { filename: 'scan.png', contentType: 'image/png' });
+    expect(up.status).toBe(200);
+    expect(up.body.saved).toEqual({ path: 'uploads/scan.png', size: body.length });
+    expect(up.body.att).toMatchObject({ name: 'scan.png', size: body.length, contentType: 'image/png', tableId: 'orders', fieldId: 'scan' });
+    expect((await storage.stat('app1', up.body.att.path)).size).toBe(body.length);
+
+    const get = (p) => request(x.app).get('/web0/api/app1/down').query({ p, name: 'scan.png' }).buffer(true).parse((res, cb) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => cb(null, Buffer.concat(chunks)));
+    });
+    const full = await get('uploads/scan.png');
+    expect(full.status).toBe(200);
+    expect(Buffer.compare(full.body, body)).toBe(0);
+    expect(full.headers).toMatchObject({ 'content-type': 'image/png', 'content-length': String(body.length), 'content-disposition': 'inline; filename=scan.png' });
+    const etag = full.headers.etag;
+    expect(etag).toMatch(/^"[0-9a-f]+"$/);
+
+    const part = await get('uploads/scan.png').set('Range', 'bytes=100-199');
+    expect(part.status).toBe(206);
+    expect(part.headers['content-range']).toBe(`bytes 100-199/${body.length}`);
+    expect(Buffer.compare(part.body, body.subarray(100, 200))).toBe(0);
+    // the S3 ETag is strong: If-Range and If-Match hold
+    expect((await get('uploads/scan.png').set('Range', 'bytes=0-9').set('If-Range', etag)).status).toBe(206);
+    expect((await get('uploads/scan.png').set('If-Match', etag)).status).toBe(200);
+    expect((await get('uploads/scan.png').set('If-None-Match', etag)).status).toBe(304);
+    expect((await get(up.body.att.path)).body.length).toBe(body.length);
+
+    const missing = await get('uploads/none.png');
+    expect(missing.status).toBe(404);
+  });
+});
+
+test('without the AWS SDK installed, constructing S3FileStorage names the packages to install', () => {
+  // a child process in which @aws-sdk/* cannot be resolved
+  const hide = `const M = require('module'); const orig = M._resolveFilename;
+    M._resolveFilename = function (r, ...a) { if (r.startsWith('@aws-sdk/')) { const e = new Error("Cannot find module '" + r + "'"); e.code = 'MODULE_NOT_FOUND'; throw e; } return orig.call(this, r, ...a); };`;
+  const out = execFileSync(process.execPath, ['-e', `${hide}
+    const { S3FileStorage, createApiRouter } = require(${JSON.stringify(path.join(__dirname, '..'))});
+    try { new S3FileStorage({ bucket: 'b' }); console.log('constructed'); } catch (e) { console.log(e.message); }`], { encoding: 'utf8' });
+  expect(out.trim()).toBe('S3FileStorage needs the packages @aws-sdk/client-s3 and @aws-sdk/lib-storage (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage');
+});
+
+describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  let dir;
+  beforeAll(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-s3-local-'))));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test.each([
+    ['one part (PutObject)', 3 * 1024 * 1024],
+    ['several parts read from the file, the last one short', 13 * 1024 * 1024 + 7],
+  ])('%s', async (_name, size) => {
+    const file = path.join(dir, `f${size}`);
+    const bytes = crypto.randomBytes(size);
+    fs.writeFileSync(file, bytes);
+    const unread = Readable.from([Buffer.from('never read')]);
+    const put = await storage.put('app1', `local/${size}.bin`, unread, { localPath: file, contentType: 'application/x-test' });
+    expect(put).toEqual({ size, etag: expect.stringMatching(/^"/) });
+    const info = await storage.stat('app1', `local/${size}.bin`);
+    expect([info.size, info.contentType]).toEqual([size, 'application/x-test']);
+    const back = await text((await storage.get('app1', `local/${size}.bin`)).stream);
+    expect(Buffer.compare(back, bytes)).toBe(0);
+  }, 60_000);
+
+  test('a multipart upload whose part fails is aborted and stores nothing', async () => {
+    const file = path.join(dir, 'fails');
+    fs.writeFileSync(file, Buffer.alloc(12 * 1024 * 1024, 1));
+    // the real client and server, with part 2's request failing on the way
+    const real = storage.client;
+    const sent = [];
+    const client = {
+      send(cmd) {
+        sent.push(cmd.constructor.name);
+        if (cmd.constructor.name === 'UploadPartCommand' && cmd.input.PartNumber === 2) return Promise.reject(new Error('part 2 failed'));
+        return real.send(cmd);
+      },
+    };
+    const s = new S3FileStorage({ bucket: s3.bucket, client });
+    await expect(s.put('app1', 'x.bin', Readable.from([]), { localPath: file })).rejects.toThrow('part 2 failed');
+    expect(sent[0]).toBe('CreateMultipartUploadCommand');
+    expect(sent).toContain('AbortMultipartUploadCommand');
+    expect(sent).not.toContain('CompleteMultipartUploadCommand');
+    expect(await storage.stat('app1', 'x.bin')).toBeNull();
+  });
+});
