@@ -18,7 +18,7 @@ export interface PoolOptions {
   maxWorkers?: number;
   /** Memory limit of one script call, in MiB (at least 8). Default 64. */
   memoryLimitMb?: number;
-  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (at least 8). Default 64. */
+  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024). Default 256 (about a thousand small apps). */
   contextBudgetMb?: number;
   /** Most calls of one app in flight at once (running or waiting on the host); more wait in line. Default 1000. */
   maxConcurrentPerApp?: number;
@@ -44,7 +44,7 @@ export const POOL_DEFAULTS = {
   engine: 'quickjs',
   maxWorkers: 32,
   memoryLimitMb: 64,
-  contextBudgetMb: 64,
+  contextBudgetMb: 256,
   maxConcurrentPerApp: 1000,
   queueTimeoutMs: 5000,
   idleTimeoutMs: 30_000,

@@ -6,7 +6,8 @@
  *   at most `queueTimeoutMs` (then QUEUE_TIMEOUT). A job's `timeoutMs` starts when a worker
  *   starts it.
  * - A job goes to the least loaded worker that can start it now: not in a long slice of script
- *   work (past SLOW_MS) and not blocked in a blocking host call. One app may hold at most
+ *   work (past SLOW_MS) and not blocked in a blocking host call. An app's jobs keep going to the
+ *   worker of its last job (which holds its contexts) while that one is not much busier. One app may hold at most
  *   `maxWorkersPerApp` workers with long slices (and half of `maxWorkers` with blocking calls);
  *   its other calls wait in line while other apps' calls go ahead.
  * - The pool starts `size` workers at once, replaces a worker as soon as it ends, and grows (up to
@@ -31,6 +32,8 @@ const SLOW_MS = 25;
 const WATCH_MS = 10;
 /** Most jobs handed at once to a vm2 worker between two of its slices. */
 const VM2_BATCH = 16;
+/** Calls in flight a worker may have beyond the least loaded one and still get its apps' calls. */
+const HOME_SLACK = 64;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
 
@@ -49,6 +52,8 @@ export class WorkerPool implements ScriptEngine {
   /** Per app: jobs sent to workers, and blocking host calls in flight. */
   private readonly inFlight = new Map<string, number>();
   private readonly blockedApps = new Map<string, number>();
+  /** Per app: the worker its last call went to (it holds the app's contexts). */
+  private readonly homes = new Map<string, PoolWorker>();
   private nextId = 1;
   private closing = false;
   private closed = false;
@@ -214,6 +219,10 @@ export class WorkerPool implements ScriptEngine {
       if (!task) break;
       let w = ready[0];
       for (const x of ready) if (x.tasks.size < w.tasks.size) w = x;
+      // an app's calls stay on the worker that holds its contexts while it is not much busier
+      const home = this.homes.get(task.appId);
+      if (home && home !== w && ready.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK) w = home;
+      else this.homes.set(task.appId, w);
       if (this.options.engine === 'vm2') {
         const n = (batch.get(w) ?? 0) + 1;
         batch.set(w, n);
@@ -406,6 +415,7 @@ export class WorkerPool implements ScriptEngine {
     w.close();
     const i = this.workers.indexOf(w);
     if (i >= 0) this.workers.splice(i, 1);
+    for (const [app, home] of this.homes) if (home === w) this.homes.delete(app);
     const started = w.started();
     const oom = (err as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
     for (const task of [...w.tasks.values()]) {

@@ -1,8 +1,13 @@
 /**
- * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten, sync build). Each
- * context has a runtime of its own whose interrupt handler asks the worker whether the job being
- * run has passed its deadline, so a runaway loop ends its own call, in synchronous code and in
- * promise jobs alike. ES modules load natively (top-level await included).
+ * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten, sync build). A worker
+ * has one QuickJS runtime and one context per (app, script version) in it: contexts are separate
+ * realms (no object of one is reachable from another), and sharing the runtime (its atoms, shapes
+ * and job queue) makes a context about a third of the size of one with a runtime of its own. The
+ * runtime's interrupt handler asks the worker whether the job being run has passed its deadline,
+ * so a runaway loop ends its own call, in synchronous code and in promise jobs alike. Every entry
+ * runs the promise jobs it queued before it returns, so the shared job queue is empty between
+ * entries (a failed entry's leftovers are flushed with script code stopped). ES modules load
+ * natively (top-level await included).
  *
  * Memory: QuickJS's own limit (`setMemoryLimit`) only bounds single allocations in this
  * WebAssembly build (emscripten has no malloc_usable_size: justjake/quickjs-emscripten#255,
@@ -19,7 +24,6 @@ import {
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
-  type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { compileLocation } from '../../error-location';
@@ -29,6 +33,13 @@ const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
 /** Heap room, beyond one call's limit and the contexts' budget, for the allocator's own use. */
 const HEAP_SLACK_MB = 32;
+/** Bytes a loaded module holds per character of its source (bytecode, atoms, functions): an estimate. */
+const CODE_BYTES_PER_CHAR = 4;
+/**
+ * QuickJS counts what its objects hold, not what the allocator spends on them (headers, free
+ * space between blocks): a context takes about 1.6 times its count of the WebAssembly heap.
+ */
+const ALLOCATOR_FACTOR = 1.6;
 /** wasm32 emscripten builds address at most 2 GiB. */
 const MAX_HEAP_MB = 2048;
 
@@ -63,14 +74,28 @@ export class QuickJsDriver implements SandboxDriver {
   /** Set when the interrupt handler stopped script code (the entry then failed as a timeout). */
   interrupted = false;
 
+  /** What a context with the adapter and an empty module holds (measured on the first one opened). */
+  private baseBytes = 0;
+  private measured = 0;
+  /** Set while leftover promise jobs of a failed entry are flushed: script code stops at once. */
+  private flushing = false;
+
   private constructor(
-    private readonly wasm: QuickJSWASMModule,
+    /** The one QuickJS runtime of the worker: every context (one per app and script version) lives in it. */
+    readonly rt: QuickJSRuntime,
     readonly options: DriverOptions,
     /** Readable for tests (test/helpers/quickjs-heap.js). */
     readonly memory: WasmMemory,
     private readonly heapCapBytes: number,
   ) {
     this.heapBytes = memory.buffer.byteLength;
+    rt.setMemoryLimit(options.memoryLimitMb * MiB);
+    rt.setMaxStackSize(512 * 1024);
+    rt.setInterruptHandler(() => {
+      if (!this.flushing && !this.options.interrupt()) return false;
+      this.interrupted = true;
+      return true;
+    });
   }
 
   static async create(options: DriverOptions): Promise<QuickJsDriver> {
@@ -85,7 +110,7 @@ export class QuickJsDriver implements SandboxDriver {
         emscriptenModule: { printErr: () => undefined, print: () => undefined } as object,
       }),
     );
-    const driver = new QuickJsDriver(wasm, options, memory, capMb * MiB);
+    const driver = new QuickJsDriver(wasm.newRuntime(), options, memory, capMb * MiB);
     // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc
     const grow = memory.grow.bind(memory);
     memory.grow = (delta: number) => {
@@ -120,6 +145,33 @@ export class QuickJsDriver implements SandboxDriver {
     if (this.heapFull || this.heapBytes > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
   }
 
+  /** What the runtime's objects hold, in bytes (QuickJS's own count). */
+  usedBytes(ctx: QuickJSContext): number {
+    const usage = this.rt.computeMemoryUsage();
+    const used = (ctx.dump(usage) as { memory_used_size?: number }).memory_used_size;
+    usage.dispose();
+    return typeof used === 'number' ? used : 0;
+  }
+
+  /**
+   * Runs the promise jobs a failed entry left in the runtime's queue with script code stopped at
+   * once (the queue is the runtime's, shared by every context: the next entry must find it empty).
+   */
+  flushJobs(): void {
+    this.flushing = true;
+    try {
+      while (this.rt.hasPendingJob()) {
+        const r = this.rt.executePendingJobs(-1);
+        if (r.error) r.error.dispose();
+      }
+    } catch {
+      this.poisoned = true;
+    } finally {
+      this.flushing = false;
+      this.interrupted = false;
+    }
+  }
+
   /** An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a failure of the engine. */
   failure(err: { name: string; message: string }): EngineError {
     this.checkHeap();
@@ -135,18 +187,20 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
-    const rt = this.wasm.newRuntime();
-    rt.setMemoryLimit(this.options.memoryLimitMb * MiB);
-    rt.setMaxStackSize(512 * 1024);
-    rt.setInterruptHandler(() => {
-      if (!this.options.interrupt()) return false;
-      this.interrupted = true;
-      return true;
-    });
-    const ctx = rt.newContext();
-    const context = new QuickJsContext(this, rt, ctx);
+    const ctx = this.rt.newContext();
+    const measure = this.measured < 2;
+    const before = measure ? this.usedBytes(ctx) : 0;
+    const context = new QuickJsContext(this, ctx);
     try {
       context.init(name, code, host, moduleStarts);
+      // Counting a runtime's memory walks every object of every context: the second context is
+      // measured (the first also allocates what the runtime shares), the others estimated from
+      // it and the size of their code.
+      if (measure) {
+        this.measured++;
+        this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(ctx) - before) - CODE_BYTES_PER_CHAR * code.length);
+      }
+      context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * code.length;
     } catch (e) {
       context.dispose();
       this.checkHeap();
@@ -165,7 +219,6 @@ class QuickJsContext implements EngineContext {
 
   constructor(
     private readonly driver: QuickJsDriver,
-    private readonly rt: QuickJSRuntime,
     private readonly ctx: QuickJSContext,
   ) {}
 
@@ -189,10 +242,6 @@ class QuickJsContext implements EngineContext {
     if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
     this.ns = this.settleModule(mod.value, name);
     this.driver.checkHeap();
-    const usage = this.rt.computeMemoryUsage();
-    const used = (ctx.dump(usage) as { memory_used_size?: number }).memory_used_size;
-    usage.dispose();
-    this.bytes = typeof used === 'number' && used > 0 ? used : 256 * 1024;
   }
 
   /** Our own set-up code failed: a timeout or out-of-memory (interrupted while loading), else an engine failure. */
@@ -224,12 +273,15 @@ class QuickJsContext implements EngineContext {
 
   /** Runs the promise jobs queued so far (throws EngineError, after `cleanup`, when one escapes). */
   private runJobs(cleanup?: () => void): void {
-    while (this.rt.hasPendingJob()) {
-      const jobs = this.rt.executePendingJobs(-1);
+    const { rt } = this.driver;
+    while (rt.hasPendingJob()) {
+      const jobs = rt.executePendingJobs(-1);
       if (jobs.error) {
         const err = errorOf(this.ctx, jobs.error);
         cleanup?.();
-        throw this.driver.failure(err);
+        const failure = this.driver.failure(err);
+        this.driver.flushJobs();
+        throw failure;
       }
     }
   }
@@ -251,7 +303,11 @@ class QuickJsContext implements EngineContext {
     const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a));
     const r = ctx.callFunction(method, ctx.undefined, ...handles);
     handles.forEach((h, i) => typeof args[i] !== 'object' && h.dispose());
-    if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
+    if (r.error) {
+      const failure = this.driver.failure(errorOf(ctx, r.error));
+      this.driver.flushJobs();
+      throw failure;
+    }
     const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
     r.value.dispose();
     this.runJobs();
@@ -279,7 +335,6 @@ class QuickJsContext implements EngineContext {
     try {
       for (const h of [this.ns, ...Object.values(this.entry ?? {})]) if (h?.alive) h.dispose();
       this.ctx.dispose();
-      this.rt.dispose();
     } catch {
       // a context left broken by out-of-memory or an interrupt can fail to free: the module is suspect
       this.driver.poisoned = true;

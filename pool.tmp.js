@@ -1,0 +1,22 @@
+const { createApiRouter, MemoryRegistry, WorkerPool } = require('./dist/cjs');
+const express = require('express');
+const http = require('http');
+(async () => {
+  const pool = new WorkerPool({ size: 1 });
+  let captured;
+  const engine = { name: 'cap', run(job, host) { captured = captured || { job, host }; return pool.run(job, host); }, close: () => pool.close(), ready: () => pool.ready() };
+  const registry = new MemoryRegistry();
+  registry.putScript('bench', 'main.js', 'export function fn(ctx) { return { ok: true } }');
+  registry.putApi('bench', { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' });
+  const app = express(); app.use('/a', createApiRouter({ registry, engine, logger: false }));
+  const srv = app.listen(0); await new Promise(r => srv.on('listening', r));
+  await fetch(`http://127.0.0.1:${srv.address().port}/a/bench/p`).then(r => r.text()).then(console.log);
+  await pool.ready();
+  const { job, host } = captured;
+  const C = +process.argv[2] || 50, N = 40000;
+  let done = 0; const t0 = performance.now(); const c0 = process.cpuUsage();
+  await Promise.all(Array.from({ length: C }, async () => { while (done < N) { done++; await pool.run(job, host); } }));
+  const ms = performance.now() - t0; const cpu = process.cpuUsage(c0);
+  console.log(`C=${C} jobs/s ${(N / ms * 1000) | 0}  process CPU µs/job ${((cpu.user + cpu.system) / N).toFixed(1)}`);
+  srv.close(); await pool.close();
+})();
