@@ -9,14 +9,15 @@
  * entries (a failed entry's leftovers are flushed with script code stopped). ES modules load
  * natively (top-level await included).
  *
- * Memory: QuickJS's own limit (`setMemoryLimit`) only bounds single allocations in this
+ * Memory: QuickJS's own limit (`setMemoryLimit`) counts allocations, not bytes, in this
  * WebAssembly build (emscripten has no malloc_usable_size: justjake/quickjs-emscripten#255,
- * #271). The real bound is the WebAssembly heap itself: the driver hands the module a
- * `WebAssembly.Memory` whose maximum is one call's limit plus the cached contexts' budget, so a
- * bomb makes malloc fail inside QuickJS ("out of memory"): that call fails with
- * SCRIPT_OUT_OF_MEMORY, its context is dropped (freeing its memory for the others) and the worker
- * is replaced once its other calls end. A worker whose heap (which never shrinks) leaves less than
- * one limit of room is replaced the same way.
+ * #271), so it is off. The bound is the WebAssembly heap itself: the driver hands the module a
+ * `WebAssembly.Memory` and lets it grow only up to what the open contexts hold plus one call's
+ * limit (and room for the allocator), never past that limit plus the contexts' budget. A bomb
+ * makes malloc fail inside QuickJS ("out of memory"): that call fails with SCRIPT_OUT_OF_MEMORY,
+ * its context is dropped (freeing its memory for the others) and the worker is replaced once its
+ * other calls end. A worker whose heap (which never shrinks) leaves less than one limit of room is
+ * replaced the same way.
  */
 import {
   newQuickJSWASMModuleFromVariant,
@@ -76,6 +77,8 @@ export class QuickJsDriver implements SandboxDriver {
 
   /** What a context with the adapter and an empty module holds (measured on the first one opened). */
   private baseBytes = 0;
+  /** The estimated size of the contexts open now (see QuickJsContext.bytes). */
+  contextBytes = 0;
   private measured = 0;
   /** Set while leftover promise jobs of a failed entry are flushed: script code stops at once. */
   private flushing = false;
@@ -89,7 +92,8 @@ export class QuickJsDriver implements SandboxDriver {
     private readonly heapCapBytes: number,
   ) {
     this.heapBytes = memory.buffer.byteLength;
-    rt.setMemoryLimit(options.memoryLimitMb * MiB);
+    // (QuickJS's own limit counts allocations, not bytes, in this build: the heap's growth is the bound)
+    rt.setMemoryLimit(-1);
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(() => {
       if (!this.flushing && !this.options.interrupt()) return false;
@@ -115,6 +119,8 @@ export class QuickJsDriver implements SandboxDriver {
     const grow = memory.grow.bind(memory);
     memory.grow = (delta: number) => {
       try {
+        // the heap grows for one call by at most its limit beyond what the cached contexts hold
+        if (memory.buffer.byteLength + delta * PAGE > driver.heapRoom()) throw new RangeError('The script ran out of memory');
         const pages = grow(delta);
         driver.heapBytes = memory.buffer.byteLength;
         return pages;
@@ -143,6 +149,11 @@ export class QuickJsDriver implements SandboxDriver {
   /** After an entry: a full heap, or one leaving less than one limit of room, poisons the worker. */
   checkHeap(): void {
     if (this.heapFull || this.heapBytes > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
+  }
+
+  /** The heap size allowed now: the contexts kept, one call's limit and the allocator's room. */
+  heapRoom(): number {
+    return this.contextBytes + (this.options.memoryLimitMb + HEAP_SLACK_MB) * MiB;
   }
 
   /** What the runtime's objects hold, in bytes (QuickJS's own count). */
@@ -201,6 +212,7 @@ export class QuickJsDriver implements SandboxDriver {
         this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(ctx) - before) - CODE_BYTES_PER_CHAR * code.length);
       }
       context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * code.length;
+      this.contextBytes += context.bytes;
     } catch (e) {
       context.dispose();
       this.checkHeap();
@@ -334,6 +346,8 @@ class QuickJsContext implements EngineContext {
   dispose(): void {
     try {
       for (const h of [this.ns, ...Object.values(this.entry ?? {})]) if (h?.alive) h.dispose();
+      this.driver.contextBytes -= this.bytes;
+      this.bytes = 0;
       this.ctx.dispose();
     } catch {
       // a context left broken by out-of-memory or an interrupt can fail to free: the module is suspect
