@@ -66,6 +66,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           memoryLimitMb: opts.scriptMemoryLimitMb,
           maxConcurrentPerApp: opts.maxConcurrentPerApp,
           maxWorkersPerApp: opts.maxWorkersPerApp,
+          contextBudgetMb: options.contextBudgetMb,
           queueTimeoutMs: opts.queueTimeoutMs,
           logger,
         });

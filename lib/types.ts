@@ -250,6 +250,12 @@ export interface ApiRouterOptions {
    * CPUs, at least 1.
    */
   maxWorkersPerApp?: number;
+  /**
+   * Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024): one
+   * context per app and script version, least recently used out first. Default 256, about a
+   * thousand small apps (QuickJS).
+   */
+  contextBudgetMb?: number;
   /** Pass header names that contain `_`. Default false. */
   allowUnderscoreHeaders?: boolean;
   /** Root of the apps' local file sandboxes (`<sandboxDir>/<appId>/`). */

@@ -68,7 +68,7 @@ function timeoutMs(v: unknown, field: string): void {
 }
 
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
-const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
+const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
   'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
@@ -108,6 +108,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   positiveInt(o.maxWorkers, 'maxWorkers');
   positiveInt(o.maxConcurrentPerApp, 'maxConcurrentPerApp');
   positiveInt(o.maxWorkersPerApp, 'maxWorkersPerApp');
+  positiveInt(o.contextBudgetMb, 'contextBudgetMb', 8, 1024);
   timeoutMs(o.queueTimeoutMs, 'queueTimeoutMs');
   if (typeof o.workers === 'number' && typeof o.maxWorkers === 'number' && o.maxWorkers < o.workers) {
     throw new ConfigError('maxWorkers', `must be >= workers (${o.workers})`);

@@ -1,0 +1,65 @@
+'use strict';
+// Many apps on one worker: their contexts share the worker's QuickJS runtime, stay cached within
+// contextBudgetMb (not a count) and stay apart from each other.
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const APPS = 300;
+
+/** `APPS` apps, each with a module-level counter and a global it writes. */
+function tenants(routerOpts) {
+  const apps = {};
+  for (let n = 0; n < APPS; n++) {
+    apps[`t${n}`] = {
+      scripts: {
+        'main.js': `let calls = 0;
+          export function fn(ctx) {
+            calls++;
+            const seen = typeof globalThis.owner === 'string' ? globalThis.owner : null;
+            globalThis.owner = 't${n}';
+            Object.prototype.polluted = 't${n}';
+            return { app: 't${n}', calls, seen };
+          }`,
+      },
+      apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+    };
+  }
+  return makeApp({ apps, router: { workers: 1, ...routerOpts } });
+}
+
+async function callAll(app, round) {
+  for (let n = 0; n < APPS; n++) {
+    const res = await request(app).get(`/web0/api/t${n}/p`).expect(200);
+    expect(res.body).toEqual({ app: `t${n}`, calls: round, seen: round === 1 ? null : `t${n}` });
+  }
+}
+
+describe('many apps on one QuickJS worker', () => {
+  let fixture;
+  afterEach(async () => {
+    await fixture?.router.close();
+    fixture = undefined;
+  });
+
+  test('with the default budget, 300 apps called in rotation keep their contexts, each its own realm', async () => {
+    fixture = tenants({});
+    await callAll(fixture.app, 1);
+    // the second round finds every module as the first left it: no context was dropped, and no
+    // app saw another's global or prototype change
+    await callAll(fixture.app, 2);
+  }, 120_000);
+
+  test('a small budget drops the least recently used contexts: their modules start again', async () => {
+    fixture = tenants({ contextBudgetMb: 8 });
+    for (let n = 0; n < APPS; n++) await request(fixture.app).get(`/web0/api/t${n}/p`).expect(200);
+    const first = await request(fixture.app).get('/web0/api/t0/p').expect(200);
+    expect(first.body).toEqual({ app: 't0', calls: 1, seen: null });
+    const last = await request(fixture.app).get(`/web0/api/t${APPS - 1}/p`).expect(200);
+    expect(last.body).toEqual({ app: `t${APPS - 1}`, calls: 2, seen: `t${APPS - 1}` });
+  }, 120_000);
+});
+
+test.each([[4], [2048], ['64'], [12.5]])('createApiRouter({ contextBudgetMb: %j }) is refused, naming the field', (contextBudgetMb) => {
+  const { createApiRouter, MemoryRegistry } = require('..');
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), contextBudgetMb })).toThrow(/invalid contextBudgetMb: must be/);
+});
