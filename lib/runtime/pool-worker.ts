@@ -111,6 +111,11 @@ export class PoolWorker {
     this.outbox.post(msg);
   }
 
+  /** Sends what is held now (the pool hands out a turn's jobs together, then sends them at once). */
+  flush(): void {
+    if (!this.dead) this.outbox.flush();
+  }
+
   reply(msg: ReplyMessage, blocking: boolean): void {
     if (this.dead) return;
     if (!blocking) {

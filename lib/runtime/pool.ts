@@ -214,6 +214,7 @@ export class WorkerPool implements ScriptEngine {
       (this.inFlight.get(app) ?? 0) < this.options.maxConcurrentPerApp && (slow.get(app) ?? 0) < this.options.maxWorkersPerApp && (this.blockedApps.get(app) ?? 0) < blockedCap;
     const ready = this.workers.filter((w) => this.available(w, now));
     const batch = new Map<PoolWorker, number>();
+    const sentTo = new Set<PoolWorker>();
     while (ready.length > 0 && this.queue.size > 0) {
       const task = this.queue.take(allowed);
       if (!task) break;
@@ -234,7 +235,9 @@ export class WorkerPool implements ScriptEngine {
       this.count(this.inFlight, task.appId, 1);
       clearTimeout(w.idleTimer);
       w.send(task);
+      sentTo.add(w);
     }
+    for (const w of sentTo) w.flush();
     this.grow(now, this.queue.any(allowed));
     this.updateRefs();
     this.watchSlices();
