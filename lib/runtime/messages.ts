@@ -150,6 +150,13 @@ export function decode<T extends ToWorker | FromWorker>(text: string): T[] {
   return JSON.parse(text) as T[];
 }
 
+/**
+ * Most messages sent together: a long turn sends its messages in batches of this many as it goes,
+ * so the receiving thread starts on the first ones while this one works on the rest (one batch
+ * per turn would keep the two threads taking turns, each idle while the other works).
+ */
+export const OUTBOX_BATCH = 16;
+
 /** Messages to send together at the end of this turn of the event loop (or at once with `now`). */
 export class Outbox<T extends ToWorker | FromWorker> {
   private held: T[] = [];
@@ -158,7 +165,7 @@ export class Outbox<T extends ToWorker | FromWorker> {
 
   post(msg: T, now = false): void {
     this.held.push(msg);
-    if (now) this.flush();
+    if (now || this.held.length >= OUTBOX_BATCH) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
