@@ -14,12 +14,28 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', pat
   stdio: 'inherit',
 });
 
-// Sandbox-side sources are plain JavaScript evaluated inside the engines: copy them as they are.
-const sandboxSrc = path.join(root, 'lib', 'runtime', 'sandbox');
-if (fs.existsSync(sandboxSrc)) {
+// The sandbox adapter (lib/runtime/sandbox/*.ts): type-checked on its own (no Node.js types: it
+// runs inside the engines), then bundled by esbuild into the body of ONE function expression,
+// `(function (hostFn) { ...; return entry; })`, which each engine evaluates in a fresh context
+// (see lib/runtime/adapter-source.ts). Nothing is lowered (QuickJS and Node 20 run ES2022), and
+// the bundle has no imports or exports of its own, so esbuild adds no helpers.
+{
+  const sandbox = path.join(root, 'lib', 'runtime', 'sandbox');
+  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(sandbox, 'tsconfig.json')], { stdio: 'inherit' });
+  const bundle = require('esbuild').buildSync({
+    entryPoints: [path.join(sandbox, 'entry.ts')],
+    bundle: true,
+    format: 'iife',
+    target: 'es2022',
+    platform: 'neutral',
+    minifyWhitespace: true,
+    legalComments: 'none',
+    write: false,
+  });
+  const body = bundle.outputFiles[0].text;
   const out = path.join(dist, 'cjs', 'runtime', 'sandbox');
   fs.mkdirSync(out, { recursive: true });
-  for (const f of fs.readdirSync(sandboxSrc)) if (f.endsWith('.js')) fs.copyFileSync(path.join(sandboxSrc, f), path.join(out, f));
+  fs.writeFileSync(path.join(out, 'adapter.js'), `(function (hostFn) {\n'use strict';\nvar __adapterEntry;\n${body}\nreturn __adapterEntry;\n})`);
 }
 
 // @marcbachmann/cel-js ships ES modules only. `require()` of an ES module needs Node.js 20.19 and

@@ -1,7 +1,7 @@
 /**
  * Data shapes that cross the sandbox boundary. Everything here is plain JSON: the host builds a
- * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/*.js, joined by
- * lib/runtime/adapter-source.ts) builds ctx from it, and each stage's response effects and
+ * RequestSnapshot, the sandbox adapter (lib/runtime/sandbox/*.ts, bundled into one script at
+ * build time) builds ctx from it, and each stage's response effects and
  * attributes come back with its result (StageOutput). Messages between threads:
  * lib/runtime/messages.ts.
  */

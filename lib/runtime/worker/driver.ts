@@ -21,7 +21,7 @@ export class EngineError extends Error {
 
 /**
  * The host bridge a context's adapter calls: `(stageId, op, argsJson, async)` -> the reply JSON
- * (async false) or a call id (async true); see lib/runtime/sandbox/prelude.js.
+ * (async false) or a call id (async true); see lib/runtime/sandbox/prelude.ts.
  */
 export type HostFn = (stageId: number, op: string, argsJson: string, async: boolean) => string | number;
 

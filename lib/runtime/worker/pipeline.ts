@@ -18,7 +18,7 @@ import { thrownDetail, type ErrorDetail } from '../../error-location';
 // [automation] the interpreter is loaded on a worker's first automation: other workers never pay for it
 let automationStage: typeof import('../../automation/pipeline-stage') | undefined;
 
-/** The stage's texts for the adapter (see lib/runtime/sandbox/prelude.js, entry.start). */
+/** The stage's texts for the adapter (see lib/runtime/sandbox/prelude.ts, entry.start). */
 export interface StageTexts {
   /** The head without `async`: the script's mode is the engine's to tell. */
   head: Omit<StageHead, 'async'>;

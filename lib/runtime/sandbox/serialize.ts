@@ -1,13 +1,13 @@
 /*
- * Sandbox adapter fragment: results.
+ * Sandbox adapter module: results.
  *
  * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
- *
- * Expects from prelude.js: Str, isObj, isNil, safeString, makeError; from encoding.js:
- * stringifyUser.
  */
-function thrownInfo(e) {
+import { Str, indexOf, isNil, isObj, safeString } from './prelude';
+import { stringifyUser } from './encoding';
+
+export function thrownInfo(e) {
   var name = 'Error';
   var message = '';
   var code;
@@ -33,11 +33,11 @@ function thrownInfo(e) {
   }
   return { name: name, message: message, code: code, status: status, stack: stack };
 }
-function typeName(v) {
+export function typeName(v) {
   return v === null ? 'null' : typeof v;
 }
 /** A JSON result with no JSON form (BigInt, cycle) is `invalid`; only running out of memory throws. */
-function serializeOutput(returnType, v) {
+export function serializeOutput(returnType, v) {
   if (returnType === 'Text') return { type: 'Text', text: isNil(v) ? '' : Str(v) };
   if (returnType === 'Redirect') {
     return typeof v === 'string' && v !== ''

@@ -1,12 +1,12 @@
 /*
- * Sandbox adapter fragment: java.util.Enumeration.
+ * Sandbox adapter module: java.util.Enumeration.
  *
  * Holds makeEnumeration(list): hasMoreElements / nextElement, also iterable (for...of, spread)
  * and through asIterator(); iteration consumes it.
- *
- * Expects from prelude.js: copyArray, makeError, SymIterator.
  */
-function makeEnumeration(list) {
+import { SymIterator, copyArray, makeError } from './prelude';
+
+export function makeEnumeration(list) {
   var items = copyArray(list);
   var i = 0;
   function iterator() {

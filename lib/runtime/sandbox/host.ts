@@ -1,5 +1,5 @@
 /*
- * Sandbox adapter fragment: host calls.
+ * Sandbox adapter module: host calls.
  *
  * Holds `active` (the stage whose code runs now: set by entry.start and entry.reply, cleared by
  * entry.drain) and the two ways to reach the host through hostFn:
@@ -8,17 +8,17 @@
  *   hostIo(st, op, args, then)   for I/O operations: in an async-mode stage a promise settled by
  *                                entry.reply (the stage holds no thread while it waits), in a
  *                                blocking-mode stage the value now. `then` maps the value.
- * hostReply / hostCancel / hostWaiting serve entry.js.
- *
- * Expects from prelude.js: hostFn, jsonParse, Str, getOwn, isObj, isNil, safeString, makeError,
- * objectCreate, objectKeys, promiseThen, PromiseCtor; from encoding.js: enc.
+ * hostReply / hostCancel / hostWaiting serve entry.ts.
  */
-var active = null;
-/** Async host calls in flight: call id -> { st, ok, fail }. */
-var pendingCalls = objectCreate(null);
-var waitingCalls = 0;
+import { PromiseCtor, Str, getOwn, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
+import { enc } from './encoding';
 
-function replyValue(op, raw) {
+export var active = null;
+/** Async host calls in flight: call id -> { st, ok, fail }. */
+export var pendingCalls = objectCreate(null);
+export var waitingCalls = 0;
+
+export function replyValue(op, raw) {
   var res;
   try {
     res = jsonParse(Str(raw));
@@ -37,7 +37,7 @@ function replyValue(op, raw) {
   );
 }
 
-function bridge(st, op, args, async) {
+export function bridge(st, op, args, async) {
   try {
     return hostFn(st === null ? 0 : st.id, op, enc(args), async);
   } catch (e) {
@@ -45,11 +45,11 @@ function bridge(st, op, args, async) {
   }
 }
 
-function hostSync(st, op, args) {
+export function hostSync(st, op, args) {
   return replyValue(op, bridge(st, op, args, false));
 }
 
-function hostIo(st, op, args, then) {
+export function hostIo(st, op, args, then?) {
   if (st === null) throw makeError('IllegalStateException', 'platform is used outside of a call');
   if (!st.async) {
     var v = hostSync(st, op, args);
@@ -65,7 +65,7 @@ function hostIo(st, op, args, then) {
 }
 
 /** The reply of an async call: its stage becomes the active one while its continuations run. */
-function hostReply(id, raw) {
+export function hostReply(id, raw) {
   var c = pendingCalls[id];
   if (c === undefined) return;
   delete pendingCalls[id];
@@ -83,11 +83,16 @@ function hostReply(id, raw) {
 }
 
 /** Drops the calls a cancelled stage waits for: their promises never settle. */
-function hostCancel(st) {
+export function hostCancel(st) {
   for (var ids = objectKeys(pendingCalls), i = 0; i < ids.length; i++) {
     if (pendingCalls[ids[i]].st === st) {
       delete pendingCalls[ids[i]];
       waitingCalls--;
     }
   }
+}
+
+/** Sets the active stage (entry.start and entry.drain). */
+export function setActive(st) {
+  active = st;
 }

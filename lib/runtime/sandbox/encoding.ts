@@ -1,19 +1,18 @@
 /*
- * Sandbox adapter fragment: JSON, UTF-8 and base64.
+ * Sandbox adapter module: JSON, UTF-8 and base64.
  *
  * Holds enc (the adapter's own JSON encoder, never calls toJSON), dateValue / stringifyUser
  * (JSON of script values, Dates as ms), and UTF-8 / base64 by hand: utf8Binary, utf8Length,
  * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
  * byte, 0..255).
- *
- * Expects from prelude.js: the captured builtins (jsonStringify, objToString, getTime,
- * charCodeAt, strSlice, fromCharCode, mathTrunc, objectKeys, isArray) and isNil.
  */
+import { charCodeAt, fromCharCode, getTime, isArray, isNil, jsonStringify, mathTrunc, objToString, objectKeys, strSlice } from './prelude';
+
 // ---------------------------------------------------------------------------------------------
 // JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
 // ---------------------------------------------------------------------------------------------
 /** JSON text of adapter-built data: strings, numbers, booleans, null, arrays, plain objects. */
-function enc(v) {
+export function enc(v) {
   if (isNil(v)) return 'null';
   var t = typeof v;
   if (t === 'string') return jsonStringify(v); // a primitive string: no toJSON lookup
@@ -32,7 +31,7 @@ function enc(v) {
   return '{' + s + '}';
 }
 /** Time value of a Date of any realm (null when invalid), undefined for anything else. */
-function dateValue(o) {
+export function dateValue(o) {
   if (objToString(o) !== '[object Date]') return undefined;
   var t;
   try {
@@ -42,7 +41,7 @@ function dateValue(o) {
   }
   return t === t ? t : null;
 }
-function userReplacer(key, v) {
+export function userReplacer(key, v) {
   var d;
   if (v !== null && typeof v === 'object') {
     d = dateValue(v);
@@ -57,22 +56,22 @@ function userReplacer(key, v) {
   return v;
 }
 /** JSON.stringify semantics for script values, every Date (top level too) as ms. May throw. */
-function stringifyUser(v) {
+export function stringifyUser(v) {
   return jsonStringify(v, userReplacer);
 }
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8 and base64 by hand. Bytes travel as "binary strings" (one char per byte, 0..255).
 // ---------------------------------------------------------------------------------------------
-var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-function isHigh(c) {
+export var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+export function isHigh(c) {
   return c >= 0xd800 && c <= 0xdbff;
 }
-function isLow(c) {
+export function isLow(c) {
   return c >= 0xdc00 && c <= 0xdfff;
 }
 /** UTF-8 bytes of s as a binary string; lone surrogates become U+FFFD, as with TextEncoder. */
-function utf8Binary(s) {
+export function utf8Binary(s) {
   var out = '';
   var n = s.length;
   for (var i = 0; i < n; ) {
@@ -93,7 +92,7 @@ function utf8Binary(s) {
   }
   return out;
 }
-function utf8Length(s) {
+export function utf8Length(s) {
   var n = 0;
   for (var i = 0; i < s.length; i++) {
     var c = charCodeAt(s, i);
@@ -104,7 +103,7 @@ function utf8Length(s) {
   }
   return n;
 }
-function base64(bin) {
+export function base64(bin) {
   var out = '';
   var n = bin.length;
   var i = 0;
@@ -122,7 +121,7 @@ function base64(bin) {
   }
   return out;
 }
-function base64ByteLength(b64) {
+export function base64ByteLength(b64) {
   var n = b64.length;
   var pad = n && b64[n - 1] === '=' ? (n > 1 && b64[n - 2] === '=' ? 2 : 1) : 0;
   return mathTrunc((n * 3) / 4) - pad;

@@ -1,15 +1,17 @@
 /*
- * Sandbox adapter fragment: ctx (APIContext), the object passed to the tenant's function.
+ * Sandbox adapter module: ctx (APIContext), the object passed to the tenant's function.
  *
  * Holds makeCtx(st): a plain object with the spec's fields, in this order: getParts, headers,
  * cookies, query, body, url, appId, path, method, request, response. headers, cookies and query
  * are the script's own copies (writable, deletable); request and response are read-only and
  * non-configurable. Built fresh for every stage.
- *
- * Expects from prelude.js: setOwn, clonePlain, copyArray, defineProperty; from entry.js:
- * snapField; from request.js: makeRequest, partsOf; from response.js: makeResponse.
  */
-function makeCtx(st) {
+import { clonePlain, copyArray, defineProperty, setOwn } from './prelude';
+import { makeResponse } from './response';
+import { makeRequest, partsOf } from './request';
+import { snapField } from './entry';
+
+export function makeCtx(st) {
   var ctx = {};
   setOwn(ctx, 'getParts', () => copyArray(partsOf(st)));
   for (var maps = ['headers', 'cookies', 'query'], i = 0; i < maps.length; i++) {

@@ -1,33 +1,37 @@
 /*
- * Sandbox adapter fragment: the entry object (the last fragment).
+ * Sandbox adapter module: the entry point of the bundle, and the entry object it hands the engine.
  *
  * Holds the stage records (one per stage in flight: a context may run many at once while they
- * wait on the host), start / reply / drain / cancel (see prelude.js for the contract), collect
+ * wait on the host), start / reply / drain / cancel (see prelude.ts for the contract), collect
  * (a settled stage -> its StageOutput JSON, with only the state it touched) and snapField (one
  * field of a stage's request, the snapshot parsed on first use).
- *
- * Expects every earlier fragment: prelude.js (helpers, builtins), encoding.js (enc,
- * stringifyUser), host.js (active, hostReply, hostCancel, waitingCalls), response-state.js
- * (responseFromInput, chunkByteLength, encResponse), ctx.js (makeCtx), serialize.js
- * (thrownInfo, serializeOutput), platform.js (platform).
  */
+import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, jsonStringify, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmSet } from './prelude';
+import { enc, stringifyUser } from './encoding';
+import { hostCancel, hostReply, setActive, waitingCalls } from './host';
+import { chunkByteLength, encResponse, responseFromInput } from './response-state';
+import { makeCtx } from './ctx';
+import { serializeOutput, thrownInfo } from './serialize';
+import { platform } from './platform';
+import './console'; // (defines globalThis.console)
+
 /**
  * A stage's request and response objects -> the stage (reqRec, resStage); once the stage is over,
  * -> ENDED (an entry whose value leads back to its key is never freed by QuickJS).
  */
-var apiStage = new WeakMapCtor();
-var ENDED = freeze({ __proto__: null, done: true });
+export var apiStage = new WeakMapCtor();
+export var ENDED = freeze({ __proto__: null, done: true });
 /** Stages in flight, by id; `settled` holds the ones drain() has not reported yet. */
-var stages = objectCreate(null);
-var settled = [];
-var inEntry = false;
+export var stages = objectCreate(null);
+export var settled = [];
+export var inEntry = false;
 
 /**
  * A stage record's carried state is parsed on first use: a stage that never reads the request,
  * the attributes or the response pays for none of them, and collect() sends back only what was
  * touched (absent = unchanged).
  */
-var StageProto = objectCreate(null);
+export var StageProto = objectCreate(null);
 defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function () {
@@ -77,12 +81,12 @@ defineProperty(StageProto, 'buffered', {
 });
 
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
-function snapField(st, key, dflt) {
+export function snapField(st, key, dflt) {
   var v = getOwn(st.req, key);
   return v === undefined ? dflt : v;
 }
 
-function settle(st, status, v) {
+export function settle(st, status, v) {
   if (st.status !== 'pending' || st.done) return;
   st.status = status;
   if (status === 'error') st.error = thrownInfo(v);
@@ -97,7 +101,7 @@ function settle(st, status, v) {
  * first use; valueJson is the stage's second argument (after: the call's result, '' =
  * undefined; onError: the API error), parsed afresh for each stage.
  */
-function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, valueJson) {
+export function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, valueJson) {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var head = jsonParse(Str(headJson));
   if (!isObj(head)) throw makeError('TypeError', 'start: the stage head must be a JSON object');
@@ -132,7 +136,7 @@ function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, v
     abort: null,
   };
   stages[id] = st;
-  active = st;
+  setActive(st);
   var ctx = makeCtx(st);
   var r;
   inEntry = true;
@@ -177,13 +181,13 @@ function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, v
   }
 }
 
-function reply(callId, replyJson) {
+export function reply(callId, replyJson) {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   hostReply(callId, replyJson);
 }
 
 /** The stage is over: its objects stop acting for it, and it stops being reachable from here. */
-function finish(st) {
+export function finish(st) {
   st.done = true;
   delete stages[st.id];
   hostCancel(st);
@@ -191,12 +195,12 @@ function finish(st) {
   if (st.responseApi !== null) wmSet(apiStage, st.responseApi, ENDED);
 }
 
-function cancel(id) {
+export function cancel(id) {
   var st = stages[id];
   if (st !== undefined) finish(st);
 }
 
-function drain() {
+export function drain() {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var out = '';
   for (var i = 0; i < settled.length; i++) {
@@ -206,17 +210,17 @@ function drain() {
     finish(st);
   }
   settled = [];
-  active = null;
+  setActive(null);
   return '{"waiting":' + waitingCalls + ',"outputs":[' + out + ']}';
 }
 
 /** Attribute names as JSON strings. */
-var keyJson = nameCache(64, function (k) {
+export var keyJson = nameCache(64, function (k) {
   return jsonStringify(k);
 });
 
 /** The StageOutput JSON of a settled stage, with its id. */
-function collect(st) {
+export function collect(st) {
   var status = st.status;
   var hasValue = false;
   var valueJson;
@@ -268,5 +272,5 @@ function collect(st) {
   return s + '}';
 }
 
-var entry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
-return entry;
+export var entry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
+__adapterEntry = entry;

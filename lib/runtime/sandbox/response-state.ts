@@ -1,28 +1,28 @@
 /*
- * Sandbox adapter fragment: the carried response state.
+ * Sandbox adapter module: the carried response state.
  *
  * Holds responseFromInput (a carried ResponseState -> internal state), chunkByteLength
  * and encResponse (internal state -> the changed fields, as partial ResponseState JSON for the
  * StageOutput). Internal chunks:
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
- *
- * Expects from prelude.js: getOwn, setOwn, isArray, isObj, push, Str, lower, objectCreate; from
- * encoding.js: enc, base64, base64ByteLength, utf8Length.
  */
+import { Str, getOwn, isArray, isObj, lower, objectCreate, push, setOwn } from './prelude';
+import { base64, base64ByteLength, enc, utf8Length } from './encoding';
+
 /** Field `k` of a carried state `r` when it has type `type`, else `dflt`. */
-function pick(r, k, type, dflt) {
+export function pick(r, k, type, dflt) {
   var v = getOwn(r, k);
   return typeof v === type ? v : dflt;
 }
 /** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
-var RES_FIELDS = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
+export var RES_FIELDS = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
 /**
  * The internal state of a carried ResponseState (null: the response as it starts). `base` holds
  * the fields as the stage got them, `headers0` / `headerCount0` its header list, and
  * `chunksChanged` says the body changed: encResponse sends only what differs from them.
  */
-function responseFromInput(r) {
+export function responseFromInput(r) {
   var headers = [];
   var chunks = [];
   var list = getOwn(r, 'headers');
@@ -65,7 +65,7 @@ function responseFromInput(r) {
   for (i = 0; i < RES_FIELDS.length; i++) res.base[RES_FIELDS[i]] = res[RES_FIELDS[i]];
   return res;
 }
-function chunkByteLength(ch, charset) {
+export function chunkByteLength(ch, charset) {
   if (ch.k === 'b') return base64ByteLength(ch.v);
   if (ch.k === 'bin') return ch.v.length;
   var c = charset === null ? '' : lower(charset);
@@ -76,7 +76,7 @@ function chunkByteLength(ch, charset) {
  * ResponseState JSON object after `prefix` ('' when nothing differs). Binary chunks written in
  * this stage go as base64. The host lays it over the state it sent.
  */
-function encResponse(r, prefix) {
+export function encResponse(r, prefix) {
   var out = {};
   var changed = false;
   var i;

@@ -1,21 +1,21 @@
 /*
- * Sandbox adapter fragment: value helpers of ctx.response.
+ * Sandbox adapter module: value helpers of ctx.response.
  *
  * Holds httpDate (RFC 1123 dates for set/addDateHeader), formatJava (the printf of
  * Writer.printf / format) and bytesOf (the bytes of an OutputStream.write argument).
- *
- * Expects from prelude.js: the captured Date / String / Number builtins, U8, jstr, toInt,
- * isObj, safeString, makeError, illegalArgument; from encoding.js: utf8Binary.
  */
-var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
-var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-function pad(n, w) {
+import { DateCtor, Num, Str, U8, fromCharCode, getTime, getUTCDate, getUTCDay, getUTCFullYear, getUTCHours, getUTCMinutes, getUTCMonth, getUTCSeconds, illegalArgument, isObj, jstr, makeError, mathMin, objToString, safeString, strSlice, toFixed, toInt, toUpperCase } from './prelude';
+import { utf8Binary } from './encoding';
+
+export var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+export var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+export function pad(n, w) {
   var s = '' + n;
   while (s.length < w) s = '0' + s;
   return s;
 }
 /** RFC 1123 date, the format of Date.prototype.toUTCString(), built by hand for both engines. */
-function httpDate(ms) {
+export function httpDate(ms) {
   var d = new DateCtor(Num(ms));
   if (getTime(d) !== getTime(d)) throw illegalArgument('Invalid date: ' + safeString(ms));
   return (
@@ -24,7 +24,7 @@ function httpDate(ms) {
   );
 }
 /** A small printf: %s %S %d %f %.Nf %n %%; other conversions are copied as written. */
-function formatJava(fmt, args, a) {
+export function formatJava(fmt, args, a) {
   var s = Str(fmt);
   var out = '';
   for (var i = 0; i < s.length; i++) {
@@ -53,7 +53,7 @@ function formatJava(fmt, args, a) {
   return out;
 }
 /** The bytes of an OutputStream.write argument, as a binary string. */
-function bytesOf(b, off, len) {
+export function bytesOf(b, off, len) {
   if (typeof b === 'number') return fromCharCode(b & 255);
   if (typeof b === 'string') return utf8Binary(b);
   if (!isObj(b)) throw makeError('TypeError', 'write() needs bytes, got ' + (b === null ? 'null' : typeof b));

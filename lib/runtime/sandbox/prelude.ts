@@ -1,8 +1,9 @@
 /*
- * scriptable-api sandbox adapter: prelude (the first fragment) and the adapter's contract.
+ * scriptable-api sandbox adapter: prelude (the first module evaluated) and the adapter's contract.
  *
- * The adapter (put together by lib/runtime/adapter-source.ts) is the only code between a tenant
- * script and the host. Its source is ONE function expression, `(function (hostFn) { ... })`,
+ * The adapter (these modules, bundled by scripts/build.js from entry.ts; read by
+ * lib/runtime/adapter-source.ts) is the only code between a tenant script and the host. Its
+ * source is ONE function expression, `(function (hostFn) { ... })`,
  * that each engine evaluates once per sandbox context, before the tenant's module, and calls
  * with the host bridge. It returns the entry object the engine drives (frozen); nothing of it
  * is ever put on the global object, so tenant code cannot reach it. Data shapes:
@@ -49,68 +50,72 @@
  *   - writes after sendError/sendRedirect are dropped (Tomcat suspends the response);
  *   - buffered text is counted as UTF-8 bytes (ISO-8859-1 / US-ASCII: one byte per char).
  *
- * The fragments (ADAPTER_FILES in lib/runtime/adapter-source.ts) share the function's one
- * closure scope and declare no globals; function declarations are hoisted across fragments,
- * top-level statements run in file order. This one holds the captured builtins, the small safe
- * helpers and the error constructors.
+ * The modules are bundled into the function's one closure scope and declare no globals (the
+ * bundle has no helpers of its own: nothing is lowered, and only entry.ts, which exports nothing,
+ * is an entry point). Their top-level statements run in import order, this module first: it
+ * holds the captured builtins, the small safe helpers and the error constructors. `hostFn` is the
+ * wrapper's parameter (globals.d.ts).
  */
+
 if (typeof hostFn !== 'function') throw new Error('adapter: the host bridge is missing');
-var G = globalThis;
+export var G = globalThis;
 
 // ---------------------------------------------------------------------------------------------
 // Captured builtins
 // ---------------------------------------------------------------------------------------------
-var FnProto = Function.prototype;
+export var FnProto = Function.prototype;
 /** uncurry(String.prototype.slice)(s, 1, 2) is s.slice(1, 2), immune to later patching. */
-var uncurry = FnProto.bind.bind(FnProto.call);
-var fnApply = uncurry(FnProto.apply);
-var defineProperty = Object.defineProperty;
-var freeze = Object.freeze;
-var objectKeys = Object.keys;
-var objectCreate = Object.create;
-var setPrototypeOf = Object.setPrototypeOf;
-var hasOwn = uncurry(Object.prototype.hasOwnProperty);
-var objToString = uncurry(Object.prototype.toString);
-var isArray = Array.isArray;
-var jsonStringify = JSON.stringify;
-var jsonParse = JSON.parse;
-var Str = String;
-var Num = Number;
-var fromCharCode = String.fromCharCode;
-var charCodeAt = uncurry(String.prototype.charCodeAt);
-var indexOf = uncurry(String.prototype.indexOf);
-var strSlice = uncurry(String.prototype.slice);
-var toLowerCase = uncurry(String.prototype.toLowerCase);
-var toUpperCase = uncurry(String.prototype.toUpperCase);
-var trim = uncurry(String.prototype.trim);
-var toFixed = uncurry(Number.prototype.toFixed);
-var mathTrunc = Math.trunc;
-var mathMax = Math.max;
-var mathMin = Math.min;
-var ErrorCtor = Error;
-var DateCtor = Date;
-var DateProto = Date.prototype;
-var getTime = uncurry(DateProto.getTime);
-var toISOString = uncurry(DateProto.toISOString);
-var getUTCDay = uncurry(DateProto.getUTCDay);
-var getUTCDate = uncurry(DateProto.getUTCDate);
-var getUTCMonth = uncurry(DateProto.getUTCMonth);
-var getUTCFullYear = uncurry(DateProto.getUTCFullYear);
-var getUTCHours = uncurry(DateProto.getUTCHours);
-var getUTCMinutes = uncurry(DateProto.getUTCMinutes);
-var getUTCSeconds = uncurry(DateProto.getUTCSeconds);
-var PromiseCtor = Promise;
-var WeakMapCtor = WeakMap;
-var wmGet = uncurry(WeakMap.prototype.get);
-var wmSet = uncurry(WeakMap.prototype.set);
+export var uncurry = FnProto.bind.bind(FnProto.call);
+export var fnApply = uncurry(FnProto.apply);
+/** A descriptor with a null prototype (`__proto__: null`), so no inherited getter or setter can change it. */
+type Descriptor = PropertyDescriptor & { __proto__?: null };
+export var defineProperty: (o: any, key: PropertyKey, descriptor: Descriptor) => any = Object.defineProperty;
+export var freeze = Object.freeze;
+export var objectKeys = Object.keys;
+export var objectCreate = Object.create;
+export var setPrototypeOf = Object.setPrototypeOf;
+export var hasOwn = uncurry(Object.prototype.hasOwnProperty);
+export var objToString = uncurry(Object.prototype.toString);
+export var isArray = Array.isArray;
+export var jsonStringify = JSON.stringify;
+export var jsonParse = JSON.parse;
+export var Str = String;
+export var Num = Number;
+export var fromCharCode = String.fromCharCode;
+export var charCodeAt = uncurry(String.prototype.charCodeAt);
+export var indexOf = uncurry(String.prototype.indexOf);
+export var strSlice = uncurry(String.prototype.slice);
+export var toLowerCase = uncurry(String.prototype.toLowerCase);
+export var toUpperCase = uncurry(String.prototype.toUpperCase);
+export var trim = uncurry(String.prototype.trim);
+export var toFixed = uncurry(Number.prototype.toFixed);
+export var mathTrunc = Math.trunc;
+export var mathMax = Math.max;
+export var mathMin = Math.min;
+export var ErrorCtor = Error;
+export var DateCtor = Date;
+export var DateProto = Date.prototype;
+export var getTime = uncurry(DateProto.getTime);
+export var toISOString = uncurry(DateProto.toISOString);
+export var getUTCDay = uncurry(DateProto.getUTCDay);
+export var getUTCDate = uncurry(DateProto.getUTCDate);
+export var getUTCMonth = uncurry(DateProto.getUTCMonth);
+export var getUTCFullYear = uncurry(DateProto.getUTCFullYear);
+export var getUTCHours = uncurry(DateProto.getUTCHours);
+export var getUTCMinutes = uncurry(DateProto.getUTCMinutes);
+export var getUTCSeconds = uncurry(DateProto.getUTCSeconds);
+export var PromiseCtor = Promise;
+export var WeakMapCtor = WeakMap;
+export var wmGet = uncurry(WeakMap.prototype.get);
+export var wmSet = uncurry(WeakMap.prototype.set);
 /** Only ever called on the adapter's own regex literals, which no script can reach. */
-var reExec = uncurry(RegExp.prototype.exec);
-var promiseThen = uncurry(Promise.prototype.then);
-var SymIterator = Symbol.iterator;
-var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
+export var reExec = uncurry(RegExp.prototype.exec);
+export var promiseThen = uncurry(Promise.prototype.then);
+export var SymIterator = Symbol.iterator;
+export var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
 
-var ABORT_CODE = 270001;
-var CONSOLE_CAP = 8192;
+export var ABORT_CODE = 270001;
+export var CONSOLE_CAP = 8192;
 
 // ---------------------------------------------------------------------------------------------
 // Small safe helpers
@@ -120,9 +125,9 @@ var CONSOLE_CAP = 8192;
  * (even a Proxy's trap gets a copy), and its value is cleared after, so it holds nothing. A new
  * descriptor literal per call was ~0.3 µs of every setOwn in QuickJS.
  */
-var OWN_DESC = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
+export var OWN_DESC = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
 /** Defines an own data property: no inherited setter can intercept it. */
-function setOwn(o, k, v) {
+export function setOwn(o, k, v) {
   OWN_DESC.value = v;
   try {
     defineProperty(o, k, OWN_DESC);
@@ -131,25 +136,25 @@ function setOwn(o, k, v) {
   }
   return o;
 }
-function push(a, v) {
+export function push(a, v) {
   setOwn(a, a.length, v);
 }
 /** Own property or undefined (never an inherited one such as 'toString'). */
-function getOwn(o, k) {
+export function getOwn(o, k) {
   return o !== null && o !== undefined && hasOwn(o, k) ? o[k] : undefined;
 }
-function isObj(v) {
+export function isObj(v) {
   return v !== null && (typeof v === 'object' || typeof v === 'function');
 }
-function isNil(v) {
+export function isNil(v) {
   return v === null || v === undefined;
 }
-function copyArray(a) {
+export function copyArray(a) {
   var out = [];
   for (var i = 0; i < a.length; i++) push(out, a[i]);
   return out;
 }
-function safeString(v) {
+export function safeString(v) {
   try {
     return Str(v);
   } catch (e) {
@@ -157,7 +162,7 @@ function safeString(v) {
   }
 }
 /** Java-ish string conversion: null / undefined print as 'null'. */
-function jstr(v) {
+export function jstr(v) {
   return isNil(v) ? 'null' : Str(v);
 }
 /**
@@ -165,7 +170,7 @@ function jstr(v) {
  * attribute names): make runs once per name (a throw caches nothing), and the cache is emptied
  * when it holds `max` names. Any string is just a key of its null-prototype map.
  */
-function nameCache(max, make) {
+export function nameCache(max, make) {
   var map = objectCreate(null);
   var count = 0;
   return function (name) {
@@ -182,15 +187,15 @@ function nameCache(max, make) {
     return v;
   };
 }
-function lower(s) {
+export function lower(s) {
   return toLowerCase(Str(s));
 }
-function toInt(v) {
+export function toInt(v) {
   var n = Num(v);
   return n === n ? mathTrunc(n) : NaN;
 }
 /** Splits on a one-character separator (String.prototype.split would consult Symbol.split). */
-function splitOn(s, sep) {
+export function splitOn(s, sep) {
   var out = [];
   for (var from = 0; ; ) {
     var at = indexOf(s, sep, from);
@@ -200,7 +205,7 @@ function splitOn(s, sep) {
   }
 }
 /** Deep copy of JSON data (as JSON.parse made it) into ordinary objects and arrays. */
-function clonePlain(v) {
+export function clonePlain(v) {
   if (!isObj(v)) return v;
   var i;
   var out = isArray(v) ? [] : {};
@@ -209,7 +214,7 @@ function clonePlain(v) {
   return out;
 }
 /** Distinct keys of several objects, in order. */
-function unionKeys(a, b) {
+export function unionKeys(a, b) {
   var out = [];
   var seen = objectCreate(null);
   var lists = [objectKeys(a), objectKeys(b)];
@@ -223,16 +228,16 @@ function unionKeys(a, b) {
   }
   return out;
 }
-function makeError(name, message, code, status) {
+export function makeError(name: string, message: string, code?: number, status?: number) {
   var e = new ErrorCtor(message);
   defineProperty(e, 'name', { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
   if (code !== undefined) setOwn(e, 'code', code);
   if (status !== undefined) setOwn(e, 'status', status);
   return e;
 }
-function illegalState(message) {
+export function illegalState(message) {
   return makeError('IllegalStateException', message);
 }
-function illegalArgument(message) {
+export function illegalArgument(message) {
   return makeError('IllegalArgumentException', message);
 }

@@ -1,15 +1,16 @@
 /*
- * Sandbox adapter fragment: globalThis.console.
+ * Sandbox adapter module: globalThis.console.
  *
  * Holds inspect / formatArgs (JSON-ish formatting, each message capped at CONSOLE_CAP = 8 KiB)
  * and defines globalThis.console = { log, info, warn, error, debug }: one host op 'console'
  * per call, best effort.
- *
- * Expects from prelude.js: G, CONSOLE_CAP and the helpers; from encoding.js: dateValue,
- * isHigh; from host.js: active, hostSync; from serialize.js: thrownInfo. A line is tagged
- * with the active stage's script by the host; outside of any stage it is dropped.
  */
-function inspect(v, top, seen, budget) {
+import { CONSOLE_CAP, G, charCodeAt, defineProperty, isArray, isNil, jsonStringify, objToString, objectKeys, push, safeString, strSlice, toISOString } from './prelude';
+import { dateValue, isHigh } from './encoding';
+import { active, hostSync } from './host';
+import { thrownInfo } from './serialize';
+
+export function inspect(v, top, seen, budget) {
   var t = typeof v;
   if (t === 'string') return top ? v : jsonStringify(v);
   if (isNil(v) || t === 'number' || t === 'boolean') return '' + v;
@@ -40,7 +41,7 @@ function inspect(v, top, seen, budget) {
   budget.left -= s.length;
   return arr ? '[' + s + ']' : '{' + s + '}';
 }
-function formatArgs(args) {
+export function formatArgs(args) {
   var out = '';
   var budget = { left: CONSOLE_CAP };
   for (var i = 0; i < args.length && out.length <= CONSOLE_CAP; i++) {
@@ -59,7 +60,7 @@ function formatArgs(args) {
   }
   return out;
 }
-function logger(level) {
+export function logger(level) {
   return function () {
     try {
       if (active !== null) hostSync(active, 'console', { level: level, message: formatArgs(arguments) });

@@ -1,16 +1,17 @@
 /*
- * Sandbox adapter fragment: Part, Cookie and ctx.request (PlatformHttpRequest).
+ * Sandbox adapter module: Part, Cookie and ctx.request (PlatformHttpRequest).
  *
  * Holds makePart, makeCookie, makeRequest(st) (parameters, headers, cookies, attributes, parts
  * of the RequestSnapshot, as methods of one shared prototype) and partsOf(st). ctx itself is
- * made in ctx.js.
- *
- * Expects from prelude.js: the helpers (getOwn, setOwn, push, copyArray, unionKeys, lower, ...);
- * from host.js: hostIo (Part.save*); from enumeration.js: makeEnumeration; from entry.js:
- * snapField, apiStage.
+ * made in ctx.ts.
  */
+import { Str, copyArray, freeze, getOwn, illegalState, isArray, isNil, isObj, lower, objectCreate, objectKeys, push, setOwn, unionKeys, wmGet, wmSet } from './prelude';
+import { active, hostIo } from './host';
+import { makeEnumeration } from './enumeration';
+import { apiStage, snapField } from './entry';
+
 /** A Part acts for the stage that made it. */
-function makePart(st, info) {
+export function makePart(st, info) {
   var id = Str(getOwn(info, 'id'));
   var name = getOwn(info, 'name');
   var contentType = getOwn(info, 'contentType');
@@ -35,7 +36,7 @@ function makePart(st, info) {
     saveAttachment: (tableId, fieldId) => hostIo(st, 'part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
   });
 }
-function makeCookie(name, value) {
+export function makeCookie(name, value) {
   return { name: name, value: value, getName: () => name, getValue: () => value };
 }
 
@@ -44,7 +45,7 @@ function makeCookie(name, value) {
  * through apiStage (the request object -> its stage record). A method called detached from its
  * object (`const { getHeader } = ctx.request`), or on any other object, acts on the active stage.
  */
-function reqRec(self) {
+export function reqRec(self) {
   var st = isObj(self) ? wmGet(apiStage, self) : undefined;
   if (st !== undefined) {
     if (st.done) throw illegalState('ctx.request is used after its call ended');
@@ -54,9 +55,9 @@ function reqRec(self) {
   throw illegalState('ctx.request is used outside of a call');
 }
 /** What a read of an absent map of the snapshot sees (never handed out). */
-var NO_MAP = freeze(objectCreate(null));
+export var NO_MAP = freeze(objectCreate(null));
 /** Query values first, then the urlencoded / multipart form fields. */
-function parameterValues(st, name) {
+export function parameterValues(st, name) {
   var out = [];
   var sources = [getOwn(snapField(st, 'query', NO_MAP), name), getOwn(snapField(st, 'form', NO_MAP), name)];
   for (var s = 0; s < 2; s++) {
@@ -66,7 +67,7 @@ function parameterValues(st, name) {
   }
   return out;
 }
-function headerValues(st, name) {
+export function headerValues(st, name) {
   if (isNil(name)) return [];
   var ln = lower(name);
   var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
@@ -78,13 +79,13 @@ function headerValues(st, name) {
   var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
   return typeof h === 'string' ? [h] : [];
 }
-function snapGetter(k, dflt) {
+export function snapGetter(k, dflt) {
   return function () {
     return snapField(reqRec(this), k, dflt);
   };
 }
 
-var ReqProto = freeze({
+export var ReqProto = freeze({
   // Attributes: the live values within a stage, JSON copies from one stage to the next.
   // (st.attrs has no prototype and never holds undefined: a plain read is an own-property read)
   getAttribute: function (name) {
@@ -198,14 +199,14 @@ var ReqProto = freeze({
 });
 
 /** The request object of a stage (its st.requestApi). */
-function makeRequest(st) {
+export function makeRequest(st) {
   var o = objectCreate(ReqProto);
   wmSet(apiStage, o, st);
   return o;
 }
 
 /** The stage's Part objects, made on first use. */
-function partsOf(st) {
+export function partsOf(st) {
   if (st.parts === null) {
     var parts = [];
     var infos = snapField(st, 'parts', null);

@@ -1,5 +1,5 @@
 /*
- * Sandbox adapter fragment: ctx.response (PlatformHttpResponse).
+ * Sandbox adapter module: ctx.response (PlatformHttpResponse).
  *
  * Holds makeResponse(st): the servlet-like response API over st.res (the carried state),
  * with its Writer (getWriter) and OutputStream (getOutputStream).
@@ -8,13 +8,16 @@
  * each method sets, on entry, to the stage record of the response object it is called on (see
  * resStage; a method called detached from its object acts on the active stage). The Writer and
  * the OutputStream are made per stage, bound to it.
- *
- * Expects from prelude.js: the helpers and error constructors; from encoding.js: utf8Binary;
- * from response-state.js: chunkByteLength; from response-helpers.js: httpDate, formatJava,
- * bytesOf. st is the stage record built by entry.start (entry.js).
  */
-/** The stage of a response object (see reqRec in request.js). */
-function resStage(self) {
+import { Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, isObj, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmGet, wmSet } from './prelude';
+import { utf8Binary } from './encoding';
+import { active } from './host';
+import { chunkByteLength } from './response-state';
+import { bytesOf, formatJava, httpDate } from './response-helpers';
+import { apiStage } from './entry';
+
+/** The stage of a response object (see reqRec in request.ts). */
+export function resStage(self) {
   var st = isObj(self) ? wmGet(apiStage, self) : undefined;
   if (st !== undefined) {
     if (st.done) throw illegalState('ctx.response is used after its call ended');
@@ -23,7 +26,7 @@ function resStage(self) {
   if (active !== null) return active;
   throw illegalState('ctx.response is used outside of a call');
 }
-function buildResponseProto() {
+export function buildResponseProto() {
   var st = null;
   var api;
   var r = () => st.res;
@@ -338,9 +341,9 @@ function buildResponseProto() {
   }
   return freeze(proto);
 }
-var ResProto = buildResponseProto();
+export var ResProto = buildResponseProto();
 /** The response object of a stage (its st.responseApi). */
-function makeResponse(st) {
+export function makeResponse(st) {
   var o = objectCreate(ResProto);
   wmSet(apiStage, o, st);
   return o;

@@ -1,18 +1,19 @@
 /*
- * Sandbox adapter fragment: globalThis.platform.
+ * Sandbox adapter module: globalThis.platform.
  *
  * Holds platform.app.abort, platform.system.getAccountByToken, platform.utils (toJSON,
  * stringToBytes), platform.http.request, and defines globalThis.platform (non-writable,
  * non-configurable, deeply frozen).
  *
  * I/O operations go through hostIo: they return promises in an async-mode stage and values in a
- * blocking-mode one (see host.js). They act for the active stage; a response's own operations
+ * blocking-mode one (see host.ts). They act for the active stage; a response's own operations
  * act for the stage that made the request.
- *
- * Expects from prelude.js: G, the helpers, ABORT_CODE; from encoding.js: stringifyUser,
- * utf8Binary; from host.js: active, hostSync, hostIo.
  */
-function abort(message, status) {
+import { ABORT_CODE, G, Num, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
+import { stringifyUser, utf8Binary } from './encoding';
+import { active, hostIo, hostSync } from './host';
+
+export function abort(message, status) {
   var msg = isNil(message) ? 'Aborted' : safeString(message);
   var sc = typeof status === 'number' && status === status ? mathTrunc(status) : undefined;
   var err = makeError('AbortError', msg, ABORT_CODE, sc);
@@ -25,7 +26,7 @@ function abort(message, status) {
 }
 
 /** UTF-8 (the default; 'utf8' too) in the sandbox, other charsets through the host. */
-function stringToBytes(s, charset) {
+export function stringToBytes(s, charset) {
   var out = [];
   var i;
   if (isNil(s)) return out;
@@ -40,7 +41,7 @@ function stringToBytes(s, charset) {
   return out;
 }
 
-function httpRequest(opts) {
+export function httpRequest(opts) {
   if (typeof opts === 'string') opts = { url: opts };
   if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw makeError('TypeError', 'platform.http.request needs a request object with a url');
   var method = isNil(opts.method) ? 'GET' : toUpperCase(Str(opts.method));
@@ -67,7 +68,7 @@ function httpRequest(opts) {
   });
 }
 
-function httpResponse(st, res) {
+export function httpResponse(st, res) {
   var id = getOwn(res, 'id');
   // Bodies up to 1 MiB arrive with the response; a larger one is asked for on first read, and a
   // body the host could not read throws the reason then (too large, timed out, reset).
@@ -91,12 +92,12 @@ function httpResponse(st, res) {
   return response;
 }
 
-function deepFreeze(o) {
+export function deepFreeze(o) {
   for (var keys = objectKeys(o), i = 0; i < keys.length; i++) if (isObj(o[keys[i]])) deepFreeze(o[keys[i]]);
   return freeze(o);
 }
 
-var platform = deepFreeze({
+export var platform = deepFreeze({
   app: {
     /** Ends the call with an error (code 270001); recorded, so catching it changes nothing. */
     abort: (message, status) => abort(message, status),
