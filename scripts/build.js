@@ -17,7 +17,8 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', pat
 // The sandbox adapter (lib/runtime/sandbox/*.ts): type-checked on its own (no Node.js types: it
 // runs inside the engines), then bundled by esbuild into the body of ONE function expression,
 // `(function (hostFn) { ...; return entry; })`, which each engine evaluates in a fresh context
-// (see lib/runtime/adapter-source.ts). Nothing is lowered (QuickJS and Node 20 run ES2022), and
+// (see lib/runtime/adapter-source.ts), minified: parsing it is most of the cost of a new context.
+// Nothing is lowered (QuickJS and Node 20 run ES2022), and
 // the bundle has no imports or exports of its own, so esbuild adds no helpers.
 {
   const sandbox = path.join(root, 'lib', 'runtime', 'sandbox');
@@ -28,7 +29,7 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', pat
     format: 'iife',
     target: 'es2022',
     platform: 'neutral',
-    minifyWhitespace: true,
+    minify: true,
     legalComments: 'none',
     write: false,
   });
