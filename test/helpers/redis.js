@@ -4,8 +4,8 @@
 //   const { startRedis, redisServerPath, requireRedisOrSkip } = require('../helpers/redis');
 //   const redis = await startRedis();   // { url, port, stop(), restart() }
 //
-// When redis-server is not on PATH: under CI (process.env.CI set) tests must fail, elsewhere they
-// may skip with a warning. `describeRedis` does exactly that.
+// When redis-server is not on PATH the suites fail with the command that installs it
+// (`describeRedis`): a missing server never passes for a green run.
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -139,21 +139,16 @@ async function startRedis() {
 }
 
 /**
- * `describe` for suites that need redis-server: runs them when it is installed; otherwise fails
- * under CI (process.env.CI) and skips with a warning elsewhere.
+ * `describe` for suites that need redis-server: runs them when it is installed; otherwise the
+ * suite fails, saying how to install it (`bash .ci/run` does).
  */
 function describeRedis(name, fn) {
   if (redisServerPath()) return describe(name, fn);
-  if (process.env.CI && !/^(0|false)$/i.test(process.env.CI)) {
-    return describe(name, () => {
-      test('redis-server is installed', () => {
-        throw new Error('redis-server is not on PATH but CI is set: the Redis tests must run in CI (apt-get install -y redis-server)');
-      });
+  return describe(name, () => {
+    test('redis-server is installed', () => {
+      throw new Error('redis-server is not on PATH: install it (apt-get install -y redis-server) or run `bash .ci/run`');
     });
-  }
-  // eslint-disable-next-line no-console
-  console.warn(`Skipping "${name}": redis-server is not on PATH (apt-get install -y redis-server)`);
-  return describe.skip(name, fn);
+  });
 }
 
 module.exports = { startRedis, redisServerPath, describeRedis, freePort, waitForPing };
