@@ -7,9 +7,9 @@
  *   starts it.
  * - A job goes to the least loaded worker that can start it now: not in a long slice of script
  *   work (past SLOW_MS) and not blocked in a blocking host call. An app's jobs keep going to the
- *   worker of its last job (which holds its contexts) while that one is not much busier. One app may hold at most
- *   `maxWorkersPerApp` workers with long slices (and half of `maxWorkers` with blocking calls);
- *   its other calls wait in line while other apps' calls go ahead.
+ *   worker of its last job (which holds its contexts) while that one is not much busier.
+ * - One app may hold at most `maxWorkersPerApp` workers with long slices (and half of
+ *   `maxWorkers` with blocking calls); its other calls wait in line while other apps' calls go ahead.
  * - The pool starts `size` workers at once, replaces a worker as soon as it ends, and grows (up to
  *   `maxWorkers`) while every worker is held, so other apps keep being served; workers beyond
  *   `size` stop after `idleTimeoutMs` idle.

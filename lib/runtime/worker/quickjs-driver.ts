@@ -75,7 +75,7 @@ export class QuickJsDriver implements SandboxDriver {
   /** Set when the interrupt handler stopped script code (the entry then failed as a timeout). */
   interrupted = false;
 
-  /** What a context with the adapter and an empty module holds (measured on the first one opened). */
+  /** What a context with the adapter and an empty module holds (measured on the second one opened). */
   private baseBytes = 0;
   /** The estimated size of the contexts open now (see QuickJsContext.bytes). */
   contextBytes = 0;
@@ -157,7 +157,7 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   /** What the runtime's objects hold, in bytes (QuickJS's own count). */
-  usedBytes(ctx: QuickJSContext): number {
+  private usedBytes(ctx: QuickJSContext): number {
     const usage = this.rt.computeMemoryUsage();
     const used = (ctx.dump(usage) as { memory_used_size?: number }).memory_used_size;
     usage.dispose();
@@ -183,8 +183,17 @@ export class QuickJsDriver implements SandboxDriver {
     }
   }
 
-  /** An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a failure of the engine. */
+  /**
+   * An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a
+   * failure of the engine. The promise jobs the failed entry left are flushed.
+   */
   failure(err: { name: string; message: string }): EngineError {
+    const e = this.classify(err);
+    this.flushJobs();
+    return e;
+  }
+
+  private classify(err: { name: string; message: string }): EngineError {
     this.checkHeap();
     if (this.interrupted || err.message === 'interrupted') {
       this.interrupted = false;
@@ -291,9 +300,7 @@ class QuickJsContext implements EngineContext {
       if (jobs.error) {
         const err = errorOf(this.ctx, jobs.error);
         cleanup?.();
-        const failure = this.driver.failure(err);
-        this.driver.flushJobs();
-        throw failure;
+        throw this.driver.failure(err);
       }
     }
   }
@@ -315,11 +322,7 @@ class QuickJsContext implements EngineContext {
     const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a));
     const r = ctx.callFunction(method, ctx.undefined, ...handles);
     handles.forEach((h, i) => typeof args[i] !== 'object' && h.dispose());
-    if (r.error) {
-      const failure = this.driver.failure(errorOf(ctx, r.error));
-      this.driver.flushJobs();
-      throw failure;
-    }
+    if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
     const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
     r.value.dispose();
     this.runJobs();
