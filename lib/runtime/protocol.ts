@@ -101,6 +101,16 @@ export interface ApiErrorInfo {
   code: number;
 }
 
+/**
+ * The request snapshot's fields that ctx carries itself, in ctx's own key order: what a stage
+ * parses when its script never uses ctx.request (the adapter's `start` receives them as JSON).
+ */
+export type CtxFields = Pick<RequestSnapshot, 'headers' | 'cookies' | 'query' | 'body' | 'url' | 'appId' | 'path' | 'method'>;
+
+export function ctxFields(r: RequestSnapshot): CtxFields {
+  return { headers: r.headers, cookies: r.cookies, query: r.query, body: r.body, url: r.url, appId: r.appId, path: r.path, method: r.method };
+}
+
 /** The per-stage part of what the adapter's `start` receives (as a JSON string). */
 export interface StageHead {
   stage: Stage;

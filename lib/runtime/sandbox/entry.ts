@@ -94,17 +94,31 @@ export function settle(st, status, v) {
   push(settled, st);
 }
 
-/**
- * start(id, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson): headJson
- * is the StageHead (stage, returnType, wantValue, async); the next three are the RequestSnapshot,
- * the attributes and the ResponseState as JSON text ('' = the response as it starts), parsed on
- * first use; valueJson is the stage's second argument (after: the call's result, '' =
- * undefined; onError: the API error), parsed afresh for each stage.
- */
-export function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, valueJson) {
-  if (inEntry) throw illegalState('the adapter entry is not re-entrant');
-  var head = jsonParse(Str(headJson));
+/** A stage head's fields, by its JSON text (a worker sends a handful of distinct heads). */
+var stageHead = nameCache(64, function (headJson) {
+  var head = jsonParse(headJson);
   if (!isObj(head)) throw makeError('TypeError', 'start: the stage head must be a JSON object');
+  return freeze({
+    __proto__: null,
+    stage: getOwn(head, 'stage'),
+    returnType: getOwn(head, 'returnType'),
+    wantValue: getOwn(head, 'wantValue') === true,
+    async: getOwn(head, 'async') === true,
+  });
+});
+
+/**
+ * start(id, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson):
+ * headJson is the StageHead (stage, returnType, wantValue, async); the next three are the
+ * RequestSnapshot, the attributes and the ResponseState as JSON text ('' = the response as it
+ * starts), parsed on first use; valueJson is the stage's second argument (after: the call's
+ * result, '' = undefined; onError: the API error), parsed afresh for each stage; ctxJson holds
+ * the snapshot's ctx fields only (CtxFields: '' or absent = read them from requestJson), so a
+ * stage that never uses ctx.request parses no more than those.
+ */
+export function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, valueJson, ctxJson) {
+  if (inEntry) throw illegalState('the adapter entry is not re-entrant');
+  var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
     // QuickJS lets a script redefine a non-writable, non-configurable global: put ours back
     defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
@@ -112,10 +126,10 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
   var st = {
     __proto__: StageProto,
     id: id,
-    stage: getOwn(head, 'stage'),
-    returnType: getOwn(head, 'returnType'),
-    wantValue: getOwn(head, 'wantValue') === true,
-    async: getOwn(head, 'async') === true,
+    stage: head.stage,
+    returnType: head.returnType,
+    wantValue: head.wantValue,
+    async: head.async,
     requestJson: requestJson,
     attrsJson: attrsJson,
     responseJson: responseJson,
@@ -137,7 +151,7 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
   };
   stages[id] = st;
   setActive(st);
-  var ctx = makeCtx(st);
+  var ctx = makeCtx(st, typeof ctxJson === 'string' && ctxJson !== '' ? ctxJson : requestJson);
   var r;
   inEntry = true;
   try {

@@ -10,7 +10,7 @@
 import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
-import type { CarriedState, Stage, StageHead, StageOutput, ThrownError } from '../protocol';
+import { ctxFields, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
 import { serializeForReturnType } from '../serialize';
 import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
@@ -23,6 +23,8 @@ export interface StageTexts {
   /** The head without `async`: the script's mode is the engine's to tell. */
   head: Omit<StageHead, 'async'>;
   request: string;
+  /** The CtxFields JSON (the same for every stage of a job). */
+  ctx: string;
   attributes: string;
   /** '' for the response as it starts. */
   response: string;
@@ -100,6 +102,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   let state = job.state;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
   const request = JSON.stringify(job.request);
+  const ctx = JSON.stringify(ctxFields(job.request));
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const r = await runScriptStage(ref, stage, wantValue, value, returnType);
@@ -114,6 +117,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       const out = await env.stage(ref, src.source, src.hash, {
         head: { stage, returnType, wantValue },
         request,
+        ctx,
         attributes: JSON.stringify(state.attributes),
         response: JSON.stringify(state.response),
         value,

@@ -330,8 +330,8 @@ class QuickJsContext implements EngineContext {
     return text;
   }
 
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string): void {
-    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value]);
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = ''): void {
+    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx]);
   }
 
   reply(callId: number, replyJson: string): void {

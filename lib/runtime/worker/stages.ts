@@ -77,7 +77,7 @@ export class Stages {
   ) {}
 
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
-  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: string, attributes: string, response: string, value: string): Promise<StageOutput> {
+  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctxJson: string): Promise<StageOutput> {
     const waitFrom = Date.now();
     const c = this.cache.get(key) ?? (await this.context(job, script, key, code));
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
@@ -86,7 +86,7 @@ export class Stages {
     return new Promise<StageOutput>((resolve, reject) => {
       c.stages.set(id, { job, script, resolve, reject });
       this.owners.set(id, c);
-      void this.step(c, job, script, () => c.ctx.start(id, fn, head, request, attributes, response, value));
+      void this.step(c, job, script, () => c.ctx.start(id, fn, head, request, attributes, response, value, ctxJson));
     });
   }
 

@@ -111,7 +111,7 @@ export class Vm2Driver implements SandboxDriver {
       bytes,
       jobsRunLater: true,
       hasFunction: (fn) => typeof exportsObj[fn] === 'function',
-      start: (id, fn, head, request, attributes, response, value) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value)),
+      start: (id, fn, head, request, attributes, response, value, ctx) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
       drain: () => guard(() => String(entry.drain())),

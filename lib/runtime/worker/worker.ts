@@ -221,7 +221,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
       const p = prepare(ref.script, hash, source);
       running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
       const head = JSON.stringify({ ...texts.head, async: p.async });
-      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts.request, texts.attributes, texts.response, texts.value);
+      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts.request, texts.attributes, texts.response, texts.value, texts.ctx);
     },
     callHost: (op, args) =>
       new Promise((resolve, reject) => {
@@ -286,7 +286,7 @@ async function main(): Promise<void> {
 async function warmUp(d: SandboxDriver): Promise<void> {
   const p = prepareScript('warm-up.js', 'export function f(ctx) { return platform.system.getAccountByToken(ctx.headers.t) }', config.engine === 'vm2');
   const ctx = await d.open('warm-up.js', p.code, () => '{"ok":true,"value":null}');
-  ctx.start(1, 'f', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: false }), '{"headers":{}}', '{}', '', '');
+  ctx.start(1, 'f', JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: false }), '{"headers":{}}', '{}', '', '', '');
   await ctx.drain();
   ctx.dispose();
 }
