@@ -8,7 +8,7 @@
  */
 import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, jsonStringify, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmSet } from './prelude';
 import { enc, stringifyUser } from './encoding';
-import { hostCancel, hostReply, setActive, waitingCalls } from './host';
+import { bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
 import { chunkByteLength, encResponse, responseFromInput } from './response-state';
 import { makeCtx } from './ctx';
 import { serializeOutput, thrownInfo } from './serialize';
@@ -36,7 +36,8 @@ defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function () {
     if (this.reqObj === null) {
-      var v = typeof this.requestJson === 'string' && this.requestJson !== '' ? jsonParse(this.requestJson) : null;
+      var json = this.requestJson;
+      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
       this.reqObj = isObj(v) ? v : {};
     }
     return this.reqObj;
@@ -80,6 +81,15 @@ defineProperty(StageProto, 'buffered', {
   },
 });
 
+/** The stage's request snapshot from the host (start was given none): null when it has none to give. */
+function hostRequest(st) {
+  try {
+    return jsonParse(Str(bridge(st, 'stage.request', null, false)));
+  } catch (e) {
+    return null;
+  }
+}
+
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
 export function snapField(st, key, dflt) {
   var v = getOwn(st.req, key);
@@ -110,8 +120,9 @@ var stageHead = nameCache(64, function (headJson) {
 /**
  * start(id, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson):
  * headJson is the StageHead (stage, returnType, wantValue, async); the next three are the
- * RequestSnapshot, the attributes and the ResponseState as JSON text ('' = the response as it
- * starts), parsed on first use; valueJson is the stage's second argument (after: the call's
+ * RequestSnapshot, the attributes and the ResponseState as JSON text, parsed on first use
+ * (requestJson '': asked of the host, op 'stage.request', on first use; responseJson '': the
+ * response as it starts); valueJson is the stage's second argument (after: the call's
  * result, '' = undefined; onError: the API error), parsed afresh for each stage; ctxJson holds
  * the snapshot's ctx fields only (CtxFields: '' or absent = read them from requestJson), so a
  * stage that never uses ctx.request parses no more than those.

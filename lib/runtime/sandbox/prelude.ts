@@ -15,9 +15,11 @@
  *     async true: starts it and returns a call id (a number); the reply comes later through
  *       entry.reply(callId, replyJson).
  *
- *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson)
- *     builds a fresh ctx and calls ns[fnName](ctx[, value]) for one stage; many stages may be in
- *     flight in one context at once, each with its own record.
+ *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson)
+ *     builds a fresh ctx (from ctxJson) and calls ns[fnName](ctx[, value]) for one stage; many
+ *     stages may be in flight in one context at once, each with its own record. With requestJson
+ *     '', the request snapshot is asked of the host on first use (ctx.request):
+ *     hostFn(stageId, 'stage.request', 'null', false) -> the RequestSnapshot JSON ('null': none).
  *   entry.reply(callId, replyJson)   settles the promise of an async host call.
  *   entry.drain()                    after the engine ran the context's pending jobs: the
  *     StageOutputs of the stages that settled since the last drain, and how many async host

@@ -43,6 +43,8 @@ export interface SliceClock {
 interface Pending {
   job: StageJob;
   script: string;
+  /** The RequestSnapshot JSON, sent to the adapter when it asks ('stage.request'): most stages never do. */
+  request: string;
   resolve(out: StageOutput): void;
   reject(e: unknown): void;
 }
@@ -84,9 +86,9 @@ export class Stages {
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
-      c.stages.set(id, { job, script, resolve, reject });
+      c.stages.set(id, { job, script, request, resolve, reject });
       this.owners.set(id, c);
-      void this.step(c, job, script, () => c.ctx.start(id, fn, head, request, attributes, response, value, ctxJson));
+      void this.step(c, job, script, () => c.ctx.start(id, fn, head, '', attributes, response, value, ctxJson));
     });
   }
 
@@ -187,6 +189,7 @@ export class Stages {
       if (async) return '';
       return JSON.stringify({ ok: false, error: { name: 'Error', message: 'The call is over' } });
     }
+    if (op === 'stage.request') return p ? p.request : 'null';
     if (!async) return this.host.callSync(job, p ? p.script : this.entryScript, op, argsJson);
     const callId = this.host.callAsync(job, op, argsJson);
     this.calls.set(callId, { c, job });
