@@ -102,13 +102,14 @@ export interface ApiErrorInfo {
 }
 
 /**
- * The request snapshot's fields that ctx carries itself, in ctx's own key order: what a stage
- * parses when its script never uses ctx.request (the adapter's `start` receives them as JSON).
+ * The request snapshot's fields that ctx carries itself (in ctx's own key order), with
+ * headerLists: what a stage parses when its script reads no more than ctx and the request's
+ * headers (the adapter's `start` receives them as JSON; the rest of the snapshot only on demand).
  */
-export type CtxFields = Pick<RequestSnapshot, 'headers' | 'cookies' | 'query' | 'body' | 'url' | 'appId' | 'path' | 'method'>;
+export type CtxFields = Pick<RequestSnapshot, 'headers' | 'cookies' | 'query' | 'body' | 'url' | 'appId' | 'path' | 'method' | 'headerLists'>;
 
 export function ctxFields(r: RequestSnapshot): CtxFields {
-  return { headers: r.headers, cookies: r.cookies, query: r.query, body: r.body, url: r.url, appId: r.appId, path: r.path, method: r.method };
+  return { headers: r.headers, cookies: r.cookies, query: r.query, body: r.body, url: r.url, appId: r.appId, path: r.path, method: r.method, headerLists: r.headerLists };
 }
 
 /** The per-stage part of what the adapter's `start` receives (as a JSON string). */

@@ -43,6 +43,18 @@ defineProperty(StageProto, 'req', {
     return this.reqObj;
   },
 });
+/** The ctx fields (CtxFields: ctxJson, parsed again for the request API, apart from ctx's own copies). */
+defineProperty(StageProto, 'fields', {
+  __proto__: null,
+  get: function () {
+    if (this.fieldsObj === null) {
+      var json = this.ctxJson;
+      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : this.req;
+      this.fieldsObj = isObj(v) ? v : {};
+    }
+    return this.fieldsObj;
+  },
+});
 defineProperty(StageProto, 'attrs', {
   __proto__: null,
   get: function () {
@@ -90,9 +102,12 @@ function hostRequest(st) {
   }
 }
 
+/** The snapshot fields CtxFields carries: reading them needs no more of the snapshot. */
+var IN_FIELDS = freeze({ __proto__: null, headers: true, headerLists: true, cookies: true, query: true, body: true, url: true, appId: true, path: true, method: true });
+
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
 export function snapField(st, key, dflt) {
-  var v = getOwn(st.req, key);
+  var v = getOwn(IN_FIELDS[key] === true ? st.fields : st.req, key);
   return v === undefined ? dflt : v;
 }
 
@@ -142,6 +157,8 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
     wantValue: head.wantValue,
     async: head.async,
     requestJson: requestJson,
+    ctxJson: ctxJson,
+    fieldsObj: null,
     attrsJson: attrsJson,
     responseJson: responseJson,
     status: 'pending',
