@@ -10,7 +10,7 @@
 import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
-import { ctxFields, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
+import { ctxFields, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
 import { serializeForReturnType } from '../serialize';
 import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
@@ -41,6 +41,14 @@ export interface PipelineEnv {
 }
 
 type Fail = Extract<JobOutcome, { kind: 'error' }>;
+
+/** The response as it starts, as JSON: a stage is sent '' for it (the adapter builds it itself). */
+const INITIAL_RESPONSE = JSON.stringify(newResponseState());
+
+function responseText(response: CarriedState['response']): string {
+  const text = JSON.stringify(response);
+  return text === INITIAL_RESPONSE ? '' : text;
+}
 
 function isAutomation(ref: ScriptRef | AutomationRef): ref is AutomationRef {
   return typeof (ref as AutomationRef).automation === 'string';
@@ -119,7 +127,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         request,
         ctx,
         attributes: JSON.stringify(state.attributes),
-        response: JSON.stringify(state.response),
+        response: responseText(state.response),
         value,
       });
       if (out.attributes || out.response) {
