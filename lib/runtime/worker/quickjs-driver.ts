@@ -125,7 +125,10 @@ export class QuickJsDriver implements SandboxDriver {
         driver.heapBytes = memory.buffer.byteLength;
         return pages;
       } catch (e) {
+        // a refused growth retires the worker whatever was running (a call, or the flush of a
+        // failed call's leftover jobs): the heap may hold what QuickJS could not free
         driver.heapFull = true;
+        driver.poisoned = true;
         throw e;
       }
     };
@@ -146,9 +149,9 @@ export class QuickJsDriver implements SandboxDriver {
     return full;
   }
 
-  /** After an entry: a full heap, or one leaving less than one limit of room, poisons the worker. */
+  /** After an entry: a heap leaving less than one limit of room poisons the worker (a refused growth already has). */
   checkHeap(): void {
-    if (this.heapFull || this.heapBytes > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
+    if (this.heapBytes > this.heapCapBytes - this.options.memoryLimitMb * MiB) this.poisoned = true;
   }
 
   /** The heap size allowed now: the contexts kept, one call's limit and the allocator's room. */
@@ -190,11 +193,11 @@ export class QuickJsDriver implements SandboxDriver {
   failure(err: { name: string; message: string }): EngineError {
     const e = this.classify(err);
     this.flushJobs();
+    this.checkHeap();
     return e;
   }
 
   private classify(err: { name: string; message: string }): EngineError {
-    this.checkHeap();
     if (this.interrupted || err.message === 'interrupted') {
       this.interrupted = false;
       return new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
