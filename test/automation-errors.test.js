@@ -85,8 +85,8 @@ describe('scriptTimeoutMs covers the whole automation', () => {
   const automations = [
     // each script step (300 ms) is well within the limit; ten of them are not
     { id: 'steps', steps: [{ type: 'forEach', items: '[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]', steps: [{ type: 'set', vars: { n: 'item' } }, { type: 'script', script: 's.js', function: 'spin' }] }] },
-    // expression steps only: a million of them
-    { id: 'loop', steps: [{ type: 'set', vars: { xs: '[' + Array.from({ length: 1000 }, (_, i) => i).join(',') + ']' } }, { type: 'forEach', items: 'state.vars.xs', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] }] }] },
+    // expression steps only: a billion of them (no machine gets through them within the limit)
+    { id: 'loop', steps: [{ type: 'set', vars: { xs: '[' + Array.from({ length: 1000 }, (_, i) => i).join(',') + ']' } }, { type: 'forEach', items: 'state.vars.xs', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'x', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] }] }] }] },
     { id: 'wait', steps: [{ id: 'slow', type: 'http', url: "'http://127.0.0.1:' + ctx.query.port + '/'" }] },
   ];
   const apis = automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON', onError }));
