@@ -246,4 +246,15 @@ describe('QuickJS context memory', () => {
     expect(out.after - out.before).toBeLessThan(8 * 1024 * 1024);
     expect(out.poisoned).toBe(false);
   }, 60_000);
+
+  test('a heap growth refused outside any call (the flush of a failed call) retires the worker at once', () => {
+    const { execFileSync } = require('node:child_process');
+    const path = require('node:path');
+    const out = JSON.parse(execFileSync(process.execPath, [path.join(__dirname, 'helpers', 'quickjs-refused-growth.js')], { encoding: 'utf8' }));
+    expect(out.before).toEqual({ out: expect.objectContaining({ status: 'value' }), poisoned: false });
+    expect(out.refused).toBe(true);
+    expect(out.poisoned).toBe(true);
+    // the calls in flight there still end normally (the pool sends it no new ones)
+    expect(out.after).toMatchObject({ status: 'value' });
+  }, 60_000);
 });
