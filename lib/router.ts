@@ -40,7 +40,7 @@ function splitPath(path: string): { appId: string; apiPath: string } | null {
   const segments = path.split('/').filter((s) => s !== '');
   if (segments.length < 2) return null;
   try {
-    const decoded = segments.map((s) => (s.includes('%') ? decodeURIComponent(s) : s));
+    const decoded = segments.map(decodeURIComponent);
     return { appId: decoded[0], apiPath: decoded.slice(1).join('/') };
   } catch {
     throw new ApiError('BAD_REQUEST', 'Malformed percent-encoding in the path');
