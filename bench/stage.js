@@ -4,7 +4,10 @@
 //   trivial   one stage: `return { ok: true }`
 //   hooks     the same with a before hook (reads a header, sets an attribute) and an after hook
 //             (reads it back, sets a response header): bench/scripts.js
-// The request is a snapshot as the router builds it for `GET /web0/api/bench/p` from wrk.
+// The request is a snapshot as the router builds it for `GET /web0/api/bench/p` from wrk (two
+// headers); the `-browser` workloads run the same stages on a request as a browser sends it
+// (sixteen headers with cookies and a bearer token: 1.3 KB of ctx fields), since what a stage
+// costs grows with the request: its ctx fields are parsed as JSON in QuickJS.
 // One thread, no I/O. Usage: npm run build && node bench/stage.js [--stages N] [--rounds N]
 'use strict';
 const path = require('node:path');
@@ -50,25 +53,52 @@ const snapshot = {
   requestURI: '/web0/api/bench/p',
   parts: [],
 };
-const request = JSON.stringify(snapshot);
-const ctxJson = JSON.stringify(ctxFields(snapshot));
+const COOKIE = 'session=3f9a8c1e2b7d4a6f9e0c1b2a3d4e5f60718293a4b5c6d7e8f9; _ga=GA1.1.1234567890.1732540000; _gid=GA1.1.987654321.1732540000; theme=dark; lang=en-US; consent=%7B%22ads%22%3Afalse%7D';
+const browser = {
+  ...snapshot,
+  headers: {
+    host: 'api.example.com',
+    connection: 'keep-alive',
+    'sec-ch-ua': '"Chromium";v="131", "Not_A Brand";v="24"',
+    'sec-ch-ua-mobile': '?0',
+    'sec-ch-ua-platform': '"Linux"',
+    'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    accept: 'application/json, text/plain, */*',
+    'sec-fetch-site': 'same-origin',
+    'sec-fetch-mode': 'cors',
+    'sec-fetch-dest': 'empty',
+    referer: 'https://api.example.com/app/orders?page=2',
+    'accept-encoding': 'gzip, deflate, br, zstd',
+    'accept-language': 'en-US,en;q=0.9,de;q=0.8',
+    cookie: COOKIE,
+    authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl',
+    'x-requested-with': 'XMLHttpRequest',
+  },
+  cookies: Object.fromEntries(COOKIE.split('; ').map((c) => c.split('='))),
+  query: { page: '2', sort: 'date' },
+  url: '/web0/api/bench/p?page=2&sort=date',
+  queryString: 'page=2&sort=date',
+};
+const requests = { wrk: snapshot, browser };
 const head = (stage) => JSON.stringify({ stage, returnType: 'JSON', wantValue: false, async: false });
 
 async function main() {
   const driver = await QuickJsDriver.create({ memoryLimitMb: 64, contextBudgetMb: 256, adapterSource: adapterSource(), interrupt: () => false });
   // the worker answers 'stage.request' itself (lib/runtime/worker/stages.ts): so does this host
+  let request = JSON.stringify(snapshot);
   const host = (stageId, op) => (op === 'stage.request' ? request : '{"ok":true,"value":null}');
   const open = async (name, source) => driver.open(name, prepareScript(name, source, false).code, host);
   const main = await open('main.js', scripts.MAIN);
   const hooks = await open('hooks.js', scripts.HOOKS);
   let id = 1;
+  let ctxJson = '';
   const stage = (ctx, fn, stageName, attributes) => {
     ctx.start(id++, fn, head(stageName), '', attributes, '', '', ctxJson);
     const out = JSON.parse(ctx.drain()).outputs[0];
     if (out.status !== 'value') throw new Error(`${fn}: ${JSON.stringify(out)}`);
     return out;
   };
-  const workloads = {
+  const kinds = {
     trivial: () => stage(main, 'fn', 'call', '{}'),
     hooks: () => {
       const before = stage(hooks, 'before', 'before', '{}');
@@ -77,8 +107,17 @@ async function main() {
       stage(hooks, 'after', 'after', attributes);
     },
   };
+  const workloads = {};
+  for (const [from, snap] of Object.entries(requests)) {
+    for (const [kind, run] of Object.entries(kinds)) {
+      const texts = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)) };
+      workloads[from === 'wrk' ? kind : `${kind}-${from}`] = { texts, run };
+    }
+  }
   console.log(`QuickJS, one context per script, ${STAGES} requests a round, ${ROUNDS} rounds (µs per request, median round)`);
-  for (const [name, run] of Object.entries(workloads)) {
+  for (const [name, { texts, run }] of Object.entries(workloads)) {
+    request = texts.request;
+    ctxJson = texts.ctx;
     for (let i = 0; i < 2000; i++) run(); // warm-up
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {
@@ -87,7 +126,7 @@ async function main() {
       rounds.push(Number(process.hrtime.bigint() - t0) / 1000 / STAGES);
     }
     rounds.sort((a, b) => a - b);
-    console.log(`  ${name.padEnd(8)} ${rounds[Math.floor(rounds.length / 2)].toFixed(1)} µs  (rounds ${rounds.map((x) => x.toFixed(1)).join(', ')})`);
+    console.log(`  ${name.padEnd(15)} ${rounds[Math.floor(rounds.length / 2)].toFixed(1)} µs  (rounds ${rounds.map((x) => x.toFixed(1)).join(', ')})`);
   }
 }
 

@@ -22,7 +22,8 @@ let automationStage: typeof import('../../automation/pipeline-stage') | undefine
 export interface StageTexts {
   /** The head without `async`: the script's mode is the engine's to tell. */
   head: Omit<StageHead, 'async'>;
-  request: string;
+  /** The RequestSnapshot JSON, made on first use: most stages never ask for it. */
+  request: () => string;
   /** The CtxFields JSON (the same for every stage of a job). */
   ctx: string;
   attributes: string;
@@ -109,7 +110,8 @@ function callValueWanted(job: ScriptJob): boolean {
 export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
-  const request = JSON.stringify(job.request);
+  let requestJson: string | undefined;
+  const request = () => (requestJson ??= JSON.stringify(job.request));
   const ctx = JSON.stringify(ctxFields(job.request));
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {

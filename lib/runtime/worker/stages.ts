@@ -44,7 +44,7 @@ interface Pending {
   job: StageJob;
   script: string;
   /** The RequestSnapshot JSON, sent to the adapter when it asks ('stage.request'): most stages never do. */
-  request: string;
+  request: () => string;
   resolve(out: StageOutput): void;
   reject(e: unknown): void;
 }
@@ -79,7 +79,7 @@ export class Stages {
   ) {}
 
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
-  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctxJson: string): Promise<StageOutput> {
+  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: () => string, attributes: string, response: string, value: string, ctxJson: string): Promise<StageOutput> {
     const waitFrom = Date.now();
     const c = this.cache.get(key) ?? (await this.context(job, script, key, code));
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
@@ -189,7 +189,7 @@ export class Stages {
       if (async) return '';
       return JSON.stringify({ ok: false, error: { name: 'Error', message: 'The call is over' } });
     }
-    if (op === 'stage.request') return p ? p.request : 'null';
+    if (op === 'stage.request') return p ? p.request() : 'null';
     if (!async) return this.host.callSync(job, p ? p.script : this.entryScript, op, argsJson);
     const callId = this.host.callAsync(job, op, argsJson);
     this.calls.set(callId, { c, job });
