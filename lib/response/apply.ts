@@ -62,11 +62,11 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
 
 /** Sends a serialized result: the script's status, its content type or the return type's default. */
 export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
-  const payload = Buffer.from(body);
   res.statusCode = state.status;
   res.setHeader('Content-Type', contentTypeOf(state) ?? defaultType);
-  res.setHeader('Content-Length', payload.length);
-  res.end(payload);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  // (a string goes out with the head in one write; a Buffer would be a second chunk)
+  res.end(body);
 }
 
 export { JSON_TYPE };
