@@ -84,8 +84,9 @@ const head = (stage) => JSON.stringify({ stage, returnType: 'JSON', wantValue: f
 
 async function main() {
   const driver = await QuickJsDriver.create({ memoryLimitMb: 64, contextBudgetMb: 256, adapterSource: adapterSource(), interrupt: () => false });
-  // the worker answers 'stage.request' itself (lib/runtime/worker/stages.ts): so does this host
-  let request = JSON.stringify(snapshot);
+  // the worker answers 'stage.request' itself (lib/runtime/worker/stages.ts): so does this host,
+  // with the request of the workload running (`texts` below)
+  let request = '';
   const host = (stageId, op) => (op === 'stage.request' ? request : '{"ok":true,"value":null}');
   const open = async (name, source) => driver.open(name, prepareScript(name, source, false).code, host);
   const main = await open('main.js', scripts.MAIN);
@@ -109,8 +110,8 @@ async function main() {
   };
   const workloads = {};
   for (const [from, snap] of Object.entries(requests)) {
+    const texts = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)) };
     for (const [kind, run] of Object.entries(kinds)) {
-      const texts = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)) };
       workloads[from === 'wrk' ? kind : `${kind}-${from}`] = { texts, run };
     }
   }
