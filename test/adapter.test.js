@@ -499,8 +499,11 @@ describe('ctx.request', () => {
       r.setAttribute('f', false);
       r.setAttribute('s', 'say "hi"\\ \n\u2028 \ud800');
       r.setAttribute('e', '');
+      r.setAttribute('big', 1e21);
+      r.setAttribute('tiny', -5e-7);
+      r.setAttribute('nul', null);
     });
-    expect(out.state.attributes).toEqual({ n: 1.5, negZero: 0, nan: null, inf: null, t: true, f: false, s: 'say "hi"\\ \n\u2028 \ud800', e: '' });
+    expect(out.state.attributes).toEqual({ n: 1.5, negZero: 0, nan: null, inf: null, t: true, f: false, s: 'say "hi"\\ \n\u2028 \ud800', e: '', big: 1e21, tiny: -5e-7 });
   });
 
   test('attributes survive from stage to stage through state.attributes', async () => {
@@ -753,6 +756,29 @@ describe('ctx.response', () => {
     expect((await sb.run((ctx) => ctx.request.setAttribute('a', 1))).sent).toEqual({ attributes: true, response: false });
     expect((await sb.run((ctx) => ctx.request.removeAttribute('a'))).sent).toEqual({ attributes: true, response: false });
     expect((await sb.run((ctx) => ctx.response.setStatus(201))).sent).toEqual({ attributes: false, response: true });
+  });
+
+  test('strings of every kind cross in the stage output as JSON.stringify writes them', async () => {
+    const sb = sandbox();
+    // quotes, backslashes, control characters, a surrogate pair, lone surrogates, U+2028
+    const nasty = ['plain', 'q"uote', 'back\\slash', 'nl\nand\ttab\u0000\u001f', 'pair \ud83d\ude00', 'lone \ud800 x', 'lone \udc00', 'ls\u2028ps\u2029', ''];
+    const out = await sb.run(
+      (ctx) => {
+        const texts = JSON.parse(ctx.headers['x-texts']);
+        texts.forEach((t, i) => ctx.response.addHeader('X-T' + i, 'v'));
+        texts.forEach((t, i) => ctx.request.setAttribute(t, t));
+        ctx.response.setContentType('text/plain; charset=' + 'utf-8');
+        const e = new Error(texts.join('|'));
+        e.name = texts[1];
+        throw e;
+      },
+      { request: baseRequest({ headers: { 'x-texts': JSON.stringify(nasty) } }) },
+    );
+    expect(out.status).toBe('error');
+    expect(out.error.message).toBe(nasty.join('|'));
+    expect(out.error.name).toBe(nasty[1]);
+    expect(Object.keys(out.state.attributes)).toEqual(nasty);
+    for (const t of nasty) expect(out.state.attributes[t]).toBe(t);
   });
 
   test('setContentType parses the charset; getContentType adds it back', async () => {

@@ -64,69 +64,69 @@ export class HostServices implements HostBridge {
     private readonly info: RequestInfo,
   ) {}
 
-  /** The host operations (HostOps in lib/runtime/messages.ts), one handler each. */
-  private readonly ops: { [K in HostOp]: (args: HostOps[K]['args']) => Promise<HostOps[K]['result']> | HostOps[K]['result'] } = {
-    console: (args) => {
-      this.log(String(args.level ?? 'log'), String(args.message ?? ''), String(args.script ?? ''));
+  /** The host operations (HostOps in lib/runtime/messages.ts), one handler each, for request `s`. */
+  private static readonly OPS: { [K in HostOp]: (s: HostServices, args: HostOps[K]['args']) => Promise<HostOps[K]['result']> | HostOps[K]['result'] } = {
+    console: (s, args) => {
+      s.log(String(args.level ?? 'log'), String(args.message ?? ''), String(args.script ?? ''));
       return null;
     },
-    'system.getAccountByToken': async (args) => {
-      const { accounts } = this.shared.options;
+    'system.getAccountByToken': async (s, args) => {
+      const { accounts } = s.shared.options;
       if (!accounts || args.token == null || args.token === '') return null;
       try {
         return (await accounts.getAccountByToken(String(args.token))) ?? null;
       } catch (e) {
-        this.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${(e as Error)?.message}`, { appId: this.info.appId });
+        s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${(e as Error)?.message}`, { appId: s.info.appId });
         throw new ApiError('HOST_ERROR', 'Account lookup failed');
       }
     },
-    'http.request': async (args) => {
-      if (this.responses.size >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
-      const res = await this.shared.outbound.request({
+    'http.request': async (s, args) => {
+      if (s.responses.size >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
+      const res = await s.shared.outbound.request({
         url: str(args.url, 'url'),
         method: typeof args.method === 'string' ? args.method : undefined,
         headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
         body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
         timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
       });
-      const id = String(this.nextId++);
-      this.responses.set(id, res);
+      const id = String(s.nextId++);
+      s.responses.set(id, res);
       return { id, status: res.status, headers: res.headers, url: res.url, body: await inlineBody(res) };
     },
-    'http.body': (args) => this.response(args.id).text(),
+    'http.body': (s, args) => s.response(args.id).text(),
     // an automation's http step has read the body: the handle goes
-    'http.release': (args) => {
-      this.responses.get(String(args.id))?.discard();
-      this.responses.delete(String(args.id));
+    'http.release': (s, args) => {
+      s.responses.get(String(args.id))?.discard();
+      s.responses.delete(String(args.id));
       return null;
     },
-    'http.saveBodyAsFile': async (args) => {
+    'http.saveBodyAsFile': async (s, args) => {
       const target = str(args.path, 'path');
-      const abs = await resolveAppPath(this.shared.options.sandboxDir, this.info.appId, target, { forWrite: true });
-      const size = await this.response(args.id).saveTo(abs);
+      const abs = await resolveAppPath(s.shared.options.sandboxDir, s.info.appId, target, { forWrite: true });
+      const size = await s.response(args.id).saveTo(abs);
       return { path: target, size };
     },
-    'part.save': (args) => this.savePartTo('part.save', this.shared.files.sandbox, args),
-    'part.saveStorage': (args) => this.savePartTo('part.saveStorage', this.shared.files.storage, args),
-    'part.saveAttachment': async (args) => {
-      const part = this.part(args.id);
+    'part.save': (s, args) => s.savePartTo('part.save', s.shared.files.sandbox, args),
+    'part.saveStorage': (s, args) => s.savePartTo('part.saveStorage', s.shared.files.storage, args),
+    'part.saveAttachment': async (s, args) => {
+      const part = s.part(args.id);
       const tableId = str(args.tableId, 'tableId');
       const fieldId = str(args.fieldId, 'fieldId');
-      const { attachments } = this.shared.options;
-      if (!attachments) return this.storing('part.saveAttachment', saveAttachmentTo(this.shared.files.storage, this.info.appId, tableId, fieldId, part));
-      return (await attachments.save(this.info.appId, tableId, fieldId, attachmentFileOf(part))) ?? null;
+      const { attachments } = s.shared.options;
+      if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part));
+      return (await attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part))) ?? null;
     },
-    'utils.stringToBytes': (args) => {
+    'utils.stringToBytes': (s, args) => {
       const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
       if (!Buffer.isEncoding(charset)) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
       return Array.from(Buffer.from(String(args.text ?? ''), charset));
     },
-    'automation.run': (args) => this.runAutomation(args),
+    'automation.run': (s, args) => s.runAutomation(args),
   };
 
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {
-    if (!Object.prototype.hasOwnProperty.call(this.ops, op)) throw new ApiError('SCRIPT_ERROR', `Unknown host operation '${op}'`);
-    return this.ops[op as HostOp](args as never);
+    if (!Object.prototype.hasOwnProperty.call(HostServices.OPS, op)) throw new ApiError('SCRIPT_ERROR', `Unknown host operation '${op}'`);
+    return HostServices.OPS[op as HostOp](this, args as never);
   }
 
   private async savePartTo(op: 'part.save' | 'part.saveStorage', target: FileStorage | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {

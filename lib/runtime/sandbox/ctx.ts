@@ -7,18 +7,18 @@
  * snapshot of their own, so the request API, which reads the snapshot, never sees a change made
  * to them); request and response are read-only and non-configurable. Built fresh for every stage.
  */
-import { copyArray, defineProperty, getOwn, isArray, isObj, jsonParse } from './prelude';
+import { copyArray, defineProperty, isArray, jsonParse, setPrototypeOf } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 
-function field(r, key, dflt) {
-  var v = getOwn(r, key);
-  return v === undefined ? dflt : v;
+/** A map field of the parsed fields: the script's own object, {} when absent. */
+function map(v) {
+  return typeof v === 'object' && v !== null && !isArray(v) ? v : {};
 }
 
-function map(r, key) {
-  var v = getOwn(r, key);
-  return isObj(v) && !isArray(v) ? v : {};
+/** A string field of the parsed fields, `dflt` when absent. */
+function text(v, dflt) {
+  return typeof v === 'string' ? v : dflt;
 }
 
 /** One descriptor for ctx.request and ctx.response, its value set just before each use. */
@@ -27,17 +27,21 @@ var READ_ONLY = { __proto__: null, value: undefined, writable: false, enumerable
 /** `fieldsJson`: the ctx fields (or the whole request snapshot) as JSON. */
 export function makeCtx(st, fieldsJson) {
   var r = typeof fieldsJson === 'string' && fieldsJson !== '' ? jsonParse(fieldsJson) : null;
+  // the parsed record itself loses its prototype: a field it lacks reads as undefined, never as
+  // something a script put on Object.prototype (cheaper than a hasOwnProperty per field)
+  if (typeof r === 'object' && r !== null && !isArray(r)) setPrototypeOf(r, null);
+  else r = { __proto__: null };
   // (an object literal defines its own properties: no setter of Object.prototype is called)
   var ctx = {
     getParts: () => copyArray(partsOf(st)),
-    headers: map(r, 'headers'),
-    cookies: map(r, 'cookies'),
-    query: map(r, 'query'),
-    body: field(r, 'body', ''),
-    url: field(r, 'url', ''),
-    appId: field(r, 'appId', ''),
-    path: field(r, 'path', ''),
-    method: field(r, 'method', 'GET'),
+    headers: map(r.headers),
+    cookies: map(r.cookies),
+    query: map(r.query),
+    body: r.body === undefined ? '' : r.body,
+    url: text(r.url, ''),
+    appId: text(r.appId, ''),
+    path: text(r.path, ''),
+    method: text(r.method, 'GET'),
   };
   st.requestApi = makeRequest(st);
   st.responseApi = makeResponse(st);

@@ -6,8 +6,8 @@
  * (a settled stage -> its StageOutput JSON, with only the state it touched) and snapField (one
  * field of a stage's request, the snapshot parsed on first use).
  */
-import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, jsonStringify, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmSet } from './prelude';
-import { enc, stringifyUser } from './encoding';
+import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmSet } from './prelude';
+import { enc, keyJson, quote, stringifyUser } from './encoding';
 import { bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
 import { chunkByteLength, encResponse, responseFromInput } from './response-state';
 import { makeCtx } from './ctx';
@@ -163,6 +163,8 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
     responseJson: responseJson,
     status: 'pending',
     done: false,
+    /** Async host calls of the stage in flight (see host.ts). */
+    waiting: 0,
     reqObj: null,
     attrsObj: null,
     attrsChanged: false,
@@ -256,11 +258,6 @@ export function drain() {
   return '{"waiting":' + waitingCalls + ',"outputs":[' + out + ']}';
 }
 
-/** Attribute names as JSON strings. */
-export var keyJson = nameCache(64, function (k) {
-  return jsonStringify(k);
-});
-
 /** The StageOutput JSON of a settled stage, with its id. */
 export function collect(st) {
   var status = st.status;
@@ -294,7 +291,10 @@ export function collect(st) {
   }
   var s = '{"id":' + enc(st.id) + ',"status":"' + status + '","hasValue":' + (hasValue ? 'true' : 'false');
   if (valueJson !== undefined) s += ',"value":' + valueJson;
-  if (output !== undefined && status === 'value') s += ',"output":' + enc(output);
+  if (output !== undefined && status === 'value') {
+    // (a JSON result, the common case, without enc's walk over the output object)
+    s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + quote(output.json) + '}' : enc(output));
+  }
   if (error !== undefined) s += ',"error":' + enc(error);
   // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
   if (st.attrsObj !== null && st.attrsChanged) {

@@ -60,6 +60,7 @@ export function hostIo(st, op, args, then?) {
     if (typeof id !== 'number') throw makeError('HostError', 'Host operation ' + op + ' could not start');
     pendingCalls[id] = { st: st, op: op, ok: ok, fail: fail };
     waitingCalls++;
+    st.waiting++;
   });
   return then === undefined ? promise : promiseThen(promise, then);
 }
@@ -70,6 +71,7 @@ export function hostReply(id, raw) {
   if (c === undefined) return;
   delete pendingCalls[id];
   waitingCalls--;
+  c.st.waiting--;
   if (c.st.done) return;
   active = c.st;
   var value;
@@ -84,10 +86,12 @@ export function hostReply(id, raw) {
 
 /** Drops the calls a cancelled stage waits for: their promises never settle. */
 export function hostCancel(st) {
+  if (st.waiting === 0) return; // (a stage that settled waits for nothing, as a rule)
   for (var ids = objectKeys(pendingCalls), i = 0; i < ids.length; i++) {
     if (pendingCalls[ids[i]].st === st) {
       delete pendingCalls[ids[i]];
       waitingCalls--;
+      st.waiting--;
     }
   }
 }
