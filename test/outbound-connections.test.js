@@ -72,6 +72,46 @@ describe('OutboundClient keeps connections alive', () => {
     client.close();
   });
 
+  /** An upstream that drops a kept connection as the next request arrives on it (an idle timeout racing a reuse). */
+  async function droppingReuse() {
+    let drop = false;
+    const seen = new WeakSet();
+    const up = await serve((req, res) => {
+      const reused = seen.has(req.socket);
+      seen.add(req.socket);
+      if (reused && drop) {
+        drop = false;
+        req.socket.destroy(); // (no answer: the client sees the reset)
+        return;
+      }
+      res.end(`${req.method} ${req.url}`);
+    });
+    return { up, dropNext: () => (drop = true) };
+  }
+
+  test('an idempotent call on a kept connection the upstream just closed is sent again on a new one', async () => {
+    const { up, dropNext } = await droppingReuse();
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    expect(await (await client.request({ url: `${up.url}/a` })).text()).toBe('GET /a');
+    dropNext();
+    expect(await (await client.request({ url: `${up.url}/b`, method: 'PUT', body: 'x' })).text()).toBe('PUT /b');
+    expect(up.stats.requests).toBe(3); // (the dropped one, then the same call again)
+    expect(up.stats.connections).toBe(2);
+    client.close();
+  });
+
+  test('a POST on a kept connection the upstream just closed fails: it may have been received', async () => {
+    const { up, dropNext } = await droppingReuse();
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    expect(await (await client.request({ url: `${up.url}/a` })).text()).toBe('GET /a');
+    dropNext();
+    const err = await rejection(client.request({ url: `${up.url}/b`, method: 'POST', body: 'x' }));
+    expect(err.code).toBe(270501); // OUTBOUND_FAILED
+    expect(err.message).toMatch(/connection to 127\.0\.0\.1:\d+ was reset before the response/);
+    expect(up.stats.requests).toBe(2);
+    client.close();
+  });
+
   test('close() closes the idle connections', async () => {
     const up = await serve((req, res) => res.end('ok'));
     const client = new OutboundClient({ allowPrivateNetworks: true });

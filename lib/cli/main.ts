@@ -55,8 +55,10 @@ export async function main(argv: string[]): Promise<number> {
         return;
       }
       signalled = true;
+      // (shutdown stops listening before it returns: the line is true once printed)
+      const stopped = server.shutdown();
       logger.info(`scriptable-api: ${signal}: no new connections; finishing the requests in flight`);
-      server.shutdown().then(
+      stopped.then(
         () => {
           logger.info('scriptable-api: stopped');
           resolve(0);

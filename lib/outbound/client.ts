@@ -45,6 +45,8 @@ export interface OutboundClientOptions extends OutboundOptions {
 
 const MiB = 1024 * 1024;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Methods RFC 9110 calls idempotent: safe to send again when a reused connection was reset before the answer. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
 /** Request headers a script may not set. */
 const DROPPED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'expect']);
 /** Dropped when a redirect turns the request into a body-less GET. */
@@ -195,7 +197,14 @@ export class OutboundClient {
       };
       const req = (url.protocol === 'https:' ? https : http).request(options);
       deadline.watch(req);
-      req.on('error', reject);
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        // A kept connection the upstream closed just as it was reused (its idle timeout): the
+        // request never reached it. An idempotent one is sent again, on the next connection (each
+        // retry uses up a kept connection: at worst the last one is new).
+        if (req.reusedSocket && err.code === 'ECONNRESET' && IDEMPOTENT.has(method)) {
+          resolve(this.send(url, method, headers, body, deadline));
+        } else reject(err);
+      });
       req.on('response', (res) => {
         res.on('error', () => undefined);
         deadline.watch(res);
