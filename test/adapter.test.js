@@ -123,7 +123,8 @@ function sandbox(table = {}) {
     const state = opts.state ?? { attributes: {}, response: baseResponse() };
     const requestJson = opts.requestJson ?? JSON.stringify(opts.request ?? baseRequest());
     const id = nextStage++;
-    entry.start(id, { fn: toFn(fn) }, 'fn', JSON.stringify(head), requestJson, JSON.stringify(state.attributes), JSON.stringify(state.response), value);
+    const responseJson = opts.responseJson ?? JSON.stringify(state.response);
+    entry.start(id, { fn: toFn(fn) }, 'fn', JSON.stringify(head), requestJson, JSON.stringify(state.attributes), responseJson, value);
     await flush();
     const text = entry.drain();
     expect(typeof text).toBe('string');
@@ -779,6 +780,21 @@ describe('ctx.response', () => {
     expect(out.error.name).toBe(nasty[1]);
     expect(Object.keys(out.state.attributes)).toEqual(nasty);
     for (const t of nasty) expect(out.state.attributes[t]).toBe(t);
+  });
+
+  test("a stage sent '' for the response starts from the defaults and sends back only what it changed", async () => {
+    const sb = sandbox();
+    const read = await sb.run((ctx) => [ctx.response.getStatus(), ctx.response.getBufferSize(), ctx.response.isCommitted(), ctx.response.getContentType()], { responseJson: '' });
+    expect(read.value).toEqual([200, 8192, false, null]);
+    expect(read.sent.response).toBe(false);
+    const changed = await sb.run(
+      (ctx) => {
+        ctx.response.setStatus(201);
+        ctx.response.setHeader('X-A', '1');
+      },
+      { responseJson: '' },
+    );
+    expect(changed.response).toEqual({ status: 201, headers: [['X-A', '1']] });
   });
 
   test('setContentType parses the charset; getContentType adds it back', async () => {

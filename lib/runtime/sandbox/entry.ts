@@ -48,9 +48,12 @@ defineProperty(StageProto, 'fields', {
   __proto__: null,
   get: function () {
     if (this.fieldsObj === null) {
-      var json = this.ctxJson;
-      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : this.req;
-      this.fieldsObj = isObj(v) ? v : {};
+      var json = typeof this.ctxJson === 'string' && this.ctxJson !== '' ? this.ctxJson : this.requestJson;
+      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
+      // (a parse of its own, without a prototype: snapField reads its fields as plain properties)
+      if (isObj(v) && !isArray(v)) setPrototypeOf(v, null);
+      else v = objectCreate(null);
+      this.fieldsObj = v;
     }
     return this.fieldsObj;
   },
@@ -107,7 +110,7 @@ var IN_FIELDS = freeze({ __proto__: null, headers: true, headerLists: true, cook
 
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
 export function snapField(st, key, dflt) {
-  var v = getOwn(IN_FIELDS[key] === true ? st.fields : st.req, key);
+  var v = IN_FIELDS[key] === true ? st.fields[key] : getOwn(st.req, key);
   return v === undefined ? dflt : v;
 }
 

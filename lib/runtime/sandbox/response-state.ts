@@ -7,7 +7,7 @@
  * {k:'t', v:text} | {k:'b', v:base64 from an earlier stage} | {k:'bin', v:binary string written
  * in this stage}.
  */
-import { Str, getOwn, isArray, isObj, lower, objectCreate, push, setOwn } from './prelude';
+import { Str, freeze, getOwn, isArray, isObj, lower, objectCreate, push, setOwn } from './prelude';
 import { base64, base64ByteLength, enc, utf8Length } from './encoding';
 
 /** Field `k` of a carried state `r` when it has type `type`, else `dflt`. */
@@ -17,12 +17,35 @@ export function pick(r, k, type, dflt) {
 }
 /** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
 export var RES_FIELDS = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
+/** RES_FIELDS of the response as it starts (newResponseState in lib/runtime/protocol.ts): only ever compared. */
+var STARTING = freeze({ __proto__: null, status: 200, contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, written: false, committed: false, error: null, redirect: null });
 /**
  * The internal state of a carried ResponseState (null: the response as it starts). `base` holds
  * the fields as the stage got them, `headers0` / `headerCount0` its header list, and
  * `chunksChanged` says the body changed: encResponse sends only what differs from them.
  */
 export function responseFromInput(r) {
+  if (r === null) {
+    // (the common case, written out: reading each field of nothing costs as much as a stage's call)
+    var h = [];
+    return {
+      status: 200,
+      headers: h,
+      contentType: null,
+      characterEncoding: null,
+      contentLength: null,
+      bufferSize: 8192,
+      chunks: [],
+      written: false,
+      committed: false,
+      error: null,
+      redirect: null,
+      base: STARTING,
+      headers0: h,
+      headerCount0: 0,
+      chunksChanged: false,
+    };
+  }
   var headers = [];
   var chunks = [];
   var list = getOwn(r, 'headers');
