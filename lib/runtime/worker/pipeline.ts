@@ -109,6 +109,9 @@ function callValueWanted(job: ScriptJob): boolean {
 
 export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
+  // the carried state as the next stage gets it: written again only when a stage changes it
+  let attributesText = JSON.stringify(state.attributes);
+  let responseJson = responseText(state.response);
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
   let requestJson: string | undefined;
   const request = () => (requestJson ??= JSON.stringify(job.request));
@@ -128,13 +131,15 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         head: { stage, returnType, wantValue },
         request,
         ctx,
-        attributes: JSON.stringify(state.attributes),
-        response: responseText(state.response),
+        attributes: attributesText,
+        response: responseJson,
         value,
       });
       if (out.attributes || out.response) {
         // out.response holds only the fields the stage changed
         state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
+        if (out.attributes) attributesText = JSON.stringify(state.attributes);
+        if (out.response) responseJson = responseText(state.response);
       }
       if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
       if (out.status === 'error') return { out, fail: fromThrown(out.error ?? { name: 'Error', message: '' }) };

@@ -60,7 +60,6 @@ interface Cached {
 export class Stages {
   private readonly cache = new Map<string, Cached>();
   private readonly loading = new Map<string, Promise<Cached>>();
-  private readonly owners = new Map<number, Cached>();
   private readonly calls = new Map<number, { c: Cached; job: StageJob }>();
   private cachedBytes = 0;
   private nextStage = 1;
@@ -87,7 +86,6 @@ export class Stages {
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
       c.stages.set(id, { job, script, request, resolve, reject });
-      this.owners.set(id, c);
       void this.step(c, job, script, () => c.ctx.start(id, fn, head, '', attributes, response, value, ctxJson));
     });
   }
@@ -106,7 +104,7 @@ export class Stages {
     for (const c of this.cache.values()) {
       for (const [id, p] of c.stages) {
         if (p.job !== job) continue;
-        this.forget(c, id);
+        c.stages.delete(id);
         try {
           c.ctx.cancel(id);
         } catch {
@@ -114,11 +112,6 @@ export class Stages {
         }
       }
     }
-  }
-
-  private forget(c: Cached, id: number): void {
-    c.stages.delete(id);
-    this.owners.delete(id);
   }
 
   private async context(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
@@ -260,7 +253,7 @@ export class Stages {
       // script may see it as a thrown null or an InternalError it caught
       const oom = (heapFull && out.status !== 'value') || (out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message));
       if (oom) return this.fail(c, p.job, new EngineError('SCRIPT_OUT_OF_MEMORY', 'The script ran out of memory'));
-      this.forget(c, out.id!);
+      c.stages.delete(out.id!);
       p.resolve(out);
     }
     if (heapFull && c.stages.size > 0 && [...c.stages.values()].some((p) => p.job === job)) {
@@ -270,7 +263,7 @@ export class Stages {
       // nothing in this context waits for the host: its pending stages can never settle
       for (const [id, p] of [...c.stages]) {
         if (id > upTo) continue;
-        this.forget(c, id);
+        c.stages.delete(id);
         try {
           c.ctx.cancel(id);
         } catch {
@@ -286,7 +279,7 @@ export class Stages {
   private fail(c: Cached, job: StageJob, err: EngineError): void {
     this.drop(c);
     for (const [id, p] of [...c.stages]) {
-      this.forget(c, id);
+      c.stages.delete(id);
       p.reject(p.job === job ? err : new EngineError('ENGINE_FAILURE', `The script's context was reset: another call of it failed (${err.message})`));
     }
   }
