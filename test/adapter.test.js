@@ -7,12 +7,11 @@
  * what entry.drain() reports. A last block runs the same adapter in the two real engines
  * (QuickJS and vm2).
  */
-const path = require('node:path');
 const vm = require('node:vm');
 
-// The adapter's fragments are read from lib/ (the sources), put together by the compiled loader.
+// The adapter as the engines get it: the bundle `npm run build` makes from lib/runtime/sandbox.
 const { adapterSource } = require('../dist/cjs/runtime/adapter-source.js');
-const SRC = adapterSource(path.join(__dirname, '..', 'lib', 'runtime', 'sandbox'));
+const SRC = adapterSource();
 
 function baseRequest(over = {}) {
   return {
