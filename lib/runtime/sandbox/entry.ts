@@ -48,11 +48,15 @@ defineProperty(StageProto, 'fields', {
   __proto__: null,
   get: function () {
     if (this.fieldsObj === null) {
-      var json = typeof this.ctxJson === 'string' && this.ctxJson !== '' ? this.ctxJson : this.requestJson;
-      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
-      // (a parse of its own, without a prototype: snapField reads its fields as plain properties)
+      // without a prototype: snapField reads its fields as plain properties
+      var v = typeof this.ctxJson === 'string' && this.ctxJson !== '' ? jsonParse(this.ctxJson) : null;
       if (isObj(v) && !isArray(v)) setPrototypeOf(v, null);
-      else v = objectCreate(null);
+      else {
+        // no CtxFields: those fields of the snapshot (parsed once, for every getter)
+        var req = this.req;
+        v = objectCreate(null);
+        for (var k in IN_FIELDS) v[k] = getOwn(req, k);
+      }
       this.fieldsObj = v;
     }
     return this.fieldsObj;

@@ -9,7 +9,7 @@ import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
 import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, rememberSource, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
-import { runPipeline, type StageTexts } from './pipeline';
+import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
 import { prepareScript, type PreparedScript } from './transpile';
 import { compileLocation } from '../../error-location';
@@ -186,15 +186,6 @@ function prepare(name: string, hash: string, source: string): PreparedScript {
   return p;
 }
 
-/** StageHead texts: a worker sends a handful of distinct ones. */
-const heads = new Map<string, string>();
-function headText(h: StageTexts['head'], async: boolean): string {
-  const key = `${h.stage} ${h.returnType} ${h.wantValue} ${async}`;
-  let text = heads.get(key);
-  if (text === undefined) heads.set(key, (text = JSON.stringify({ ...h, async })));
-  return text;
-}
-
 function finish(running: RunningJob, result: JobResult): void {
   if (running.done) return;
   running.done = true;
@@ -229,7 +220,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
       const t0 = Date.now();
       const p = prepare(ref.script, hash, source);
       running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
-      const head = headText(texts.head, p.async);
+      const head = JSON.stringify({ ...texts.head, async: p.async });
       return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts.request, texts.attributes, texts.response, texts.value, texts.ctx);
     },
     callHost: (op, args) =>
