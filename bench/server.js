@@ -149,6 +149,10 @@ function threads() {
 }
 
 let requests = 0;
+/** Connections accepted, open now, and that got at least one answer (each counted once). */
+let connections = 0;
+let open = 0;
+let connectionsServed = 0;
 function stats() {
   const mem = process.memoryUsage();
   const { idle, active } = performance.eventLoopUtilization();
@@ -158,6 +162,9 @@ function stats() {
     heapUsed: mem.heapUsed,
     external: mem.external,
     requests,
+    connections,
+    open,
+    connectionsServed,
     versions,
     // Main-thread event loop (ms idle / active since start) and process CPU (µs, all threads).
     elu: { idle, active },
@@ -173,8 +180,18 @@ const server = app.listen(0, '127.0.0.1', () => {
   else console.log(`bench server '${config}' on http://127.0.0.1:${port}${path} (pid ${process.pid})`);
 });
 server.keepAliveTimeout = 60_000;
-server.on('request', () => {
+server.on('connection', (socket) => {
+  connections++;
+  open++;
+  socket.on('close', () => open--);
+});
+const served = new WeakSet();
+server.on('request', (req) => {
   requests++;
+  if (!served.has(req.socket)) {
+    served.add(req.socket);
+    connectionsServed++;
+  }
 });
 
 async function shutdown() {
