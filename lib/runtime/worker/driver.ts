@@ -65,6 +65,12 @@ export interface DriverOptions {
   adapterSource: string;
   /** Polled while script code runs (QuickJS): true stops it (the current entry's deadline passed). */
   interrupt: () => boolean;
+  /**
+   * Asked before the heap grows (QuickJS) by `bytes` for the entry running now; `pastRoom`: the
+   * growth goes past one call's room. True lets it grow (see Stages.heapGrowth). Absent: it grows
+   * only within the room.
+   */
+  heapGrowth?: (bytes: number, pastRoom: boolean) => boolean;
   /** The QuickJS WebAssembly module compiled by the pool (absent: loaded from its file). */
   wasmModule?: object;
 }

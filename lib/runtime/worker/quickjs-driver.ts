@@ -13,10 +13,11 @@
  * WebAssembly build (emscripten has no malloc_usable_size: justjake/quickjs-emscripten#255,
  * #271), so it is off. The bound is the WebAssembly heap itself: the driver hands the module a
  * `WebAssembly.Memory` and lets it grow only up to what the open contexts hold plus one call's
- * limit (and room for the allocator), never past that limit plus the contexts' budget. A bomb
- * makes malloc fail inside QuickJS ("out of memory"): that call fails with SCRIPT_OUT_OF_MEMORY,
- * its context is dropped (freeing its memory for the others) and the worker is replaced once its
- * other calls end. A worker whose heap (which never shrinks) leaves less than one limit of room is
+ * limit (and room for the allocator), never past that limit plus the contexts' budget; past one
+ * call's room it grows only when `options.heapGrowth` says another call in flight drove the
+ * growth (that call is then ended: see Stages.heapGrowth). A bomb makes malloc fail inside
+ * QuickJS ("out of memory"): that call fails with SCRIPT_OUT_OF_MEMORY, its context is dropped
+ * (freeing its memory for the others) and the worker is replaced once its other calls end. A worker whose heap (which never shrinks) leaves less than one limit of room is
  * replaced the same way.
  */
 import {
@@ -89,7 +90,7 @@ export class QuickJsDriver implements SandboxDriver {
     readonly options: DriverOptions,
     /** Readable for tests (test/helpers/quickjs-heap.js). */
     readonly memory: WasmMemory,
-    private readonly heapCapBytes: number,
+    readonly heapCapBytes: number,
   ) {
     this.heapBytes = memory.buffer.byteLength;
     // (QuickJS's own limit counts allocations, not bytes, in this build: the heap's growth is the bound)
@@ -119,8 +120,13 @@ export class QuickJsDriver implements SandboxDriver {
     const grow = memory.grow.bind(memory);
     memory.grow = (delta: number) => {
       try {
-        // the heap grows for one call by at most its limit beyond what the cached contexts hold
-        if (memory.buffer.byteLength + delta * PAGE > driver.heapRoom()) throw new RangeError('The script ran out of memory');
+        // the heap grows for one call by at most its limit beyond what the cached contexts hold,
+        // unless another call in flight drove its growth (it is then ended: Stages.heapGrowth)
+        const next = memory.buffer.byteLength + delta * PAGE;
+        const pastRoom = next > driver.heapRoom();
+        if (next > driver.heapCapBytes || !(options.heapGrowth ? options.heapGrowth(delta * PAGE, pastRoom) : !pastRoom)) {
+          throw new RangeError('The script ran out of memory');
+        }
         const pages = grow(delta);
         driver.heapBytes = memory.buffer.byteLength;
         return pages;

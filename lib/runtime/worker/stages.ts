@@ -12,6 +12,11 @@
  * - An entry that fails (timeout, out of memory) drops its context: the failing call gets the
  *   error, the other calls in flight in that context (the same script of the same app) fail with
  *   ENGINE_FAILURE.
+ * - Heap growth (QuickJS) is charged to the job whose entry asked for it. When the heap would
+ *   grow past one call's room for a job while another job in flight drove more of its growth (a
+ *   memory bomb waiting on the host between allocations), the entry goes on and the other job is
+ *   ended as out of memory right after it, its context dropped: the bomb, not the call that
+ *   happened to allocate next, fails.
  */
 import type { StageOutput } from '../protocol';
 import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
@@ -25,6 +30,8 @@ export interface StageJob {
   /** Epoch ms. Time spent loading contexts is added to it: the limit measures the script's own work. */
   deadline: number;
   done: boolean;
+  /** Heap growth charged to the job's entries, bytes (QuickJS; see heapGrowth). */
+  grown?: number;
 }
 
 export interface StageHost {
@@ -69,6 +76,8 @@ export class Stages {
   entryScript = '';
   /** The deadline of the entry running now: the job's, or the load's own. */
   entryDeadline = Infinity;
+  /** A job in flight to end as out of memory once the entry running now is over (see heapGrowth). */
+  private hog: StageJob | null = null;
 
   constructor(
     private readonly driver: SandboxDriver & { takeHeapFull?(): boolean; takeInterrupted?(): boolean },
@@ -97,6 +106,41 @@ export class Stages {
     this.calls.delete(callId);
     if (call.c.dead || call.job.done) return;
     void this.step(call.c, call.job, '', () => call.c.ctx.reply(callId, json));
+  }
+
+  /**
+   * The heap grows by `bytes` for the entry running now (the driver's `heapGrowth`): charged to
+   * its job. Past one call's room it may grow only when another job in flight drove more of the
+   * heap's growth: that one is ended after this entry (killHog) and this job goes on.
+   */
+  heapGrowth(bytes: number, pastRoom: boolean): boolean {
+    const job = this.entryJob;
+    if (job === null || job.done) return !pastRoom;
+    if (pastRoom) {
+      let top: StageJob | null = null;
+      for (const c of this.cache.values()) {
+        for (const p of c.stages.values()) if (p.job !== job && !p.job.done && (p.job.grown ?? 0) > (top?.grown ?? 0)) top = p.job;
+      }
+      if (top === null || (top.grown ?? 0) <= (job.grown ?? 0)) return false; // the job itself drove it
+      this.hog = top;
+    }
+    job.grown = (job.grown ?? 0) + bytes;
+    return true;
+  }
+
+  /** Ends the job marked by heapGrowth as out of memory: its contexts go, freeing what it holds. */
+  private killHog(): void {
+    const hog = this.hog;
+    this.hog = null;
+    if (hog === null || hog.done) return;
+    const err = new EngineError('SCRIPT_OUT_OF_MEMORY', 'The script ran out of memory (it held the most of its worker\'s heap when another call needed room)');
+    for (const c of [...this.cache.values()]) {
+      for (const p of c.stages.values()) {
+        if (p.job !== hog) continue;
+        this.fail(c, hog, err);
+        break;
+      }
+    }
   }
 
   /** The job ended (its deadline passed): its stages are forgotten, their host replies ignored. */
@@ -150,6 +194,7 @@ export class Stages {
     } finally {
       this.entryDeadline = Infinity;
       if (began) this.slices.end();
+      if (this.hog !== null) this.killHog();
     }
     this.cache.set(key, c);
     this.cachedBytes += c.ctx.bytes;
@@ -208,39 +253,43 @@ export class Stages {
       if (inSlice) this.slices.end();
       inSlice = false;
     };
-    begin();
-    this.driver.takeHeapFull?.();
-    this.driver.takeInterrupted?.();
-    // stages started after this entry may still be pending when its drain is read: only the ones
-    // started up to now can be judged stalled by it
-    let upTo = this.nextStage - 1;
-    let text: string;
     try {
-      enter();
-      if (c.ctx.jobsRunLater) {
+      begin();
+      this.driver.takeHeapFull?.();
+      this.driver.takeInterrupted?.();
+      // stages started after this entry may still be pending when its drain is read: only the ones
+      // started up to now can be judged stalled by it
+      let upTo = this.nextStage - 1;
+      let text: string;
+      try {
+        enter();
+        if (c.ctx.jobsRunLater) {
+          end();
+          await Stages.turn();
+          if (c.dead) return;
+          begin(); // (reading the results runs script code too: getters, toJSON)
+          upTo = this.nextStage - 1;
+        }
+        text = c.ctx.drain();
+      } catch (e) {
+        return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+      } finally {
         end();
-        await Stages.turn();
-        if (c.dead) return;
-        begin(); // (reading the results runs script code too: getters, toJSON)
-        upTo = this.nextStage - 1;
       }
-      text = c.ctx.drain();
-    } catch (e) {
-      return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+      try {
+        const drained = JSON.parse(text) as { waiting: number; outputs: StageOutput[] };
+        // the engine stopped script code past the job's deadline (the script may have seen it as a
+        // rejected promise, or a promise chain that stopped)
+        if (this.driver.takeInterrupted?.()) {
+          this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) }, upTo);
+          return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
+        }
+        this.settle(c, job, drained, upTo);
+      } catch (e) {
+        this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+      }
     } finally {
-      end();
-    }
-    try {
-      const drained = JSON.parse(text) as { waiting: number; outputs: StageOutput[] };
-      // the engine stopped script code past the job's deadline (the script may have seen it as a
-      // rejected promise, or a promise chain that stopped)
-      if (this.driver.takeInterrupted?.()) {
-        this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) }, upTo);
-        return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
-      }
-      this.settle(c, job, drained, upTo);
-    } catch (e) {
-      this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+      if (this.hog !== null) this.killHog(); // (a job whose memory this entry needed)
     }
   }
 

@@ -260,7 +260,14 @@ async function main(): Promise<void> {
     driver = new Vm2Driver(config.adapterSource, () => (stages && Number.isFinite(stages.entryDeadline) ? stages.entryDeadline - Date.now() : 10_000));
   } else {
     const { QuickJsDriver } = await import('./quickjs-driver');
-    driver = await QuickJsDriver.create({ memoryLimitMb: config.memoryLimitMb, contextBudgetMb: config.contextBudgetMb, adapterSource: config.adapterSource, interrupt, wasmModule: config.wasmModule });
+    driver = await QuickJsDriver.create({
+      memoryLimitMb: config.memoryLimitMb,
+      contextBudgetMb: config.contextBudgetMb,
+      adapterSource: config.adapterSource,
+      interrupt,
+      heapGrowth: (bytes, pastRoom) => (stages ? stages.heapGrowth(bytes, pastRoom) : !pastRoom),
+      wasmModule: config.wasmModule,
+    });
   }
   // vm2's contexts live in the worker's V8 heap, next to the scripts' own data: half the budget
   const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;

@@ -1,0 +1,84 @@
+'use strict';
+// QuickJS memory between apps sharing a worker: a memory bomb that waits on the host between its
+// allocations (so other apps' calls run on its worker while it holds its memory) ends its own
+// call, never another app's call that allocates meanwhile.
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const MiB = 1024 * 1024;
+const OOM = 270201;
+
+/** Account lookups that answer after a few ms: a sync-style call waits on them without a thread. */
+const accounts = { getAccountByToken: (token) => new Promise((resolve) => setTimeout(() => resolve({ id: token }), 5)) };
+
+const SCRIPTS = {
+  // 1 MiB more kept after each lookup, in the spec's synchronous style
+  'bomb.js': `export function fn() {
+    const keep = [];
+    for (;;) {
+      keep.push(new Uint8Array(${MiB}).fill(1));
+      platform.system.getAccountByToken('x');
+    }
+  }`,
+  // 6 MiB that live only during the call
+  'work.js': `export function fn() {
+    const a = new Uint8Array(${6 * MiB}).fill(2);
+    return { n: a.length, first: a[0] };
+  }`,
+};
+
+describe('QuickJS memory between apps on one worker', () => {
+  test("a bomb waiting on the host holds the heap's room when another app's call needs it: the bomb fails, the other call runs", () => {
+    // (in a child process: jest cannot load the QuickJS module; see the helper for the steps)
+    const out = JSON.parse(execFileSync(process.execPath, [path.join(__dirname, 'helpers', 'quickjs-waiting-bomb.js')], { encoding: 'utf8' }));
+    expect(out.first.status).toBe('value');
+    expect(out.steps).toBeGreaterThan(10); // the bomb took many turns, waiting between them
+    // the heap could not grow for the other call without passing one call's room
+    expect(out.heapBeforeMb + 12 - 0.2 * out.heapBeforeMb).toBeGreaterThan(out.roomMb);
+    expect(out.other).toEqual({ id: 3, status: 'value', hasValue: true, output: { type: 'JSON', json: JSON.stringify({ n: 12 * MiB, first: 2 }) } });
+    expect(out.bombEnd).toMatch(/^SCRIPT_OUT_OF_MEMORY: /);
+  });
+
+  let fixture;
+  afterEach(async () => {
+    await fixture?.router.close();
+    fixture = undefined;
+  });
+
+  test("through the router: a bomb that waits on the host between allocations fails with 270201; another app's calls that allocate meanwhile all succeed", async () => {
+    fixture = makeApp({
+      router: { workers: 1, maxWorkers: 1, scriptMemoryLimitMb: 24, contextBudgetMb: 16, scriptTimeoutMs: 30_000, accounts },
+      apps: {
+        evil: { scripts: { 'bomb.js': SCRIPTS['bomb.js'] }, apis: [{ path: 'bomb', call: { script: 'bomb.js', function: 'fn' }, returnType: 'JSON' }] },
+        good: { scripts: { 'work.js': SCRIPTS['work.js'] }, apis: [{ path: 'work', call: { script: 'work.js', function: 'fn' }, returnType: 'JSON' }] },
+      },
+    });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    // the other app's calls run before the bomb starts, so both contexts are loaded
+    await agent.get('/web0/api/good/work').expect(200, { n: 6 * MiB, first: 2 });
+
+    let bombDone = false;
+    const bomb = agent.get('/web0/api/evil/bomb').then((res) => {
+      bombDone = true;
+      return res;
+    });
+    const answers = [];
+    // four streams of the other app's calls for as long as the bomb runs
+    const stream = async () => {
+      while (!bombDone) answers.push(await agent.get('/web0/api/good/work'));
+    };
+    await Promise.all([stream(), stream(), stream(), stream()]);
+    const res = await bomb;
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(OOM);
+    expect(answers.length).toBeGreaterThan(4); // (the bomb took several turns)
+    const failed = answers.filter((r) => r.status !== 200).map((r) => r.body);
+    expect(failed).toEqual([]);
+    for (const r of answers) expect(r.body).toEqual({ n: 6 * MiB, first: 2 });
+    // and the router goes on serving (the worker is replaced once its calls end)
+    await agent.get('/web0/api/good/work').expect(200, { n: 6 * MiB, first: 2 });
+  }, 60_000);
+});
