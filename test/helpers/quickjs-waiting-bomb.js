@@ -37,7 +37,7 @@ async function main() {
       return nextCall++;
     },
   };
-  stages = new Stages(driver, host, { begin() {}, end() {} }, 16 * MiB);
+  stages = new Stages(driver, host, { begin() {}, end() {} }, 16 * MiB, 8 * MiB); // (as a worker: half the limit)
   const job = (id) => ({ id, appId: `app${id}`, timeoutMs: 60_000, deadline: Date.now() + 60_000, done: false });
   const run = (j, name, source) => {
     const p = prepareScript(name, source, false);

@@ -84,6 +84,8 @@ export class Stages {
     private readonly host: StageHost,
     private readonly slices: SliceClock,
     private readonly budgetBytes: number,
+    /** The least heap growth that marks a job in flight as a memory hog (see heapGrowth). */
+    private readonly hogMinBytes = 0,
   ) {}
 
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
@@ -111,7 +113,9 @@ export class Stages {
   /**
    * The heap grows by `bytes` for the entry running now (the driver's `heapGrowth`): charged to
    * its job. Past one call's room it may grow only when another job in flight drove more of the
-   * heap's growth: that one is ended after this entry (killHog) and this job goes on.
+   * heap's growth, and at least `hogMinBytes` of it (the heap grows in steps of up to a fifth of
+   * its size, charged to whichever call asks: one step is no proof of a bomb): that one is ended
+   * after this entry (killHog) and this job goes on.
    */
   heapGrowth(bytes: number, pastRoom: boolean): boolean {
     const job = this.entryJob;
@@ -121,7 +125,7 @@ export class Stages {
       for (const c of this.cache.values()) {
         for (const p of c.stages.values()) if (p.job !== job && !p.job.done && (p.job.grown ?? 0) > (top?.grown ?? 0)) top = p.job;
       }
-      if (top === null || (top.grown ?? 0) <= (job.grown ?? 0)) return false; // the job itself drove it
+      if (top === null || (top.grown ?? 0) <= (job.grown ?? 0) || (top.grown ?? 0) < this.hogMinBytes) return false;
       this.hog = top;
     }
     job.grown = (job.grown ?? 0) + bytes;

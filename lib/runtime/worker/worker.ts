@@ -271,7 +271,8 @@ async function main(): Promise<void> {
   }
   // vm2's contexts live in the worker's V8 heap, next to the scripts' own data: half the budget
   const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;
-  stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024);
+  // (a job that drove half of one call's limit of the heap's growth can be ended as its hog)
+  stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024, (config.memoryLimitMb * 1024 * 1024) / 2);
   await warmUp(driver);
   // the thread is busy from a message until its event loop turns again (the messages queued with
   // it, and the promise jobs they leave, run in between)
