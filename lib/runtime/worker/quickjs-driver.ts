@@ -17,8 +17,9 @@
  * call's room it grows only when `options.heapGrowth` says another call in flight drove the
  * growth (that call is then ended: see Stages.heapGrowth). A bomb makes malloc fail inside
  * QuickJS ("out of memory"): that call fails with SCRIPT_OUT_OF_MEMORY, its context is dropped
- * (freeing its memory for the others) and the worker is replaced once its other calls end. A worker whose heap (which never shrinks) leaves less than one limit of room is
- * replaced the same way.
+ * (freeing its memory for the others) and the worker is replaced once its other calls end. A
+ * worker whose heap (which never shrinks) leaves less than one limit of room is replaced the same
+ * way.
  */
 import {
   newQuickJSWASMModuleFromVariant,

@@ -137,7 +137,7 @@ export class Stages {
     const hog = this.hog;
     this.hog = null;
     if (hog === null || hog.done) return;
-    const err = new EngineError('SCRIPT_OUT_OF_MEMORY', 'The script ran out of memory (it held the most of its worker\'s heap when another call needed room)');
+    const err = new EngineError('SCRIPT_OUT_OF_MEMORY', "The script ran out of memory (it grew its worker's shared heap the most, and another call needed room)");
     for (const c of [...this.cache.values()]) {
       for (const p of c.stages.values()) {
         if (p.job !== hog) continue;
