@@ -41,6 +41,14 @@ describe('QuickJS memory between apps on one worker', () => {
     expect(out.bombEnd).toMatch(/^SCRIPT_OUT_OF_MEMORY: /);
   });
 
+  test('a job that drove less of the heap than the hog threshold is not ended for another call: that call fails as before', () => {
+    // the same steps, with a threshold (64 MiB) above the heap growth the bomb drove (about 32 MiB)
+    const out = JSON.parse(execFileSync(process.execPath, [path.join(__dirname, 'helpers', 'quickjs-waiting-bomb.js'), '64'], { encoding: 'utf8' }));
+    expect(out.steps).toBeGreaterThan(10);
+    expect(out.other).toEqual({ error: 'SCRIPT_OUT_OF_MEMORY: The script ran out of memory' });
+    expect(out.bombEnd).toBe('still waiting');
+  });
+
   let fixture;
   afterEach(async () => {
     await fixture?.router.close();

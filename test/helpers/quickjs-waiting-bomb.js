@@ -3,7 +3,8 @@
 // which needs a dynamic import): the worker's Stages over a QuickJS driver, two apps. A memory
 // bomb keeps 1 MiB more after each host call it waits on, until the heap's next growth would
 // pass one call's room; then another app's call allocates 12 MiB, which needs that growth.
-// Prints JSON: the other call's output (or error) and how the bomb ended.
+// Prints JSON: the other call's output (or error) and how the bomb ended. argv[2]: the least heap
+// growth (MiB) that marks a job as the heap's hog.
 const { QuickJsDriver } = require('../../dist/cjs/runtime/worker/quickjs-driver.js');
 const { Stages } = require('../../dist/cjs/runtime/worker/stages.js');
 const { adapterSource } = require('../../dist/cjs/runtime/adapter-source.js');
@@ -37,7 +38,8 @@ async function main() {
       return nextCall++;
     },
   };
-  stages = new Stages(driver, host, { begin() {}, end() {} }, 16 * MiB, 8 * MiB); // (as a worker: half the limit)
+  // the least growth that marks a hog: argv[2] MiB, else half the limit (as a worker has it)
+  stages = new Stages(driver, host, { begin() {}, end() {} }, 16 * MiB, Number(process.argv[2] ?? 8) * MiB);
   const job = (id) => ({ id, appId: `app${id}`, timeoutMs: 60_000, deadline: Date.now() + 60_000, done: false });
   const run = (j, name, source) => {
     const p = prepareScript(name, source, false);
