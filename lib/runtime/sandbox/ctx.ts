@@ -7,13 +7,13 @@
  * snapshot of their own, so the request API, which reads the snapshot, never sees a change made
  * to them); request and response are read-only and non-configurable. Built fresh for every stage.
  */
-import { copyArray, defineProperty, isArray, jsonParse, setPrototypeOf } from './prelude';
+import { copyArray, defineProperty, isArray, isObj, jsonParse, setPrototypeOf } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 
 /** A map field of the parsed fields: the script's own object, {} when absent. */
 function map(v) {
-  return typeof v === 'object' && v !== null && !isArray(v) ? v : {};
+  return isObj(v) && !isArray(v) ? v : {};
 }
 
 /** A string field of the parsed fields, `dflt` when absent. */
@@ -29,7 +29,7 @@ export function makeCtx(st, fieldsJson) {
   var r = typeof fieldsJson === 'string' && fieldsJson !== '' ? jsonParse(fieldsJson) : null;
   // the parsed record itself loses its prototype: a field it lacks reads as undefined, never as
   // something a script put on Object.prototype (cheaper than a hasOwnProperty per field)
-  if (typeof r === 'object' && r !== null && !isArray(r)) setPrototypeOf(r, null);
+  if (isObj(r) && !isArray(r)) setPrototypeOf(r, null);
   else r = { __proto__: null };
   // (an object literal defines its own properties: no setter of Object.prototype is called)
   var ctx = {

@@ -132,19 +132,13 @@ export class Stages {
     return true;
   }
 
-  /** Ends the job marked by heapGrowth as out of memory: its contexts go, freeing what it holds. */
+  /** Ends the job heapGrowth marked (callers check there is one) as out of memory: its contexts go, freeing what it holds. */
   private killHog(): void {
-    const hog = this.hog;
+    const hog = this.hog!;
     this.hog = null;
-    if (hog === null || hog.done) return;
+    if (hog.done) return;
     const err = new EngineError('SCRIPT_OUT_OF_MEMORY', "The script ran out of memory (it grew its worker's shared heap the most, and another call needed room)");
-    for (const c of [...this.cache.values()]) {
-      for (const p of c.stages.values()) {
-        if (p.job !== hog) continue;
-        this.fail(c, hog, err);
-        break;
-      }
-    }
+    for (const c of [...this.cache.values()]) if ([...c.stages.values()].some((p) => p.job === hog)) this.fail(c, hog, err);
   }
 
   /** The job ended (its deadline passed): its stages are forgotten, their host replies ignored. */
