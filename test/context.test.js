@@ -275,6 +275,19 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
       expect(lines.map((l) => l[0])).toEqual(['[app1/main.js] hello {"a":1}', '[app1/main.js] bad']);
       expect(lines[0][1]).toEqual({ appId: 'app1', script: 'main.js', requestId: res.headers['x-request-id'] });
     });
+
+    test("an Error given to console prints its name, message and the script's frames (not the adapter's)", async () => {
+      const lines = [];
+      let logged;
+      const first = new Promise((resolve) => (logged = resolve));
+      const push = (m) => (lines.push(m), logged());
+      const logger = { info: push, warn: push, error: push };
+      const { app } = api('export function fn(ctx) {\n  console.error(new TypeError("bad input"));\n  return 1\n}', {}, { logger });
+      expect((await request(app).get('/web0/api/app1/p')).status).toBe(200);
+      await first;
+      expect(lines[0]).toMatch(/^\[app1\/main\.js\] TypeError: bad input\n\s+at fn \(.*main\.js:2:\d+\)/);
+      expect(lines[0]).not.toMatch(/adapter/);
+    });
   });
 
   describe('files', () => {

@@ -161,6 +161,21 @@ export interface StageOutput {
   response?: Partial<ResponseState>;
 }
 
+/**
+ * The adapter's entry object, which an engine drives (lib/runtime/sandbox/entry.ts; the contract
+ * in lib/runtime/sandbox/prelude.ts). Every text argument is JSON ('' where a part may be absent).
+ */
+export interface AdapterEntry {
+  /** Starts stage `stageId`: `ns[fnName](ctx[, value])`, `ns` being the script's module namespace. */
+  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string): void;
+  /** Settles an async host call with its reply (a HostReply). */
+  reply(callId: number, replyJson: string): void;
+  /** `{"waiting":N,"outputs":[StageOutput, ...]}`: the stages settled since the last drain. */
+  drain(): string;
+  /** Forgets a stage: its pending host calls are dropped. */
+  cancel(stageId: number): void;
+}
+
 export const DEFAULT_BUFFER_SIZE = 8192;
 
 export function newResponseState(): ResponseState {

@@ -5,43 +5,70 @@
  * and defines globalThis.console = { log, info, warn, error, debug }: one host op 'console'
  * per call, best effort.
  */
-import { CONSOLE_CAP, G, charCodeAt, defineProperty, isArray, isNil, jsonStringify, objToString, objectKeys, push, safeString, strSlice, toISOString } from './prelude';
+import { CONSOLE_CAP, G, charCodeAt, defineProperty, indexOf, isArray, isNil, jsonStringify, objToString, objectKeys, push, safeString, splitOn, strSlice, toISOString } from './prelude';
 import { dateValue, isHigh } from './encoding';
 import { active, hostSync } from './host';
 import { thrownInfo } from './serialize';
 
-export function inspect(v, top, seen, budget) {
+/** What is left of a console message's CONSOLE_CAP as inspect walks nested values. */
+export interface InspectBudget {
+  left: number;
+}
+/** The console methods, and the level each sends to the host op 'console'. */
+export type ConsoleLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
+
+export function inspect(v: unknown, top: boolean, seen: unknown[], budget: InspectBudget): string {
   var t = typeof v;
-  if (t === 'string') return top ? v : jsonStringify(v);
+  if (t === 'string') return top ? (v as string) : jsonStringify(v);
   if (isNil(v) || t === 'number' || t === 'boolean') return '' + v;
   if (t === 'bigint') return '' + v + 'n';
   if (t === 'symbol') return safeString(v);
-  if (t === 'function') return '[Function: ' + (typeof v.name === 'string' && v.name ? v.name : 'anonymous') + ']';
+  if (t === 'function') return '[Function: ' + (typeof (v as Function).name === 'string' && (v as Function).name ? (v as Function).name : 'anonymous') + ']';
   var d = dateValue(v);
   if (d !== undefined) return d === null ? 'Invalid Date' : toISOString(v);
   if (objToString(v) === '[object Error]') {
     var info = thrownInfo(v);
-    return top && info.stack !== undefined ? info.stack : info.name + ': ' + info.message;
+    var head = info.name + ': ' + info.message;
+    return top && info.stack !== undefined ? stackText(head, info.stack) : head;
   }
   for (var i = 0; i < seen.length; i++) if (seen[i] === v) return '[Circular]';
   var arr = isArray(v);
   if (seen.length >= 4) return arr ? '[Array]' : '[Object]';
   push(seen, v);
   var s = '';
-  var keys = arr ? null : objectKeys(v);
-  var n = arr ? v.length : keys.length;
+  var keys = arr ? null : objectKeys(v as object);
+  var n = arr ? (v as unknown[]).length : keys!.length;
   for (var j = 0; j < n; j++) {
     if (budget.left <= s.length) {
       s += (j ? ',' : '') + '…';
       break;
     }
-    s += (j ? ',' : '') + (arr ? inspect(v[j], false, seen, budget) : jsonStringify(keys[j]) + ':' + inspect(v[keys[j]], false, seen, budget));
+    s +=
+      (j ? ',' : '') +
+      (arr
+        ? inspect((v as unknown[])[j], false, seen, budget)
+        : jsonStringify(keys![j]) + ':' + inspect((v as Record<string, unknown>)[keys![j]], false, seen, budget));
   }
   seen.length = seen.length - 1;
   budget.left -= s.length;
   return arr ? '[' + s + ']' : '{' + s + '}';
 }
-export function formatArgs(args) {
+/** The file name the engines give the adapter (see the drivers): its frames are ours, not the script's. */
+var ADAPTER_FILE = 'scriptable-api:adapter.js';
+/**
+ * An error's stack as V8 prints it, `Name: message` first (a QuickJS stack holds only the
+ * frames), without the adapter's own frames.
+ */
+export function stackText(head: string, stack: string): string {
+  var out = indexOf(stack, head) === 0 ? '' : head;
+  var lines = splitOn(stack, '\n');
+  for (var i = 0; i < lines.length; i++) {
+    if (indexOf(lines[i], ADAPTER_FILE) >= 0 || (lines[i] === '' && i === lines.length - 1)) continue;
+    out += (out === '' ? '' : '\n') + lines[i];
+  }
+  return out;
+}
+export function formatArgs(args: ArrayLike<unknown>): string {
   var out = '';
   var budget = { left: CONSOLE_CAP };
   for (var i = 0; i < args.length && out.length <= CONSOLE_CAP; i++) {
@@ -60,7 +87,7 @@ export function formatArgs(args) {
   }
   return out;
 }
-export function logger(level) {
+export function logger(level: ConsoleLevel): (...args: unknown[]) => void {
   return function () {
     try {
       if (active !== null) hostSync(active, 'console', { level: level, message: formatArgs(arguments) });

@@ -10,23 +10,27 @@
 import { copyArray, defineProperty, isArray, isObj, jsonParse, setPrototypeOf } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
+import type { Fields, StageRecord } from './types';
+
+/** A property descriptor with a null prototype (as prelude.ts's). */
+type Descriptor = PropertyDescriptor & { __proto__?: null };
 
 /** A map field of the parsed fields: the script's own object, {} when absent. */
-function map(v) {
+function map(v: unknown): { [key: string]: unknown } {
   return isObj(v) && !isArray(v) ? v : {};
 }
 
 /** A string field of the parsed fields, `dflt` when absent. */
-function text(v, dflt) {
+function text(v: unknown, dflt: string): string {
   return typeof v === 'string' ? v : dflt;
 }
 
 /** One descriptor for ctx.request and ctx.response, its value set just before each use. */
-var READ_ONLY = { __proto__: null, value: undefined, writable: false, enumerable: true, configurable: false };
+var READ_ONLY: Descriptor = { __proto__: null, value: undefined, writable: false, enumerable: true, configurable: false };
 
 /** `fieldsJson`: the ctx fields (or the whole request snapshot) as JSON. */
-export function makeCtx(st, fieldsJson) {
-  var r = typeof fieldsJson === 'string' && fieldsJson !== '' ? jsonParse(fieldsJson) : null;
+export function makeCtx(st: StageRecord, fieldsJson: string) {
+  var r: Fields | null = typeof fieldsJson === 'string' && fieldsJson !== '' ? jsonParse(fieldsJson) : null;
   // the parsed record itself loses its prototype: a field it lacks reads as undefined, never as
   // something a script put on Object.prototype (cheaper than a hasOwnProperty per field)
   if (isObj(r) && !isArray(r)) setPrototypeOf(r, null);

@@ -17,16 +17,16 @@ var NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
  * A string as JSON. QuickJS's JSON.stringify costs about 1.5 µs even for a short string: most
  * strings need no escaping, which one native regex scan tells.
  */
-export function quote(s) {
+export function quote(s: string): string {
   return reExec(NEEDS_ESCAPE, s) === null ? '"' + s + '"' : jsonStringify(s);
 }
 /** Object keys as JSON (adapter-built data has a few distinct keys). */
 export var keyJson = nameCache(256, quote);
 /** JSON text of adapter-built data: strings, numbers, booleans, null, arrays, plain objects. */
-export function enc(v) {
+export function enc(v: unknown): string {
   if (isNil(v)) return 'null';
   var t = typeof v;
-  if (t === 'string') return quote(v); // a primitive string: no toJSON lookup
+  if (t === 'string') return quote(v as string); // a primitive string: no toJSON lookup
   if (t === 'number') return v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
   if (t === 'boolean') return v ? 'true' : 'false';
   var s = '';
@@ -35,14 +35,14 @@ export function enc(v) {
     for (i = 0; i < v.length; i++) s += (i ? ',' : '') + enc(v[i]);
     return '[' + s + ']';
   }
-  for (var keys = objectKeys(v), i2 = 0; i2 < keys.length; i2++) {
-    var x = v[keys[i2]];
+  for (var keys = objectKeys(v as object), i2 = 0; i2 < keys.length; i2++) {
+    var x = (v as Record<string, unknown>)[keys[i2]];
     if (x !== undefined && typeof x !== 'function') s += (s ? ',' : '') + keyJson(keys[i2]) + ':' + enc(x);
   }
   return '{' + s + '}';
 }
 /** Time value of a Date of any realm (null when invalid), undefined for anything else. */
-export function dateValue(o) {
+export function dateValue(o: unknown): number | null | undefined {
   if (objToString(o) !== '[object Date]') return undefined;
   var t;
   try {
@@ -52,7 +52,7 @@ export function dateValue(o) {
   }
   return t === t ? t : null;
 }
-export function userReplacer(key, v) {
+export function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
   var d;
   if (v !== null && typeof v === 'object') {
     d = dateValue(v);
@@ -67,7 +67,7 @@ export function userReplacer(key, v) {
   return v;
 }
 /** JSON.stringify semantics for script values, every Date (top level too) as ms. May throw. */
-export function stringifyUser(v) {
+export function stringifyUser(v: unknown): string | undefined {
   return jsonStringify(v, userReplacer);
 }
 
@@ -75,14 +75,14 @@ export function stringifyUser(v) {
 // UTF-8 and base64 by hand. Bytes travel as "binary strings" (one char per byte, 0..255).
 // ---------------------------------------------------------------------------------------------
 export var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-export function isHigh(c) {
+export function isHigh(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
 }
-export function isLow(c) {
+export function isLow(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff;
 }
 /** UTF-8 bytes of s as a binary string; lone surrogates become U+FFFD, as with TextEncoder. */
-export function utf8Binary(s) {
+export function utf8Binary(s: string): string {
   var out = '';
   var n = s.length;
   for (var i = 0; i < n; ) {
@@ -103,7 +103,7 @@ export function utf8Binary(s) {
   }
   return out;
 }
-export function utf8Length(s) {
+export function utf8Length(s: string): number {
   var n = 0;
   for (var i = 0; i < s.length; i++) {
     var c = charCodeAt(s, i);
@@ -114,7 +114,7 @@ export function utf8Length(s) {
   }
   return n;
 }
-export function base64(bin) {
+export function base64(bin: string): string {
   var out = '';
   var n = bin.length;
   var i = 0;
@@ -132,7 +132,7 @@ export function base64(bin) {
   }
   return out;
 }
-export function base64ByteLength(b64) {
+export function base64ByteLength(b64: string): number {
   var n = b64.length;
   var pad = n && b64[n - 1] === '=' ? (n > 1 && b64[n - 2] === '=' ? 2 : 1) : 0;
   return mathTrunc((n * 3) / 4) - pad;

@@ -14,16 +14,21 @@ import { makeCtx } from './ctx';
 import { serializeOutput, thrownInfo } from './serialize';
 import { platform } from './platform';
 import './console'; // (defines globalThis.console)
+import type { Attributes, Fields, ResState, StageRecord } from './types';
+import type { AdapterEntry, RequestSnapshot, StageHead } from '../protocol';
+
+/** What apiStage maps a request or response object to once its stage is over. */
+export type Ended = { readonly done: true };
 
 /**
  * A stage's request and response objects -> the stage (reqRec, resStage); once the stage is over,
  * -> ENDED (an entry whose value leads back to its key is never freed by QuickJS).
  */
-export var apiStage = new WeakMapCtor();
-export var ENDED = freeze({ __proto__: null, done: true });
+export var apiStage: WeakMap<object, StageRecord | Ended> = new WeakMapCtor();
+export var ENDED: Ended = freeze({ __proto__: null, done: true });
 /** Stages in flight, by id; `settled` holds the ones drain() has not reported yet. */
-export var stages = objectCreate(null);
-export var settled = [];
+export var stages: { [id: number]: StageRecord } = objectCreate(null);
+export var settled: StageRecord[] = [];
 export var inEntry = false;
 
 /**
@@ -34,19 +39,19 @@ export var inEntry = false;
 export var StageProto = objectCreate(null);
 defineProperty(StageProto, 'req', {
   __proto__: null,
-  get: function () {
+  get: function (this: StageRecord): Fields {
     if (this.reqObj === null) {
       var json = this.requestJson;
       var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
       this.reqObj = isObj(v) ? v : {};
     }
-    return this.reqObj;
+    return this.reqObj!;
   },
 });
 /** The ctx fields (CtxFields: ctxJson, parsed again for the request API, apart from ctx's own copies). */
 defineProperty(StageProto, 'fields', {
   __proto__: null,
-  get: function () {
+  get: function (this: StageRecord): Fields {
     if (this.fieldsObj === null) {
       // without a prototype: snapField reads its fields as plain properties
       var v = typeof this.ctxJson === 'string' && this.ctxJson !== '' ? jsonParse(this.ctxJson) : null;
@@ -59,12 +64,12 @@ defineProperty(StageProto, 'fields', {
       }
       this.fieldsObj = v;
     }
-    return this.fieldsObj;
+    return this.fieldsObj!;
   },
 });
 defineProperty(StageProto, 'attrs', {
   __proto__: null,
-  get: function () {
+  get: function (this: StageRecord): Attributes {
     if (this.attrsObj === null) {
       // the parsed object itself, without a prototype: nothing inherited is ever read or called
       // (the request methods read and write it as a plain map; no script ever sees it)
@@ -73,12 +78,12 @@ defineProperty(StageProto, 'attrs', {
       else src = objectCreate(null);
       this.attrsObj = src;
     }
-    return this.attrsObj;
+    return this.attrsObj!;
   },
 });
 defineProperty(StageProto, 'res', {
   __proto__: null,
-  get: function () {
+  get: function (this: StageRecord): ResState {
     if (this.resObj === null) {
       var json = typeof this.responseJson === 'string' && this.responseJson !== '' ? this.responseJson : null;
       var res = responseFromInput(json === null ? null : jsonParse(json));
@@ -87,21 +92,21 @@ defineProperty(StageProto, 'res', {
       this.bufferedN = buffered;
       this.resObj = res;
     }
-    return this.resObj;
+    return this.resObj!;
   },
 });
 defineProperty(StageProto, 'buffered', {
   __proto__: null,
-  get: function () {
+  get: function (this: StageRecord): number {
     return this.res === null ? 0 : this.bufferedN; // reading res parses the carried response first
   },
-  set: function (v) {
+  set: function (this: StageRecord, v: number) {
     if (this.res !== null) this.bufferedN = v;
   },
 });
 
 /** The stage's request snapshot from the host (start was given none): null when it has none to give. */
-function hostRequest(st) {
+function hostRequest(st: StageRecord): unknown {
   try {
     return jsonParse(Str(bridge(st, 'stage.request', null, false)));
   } catch (e) {
@@ -110,15 +115,16 @@ function hostRequest(st) {
 }
 
 /** The snapshot fields CtxFields carries: reading them needs no more of the snapshot. */
-var IN_FIELDS = freeze({ __proto__: null, headers: true, headerLists: true, cookies: true, query: true, body: true, url: true, appId: true, path: true, method: true });
+var IN_FIELDS: { readonly [key: string]: unknown } = freeze({ __proto__: null, headers: true, headerLists: true, cookies: true, query: true, body: true, url: true, appId: true, path: true, method: true });
 
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
-export function snapField(st, key, dflt) {
-  var v = IN_FIELDS[key] === true ? st.fields[key] : getOwn(st.req, key);
+export function snapField<K extends keyof RequestSnapshot, D>(st: StageRecord, key: K, dflt: D): RequestSnapshot[K] | D {
+  // (the snapshot is the host's own: its fields have the types RequestSnapshot gives them)
+  var v = (IN_FIELDS[key] === true ? st.fields[key] : getOwn(st.req, key)) as RequestSnapshot[K] | undefined;
   return v === undefined ? dflt : v;
 }
 
-export function settle(st, status, v) {
+export function settle(st: StageRecord, status: 'value' | 'error', v: unknown): void {
   if (st.status !== 'pending' || st.done) return;
   st.status = status;
   if (status === 'error') st.error = thrownInfo(v);
@@ -127,13 +133,13 @@ export function settle(st, status, v) {
 }
 
 /** A stage head's fields, by its JSON text (a worker sends a handful of distinct heads). */
-var stageHead = nameCache(64, function (headJson) {
+var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
   var head = jsonParse(headJson);
   if (!isObj(head)) throw makeError('TypeError', 'start: the stage head must be a JSON object');
   return freeze({
     __proto__: null,
-    stage: getOwn(head, 'stage'),
-    returnType: getOwn(head, 'returnType'),
+    stage: getOwn(head, 'stage') as StageHead['stage'],
+    returnType: getOwn(head, 'returnType') as StageHead['returnType'],
     wantValue: getOwn(head, 'wantValue') === true,
     async: getOwn(head, 'async') === true,
   });
@@ -149,7 +155,7 @@ var stageHead = nameCache(64, function (headJson) {
  * the snapshot's ctx fields only (CtxFields: '' or absent = read them from requestJson), so a
  * stage that never uses ctx.request parses no more than those.
  */
-export function start(id, ns, fnName, headJson, requestJson, attrsJson, responseJson, valueJson, ctxJson) {
+export function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string): void {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -185,11 +191,11 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
     value: undefined,
     error: null,
     abort: null,
-  };
+  } satisfies Omit<StageRecord, 'req' | 'fields' | 'attrs' | 'res' | 'buffered'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
   stages[id] = st;
   setActive(st);
   var ctx = makeCtx(st, typeof ctxJson === 'string' && ctxJson !== '' ? ctxJson : requestJson);
-  var r;
+  var r: unknown;
   inEntry = true;
   try {
     var fn = isObj(ns) && hasOwn(ns, fnName) ? ns[fnName] : undefined;
@@ -219,8 +225,8 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
     settle(st, 'value', r);
     return;
   }
-  var onValue = (v) => settle(st, 'value', v);
-  var onError = (e) => settle(st, 'error', e);
+  var onValue = (v: unknown) => settle(st, 'value', v);
+  var onError = (e: unknown) => settle(st, 'error', e);
   try {
     promiseThen(r, onValue, onError); // a native promise, whatever Promise.prototype.then is now
   } catch (notAPromise) {
@@ -232,13 +238,13 @@ export function start(id, ns, fnName, headJson, requestJson, attrsJson, response
   }
 }
 
-export function reply(callId, replyJson) {
+export function reply(callId: number, replyJson: string): void {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   hostReply(callId, replyJson);
 }
 
 /** The stage is over: its objects stop acting for it, and it stops being reachable from here. */
-export function finish(st) {
+export function finish(st: StageRecord): void {
   st.done = true;
   delete stages[st.id];
   hostCancel(st);
@@ -246,12 +252,12 @@ export function finish(st) {
   if (st.responseApi !== null) wmSet(apiStage, st.responseApi, ENDED);
 }
 
-export function cancel(id) {
+export function cancel(id: number): void {
   var st = stages[id];
   if (st !== undefined) finish(st);
 }
 
-export function drain() {
+export function drain(): string {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var out = '';
   for (var i = 0; i < settled.length; i++) {
@@ -266,7 +272,7 @@ export function drain() {
 }
 
 /** The StageOutput JSON of a settled stage, with its id. */
-export function collect(st) {
+export function collect(st: StageRecord): string {
   var status = st.status;
   var hasValue = false;
   var valueJson;
@@ -290,7 +296,7 @@ export function collect(st) {
     }
     if (status === 'value' && st.wantValue && hasValue) {
       try {
-        valueJson = output.type === 'JSON' ? output.json : stringifyUser(st.value);
+        valueJson = output!.type === 'JSON' ? output!.json : stringifyUser(st.value); // (set: status is still 'value')
       } catch (e) {
         valueJson = undefined; // no JSON form: `value` is left out
       }
@@ -321,5 +327,5 @@ export function collect(st) {
   return s + '}';
 }
 
-export var entry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
+export var entry: AdapterEntry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
 __adapterEntry = entry;

@@ -6,13 +6,21 @@
  */
 import { SymIterator, copyArray, makeError } from './prelude';
 
-export function makeEnumeration(list) {
+/** java.util.Enumeration as scripts get it: also iterable, through asIterator() or itself. */
+export interface Enumeration<T> {
+  hasMoreElements(): boolean;
+  nextElement(): T;
+  asIterator(): IterableIterator<T>;
+  [Symbol.iterator](): IterableIterator<T>;
+}
+
+export function makeEnumeration<T>(list: ArrayLike<T>): Enumeration<T> {
   var items = copyArray(list);
   var i = 0;
-  function iterator() {
+  function iterator(): IterableIterator<T> {
     return {
       next: () => (i < items.length ? { value: items[i++], done: false } : { value: undefined, done: true }),
-      [SymIterator]: function () {
+      [SymIterator as typeof Symbol.iterator]: function () {
         return this;
       },
     };
@@ -24,6 +32,6 @@ export function makeEnumeration(list) {
       return items[i++];
     },
     asIterator: iterator,
-    [SymIterator]: iterator,
+    [SymIterator as typeof Symbol.iterator]: iterator,
   };
 }

@@ -12,14 +12,15 @@
  */
 import { PromiseCtor, Str, getOwn, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
 import { enc } from './encoding';
+import type { PendingCall, StageRecord } from './types';
 
-export var active = null;
+export var active: StageRecord | null = null;
 /** Async host calls in flight: call id -> { st, ok, fail }. */
-export var pendingCalls = objectCreate(null);
+export var pendingCalls: { [id: string]: PendingCall } = objectCreate(null);
 export var waitingCalls = 0;
 
-export function replyValue(op, raw) {
-  var res;
+export function replyValue(op: string, raw: unknown): unknown {
+  var res: unknown;
   try {
     res = jsonParse(Str(raw));
   } catch (e) {
@@ -37,7 +38,7 @@ export function replyValue(op, raw) {
   );
 }
 
-export function bridge(st, op, args, async) {
+export function bridge(st: StageRecord | null, op: string, args: unknown, async: boolean): string | number {
   try {
     return hostFn(st === null ? 0 : st.id, op, enc(args), async);
   } catch (e) {
@@ -45,17 +46,17 @@ export function bridge(st, op, args, async) {
   }
 }
 
-export function hostSync(st, op, args) {
+export function hostSync(st: StageRecord | null, op: string, args: unknown): unknown {
   return replyValue(op, bridge(st, op, args, false));
 }
 
-export function hostIo(st, op, args, then?) {
+export function hostIo(st: StageRecord | null, op: string, args: unknown, then?: (value: any) => unknown): unknown {
   if (st === null) throw makeError('IllegalStateException', 'platform is used outside of a call');
   if (!st.async) {
     var v = hostSync(st, op, args);
     return then === undefined ? v : then(v);
   }
-  var promise = new PromiseCtor(function (ok, fail) {
+  var promise = new PromiseCtor(function (ok: (value: unknown) => void, fail: (error: unknown) => void) {
     var id = bridge(st, op, args, true);
     if (typeof id !== 'number') throw makeError('HostError', 'Host operation ' + op + ' could not start');
     pendingCalls[id] = { st: st, op: op, ok: ok, fail: fail };
@@ -66,7 +67,7 @@ export function hostIo(st, op, args, then?) {
 }
 
 /** The reply of an async call: its stage becomes the active one while its continuations run. */
-export function hostReply(id, raw) {
+export function hostReply(id: number, raw: unknown): void {
   var c = pendingCalls[id];
   if (c === undefined) return;
   delete pendingCalls[id];
@@ -85,7 +86,7 @@ export function hostReply(id, raw) {
 }
 
 /** Drops the calls a cancelled stage waits for: their promises never settle. */
-export function hostCancel(st) {
+export function hostCancel(st: StageRecord): void {
   if (st.waiting === 0) return; // (a stage that settled waits for nothing, as a rule)
   for (var ids = objectKeys(pendingCalls), i = 0; i < ids.length; i++) {
     if (pendingCalls[ids[i]].st === st) {
@@ -97,6 +98,6 @@ export function hostCancel(st) {
 }
 
 /** Sets the active stage (entry.start and entry.drain). */
-export function setActive(st) {
+export function setActive(st: StageRecord | null): void {
   active = st;
 }

@@ -12,8 +12,9 @@
 import { ABORT_CODE, G, Num, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
 import { stringifyUser, utf8Binary } from './encoding';
 import { active, hostIo, hostSync } from './host';
+import type { StageRecord } from './types';
 
-export function abort(message, status) {
+export function abort(message: unknown, status: unknown): never {
   var msg = isNil(message) ? 'Aborted' : safeString(message);
   var sc = typeof status === 'number' && status === status ? mathTrunc(status) : undefined;
   var err = makeError('AbortError', msg, ABORT_CODE, sc);
@@ -26,8 +27,8 @@ export function abort(message, status) {
 }
 
 /** UTF-8 (the default; 'utf8' too) in the sandbox, other charsets through the host. */
-export function stringToBytes(s, charset) {
-  var out = [];
+export function stringToBytes(s: unknown, charset: unknown): number[] {
+  var out: number[] = [];
   var i;
   if (isNil(s)) return out;
   var cs = isNil(charset) || charset === '' ? 'utf-8' : lower(charset);
@@ -41,21 +42,21 @@ export function stringToBytes(s, charset) {
   return out;
 }
 
-export function httpRequest(opts) {
+export function httpRequest(opts: unknown): unknown {
   if (typeof opts === 'string') opts = { url: opts };
   if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw makeError('TypeError', 'platform.http.request needs a request object with a url');
   var method = isNil(opts.method) ? 'GET' : toUpperCase(Str(opts.method));
-  var headers = {};
+  var headers: { [name: string]: string } = {};
   var hasContentType = false;
   if (isObj(opts.headers)) {
     for (var hk = objectKeys(opts.headers), i = 0; i < hk.length; i++) {
-      var hv = opts.headers[hk[i]];
+      var hv: unknown = opts.headers[hk[i]];
       if (isNil(hv)) continue;
       setOwn(headers, hk[i], Str(hv));
       if (lower(hk[i]) === 'content-type') hasContentType = true;
     }
   }
-  var body = isNil(opts.body) ? null : opts.body;
+  var body: unknown = isNil(opts.body) ? null : opts.body;
   if (body !== null && typeof body !== 'string') {
     body = stringifyUser(body); // an object body is sent as JSON
     if (body === undefined) body = null;
@@ -63,17 +64,17 @@ export function httpRequest(opts) {
   }
   var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
   var st = active;
-  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs }, function (res) {
+  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs }, function (res: unknown) {
     return httpResponse(st, res);
   });
 }
 
-export function httpResponse(st, res) {
+export function httpResponse(st: StageRecord | null, res: unknown) {
   var id = getOwn(res, 'id');
   // Bodies up to 1 MiB arrive with the response; a larger one is asked for on first read, and a
   // body the host could not read throws the reason then (too large, timed out, reset).
   var received = getOwn(res, 'body');
-  function loadBody() {
+  function loadBody(): unknown {
     if (typeof received !== 'string') received = hostSync(st, 'http.body', { id: id });
     return received;
   }
@@ -82,40 +83,40 @@ export function httpResponse(st, res) {
     headers: clonePlain(getOwn(res, 'headers')),
     url: getOwn(res, 'url'),
     text: () => loadBody(),
-    json: function () {
+    json: function (): unknown {
       var b = loadBody();
       return isNil(b) ? null : jsonParse(Str(b));
     },
-    saveBodyAsFile: (p) => hostIo(st, 'http.saveBodyAsFile', { id: id, path: p === undefined ? null : Str(p) }),
+    saveBodyAsFile: (p?: unknown) => hostIo(st, 'http.saveBodyAsFile', { id: id, path: p === undefined ? null : Str(p) }),
   };
   defineProperty(response, 'body', { __proto__: null, get: loadBody, enumerable: true, configurable: false });
   return response;
 }
 
-export function deepFreeze(o) {
-  for (var keys = objectKeys(o), i = 0; i < keys.length; i++) if (isObj(o[keys[i]])) deepFreeze(o[keys[i]]);
+export function deepFreeze<T extends { [key: string]: unknown }>(o: T): Readonly<T> {
+  for (var keys = objectKeys(o), i = 0; i < keys.length; i++) if (isObj(o[keys[i]])) deepFreeze(o[keys[i]] as { [key: string]: unknown });
   return freeze(o);
 }
 
 export var platform = deepFreeze({
   app: {
     /** Ends the call with an error (code 270001); recorded, so catching it changes nothing. */
-    abort: (message, status) => abort(message, status),
+    abort: (message?: unknown, status?: unknown) => abort(message, status),
   },
   system: {
-    getAccountByToken: function (token) {
-      return hostIo(active, 'system.getAccountByToken', { token: isNil(token) ? null : Str(token) }, (v) => (v === undefined ? null : v));
+    getAccountByToken: function (token?: unknown) {
+      return hostIo(active, 'system.getAccountByToken', { token: isNil(token) ? null : Str(token) }, (v: unknown) => (v === undefined ? null : v));
     },
   },
   utils: {
-    toJSON: function (v) {
+    toJSON: function (v?: unknown): string {
       var s = stringifyUser(v);
       return s === undefined ? 'null' : s;
     },
-    stringToBytes: (s, charset) => stringToBytes(s, charset),
+    stringToBytes: (s?: unknown, charset?: unknown) => stringToBytes(s, charset),
   },
   http: {
-    request: (opts) => httpRequest(opts),
+    request: (opts?: unknown) => httpRequest(opts),
   },
 });
 defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });

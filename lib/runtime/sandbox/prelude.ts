@@ -60,15 +60,16 @@
  */
 
 if (typeof hostFn !== 'function') throw new Error('adapter: the host bridge is missing');
-export var G = globalThis;
+/** The global object, with the names the adapter defines on it (platform, console). */
+export var G: typeof globalThis & { [name: string]: unknown } = globalThis;
 
 // ---------------------------------------------------------------------------------------------
 // Captured builtins
 // ---------------------------------------------------------------------------------------------
 export var FnProto = Function.prototype;
 /** uncurry(String.prototype.slice)(s, 1, 2) is s.slice(1, 2), immune to later patching. */
-export var uncurry = FnProto.bind.bind(FnProto.call);
-export var fnApply = uncurry(FnProto.apply);
+export var uncurry: <F extends (...args: any[]) => any>(fn: F) => (self: any, ...args: Parameters<F>) => ReturnType<F> = FnProto.bind.bind(FnProto.call);
+export var fnApply: (fn: Function, self: unknown, args: ArrayLike<unknown>) => any = uncurry(FnProto.apply);
 /** A descriptor with a null prototype (`__proto__: null`), so no inherited getter or setter can change it. */
 type Descriptor = PropertyDescriptor & { __proto__?: null };
 export var defineProperty: (o: any, key: PropertyKey, descriptor: Descriptor) => any = Object.defineProperty;
@@ -76,43 +77,43 @@ export var freeze = Object.freeze;
 export var objectKeys = Object.keys;
 export var objectCreate = Object.create;
 export var setPrototypeOf = Object.setPrototypeOf;
-export var hasOwn = uncurry(Object.prototype.hasOwnProperty);
-export var objToString = uncurry(Object.prototype.toString);
+export var hasOwn: (o: unknown, k: PropertyKey) => boolean = uncurry(Object.prototype.hasOwnProperty);
+export var objToString: (o: unknown) => string = uncurry(Object.prototype.toString);
 export var isArray = Array.isArray;
 export var jsonStringify = JSON.stringify;
 export var jsonParse = JSON.parse;
 export var Str = String;
 export var Num = Number;
 export var fromCharCode = String.fromCharCode;
-export var charCodeAt = uncurry(String.prototype.charCodeAt);
-export var indexOf = uncurry(String.prototype.indexOf);
-export var strSlice = uncurry(String.prototype.slice);
-export var toLowerCase = uncurry(String.prototype.toLowerCase);
-export var toUpperCase = uncurry(String.prototype.toUpperCase);
-export var trim = uncurry(String.prototype.trim);
-export var toFixed = uncurry(Number.prototype.toFixed);
+export var charCodeAt: (s: string, i: number) => number = uncurry(String.prototype.charCodeAt);
+export var indexOf: (s: string, search: string, from?: number) => number = uncurry(String.prototype.indexOf);
+export var strSlice: (s: string, start?: number, end?: number) => string = uncurry(String.prototype.slice);
+export var toLowerCase: (s: string) => string = uncurry(String.prototype.toLowerCase);
+export var toUpperCase: (s: string) => string = uncurry(String.prototype.toUpperCase);
+export var trim: (s: string) => string = uncurry(String.prototype.trim);
+export var toFixed: (n: number, digits?: number) => string = uncurry(Number.prototype.toFixed);
 export var mathTrunc = Math.trunc;
 export var mathMax = Math.max;
 export var mathMin = Math.min;
 export var ErrorCtor = Error;
 export var DateCtor = Date;
 export var DateProto = Date.prototype;
-export var getTime = uncurry(DateProto.getTime);
-export var toISOString = uncurry(DateProto.toISOString);
-export var getUTCDay = uncurry(DateProto.getUTCDay);
-export var getUTCDate = uncurry(DateProto.getUTCDate);
-export var getUTCMonth = uncurry(DateProto.getUTCMonth);
-export var getUTCFullYear = uncurry(DateProto.getUTCFullYear);
-export var getUTCHours = uncurry(DateProto.getUTCHours);
-export var getUTCMinutes = uncurry(DateProto.getUTCMinutes);
-export var getUTCSeconds = uncurry(DateProto.getUTCSeconds);
+export var getTime: (d: unknown) => number = uncurry(DateProto.getTime);
+export var toISOString: (d: unknown) => string = uncurry(DateProto.toISOString);
+export var getUTCDay: (d: Date) => number = uncurry(DateProto.getUTCDay);
+export var getUTCDate: (d: Date) => number = uncurry(DateProto.getUTCDate);
+export var getUTCMonth: (d: Date) => number = uncurry(DateProto.getUTCMonth);
+export var getUTCFullYear: (d: Date) => number = uncurry(DateProto.getUTCFullYear);
+export var getUTCHours: (d: Date) => number = uncurry(DateProto.getUTCHours);
+export var getUTCMinutes: (d: Date) => number = uncurry(DateProto.getUTCMinutes);
+export var getUTCSeconds: (d: Date) => number = uncurry(DateProto.getUTCSeconds);
 export var PromiseCtor = Promise;
 export var WeakMapCtor = WeakMap;
-export var wmGet = uncurry(WeakMap.prototype.get);
-export var wmSet = uncurry(WeakMap.prototype.set);
+export var wmGet: <V>(wm: WeakMap<object, V>, key: object) => V | undefined = uncurry(WeakMap.prototype.get);
+export var wmSet: <V>(wm: WeakMap<object, V>, key: object, value: V) => unknown = uncurry(WeakMap.prototype.set);
 /** Only ever called on the adapter's own regex literals, which no script can reach. */
-export var reExec = uncurry(RegExp.prototype.exec);
-export var promiseThen = uncurry(Promise.prototype.then);
+export var reExec: (re: RegExp, s: string) => RegExpExecArray | null = uncurry(RegExp.prototype.exec);
+export var promiseThen: (p: unknown, onValue?: (v: any) => unknown, onError?: (e: unknown) => unknown) => Promise<unknown> = uncurry(Promise.prototype.then);
 export var SymIterator = Symbol.iterator;
 export var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
 
@@ -127,9 +128,9 @@ export var CONSOLE_CAP = 8192;
  * (even a Proxy's trap gets a copy), and its value is cleared after, so it holds nothing. A new
  * descriptor literal per call was ~0.3 µs of every setOwn in QuickJS.
  */
-export var OWN_DESC = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
+export var OWN_DESC: Descriptor = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
 /** Defines an own data property: no inherited setter can intercept it. */
-export function setOwn(o, k, v) {
+export function setOwn<T extends object>(o: T, k: PropertyKey, v: unknown): T {
   OWN_DESC.value = v;
   try {
     defineProperty(o, k, OWN_DESC);
@@ -138,25 +139,25 @@ export function setOwn(o, k, v) {
   }
   return o;
 }
-export function push(a, v) {
+export function push<T>(a: T[], v: T): void {
   setOwn(a, a.length, v);
 }
 /** Own property or undefined (never an inherited one such as 'toString'). */
-export function getOwn(o, k) {
-  return o !== null && o !== undefined && hasOwn(o, k) ? o[k] : undefined;
+export function getOwn(o: unknown, k: PropertyKey): unknown {
+  return o !== null && o !== undefined && hasOwn(o, k) ? (o as Record<PropertyKey, unknown>)[k] : undefined;
 }
-export function isObj(v) {
+export function isObj(v: unknown): v is Record<PropertyKey, unknown> {
   return v !== null && (typeof v === 'object' || typeof v === 'function');
 }
-export function isNil(v) {
+export function isNil(v: unknown): v is null | undefined {
   return v === null || v === undefined;
 }
-export function copyArray(a) {
-  var out = [];
+export function copyArray<T>(a: ArrayLike<T>): T[] {
+  var out: T[] = [];
   for (var i = 0; i < a.length; i++) push(out, a[i]);
   return out;
 }
-export function safeString(v) {
+export function safeString(v: unknown): string {
   try {
     return Str(v);
   } catch (e) {
@@ -164,7 +165,7 @@ export function safeString(v) {
   }
 }
 /** Java-ish string conversion: null / undefined print as 'null'. */
-export function jstr(v) {
+export function jstr(v: unknown): string {
   return isNil(v) ? 'null' : Str(v);
 }
 /**
@@ -172,10 +173,10 @@ export function jstr(v) {
  * attribute names): make runs once per name (a throw caches nothing), and the cache is emptied
  * when it holds `max` names. Any string is just a key of its null-prototype map.
  */
-export function nameCache(max, make) {
-  var map = objectCreate(null);
+export function nameCache<V>(max: number, make: (name: string) => V): (name: string) => V {
+  var map: { [name: string]: V } = objectCreate(null);
   var count = 0;
-  return function (name) {
+  return function (name: string): V {
     var v = map[name];
     if (v === undefined) {
       v = make(name);
@@ -189,16 +190,16 @@ export function nameCache(max, make) {
     return v;
   };
 }
-export function lower(s) {
+export function lower(s: unknown): string {
   return toLowerCase(Str(s));
 }
-export function toInt(v) {
+export function toInt(v: unknown): number {
   var n = Num(v);
   return n === n ? mathTrunc(n) : NaN;
 }
 /** Splits on a one-character separator (String.prototype.split would consult Symbol.split). */
-export function splitOn(s, sep) {
-  var out = [];
+export function splitOn(s: string, sep: string): string[] {
+  var out: string[] = [];
   for (var from = 0; ; ) {
     var at = indexOf(s, sep, from);
     push(out, at < 0 ? strSlice(s, from) : strSlice(s, from, at));
@@ -207,18 +208,18 @@ export function splitOn(s, sep) {
   }
 }
 /** Deep copy of JSON data (as JSON.parse made it) into ordinary objects and arrays. */
-export function clonePlain(v) {
+export function clonePlain(v: unknown): unknown {
   if (!isObj(v)) return v;
   var i;
-  var out = isArray(v) ? [] : {};
+  var out: any = isArray(v) ? [] : {};
   if (isArray(v)) for (i = 0; i < v.length; i++) push(out, clonePlain(v[i]));
   else for (var keys = objectKeys(v), j = 0; j < keys.length; j++) setOwn(out, keys[j], clonePlain(v[keys[j]]));
   return out;
 }
 /** Distinct keys of several objects, in order. */
-export function unionKeys(a, b) {
-  var out = [];
-  var seen = objectCreate(null);
+export function unionKeys(a: object, b: object): string[] {
+  var out: string[] = [];
+  var seen: { [k: string]: boolean } = objectCreate(null);
   var lists = [objectKeys(a), objectKeys(b)];
   for (var s = 0; s < 2; s++) {
     for (var i = 0; i < lists[s].length; i++) {
@@ -230,16 +231,16 @@ export function unionKeys(a, b) {
   }
   return out;
 }
-export function makeError(name: string, message: string, code?: number, status?: number) {
+export function makeError(name: string, message: string, code?: number, status?: number): Error {
   var e = new ErrorCtor(message);
   defineProperty(e, 'name', { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
   if (code !== undefined) setOwn(e, 'code', code);
   if (status !== undefined) setOwn(e, 'status', status);
   return e;
 }
-export function illegalState(message) {
+export function illegalState(message: string): Error {
   return makeError('IllegalStateException', message);
 }
-export function illegalArgument(message) {
+export function illegalArgument(message: string): Error {
   return makeError('IllegalArgumentException', message);
 }

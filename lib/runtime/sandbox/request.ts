@@ -8,10 +8,21 @@
 import { Str, copyArray, freeze, getOwn, illegalState, isArray, isNil, isObj, lower, objectCreate, objectKeys, push, setOwn, unionKeys, wmGet, wmSet } from './prelude';
 import { active, hostIo } from './host';
 import { makeEnumeration } from './enumeration';
+import type { Enumeration } from './enumeration';
 import { apiStage, snapField } from './entry';
+import type { Fields, Part, StageRecord } from './types';
+import type { RequestSnapshot } from '../protocol';
+
+/** A Cookie as the script sees it (getCookies). */
+export interface Cookie {
+  name: string;
+  value: string;
+  getName(): string;
+  getValue(): string;
+}
 
 /** A Part acts for the stage that made it. */
-export function makePart(st, info) {
+export function makePart(st: StageRecord, info: unknown): Part {
   var id = Str(getOwn(info, 'id'));
   var name = getOwn(info, 'name');
   var contentType = getOwn(info, 'contentType');
@@ -21,22 +32,22 @@ export function makePart(st, info) {
   contentType = contentType === undefined ? null : contentType;
   size = typeof size === 'number' ? size : 0;
   fileName = fileName === undefined ? null : fileName;
-  var path = (p) => (p === undefined ? null : Str(p));
+  var path = (p: unknown): string | null => (p === undefined ? null : Str(p));
   return freeze({
     name: name,
     contentType: contentType,
-    size: size,
+    size: size as number,
     submittedFileName: fileName,
     getName: () => name,
     getContentType: () => contentType,
-    getSize: () => size,
+    getSize: () => size as number,
     getSubmittedFileName: () => fileName,
-    save: (p) => hostIo(st, 'part.save', { id: id, path: path(p) }),
-    saveStorage: (p) => hostIo(st, 'part.saveStorage', { id: id, path: path(p) }),
-    saveAttachment: (tableId, fieldId) => hostIo(st, 'part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
+    save: (p?: unknown) => hostIo(st, 'part.save', { id: id, path: path(p) }),
+    saveStorage: (p?: unknown) => hostIo(st, 'part.saveStorage', { id: id, path: path(p) }),
+    saveAttachment: (tableId?: unknown, fieldId?: unknown) => hostIo(st, 'part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
   });
 }
-export function makeCookie(name, value) {
+export function makeCookie(name: string, value: string): Cookie {
   return { name: name, value: value, getName: () => name, getValue: () => value };
 }
 
@@ -45,7 +56,7 @@ export function makeCookie(name, value) {
  * through apiStage (the request object -> its stage record). A method called detached from its
  * object (`const { getHeader } = ctx.request`), or on any other object, acts on the active stage.
  */
-export function reqRec(self) {
+export function reqRec(self: unknown): StageRecord {
   var st = isObj(self) ? wmGet(apiStage, self) : undefined;
   if (st !== undefined) {
     if (st.done) throw illegalState('ctx.request is used after its call ended');
@@ -55,10 +66,10 @@ export function reqRec(self) {
   throw illegalState('ctx.request is used outside of a call');
 }
 /** What a read of an absent map of the snapshot sees (never handed out). */
-export var NO_MAP = freeze(objectCreate(null));
+export var NO_MAP: Readonly<Fields> = freeze(objectCreate(null));
 /** Query values first, then the urlencoded / multipart form fields. */
-export function parameterValues(st, name) {
-  var out = [];
+export function parameterValues(st: StageRecord, name: string): string[] {
+  var out: string[] = [];
   var sources = [getOwn(snapField(st, 'query', NO_MAP), name), getOwn(snapField(st, 'form', NO_MAP), name)];
   for (var s = 0; s < 2; s++) {
     var v = sources[s];
@@ -67,20 +78,20 @@ export function parameterValues(st, name) {
   }
   return out;
 }
-export function headerValues(st, name) {
+export function headerValues(st: StageRecord, name: unknown): string[] {
   if (isNil(name)) return [];
   var ln = lower(name);
   var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
   if (isArray(list) && list.length) {
-    var out = [];
+    var out: string[] = [];
     for (var i = 0; i < list.length; i++) push(out, Str(list[i]));
     return out;
   }
   var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
   return typeof h === 'string' ? [h] : [];
 }
-export function snapGetter(k, dflt) {
-  return function () {
+export function snapGetter(k: keyof RequestSnapshot, dflt: unknown): (this: unknown) => unknown {
+  return function (this: unknown) {
     return snapField(reqRec(this), k, dflt);
   };
 }
@@ -88,45 +99,45 @@ export function snapGetter(k, dflt) {
 export var ReqProto = freeze({
   // Attributes: the live values within a stage, JSON copies from one stage to the next.
   // (st.attrs has no prototype and never holds undefined: a plain read is an own-property read)
-  getAttribute: function (name) {
+  getAttribute: function (this: unknown, name: unknown): unknown {
     var st = reqRec(this);
     var v = st.attrs[Str(name)];
     if (v === undefined) return null;
     if (v !== null && (typeof v === 'object' || typeof v === 'function')) st.attrsChanged = true; // may be changed in place
     return v;
   },
-  getAttributeNames: function () {
+  getAttributeNames: function (this: unknown): Enumeration<string> {
     return makeEnumeration(objectKeys(reqRec(this).attrs));
   },
   /** Setting null or undefined removes the attribute. */
-  setAttribute: function (name, value) {
+  setAttribute: function (this: unknown, name: unknown, value: unknown): void {
     var st = reqRec(this);
     var attrs = st.attrs;
     st.attrsChanged = true;
     if (value === null || value === undefined) delete attrs[Str(name)];
     else attrs[Str(name)] = value; // (no prototype: no inherited setter, and '__proto__' is a plain key)
   },
-  removeAttribute: function (name) {
+  removeAttribute: function (this: unknown, name: unknown): void {
     var st = reqRec(this);
     st.attrsChanged = true;
     delete st.attrs[Str(name)];
   },
 
-  getParameter: function (name) {
+  getParameter: function (this: unknown, name: unknown): string | null {
     var v = parameterValues(reqRec(this), Str(name));
     return v.length ? v[0] : null;
   },
-  getParameterNames: function () {
+  getParameterNames: function (this: unknown): Enumeration<string> {
     var st = reqRec(this);
     return makeEnumeration(unionKeys(snapField(st, 'query', NO_MAP), snapField(st, 'form', NO_MAP)));
   },
-  getParameterValues: function (name) {
+  getParameterValues: function (this: unknown, name: unknown): string[] | null {
     var v = parameterValues(reqRec(this), Str(name));
     return v.length ? v : null;
   },
-  getParameterMap: function () {
+  getParameterMap: function (this: unknown): { [name: string]: string[] } {
     var rec = reqRec(this);
-    var out = {};
+    var out: { [name: string]: string[] } = {};
     var names = unionKeys(snapField(rec, 'query', NO_MAP), snapField(rec, 'form', NO_MAP));
     for (var i = 0; i < names.length; i++) setOwn(out, names[i], parameterValues(rec, names[i]));
     return out;
@@ -140,23 +151,23 @@ export var ReqProto = freeze({
   getRemoteAddr: snapGetter('remoteAddr', null),
   getRemoteHost: snapGetter('remoteHost', null),
   getRemotePort: snapGetter('remotePort', 0),
-  isSecure: function () {
+  isSecure: function (this: unknown): boolean {
     return snapField(reqRec(this), 'scheme', 'http') === 'https';
   },
 
   getContentType: snapGetter('contentType', null),
   getAuthType: snapGetter('authType', null),
   /** Cookie[], or null when the request has none (as HttpServletRequest.getCookies). */
-  getCookies: function () {
+  getCookies: function (this: unknown): Cookie[] | null {
     var cookies = snapField(reqRec(this), 'cookies', NO_MAP);
     var keys = objectKeys(cookies);
     if (keys.length === 0) return null;
-    var out = [];
+    var out: Cookie[] = [];
     for (var i = 0; i < keys.length; i++) push(out, makeCookie(keys[i], Str(cookies[keys[i]])));
     return out;
   },
   /** The first value of the header, case-insensitive; null when absent. */
-  getHeader: function (name) {
+  getHeader: function (this: unknown, name: unknown): string | null {
     var st = reqRec(this);
     if (isNil(name)) return null;
     var ln = lower(name);
@@ -165,10 +176,10 @@ export var ReqProto = freeze({
     var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
     return typeof h === 'string' ? h : null;
   },
-  getHeaders: function (name) {
+  getHeaders: function (this: unknown, name: unknown): Enumeration<string> {
     return makeEnumeration(headerValues(reqRec(this), name));
   },
-  getHeaderNames: function () {
+  getHeaderNames: function (this: unknown): Enumeration<string> {
     var st = reqRec(this);
     return makeEnumeration(unionKeys(snapField(st, 'headers', NO_MAP), snapField(st, 'headerLists', NO_MAP)));
   },
@@ -180,7 +191,7 @@ export var ReqProto = freeze({
   getUserPrincipal: () => null,
   getRequestURI: snapGetter('requestURI', ''),
   /** scheme://serverName[:port]requestURI, without the port when it is the scheme's default. */
-  getRequestURL: function () {
+  getRequestURL: function (this: unknown): string {
     var st = reqRec(this);
     var scheme = snapField(st, 'scheme', 'http');
     var serverPort = snapField(st, 'serverPort', 0);
@@ -188,10 +199,10 @@ export var ReqProto = freeze({
     return scheme + '://' + snapField(st, 'serverName', '') + (serverPort && serverPort !== dflt ? ':' + serverPort : '') + snapField(st, 'requestURI', '');
   },
   getServletPath: snapGetter('servletPath', ''),
-  getParts: function () {
+  getParts: function (this: unknown): Part[] {
     return copyArray(partsOf(reqRec(this)));
   },
-  getPart: function (name) {
+  getPart: function (this: unknown, name: unknown): Part | null {
     var parts = partsOf(reqRec(this));
     for (var i = 0; i < parts.length; i++) if (parts[i].name === Str(name)) return parts[i];
     return null;
@@ -199,16 +210,16 @@ export var ReqProto = freeze({
 });
 
 /** The request object of a stage (its st.requestApi). */
-export function makeRequest(st) {
-  var o = objectCreate(ReqProto);
+export function makeRequest(st: StageRecord): typeof ReqProto {
+  var o: typeof ReqProto = objectCreate(ReqProto);
   wmSet(apiStage, o, st);
   return o;
 }
 
 /** The stage's Part objects, made on first use. */
-export function partsOf(st) {
+export function partsOf(st: StageRecord): Part[] {
   if (st.parts === null) {
-    var parts = [];
+    var parts: Part[] = [];
     var infos = snapField(st, 'parts', null);
     if (isArray(infos)) for (var i = 0; i < infos.length; i++) push(parts, makePart(st, infos[i]));
     st.parts = parts;

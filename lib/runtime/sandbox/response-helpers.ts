@@ -9,13 +9,13 @@ import { utf8Binary } from './encoding';
 
 export var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 export var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-export function pad(n, w) {
+export function pad(n: number, w: number): string {
   var s = '' + n;
   while (s.length < w) s = '0' + s;
   return s;
 }
 /** RFC 1123 date, the format of Date.prototype.toUTCString(), built by hand for both engines. */
-export function httpDate(ms) {
+export function httpDate(ms: unknown): string {
   var d = new DateCtor(Num(ms));
   if (getTime(d) !== getTime(d)) throw illegalArgument('Invalid date: ' + safeString(ms));
   return (
@@ -24,7 +24,7 @@ export function httpDate(ms) {
   );
 }
 /** A small printf: %s %S %d %f %.Nf %n %%; other conversions are copied as written. */
-export function formatJava(fmt, args, a) {
+export function formatJava(fmt: unknown, args: ArrayLike<unknown>, a: number): string {
   var s = Str(fmt);
   var out = '';
   for (var i = 0; i < s.length; i++) {
@@ -53,12 +53,12 @@ export function formatJava(fmt, args, a) {
   return out;
 }
 /** The bytes of an OutputStream.write argument, as a binary string. */
-export function bytesOf(b, off, len) {
+export function bytesOf(b: unknown, off?: unknown, len?: unknown): string {
   if (typeof b === 'number') return fromCharCode(b & 255);
   if (typeof b === 'string') return utf8Binary(b);
   if (!isObj(b)) throw makeError('TypeError', 'write() needs bytes, got ' + (b === null ? 'null' : typeof b));
-  if (U8 !== undefined && objToString(b) === '[object ArrayBuffer]') b = new U8(b);
-  var n = b.length;
+  if (U8 !== undefined && objToString(b) === '[object ArrayBuffer]') b = new U8(b as unknown as ArrayBuffer);
+  var n: unknown = (b as ArrayLike<unknown>).length;
   if (typeof n !== 'number') throw makeError('TypeError', 'write() needs an array of bytes');
   var start = 0;
   var end = n;
@@ -68,6 +68,6 @@ export function bytesOf(b, off, len) {
     if (!(start >= 0 && end >= start && end <= n)) throw makeError('IndexOutOfBoundsException', 'Invalid offset or length');
   }
   var out = '';
-  for (var i = start; i < end; i++) out += fromCharCode(Num(b[i]) & 255);
+  for (var i = start; i < end; i++) out += fromCharCode(Num((b as ArrayLike<unknown>)[i]) & 255);
   return out;
 }

@@ -9,14 +9,24 @@
  */
 import { Str, freeze, getOwn, isArray, isObj, lower, objectCreate, push, setOwn } from './prelude';
 import { base64, base64ByteLength, enc, utf8Length } from './encoding';
+import type { Chunk, Fields, ResFields, ResState } from './types';
+import type { BodyChunk, ResponseState } from '../protocol';
 
-/** Field `k` of a carried state `r` when it has type `type`, else `dflt`. */
-export function pick(r, k, type, dflt) {
-  var v = getOwn(r, k);
-  return typeof v === type ? v : dflt;
+/** The values of the `typeof` names pick is given. */
+export interface TypeofValues {
+  number: number;
+  string: string;
+  boolean: boolean;
 }
+/** Field `k` of a carried state `r` when it has type `type`, else `dflt`. */
+export function pick<T extends keyof TypeofValues, D>(r: unknown, k: string, type: T, dflt: D): TypeofValues[T] | D {
+  var v = getOwn(r, k);
+  return typeof v === type ? (v as TypeofValues[T]) : dflt;
+}
+/** A field of RES_FIELDS. */
+export type ResField = keyof ResFields;
 /** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
-export var RES_FIELDS = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
+export var RES_FIELDS: ResField[] = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
 /** RES_FIELDS of the response as it starts (newResponseState in lib/runtime/protocol.ts): only ever compared. */
 var STARTING = freeze({ __proto__: null, status: 200, contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, written: false, committed: false, error: null, redirect: null });
 /**
@@ -24,10 +34,10 @@ var STARTING = freeze({ __proto__: null, status: 200, contentType: null, charact
  * the fields as the stage got them, `headers0` / `headerCount0` its header list, and
  * `chunksChanged` says the body changed: encResponse sends only what differs from them.
  */
-export function responseFromInput(r) {
+export function responseFromInput(r: unknown): ResState {
   if (r === null) {
     // (the common case, written out: reading each field of nothing costs as much as a stage's call)
-    var h = [];
+    var h: Array<[string, string]> = [];
     return {
       status: 200,
       headers: h,
@@ -46,8 +56,8 @@ export function responseFromInput(r) {
       chunksChanged: false,
     };
   }
-  var headers = [];
-  var chunks = [];
+  var headers: Array<[string, string]> = [];
+  var chunks: Chunk[] = [];
   var list = getOwn(r, 'headers');
   var i;
   if (isArray(list)) {
@@ -63,7 +73,7 @@ export function responseFromInput(r) {
     }
   }
   var error = getOwn(r, 'error');
-  var res = {
+  var res: ResState = {
     status: pick(r, 'status', 'number', 200),
     headers: headers,
     contentType: pick(r, 'contentType', 'string', null),
@@ -75,8 +85,8 @@ export function responseFromInput(r) {
     committed: getOwn(r, 'committed') === true,
     error: isObj(error)
       ? {
-          status: typeof getOwn(error, 'status') === 'number' ? getOwn(error, 'status') : 500,
-          message: typeof getOwn(error, 'message') === 'string' ? getOwn(error, 'message') : null,
+          status: typeof getOwn(error, 'status') === 'number' ? (getOwn(error, 'status') as number) : 500,
+          message: typeof getOwn(error, 'message') === 'string' ? (getOwn(error, 'message') as string) : null,
         }
       : null,
     redirect: pick(r, 'redirect', 'string', null),
@@ -85,10 +95,10 @@ export function responseFromInput(r) {
     headerCount0: headers.length,
     chunksChanged: false,
   };
-  for (i = 0; i < RES_FIELDS.length; i++) res.base[RES_FIELDS[i]] = res[RES_FIELDS[i]];
+  for (i = 0; i < RES_FIELDS.length; i++) (res.base as Fields)[RES_FIELDS[i]] = res[RES_FIELDS[i]];
   return res;
 }
-export function chunkByteLength(ch, charset) {
+export function chunkByteLength(ch: Chunk, charset: string | null): number {
   if (ch.k === 'b') return base64ByteLength(ch.v);
   if (ch.k === 'bin') return ch.v.length;
   var c = charset === null ? '' : lower(charset);
@@ -99,8 +109,8 @@ export function chunkByteLength(ch, charset) {
  * ResponseState JSON object after `prefix` ('' when nothing differs). Binary chunks written in
  * this stage go as base64. The host lays it over the state it sent.
  */
-export function encResponse(r, prefix) {
-  var out = {};
+export function encResponse(r: ResState, prefix: string): string {
+  var out: Partial<ResponseState> = {};
   var changed = false;
   var i;
   for (i = 0; i < RES_FIELDS.length; i++) {
@@ -109,7 +119,7 @@ export function encResponse(r, prefix) {
   }
   if (r.headers !== r.headers0 || r.headers.length !== r.headerCount0) (setOwn(out, 'headers', r.headers), (changed = true));
   if (r.chunksChanged) {
-    var chunks = [];
+    var chunks: BodyChunk[] = [];
     for (i = 0; i < r.chunks.length; i++) {
       var ch = r.chunks[i];
       push(chunks, ch.k === 't' ? { t: ch.v } : { b: ch.k === 'b' ? ch.v : base64(ch.v) });

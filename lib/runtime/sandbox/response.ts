@@ -15,9 +15,78 @@ import { active } from './host';
 import { chunkByteLength } from './response-state';
 import { bytesOf, formatJava, httpDate } from './response-helpers';
 import { apiStage } from './entry';
+import type { Chunk, StageRecord } from './types';
+
+/*
+ * What a script sees (the types/api-context.d.ts PlatformHttpResponse, PrintWriter and
+ * ServletOutputStream, with `unknown` for what a script passes). Object types rather than
+ * interfaces, so that bindAll takes them as maps of methods.
+ */
+/** The Writer of getWriter(). */
+export type ResponseWriter = {
+  write(v: unknown, off?: unknown, len?: unknown): void;
+  print(v: unknown): void;
+  println(v?: unknown): void;
+  append(v: unknown): ResponseWriter;
+  printf(fmt: unknown, ...args: unknown[]): ResponseWriter;
+  format(fmt: unknown, ...args: unknown[]): ResponseWriter;
+  flush(): void;
+  close(): void;
+  checkError(): boolean;
+};
+/** The OutputStream of getOutputStream(). */
+export type ResponseOutputStream = {
+  write(b: unknown, off?: unknown, len?: unknown): void;
+  print(v: unknown): void;
+  println(v?: unknown): void;
+  flush(): void;
+  close(): void;
+  isReady(): boolean;
+};
+/** encodeURL & co.: the url as a string, null / undefined as given. */
+type UrlOf = (url: unknown) => string | null | undefined;
+/** ctx.response: the methods of `api` in buildResponseProto (none takes more than two arguments). */
+export type ResponseApi = {
+  getCharacterEncoding(): string;
+  getContentType(): string | null;
+  getOutputStream(): ResponseOutputStream;
+  getWriter(): ResponseWriter;
+  setCharacterEncoding(enc: unknown): void;
+  setContentLength(len: unknown): void;
+  setContentLengthLong(len: unknown): void;
+  setContentType(type: unknown): void;
+  containsHeader(name: unknown): boolean;
+  encodeURL: UrlOf;
+  encodeRedirectURL: UrlOf;
+  encodeUrl: UrlOf;
+  encodeRedirectUrl: UrlOf;
+  sendError(sc: unknown, msg?: unknown): void;
+  sendRedirect(location: unknown): void;
+  setHeader(name: unknown, value: unknown): void;
+  addHeader(name: unknown, value: unknown): void;
+  setDateHeader(name: unknown, date: unknown): void;
+  addDateHeader(name: unknown, date: unknown): void;
+  setIntHeader(name: unknown, value: unknown): void;
+  addIntHeader(name: unknown, value: unknown): void;
+  setStatus(sc: unknown): void;
+  getStatus(): number;
+  getHeader(name: unknown): string | null;
+  getHeaders(name: unknown): string[];
+  getHeaderNames(): string[];
+  getBufferSize(): number;
+  setBufferSize(size: unknown): void;
+  flushBuffer(): void;
+  reset(): void;
+  resetBuffer(): void;
+  isCommitted(): boolean;
+};
+/** A method of the Writer or the OutputStream (bindAll wraps each; it never calls one itself). */
+type Method = (...args: never[]) => unknown;
+/** A method of ResProto: sets `st` from `this`, then calls the method of `api` with (a, b). */
+type ProtoMethod = (this: unknown, a: unknown, b: unknown) => unknown;
 
 /** The stage of a response object (see reqRec in request.ts). */
-export function resStage(self) {
+export function resStage(self: unknown): StageRecord {
   var st = isObj(self) ? wmGet(apiStage, self) : undefined;
   if (st !== undefined) {
     if (st.done) throw illegalState('ctx.response is used after its call ended');
@@ -26,13 +95,14 @@ export function resStage(self) {
   if (active !== null) return active;
   throw illegalState('ctx.response is used outside of a call');
 }
-export function buildResponseProto() {
-  var st = null;
-  var api;
+export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
+  // (null only outside the methods, which all set it first)
+  var st: StageRecord = null as unknown as StageRecord;
+  var api: ResponseApi;
   var r = () => st.res;
   /** fn, run with `st` set to `own` (a Writer's or OutputStream's stage). */
-  function bindTo(own, fn) {
-    return function () {
+  function bindTo(own: StageRecord, fn: Method): (this: unknown) => unknown {
+    return function (this: unknown): unknown {
       var prev = st;
       st = own;
       try {
@@ -42,47 +112,47 @@ export function buildResponseProto() {
       }
     };
   }
-  function bindAll(obj, own) {
-    for (var keys = objectKeys(obj), i = 0; i < keys.length; i++) obj[keys[i]] = bindTo(own, obj[keys[i]]);
+  function bindAll<T extends { [name: string]: Method }>(obj: T, own: StageRecord): T {
+    for (var keys = objectKeys(obj), i = 0; i < keys.length; i++) (obj as { [name: string]: Method })[keys[i]] = bindTo(own, obj[keys[i]]);
     return obj;
   }
-  function statusCode(sc) {
+  function statusCode(sc: unknown): number {
     var n = Num(sc);
     if (!(n === n && n % 1 === 0 && n >= 100 && n <= 999)) throw illegalArgument('Invalid status code: ' + safeString(sc));
     return n;
   }
-  function clearBuffer() {
+  function clearBuffer(): void {
     if (st.res.chunks.length) st.res.chunksChanged = true;
     st.res.chunks = [];
     st.res.written = false;
     st.buffered = 0;
   }
   /** Appends text ('t') or bytes ('bin'), merged into a last chunk of the same kind. */
-  function append(kind, data) {
+  function append(kind: 't' | 'bin', data: string): void {
     var res = st.res;
     if (res.error !== null || res.redirect !== null) return; // suspended by sendError / sendRedirect
     res.written = true;
     if (data.length === 0) return;
     res.chunksChanged = true;
     var last = res.chunks.length ? res.chunks[res.chunks.length - 1] : null;
-    var ch = { k: kind, v: data };
+    var ch: Chunk = { k: kind, v: data };
     if (last !== null && last.k === kind) last.v += data;
     else push(res.chunks, ch);
     st.buffered += chunkByteLength(ch, res.characterEncoding);
     if (st.buffered > res.bufferSize) res.committed = true; // the buffer overflowed: flushed
   }
-  function setContentLengthValue(v) {
+  function setContentLengthValue(v: unknown): void {
     var n = isNil(v) ? -1 : toInt(v);
     st.res.contentLength = n >= 0 ? n : null;
   }
   /** Content-Type and Content-Length are response properties, as in a servlet container. `ln`: the name in lower case. */
-  function special(ln, value) {
+  function special(ln: string, value: unknown): boolean {
     if (ln === 'content-type') api.setContentType(value);
     else if (ln === 'content-length') setContentLengthValue(value);
     else return false;
     return true;
   }
-  function badName(name) {
+  function badName(name: unknown): boolean {
     return st.res.committed || isNil(name) || Str(name) === '';
   }
   /** RFC 9110 token characters: visible ASCII except the separators "(),/:;<=>?@[\]{} */
@@ -96,13 +166,13 @@ export function buildResponseProto() {
     return toLowerCase(n);
   });
   /** Checks a header; returns its name in lower case. */
-  function checkHeader(n, value) {
+  function checkHeader(n: string, value: unknown): string {
     var ln = goodName(n);
     if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
     return ln;
   }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
-  function setHeader(name, value) {
+  function setHeader(name: unknown, value: unknown): void {
     var res = st.res;
     if (res.committed || isNil(name)) return;
     var n = Str(name);
@@ -115,7 +185,7 @@ export function buildResponseProto() {
       if (!isNil(value)) res.headers = [[n, Str(value)]];
       return;
     }
-    var kept = [];
+    var kept: Array<[string, string]> = [];
     var placed = isNil(value);
     for (var i = 0; i < h.length; i++) {
       if (lower(h[i][0]) !== ln) push(kept, h[i]);
@@ -124,19 +194,19 @@ export function buildResponseProto() {
     if (!placed) push(kept, [n, Str(value)]);
     res.headers = kept;
   }
-  function addHeader(name, value) {
+  function addHeader(name: unknown, value: unknown): void {
     if (badName(name)) return;
     var n = Str(name);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
     push(st.res.headers, [n, Str(value)]);
   }
-  function getHeaders(name) {
-    var out = [];
+  function getHeaders(name: unknown): string[] {
+    var out: string[] = [];
     if (isNil(name)) return out;
     var ln = lower(name);
     var res = st.res;
     if (ln === 'content-type') {
-      if (res.contentType !== null) push(out, api.getContentType());
+      if (res.contentType !== null) push(out, api.getContentType() as string);
       return out;
     }
     if (ln === 'content-length' && res.contentLength !== null) return [('' + res.contentLength)];
@@ -144,10 +214,10 @@ export function buildResponseProto() {
     if (out.length === 0 && ln === 'location' && res.redirect !== null) push(out, res.redirect);
     return out;
   }
-  function getHeaderNames() {
+  function getHeaderNames(): string[] {
     var res = st.res;
-    var out = [];
-    var seen = objectCreate(null);
+    var out: string[] = [];
+    var seen: { [ln: string]: boolean } = objectCreate(null);
     if (res.contentType !== null) (seen['content-type'] = true), push(out, 'Content-Type');
     if (res.contentLength !== null) (seen['content-length'] = true), push(out, 'Content-Length');
     for (var i = 0; i < res.headers.length; i++) {
@@ -156,11 +226,11 @@ export function buildResponseProto() {
     }
     return out;
   }
-  function getWriter() {
+  function getWriter(): ResponseWriter {
     if (st.writer) return st.writer;
-    var writer;
+    var writer: ResponseWriter;
     var closed = false;
-    var text = (s) => closed || append('t', s);
+    var text = (s: string) => closed || append('t', s);
     writer = {
       /** write(string[, off, len]) | write(int): one character | write(array of chars / codes) */
       write: function (v, off, len) {
@@ -190,11 +260,11 @@ export function buildResponseProto() {
     st.writer = bindAll(writer, st);
     return writer;
   }
-  function getOutputStream() {
+  function getOutputStream(): ResponseOutputStream {
     if (st.stream) return st.stream;
-    var stream;
+    var stream: ResponseOutputStream;
     var closed = false;
-    var bytes = (bin) => closed || append('bin', bin);
+    var bytes = (bin: string) => closed || append('bin', bin);
     stream = {
       /** write(int): one byte | write(bytes[, off, len]): array, typed array, ArrayBuffer | write(string): UTF-8 */
       write: (b, off, len) => void bytes(bytesOf(b, off, len)),
@@ -210,10 +280,10 @@ export function buildResponseProto() {
     st.stream = bindAll(stream, st);
     return stream;
   }
-  var sameUrl = (url) => (isNil(url) ? url : Str(url));
+  var sameUrl: UrlOf = (url) => (isNil(url) ? url : Str(url));
 
   api = {
-    getCharacterEncoding: () => (r().characterEncoding === null ? 'UTF-8' : r().characterEncoding),
+    getCharacterEncoding: () => (r().characterEncoding === null ? 'UTF-8' : (r().characterEncoding as string)),
     /** The MIME type with ';charset=' when an encoding was set; null until a type is set. */
     getContentType: function () {
       var res = r();
@@ -324,11 +394,11 @@ export function buildResponseProto() {
     },
     isCommitted: () => r().committed,
   };
-  var proto = {};
-  for (var keys = objectKeys(api), i = 0; i < keys.length; i++) {
+  var proto: { [name: string]: ProtoMethod } = {};
+  for (var keys = objectKeys(api) as Array<keyof ResponseApi>, i = 0; i < keys.length; i++) {
     // (no method of `api` takes more than two arguments or reads `arguments`)
-    proto[keys[i]] = (function (fn) {
-      return function (a, b) {
+    proto[keys[i]] = (function (fn: (a: unknown, b: unknown) => unknown): ProtoMethod {
+      return function (this: unknown, a: unknown, b: unknown): unknown {
         var prev = st;
         st = resStage(this);
         try {
@@ -343,8 +413,8 @@ export function buildResponseProto() {
 }
 export var ResProto = buildResponseProto();
 /** The response object of a stage (its st.responseApi). */
-export function makeResponse(st) {
-  var o = objectCreate(ResProto);
+export function makeResponse(st: StageRecord): ResponseApi {
+  var o: ResponseApi = objectCreate(ResProto);
   wmSet(apiStage, o, st);
   return o;
 }

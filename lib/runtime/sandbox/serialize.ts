@@ -6,20 +6,29 @@
  */
 import { Str, indexOf, isNil, isObj, safeString } from './prelude';
 import { stringifyUser } from './encoding';
+import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 
-export function thrownInfo(e) {
+/** A File return type's result object: the fields serializeOutput reads (each may be missing or not a string). */
+export interface FileResult {
+  path?: unknown;
+  storagePath?: unknown;
+  name?: unknown;
+  contentDisposition?: unknown;
+}
+
+export function thrownInfo(e: unknown): ThrownError {
   var name = 'Error';
   var message = '';
-  var code;
-  var status;
-  var stack;
+  var code: number | undefined;
+  var status: number | undefined;
+  var stack: string | undefined;
   try {
     if (isObj(e)) {
-      var n = e.name;
-      var m = e.message;
-      var c = e.code;
-      var s = e.status;
-      var k = e.stack;
+      var n: unknown = e.name;
+      var m: unknown = e.message;
+      var c: unknown = e.code;
+      var s: unknown = e.status;
+      var k: unknown = e.stack;
       if (typeof n === 'string' && n !== '') name = n;
       message = isNil(m) ? safeString(e) : safeString(m); // throw {code: 1} -> '[object Object]'
       if (typeof c === 'number' && c === c) code = c;
@@ -33,11 +42,11 @@ export function thrownInfo(e) {
   }
   return { name: name, message: message, code: code, status: status, stack: stack };
 }
-export function typeName(v) {
+export function typeName(v: unknown): string {
   return v === null ? 'null' : typeof v;
 }
 /** A JSON result with no JSON form (BigInt, cycle) is `invalid`; only running out of memory throws. */
-export function serializeOutput(returnType, v) {
+export function serializeOutput(returnType: StageHead['returnType'], v: unknown): SerializedOutput {
   if (returnType === 'Text') return { type: 'Text', text: isNil(v) ? '' : Str(v) };
   if (returnType === 'Redirect') {
     return typeof v === 'string' && v !== ''
@@ -46,8 +55,8 @@ export function serializeOutput(returnType, v) {
   }
   if (returnType === 'File') {
     if (v === null || typeof v !== 'object') return { type: 'invalid', message: 'File return type needs a file result object, got ' + typeName(v) };
-    var str = (x) => (typeof x === 'string' ? x : null);
-    return { type: 'File', file: { path: str(v.path), storagePath: str(v.storagePath), name: str(v.name), contentDisposition: str(v.contentDisposition) } };
+    var str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
+    return { type: 'File', file: { path: str((v as FileResult).path), storagePath: str((v as FileResult).storagePath), name: str((v as FileResult).name), contentDisposition: str((v as FileResult).contentDisposition) } };
   }
   var json;
   try {

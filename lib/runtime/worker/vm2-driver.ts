@@ -9,6 +9,7 @@ import { VM, VMScript } from 'vm2';
 import { getHeapStatistics } from 'node:v8';
 import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
 import { compileLocation } from '../../error-location';
+import type { AdapterEntry } from '../protocol';
 
 /**
  * Run in every new VM before the adapter. `Buffer` is a host object vm2 proxies into its sandboxes
@@ -54,13 +55,6 @@ function compileError(name: string, e: unknown): EngineError {
   });
 }
 
-interface Entry {
-  start(...args: unknown[]): void;
-  reply(callId: number, json: string): void;
-  drain(): string;
-  cancel(stageId: number): void;
-}
-
 function isTimeout(e: unknown): boolean {
   return /Script execution timed out/i.test(String((e as Error)?.message));
 }
@@ -87,7 +81,7 @@ export class Vm2Driver implements SandboxDriver {
     const vm = new VM({ allowAsync: true, eval: false, wasm: false, sandbox: {} });
     vm.run(HARDEN);
     vm.run(STACKS);
-    const entry = (vm.run(this.adapter) as (h: HostFn) => Entry)((id, op, args, async) => host(Number(id), String(op), String(args), async === true));
+    const entry = (vm.run(this.adapter) as (h: HostFn) => AdapterEntry)((id, op, args, async) => host(Number(id), String(op), String(args), async === true));
     let exportsObj: Record<string, unknown>;
     moduleStarts?.();
     try {

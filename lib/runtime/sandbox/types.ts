@@ -1,0 +1,103 @@
+/*
+ * Sandbox adapter module: the adapter's own records, as types (erased when the adapter is
+ * bundled). The data crossing the sandbox boundary is typed in lib/runtime/protocol.ts.
+ */
+import type { PartInfo, ResponseState, Stage, StageHead, ThrownError } from '../protocol';
+import type { ResponseApi, ResponseOutputStream, ResponseWriter } from './response';
+
+/** A body chunk of the internal response: text, base64 from an earlier stage, or a binary string written in this stage. */
+export interface Chunk {
+  k: 't' | 'b' | 'bin';
+  v: string;
+}
+
+/** The RES_FIELDS of a response (response-state.ts): what encResponse compares with the stage's input. */
+export type ResFields = Pick<ResponseState, 'status' | 'contentType' | 'characterEncoding' | 'contentLength' | 'bufferSize' | 'written' | 'committed' | 'error' | 'redirect'>;
+
+/** The response state inside a stage (response-state.ts: responseFromInput, encResponse). */
+export interface ResState extends ResFields {
+  headers: Array<[string, string]>;
+  chunks: Chunk[];
+  /** The fields as the stage got them. */
+  base: ResFields;
+  /** The header list as the stage got it, and its length then. */
+  headers0: Array<[string, string]>;
+  headerCount0: number;
+  /** The body changed in this stage. */
+  chunksChanged: boolean;
+}
+
+/** A Part as the script sees it (request.ts: makePart). */
+export interface Part {
+  readonly name: unknown;
+  readonly contentType: unknown;
+  readonly size: number;
+  readonly submittedFileName: unknown;
+  getName(): unknown;
+  getContentType(): unknown;
+  getSize(): number;
+  getSubmittedFileName(): unknown;
+  save(path?: unknown): unknown;
+  saveStorage(path?: unknown): unknown;
+  saveAttachment(tableId?: unknown, fieldId?: unknown): unknown;
+}
+
+/** The snapshot fields a stage reads without a prototype (entry.ts: StageProto.fields / req). */
+export type Fields = { [key: string]: unknown };
+
+/** Attributes within a stage: a map without a prototype. */
+export type Attributes = { [name: string]: unknown };
+
+/**
+ * One stage in flight (entry.ts: start). Its carried state is parsed on first use through the
+ * getters of StageProto (req, fields, attrs, res, buffered).
+ */
+export interface StageRecord {
+  id: number;
+  stage: Stage;
+  returnType: StageHead['returnType'];
+  wantValue: boolean;
+  async: boolean;
+  /** The RequestSnapshot JSON ('' : asked of the host on first use). */
+  requestJson: string;
+  /** The CtxFields JSON (absent or '': read them from the snapshot). */
+  ctxJson: string | undefined;
+  attrsJson: string;
+  responseJson: string;
+  status: 'pending' | 'value' | 'error';
+  done: boolean;
+  /** Async host calls of the stage in flight (host.ts). */
+  waiting: number;
+  fieldsObj: Fields | null;
+  reqObj: Fields | null;
+  attrsObj: Attributes | null;
+  attrsChanged: boolean;
+  resObj: ResState | null;
+  bufferedN: number;
+  parts: Part[] | null;
+  requestApi: object | null;
+  responseApi: ResponseApi | null;
+  /** getWriter() / getOutputStream() of the stage, made on first use. */
+  writer: ResponseWriter | null;
+  stream: ResponseOutputStream | null;
+  value: unknown;
+  error: ThrownError | null;
+  /** Set by platform.app.abort: wins over the stage's own result. */
+  abort: ThrownError | null;
+  /** Getters of StageProto. */
+  readonly req: Fields;
+  readonly fields: Fields;
+  readonly attrs: Attributes;
+  readonly res: ResState;
+  buffered: number;
+}
+
+/** An async host call in flight (host.ts). */
+export interface PendingCall {
+  st: StageRecord;
+  op: string;
+  ok(value: unknown): void;
+  fail(error: unknown): void;
+}
+
+export type { PartInfo };
