@@ -186,8 +186,9 @@ describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s
         good: appWith({ 'fast.js': FAST }),
       },
     });
-    // an engine of our own, to look at its workers
-    pool = new WorkerPool({ engine, size: 1, maxWorkers: 1, memoryLimitMb: 32, maxConcurrentPerApp: 16 });
+    // an engine of our own, to look at its workers; the calls queued behind a failing one wait for
+    // its replacement, which a loaded machine may take seconds to start (not QUEUE_TIMEOUT's concern)
+    pool = new WorkerPool({ engine, size: 1, maxWorkers: 1, memoryLimitMb: 32, maxConcurrentPerApp: 16, queueTimeoutMs: 20_000 });
     srv = await serve(registry, { engine: pool, scriptTimeoutMs: TIMEOUT_MS });
     expect((await srv.get('/good/fast')).body).toEqual({ fast: true });
   });
