@@ -998,13 +998,14 @@ describe('ctx.response', () => {
       r.getOutputStream().write([1, 2, 3]);
       r.sendRedirect('https://example.com/next');
       var location = r.getHeader('Location');
+      var listed = [r.getHeaderNames(), r.containsHeader('location')];
       try {
         r.sendRedirect('/other');
       } catch (e) {
-        return [location, e.name, r.isCommitted()];
+        return [location, listed, e.name, r.isCommitted()];
       }
     });
-    expect(out.value).toEqual(['https://example.com/next', 'IllegalStateException', true]);
+    expect(out.value).toEqual(['https://example.com/next', [['Location'], true], 'IllegalStateException', true]);
     expect(out.state.response).toMatchObject({ status: 302, redirect: 'https://example.com/next', chunks: [], written: false, committed: true });
   });
 

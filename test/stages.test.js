@@ -53,13 +53,16 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
       `let kept = null;
       export function fn(ctx) {
         if (kept === null) {
-          kept = { ctx, request: ctx.request, response: ctx.response, getHeader: ctx.request.getHeader };
+          kept = { ctx, request: ctx.request, response: ctx.response, getHeader: ctx.request.getHeader,
+                   writer: ctx.response.getWriter(), stream: ctx.response.getOutputStream() };
           return { first: ctx.request.getHeader('x-n') };
         }
         const tryIt = (f) => { try { return f() } catch (e) { return e.name + ': ' + e.message } };
         return {
           request: tryIt(() => kept.request.getHeader('x-n')),
           response: tryIt(() => kept.response.setHeader('X-Old', '1')),
+          writer: tryIt(() => kept.writer.write('late')),
+          stream: tryIt(() => kept.stream.write('late')),
           headers: kept.ctx.headers === undefined ? 'undefined' : 'defined',
           // ctx.request / ctx.response read during the call stay the same objects afterwards
           same: [kept.ctx.request === kept.request, kept.ctx.response === kept.response],
@@ -76,6 +79,8 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     expect(res.body).toEqual({
       request: 'IllegalStateException: ctx.request is used after its call ended',
       response: 'IllegalStateException: ctx.response is used after its call ended',
+      writer: 'IllegalStateException: ctx.response is used after its call ended',
+      stream: 'IllegalStateException: ctx.response is used after its call ended',
       headers: 'defined', // (the ended call's own copy: plain data, it acts on nothing)
       same: [true, true],
       // a method taken off its object acts on the call running now (documented)

@@ -100,9 +100,10 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
   var st: StageRecord = null as unknown as StageRecord;
   var api: ResponseApi;
   var r = () => st.res;
-  /** fn, run with `st` set to `own` (a Writer's or OutputStream's stage). */
+  /** fn, run with `st` set to `own` (a Writer's or OutputStream's stage), while that stage runs. */
   function bindTo(own: StageRecord, fn: Method): (this: unknown) => unknown {
     return function (this: unknown): unknown {
+      if (own.done) throw illegalState('ctx.response is used after its call ended');
       var prev = st;
       st = own;
       try {
@@ -224,6 +225,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
       var ln = lower(res.headers[i][0]);
       if (seen[ln] !== true) (seen[ln] = true), push(out, res.headers[i][0]);
     }
+    if (res.redirect !== null && seen['location'] !== true) push(out, 'Location'); // (as getHeader answers it)
     return out;
   }
   function getWriter(): ResponseWriter {
