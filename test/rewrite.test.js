@@ -485,6 +485,32 @@ export function f(ctx) {
     expectFallback(`export function f(p) {\n  return (0, p.saveBodyAsFile)('a') }`, /host method `p\.saveBodyAsFile` used as a value at line 2/);
   });
 
+  test('platform.http / platform.system kept in a variable: its helpers are host calls there too', () => {
+    expectCode(
+      `export function f(x) {\n  const h = platform.http;\n  return h.request(x).status }`,
+      `export async function f(x) {\n  const h = platform.http;\n  return (await h.request(x)).status }`,
+    );
+    expectFallback(`export function f(x) {\n  const h = platform.http;\n  const get = h.request;\n  return get(x).status }`, /^host method `h\.request` used as a value at line 3/);
+    expectFallback(`export function f(x) {\n  const h = platform.http;\n  const { request } = h;\n  return request(x).json() }`, /^host method `request` destructured at line 3/);
+    expectFallback(`export function f(urls) {\n  const { http: net } = platform;\n  return urls.map(net.request).map((r) => r.status) }`, /^host method `net\.request` used as a value at line 3/);
+    expectFallback(`export function f(x, op) {\n  let h;\n  h = platform.http;\n  return h[op](x).status }`, /^`h\[op\]\(\.\.\.\)` at line 4 calls a host helper by a computed name/);
+    // `ctx.request` as a value is the request object, not a host method
+    const src = `export function f(ctx) { var req = ctx.request; const p = platform; return [req.getHeader('a'), p.http] }`;
+    expect(rewrite(src).reason).toMatch(/^host object `p\.http` passed on or stored at line 1/);
+  });
+
+  test('a host object passed on or stored: its helpers could be taken as values out of sight', () => {
+    expectFallback(
+      `function go({ request }, o) { return request(o).json() }\nexport function f(o) {\n  return go(platform.http, o) }`,
+      /^host object `platform\.http` passed on or stored at line 3 \(call its helpers on it by name\)$/,
+    );
+    expectFallback(`export function f() {\n  const s = platform.system;\n  return { s } }`, /^host object `s` passed on or stored at line 3/);
+    expectFallback(`export function f(o) {\n  return [platform?.http] }`, /host object `platform\?\.http` passed on or stored at line 2/);
+    // tested, compared or read from: still in sight
+    const src = `export function f(data) { if (!platform.http || typeof platform.system !== 'object') return 0; return JSON.stringify(data.system) }`;
+    expect(rewrite(src)).toEqual({ code: src, async: true });
+  });
+
   test('a helper of platform.http or platform.system called by a computed name', () => {
     expectFallback(`export function f(o, m) {\n  return platform.http[m](o) }`, /^`platform\.http\[m\]\(\.\.\.\)` at line 2 calls a host helper by a computed name \(call it by its name\)$/);
     expectFallback(`export function f(t, m) {\n  const system = platform.system; return system[m](t) }`, /^`system\[m\]\(\.\.\.\)` at line 2 calls a host helper/);

@@ -6,25 +6,27 @@
 import type { ScopeManager } from 'eslint-scope';
 import { lastName, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
 import type { Failure } from './queries';
+import { escapedHostObject, hostObjectNames } from './host-objects';
 
 /**
  * Whether a member access of a host method name is a host method taken as a value. `request` is
- * also the name of `ctx.request` (the request object), so it counts only on an `http` object.
+ * also the name of `ctx.request` (the request object), so it counts only on a host object
+ * (`owners`: see host-objects.ts).
  */
-function isHostMethodValue(member: Node, name: string, parent: Node): boolean {
+function isHostMethodValue(member: Node, name: string, parent: Node, owners: ReadonlySet<string>): boolean {
   if ((parent.type === 'CallExpression' && parent.callee === member) || (parent.type === 'TaggedTemplateExpression' && parent.tag === member)) return false;
   if (parent.type === 'AssignmentExpression' && parent.left === member) return false; // defines a method of that name
   if (parent.type === 'UnaryExpression' && (parent.operator === 'typeof' || parent.operator === 'delete')) return false;
-  return name !== 'request' || lastName(member.object as Node) === 'http';
+  return name !== 'request' || owners.has(lastName(member.object as Node) as string);
 }
 
-/** Whether an object pattern reads its properties from an `http` object. */
-function destructuresHttp(pattern: Node, parentOf: Map<Node, Node>): boolean {
+/** Whether an object pattern reads its properties from a host object. */
+function destructuresHttp(pattern: Node, parentOf: Map<Node, Node>, owners: ReadonlySet<string>): boolean {
   const up = parentOf.get(pattern);
   if (up === undefined) return false;
-  if (up.type === 'VariableDeclarator' && up.id === pattern) return lastName(up.init as Node) === 'http';
-  if (up.type === 'AssignmentExpression' && up.left === pattern) return lastName(up.right as Node) === 'http';
-  if (up.type === 'AssignmentPattern' && up.left === pattern) return destructuresHttp(up, parentOf);
+  if (up.type === 'VariableDeclarator' && up.id === pattern) return owners.has(lastName(up.init as Node) as string);
+  if (up.type === 'AssignmentExpression' && up.left === pattern) return owners.has(lastName(up.right as Node) as string);
+  if (up.type === 'AssignmentPattern' && up.left === pattern) return destructuresHttp(up, parentOf, owners);
   if (up.type === 'Property' && up.value === pattern) {
     const key = up.key as Node;
     return !up.computed && key.type === 'Identifier' && key.name === 'http';
@@ -36,6 +38,9 @@ function destructuresHttp(pattern: Node, parentOf: Map<Node, Node>): boolean {
 export function findHazard(source: string, index: AstIndex, scopes: ScopeManager, hostMethods: ReadonlySet<string>, lines: Lines): Failure | null {
   const found: Failure[] = [];
   const at = (n: Node) => `line ${lines.lineOf(n.start)}`;
+  const names = hostObjectNames(index);
+  const escaped = escapedHostObject(source, index, scopes, names, at);
+  if (escaped !== null) found.push(escaped);
   for (const node of index.imports) {
     found.push({ pos: node.start, message: `\`import\` at ${at(node)}: functions of another module may wait on the host` });
   }
@@ -49,7 +54,7 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
     const name = propertyName(member) as string;
     if (name === 'eval' || name === 'Function') {
       found.push({ pos: member.start, message: `\`${quote(source, member)}\` at ${at(member)}: code built at run time cannot be rewritten` });
-    } else if (hostMethods.has(name) && isHostMethodValue(member, name, index.parent.get(member) as Node)) {
+    } else if (hostMethods.has(name) && isHostMethodValue(member, name, index.parent.get(member) as Node, names.owners)) {
       found.push({
         pos: member.start,
         message: `host method \`${quote(source, member)}\` used as a value at ${at(member)} (only direct calls can be awaited)`,
@@ -65,8 +70,7 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
       continue;
     }
     if (propertyName(callee) !== null) continue;
-    const owner = lastName(callee.object as Node);
-    if (owner === 'http' || owner === 'system') {
+    if (names.owners.has(lastName(callee.object as Node) as string)) {
       found.push({ pos: call.start, message: `\`${quote(source, callee)}(...)\` at ${at(call)} calls a host helper by a computed name (call it by its name)` });
     }
   }
@@ -76,7 +80,7 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
       const key = prop.key as Node;
       const name = prop.computed ? (key.type === 'Literal' && typeof key.value === 'string' ? key.value : null) : key.type === 'Identifier' ? key.name : key.type === 'Literal' ? String(key.value) : null;
       if (name === null || !hostMethods.has(name)) continue;
-      if (name === 'request' && !destructuresHttp(pattern, index.parent)) continue;
+      if (name === 'request' && !destructuresHttp(pattern, index.parent, names.owners)) continue;
       found.push({ pos: prop.start, message: `host method \`${name}\` destructured at ${at(prop)} (only direct calls can be awaited)` });
     }
   }
