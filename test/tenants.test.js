@@ -57,6 +57,29 @@ describe('many apps on one QuickJS worker', () => {
     const last = await request(fixture.app).get(`/web0/api/t${APPS - 1}/p`).expect(200);
     expect(last.body).toEqual({ app: `t${APPS - 1}`, calls: 2, seen: `t${APPS - 1}` });
   }, 120_000);
+
+  test('the contexts dropped are the least recently used: an app called all along keeps its module', async () => {
+    fixture = tenants({ contextBudgetMb: 8 });
+    let t0 = 0;
+    for (let n = 1; n < APPS; n++) {
+      await request(fixture.app).get(`/web0/api/t${n}/p`).expect(200);
+      if (n % 10 === 0) {
+        const res = await request(fixture.app).get('/web0/api/t0/p').expect(200);
+        t0++;
+        expect(res.body).toEqual({ app: 't0', calls: t0, seen: t0 === 1 ? null : 't0' });
+      }
+    }
+  }, 120_000);
+
+  test('a script larger than the whole budget still runs (its context is dropped once idle)', async () => {
+    const big = `// ${'x'.repeat(2_200_000)}\nexport function fn() { return { big: true } }`;
+    fixture = makeApp({
+      apps: { big: { scripts: { 'main.js': big }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } },
+      router: { workers: 1, contextBudgetMb: 8 },
+    });
+    await request(fixture.app).get('/web0/api/big/p').expect(200, { big: true });
+    await request(fixture.app).get('/web0/api/big/p').expect(200, { big: true });
+  }, 60_000);
 });
 
 test.each([[4], [2048], ['64'], [12.5]])('createApiRouter({ contextBudgetMb: %j }) is refused, naming the field', (contextBudgetMb) => {

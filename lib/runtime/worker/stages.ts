@@ -91,7 +91,13 @@ export class Stages {
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
   async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: () => string, attributes: string, response: string, value: string, ctxJson: string): Promise<StageOutput> {
     const waitFrom = Date.now();
-    const c = this.cache.get(key) ?? (await this.context(job, script, key, code));
+    let c = this.cache.get(key);
+    if (c !== undefined) c.used = ++this.tick;
+    else {
+      c = await this.context(job, script, key, code);
+      // (dropped again before this call could start in it, to make room for another: load it anew)
+      if (c.dead) c = await this.context(job, script, key, code);
+    }
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     const id = this.nextStage++;
@@ -196,14 +202,14 @@ export class Stages {
     }
     this.cache.set(key, c);
     this.cachedBytes += c.ctx.bytes;
-    this.evict();
+    this.evict(c); // (not the new one: its first call has yet to start in it)
     return c;
   }
 
-  /** Drops the least recently used idle contexts while the cache holds more than its budget. */
-  private evict(): void {
+  /** Drops the least recently used idle contexts (but `keep`) while the cache holds more than its budget. */
+  private evict(keep?: Cached): void {
     if (this.cachedBytes <= this.budgetBytes) return;
-    const idle = [...this.cache.values()].filter((c) => c.stages.size === 0).sort((a, b) => a.used - b.used);
+    const idle = [...this.cache.values()].filter((c) => c.stages.size === 0 && c !== keep).sort((a, b) => a.used - b.used);
     for (const c of idle) {
       if (this.cachedBytes <= this.budgetBytes * 0.9) break;
       this.drop(c);
