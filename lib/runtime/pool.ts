@@ -58,9 +58,14 @@ export class WorkerPool implements ScriptEngine {
   private closing = false;
   private closed = false;
   private startFailures = 0;
+  /** Why the workers cannot start (set after MAX_START_FAILURES failures in a row). */
+  private startError?: string;
   private watch?: NodeJS.Timeout;
   private readyWaiters: Array<{ resolve(): void; reject(e: Error): void }> = [];
+  /** While close() waits for the calls accepted: ends that wait (they finished, or a forced close came). */
   private drained?: () => void;
+  private draining?: Promise<void>;
+  private shutdown?: Promise<void>;
   private longestTimeoutMs = 0;
 
   constructor(options?: PoolOptions) {
@@ -82,6 +87,7 @@ export class WorkerPool implements ScriptEngine {
   /** Resolves when the pool's `size` workers can take work (rejects when they cannot start). */
   ready(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The script engine is closed'));
+    if (this.startError !== undefined) return Promise.reject(new Error(this.startError));
     if (this.live().filter((w) => w.ready).length >= this.options.size) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.readyWaiters.push({ resolve, reject });
@@ -91,6 +97,7 @@ export class WorkerPool implements ScriptEngine {
 
   run(job: ScriptJob, host: HostBridge): Promise<JobResult> {
     if (this.closing) return Promise.resolve(errorResult(job, 'SHUTTING_DOWN'));
+    if (this.startError !== undefined) return Promise.resolve(errorResult(job, 'ENGINE_FAILURE', this.startError));
     this.longestTimeoutMs = Math.max(this.longestTimeoutMs, job.timeoutMs);
     return new Promise<JobResult>((resolve) => {
       const task: Task = { id: this.nextId, appId: job.appId, job, host, resolve, blockedCalls: 0, done: false };
@@ -101,19 +108,29 @@ export class WorkerPool implements ScriptEngine {
   }
 
   async close(options?: { force?: boolean }): Promise<void> {
-    if (this.closed) return;
+    if (this.shutdown) return this.shutdown;
     this.closing = true;
-    if (!options?.force && (this.queue.size > 0 || this.sent.size > 0)) {
-      // calls already accepted finish first (each within its own limits; the cap is a backstop)
+    if (options?.force) this.drained?.(); // (a graceful close waiting goes on to stop the workers too)
+    else if (this.queue.size > 0 || this.sent.size > 0) await this.drain();
+    this.shutdown ??= this.stop();
+    return this.shutdown;
+  }
+
+  /** Resolves when the calls already accepted have finished (each within its own limits; the cap is a backstop). */
+  private drain(): Promise<void> {
+    this.draining ??= new Promise<void>((resolve) => {
       const cap = this.options.queueTimeoutMs + this.longestTimeoutMs + 2 * this.options.graceMs + 1000;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, cap);
-        this.drained = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
+      const timer = setTimeout(() => this.drained?.(), cap);
+      this.drained = () => {
+        this.drained = undefined;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    return this.draining;
+  }
+
+  private async stop(): Promise<void> {
     this.closed = true;
     clearInterval(this.watch);
     for (const t of this.queue.clear()) this.finish(t, errorResult(t.job, 'SHUTTING_DOWN'));
@@ -141,12 +158,14 @@ export class WorkerPool implements ScriptEngine {
     if (front) this.queue.unshift(task);
     else this.queue.push(task);
     clearTimeout(task.queueTimer);
+    // (counted from when the call first came: a call sent back by a worker keeps its time in line)
+    task.queuedAt ??= Date.now();
     task.queueTimer = setTimeout(() => {
       if (task.done || !this.queue.remove(task)) return;
       const message = `The call waited ${this.options.queueTimeoutMs} ms for a worker; try again later`;
       this.finish(task, errorResult(task.job, 'QUEUE_TIMEOUT', message));
       this.dispatch();
-    }, this.options.queueTimeoutMs);
+    }, Math.max(0, task.queuedAt + this.options.queueTimeoutMs - Date.now()));
   }
 
   private finish(task: Task, result: JobResult): void {
@@ -317,14 +336,7 @@ export class WorkerPool implements ScriptEngine {
         this.dispatch();
         return;
       case 'fatal':
-        this.options.logger?.error(`scriptable-api: a script worker failed to start: ${msg.message}`);
-        this.startFailures++;
-        void this.terminate(w);
-        if (this.startFailures >= MAX_START_FAILURES) {
-          const message = `The script engine cannot start: ${msg.message}`;
-          for (const t of this.queue.clear()) this.finish(t, errorResult(t.job, 'ENGINE_FAILURE', message));
-          for (const r of this.readyWaiters.splice(0)) r.reject(new Error(message));
-        }
+        this.startFailed(w, msg.message);
         return;
       case 'host':
         this.onHostCall(w, msg);
@@ -344,6 +356,7 @@ export class WorkerPool implements ScriptEngine {
           this.unsend(task);
           this.enqueue(task, true);
         }
+        if (w.retiring && w.tasks.size === 0) void this.terminate(w); // (a poisoned worker sends back what it cannot take)
         this.dispatch();
         return;
       case 'poisoned':
@@ -409,8 +422,24 @@ export class WorkerPool implements ScriptEngine {
     w.idleTimer.unref();
   }
 
+  /**
+   * A worker could not start (it said why, or ended first): after MAX_START_FAILURES in a row,
+   * calls and ready() fail at once with the reason instead of waiting for workers that never come.
+   */
+  private startFailed(w: PoolWorker, reason: string): void {
+    this.options.logger?.error(`scriptable-api: a script worker failed to start: ${reason}`);
+    this.startFailures++;
+    void this.terminate(w);
+    if (this.startFailures < MAX_START_FAILURES) return;
+    this.startError = `The script engine cannot start: ${reason}`;
+    for (const t of this.queue.clear()) this.finish(t, errorResult(t.job, 'ENGINE_FAILURE', this.startError));
+    for (const r of this.readyWaiters.splice(0)) r.reject(new Error(this.startError));
+  }
+
   private onExit(w: PoolWorker, err?: Error): void {
     if (w.dead) return;
+    // a worker that ends before it is ready (and before we end it) failed to start
+    if (!w.ready && !w.retiring) this.startFailed(w, err ? err.message : 'the worker exited');
     w.dead = true;
     clearTimeout(w.idleTimer);
     // results the worker posted before it ended still count

@@ -80,9 +80,9 @@ function bounce(): void {
   outbox.flush(); // (results and host calls of the jobs that ran before this slice)
 }
 
-/** Sends the jobs waiting on the port back to the pool (replies wait for the thread). */
+/** Sends the jobs not started (arrived, or waiting on the port) back to the pool (replies wait for the thread). */
 function bounceJobs(): void {
-  const ids: number[] = [];
+  const ids: number[] = arrived.splice(0).map((a) => a.msg.id);
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
     for (const msg of decode<ToWorker>(m.message as string)) {
       if (msg.type === 'job') {
@@ -239,20 +239,42 @@ function start(id: number, seq: number, job: ScriptJob): void {
   );
 }
 
+/**
+ * Jobs that arrived and have not started. They start one after another, each once the promise
+ * jobs queued before it have run (the next start is a promise job itself): a job computing long
+ * holds up no other, since the ones still here go back to the pool (bounceJobs).
+ */
+const arrived: Array<{ msg: JobMessage; job: ScriptJob }> = [];
+let nextQueued = false;
+
+function startNext(): void {
+  nextQueued = false;
+  const next = arrived.shift();
+  if (next === undefined) return;
+  // a poisoned engine takes nothing more: the pool gives the job to another worker
+  if (driver.poisoned) post({ type: 'bounce', ids: [next.msg.id] });
+  else start(next.msg.id, next.msg.seq, next.job);
+  // (after the promise jobs this start queued; none if it went long: the rest went back)
+  if (arrived.length > 0) {
+    nextQueued = true;
+    queueMicrotask(startNext);
+  }
+}
+
+/** A message of the pool: a job joins `arrived` (started by startNext), a reply goes to its call. */
 function onMessage(msg: ToWorker): void {
-  if (msg.type === 'reply') {
-    const own = ownCalls.get(msg.callId);
-    if (own) {
-      ownCalls.delete(msg.callId);
-      own(msg.reply);
-    } else stages!.reply(msg.callId, JSON.stringify(msg.reply));
+  if (msg.type === 'job') {
+    arrived.push({ msg, job: withSources(msg) });
     return;
   }
-  const job = withSources(msg);
-  // a poisoned engine takes nothing more: the pool gives the job to another worker
-  if (driver.poisoned) post({ type: 'bounce', ids: [msg.id] });
-  else start(msg.id, msg.seq, job);
+  const own = ownCalls.get(msg.callId);
+  if (own) {
+    ownCalls.delete(msg.callId);
+    own(msg.reply);
+  } else stages!.reply(msg.callId, JSON.stringify(msg.reply));
 }
+
+const endTurn = (): void => turns.end();
 
 async function main(): Promise<void> {
   if (config.engine === 'vm2') {
@@ -276,13 +298,16 @@ async function main(): Promise<void> {
   await warmUp(driver);
   // the thread is busy from a message until its event loop turns again (the messages queued with
   // it, and the promise jobs they leave, run in between)
-  const endTurn = (): void => turns.end();
   port.on('message', (text: string) => {
     // a vm2 slice cannot be interrupted to send what earlier jobs posted: send it before each
     if (config.engine === 'vm2') outbox.flush();
     turns.begin();
     setImmediate(endTurn);
-    for (const msg of decode<ToWorker>(text)) onMessage(msg);
+    const msgs = decode<ToWorker>(text);
+    // every job of the message joins `arrived` before any script code runs
+    for (const msg of msgs) if (msg.type === 'job') onMessage(msg);
+    for (const msg of msgs) if (msg.type !== 'job') onMessage(msg);
+    if (!nextQueued) startNext();
   });
   post({ type: 'ready' }, true);
 }

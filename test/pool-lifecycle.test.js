@@ -1,0 +1,99 @@
+'use strict';
+// The worker pool driven directly (ScriptEngine.run): calls handed to a worker together, workers
+// that can take no more work, closing twice, workers that cannot start.
+const { WorkerPool } = require('scriptable-api');
+const { newResponseState } = require('../dist/cjs/runtime/protocol.js');
+
+/** A job of app `appId` calling `fn` of a script of its own. */
+function job(appId, source, query = {}, timeoutMs = 10_000) {
+  const hash = `${appId}-${source.length}-${Buffer.from(source).toString('base64').slice(0, 24)}`;
+  return {
+    requestId: `r-${appId}`,
+    appId,
+    apiPath: 'p',
+    returnType: 'JSON',
+    phase: 'all',
+    call: { script: 'main.js', function: 'fn' },
+    scripts: { 'main.js': { name: 'main.js', hash, source } },
+    request: {
+      requestId: `r-${appId}`, appId, path: 'p', method: 'GET', url: `/api/${appId}/p`, headers: {}, headerLists: {}, cookies: {}, query,
+      queryString: null, body: '', form: {}, protocol: 'HTTP/1.1', scheme: 'http', serverName: 'localhost', serverPort: 80, remoteAddr: '127.0.0.1',
+      remoteHost: '127.0.0.1', remotePort: 1, contentType: null, characterEncoding: null, authType: null, contextPath: '/api', servletPath: `/${appId}`,
+      pathInfo: '/p', requestURI: `/api/${appId}/p`, parts: [],
+    },
+    state: { attributes: {}, response: newResponseState() },
+    timeoutMs,
+  };
+}
+const host = { call: async () => null };
+const FAST = 'export function fn() { return { fast: true } }';
+/** Computes for `ctx.query.ms` ms (none: returns at once). */
+const SPIN = 'export function fn(ctx) { const t = Date.now(); while (Date.now() - t < Number(ctx.query.ms || 0)) {} return { spun: true } }';
+
+test('calls handed to a worker together with one that computes long start on another worker', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 4 });
+  try {
+    await pool.ready();
+    // (contexts loaded: the calls below start at once, none waits for a module to load)
+    await pool.run(job('slow', SPIN), host);
+    for (const app of ['a', 'b']) await pool.run(job(app, FAST), host);
+    // one turn: the three go to the only worker in one message, the long one first
+    const order = [];
+    const calls = [pool.run(job('slow', SPIN, { ms: '5000' }), host), pool.run(job('a', FAST), host), pool.run(job('b', FAST), host)];
+    calls.forEach((p, i) => p.then(() => order.push(i)));
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.outcome.kind)).toEqual(['output', 'output', 'output']);
+    expect(order[order.length - 1]).toBe(0); // the two fast calls did not wait for it
+  } finally {
+    await pool.close();
+  }
+}, 30_000);
+
+test('a worker that can take no more work and sent its last call back ends', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2 });
+  try {
+    await pool.ready();
+    const w = pool.workers[0];
+    // a call held on the worker (waiting on the host), then the worker reports a poisoned engine
+    // and sends that call back (as a worker does with a job it cannot start)
+    const slowHost = { call: () => new Promise((r) => setTimeout(() => r({ id: 't' }), 20_000).unref()) };
+    void pool.run(job('a', 'export async function fn() { return await platform.system.getAccountByToken("t") }'), slowHost);
+    await new Promise((r) => setTimeout(r, 200));
+    const [id] = [...w.tasks.keys()];
+    pool.onMessage(w, { type: 'poisoned' });
+    pool.onMessage(w, { type: 'bounce', ids: [id] });
+    // it ends now, not once the call it sent back has finished there (that call's deadline, 10 s on)
+    await Promise.race([new Promise((r) => w.worker.once('exit', r)), new Promise((r) => setTimeout(r, 3000))]);
+    expect(w.dead).toBe(true);
+  } finally {
+    await pool.close({ force: true });
+  }
+}, 30_000);
+
+test('close({ force: true }) during a graceful close ends both at once', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1 });
+  await pool.ready();
+  const running = pool.run(job('slow', SPIN, { ms: '5000' }), host);
+  await new Promise((r) => setTimeout(r, 200));
+  const graceful = pool.close();
+  const t0 = Date.now();
+  await pool.close({ force: true });
+  await graceful;
+  expect(Date.now() - t0).toBeLessThan(4000); // not the spinning call's 5 s, nor the drain cap
+  expect((await running).outcome.kind).toBe('error');
+  expect(pool.workerCount).toBe(0);
+}, 30_000);
+
+test('workers that keep failing to start: ready() and calls fail at once with the reason', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2, logger: { error() {}, warn() {}, info() {} } });
+  try {
+    for (let i = 0; i < 3; i++) pool.onMessage(pool.workers[pool.workers.length - 1], { type: 'fatal', message: 'no engine here' });
+    await expect(pool.ready()).rejects.toThrow('The script engine cannot start: no engine here');
+    const t0 = Date.now();
+    const res = await pool.run(job('a', FAST), host);
+    expect(res.outcome).toMatchObject({ kind: 'error', code: 270205, message: 'The script engine cannot start: no engine here' });
+    expect(Date.now() - t0).toBeLessThan(1000); // not QUEUE_TIMEOUT's 5 s
+  } finally {
+    await pool.close();
+  }
+});
