@@ -109,6 +109,29 @@ describe('scripts in the spec\'s synchronous style waiting on an upstream', () =
       await pool.close();
     }
   }, 60_000);
+
+  test('a call holds at most 32 outbound responses, also when it starts its requests all at once', async () => {
+    const registry = new MemoryRegistry({
+      apps: {
+        app1: {
+          scripts: {
+            'many.js': `export async function fn(ctx) {
+              const url = 'http://127.0.0.1:' + ctx.query.port + '/many';
+              const all = await Promise.allSettled(Array.from({ length: 40 }, async () => await platform.http.request({ url })));
+              return { ok: all.filter((r) => r.status === 'fulfilled').length, refused: all.filter((r) => r.status === 'rejected' && r.reason.code === 270501).length };
+            }`,
+          },
+          apis: [api('many', 'many.js')],
+        },
+      },
+    });
+    const srv = await serve(registry, { outbound: { allowPrivateNetworks: true } });
+    try {
+      expect((await srv.get(`/app1/many?port=${port}`)).body).toEqual({ ok: 32, refused: 8 });
+    } finally {
+      await srv.close();
+    }
+  }, 30_000);
 });
 
 test('app A flooding 24 runaway calls does not starve app B: B answers in under 500 ms (default settings)', async () => {

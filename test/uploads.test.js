@@ -187,6 +187,18 @@ describe('saveAttachment', () => {
     expect(res.body).toEqual({ id: 'att-1' });
     expect(seen).toEqual([{ appId: 'app1', tableId: 't1', fieldId: 'f1', name: 'a.txt', field: 'up', size: 6, type: 'text/plain', onDisk: 'bytes!', streamed: 'bytes!', data: 'bytes!' }]);
   });
+
+  test("the attachments service's own failure is logged; the script gets HOST_ERROR without its details", async () => {
+    const logged = [];
+    const logger = { error: (m) => logged.push(m), warn() {}, info() {} };
+    const attachments = { save: async () => { throw new Error('connect ECONNREFUSED 10.0.3.7:5432 (postgres://svc:pw@db)'); } };
+    const x = setup(`export function fn(ctx) {
+      try { ctx.getParts()[0].saveAttachment('t1', 'f1') } catch (e) { return { code: e.code, message: e.message } }
+    }`, { attachments, logger });
+    const res = await request(x.app).post('/web0/api/app1/p').attach('up', Buffer.from('bytes!'), { filename: 'a.txt', contentType: 'text/plain' });
+    expect(res.body).toEqual({ code: 270602, message: 'The file could not be stored' });
+    expect(logged.join('\n')).toMatch(/part\.saveAttachment failed in storage: Error: connect ECONNREFUSED 10\.0\.3\.7/);
+  });
 });
 
 describe('limits: 413 naming the limit, before any script runs', () => {

@@ -56,6 +56,8 @@ function str(v: unknown, field: string): string {
 
 export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
+  /** `http.request` calls waiting for their response. */
+  private opening = 0;
   private nextId = 1;
   private logLines = 0;
 
@@ -81,14 +83,21 @@ export class HostServices implements HostBridge {
       }
     },
     'http.request': async (s, args) => {
-      if (s.responses.size >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
-      const res = await s.shared.outbound.request({
-        url: str(args.url, 'url'),
-        method: typeof args.method === 'string' ? args.method : undefined,
-        headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
-        body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
-        timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
-      });
+      // (requests in flight count: a script's calls at once must not each pass the check)
+      if (s.responses.size + s.opening >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
+      s.opening++;
+      let res: OutboundResponse;
+      try {
+        res = await s.shared.outbound.request({
+          url: str(args.url, 'url'),
+          method: typeof args.method === 'string' ? args.method : undefined,
+          headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
+          body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
+          timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
+        });
+      } finally {
+        s.opening--;
+      }
       const id = String(s.nextId++);
       s.responses.set(id, res);
       return { id, status: res.status, headers: res.headers, url: res.url, body: await inlineBody(res) };
@@ -114,7 +123,7 @@ export class HostServices implements HostBridge {
       const fieldId = str(args.fieldId, 'fieldId');
       const { attachments } = s.shared.options;
       if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part));
-      return (await attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part))) ?? null;
+      return (await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))())) ?? null;
     },
     'utils.stringToBytes': (s, args) => {
       const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
@@ -150,7 +159,10 @@ export class HostServices implements HostBridge {
     });
   }
 
-  /** A storage's own failure is logged and reaches the script as a host error, without its details. */
+  /**
+   * A storage's (or the attachments service's) own failure is logged and reaches the script as a
+   * host error, without its details; an ApiError it throws reaches the script as it is.
+   */
   private async storing<T>(op: string, work: Promise<T>): Promise<T> {
     try {
       return await work;
