@@ -453,6 +453,18 @@ export function f(ctx) {
       /^host call in `total \+= \.\.\.` at line 3: `total` would be read before the wait while other async code may change it \(write `const v = \.\.\.; total \+= v`\)$/,
     );
     expectFallback(`const o = { n: 0 };\nasync function add(x) {\n  o.n ||= platform.http.request(x).status }\nexport async function f(xs) { await Promise.all(xs.map(add)) }`, /^host call in `o\.n \|\|= \.\.\.` at line 3/);
+    // the same with a plain assignment that reads its target (or, for its key, its object) first
+    expectFallback(
+      `export async function f(xs) {\n  let total = 0;\n  await Promise.all(xs.map(async (x) => { total = total + platform.http.request(x).json().n }));\n  return total }`,
+      /^host call in `total = \.\.\.` at line 3: `total` would be read before the wait while other async code may change it \(take the host call into a variable first: `const v = \.\.\.;`\)$/,
+    );
+    expectFallback(`const o = { n: 0 };\nasync function add(x) {\n  o.n = o.n + platform.http.request(x).status }\nexport async function f(xs) { await Promise.all(xs.map(add)) }`, /^host call in `o\.n = \.\.\.` at line 3/);
+    expectFallback(`export async function f(ctx) {\n  const seen = [];\n  await Promise.all(ctx.getParts().map(async (p) => { seen[seen.length] = p.save(p.name) }));\n  return seen }`, /^host call in `seen\[seen\.length\] = \.\.\.` at line 3/);
+    // a plain assignment that reads nothing of its target: fine
+    expectCode(
+      `export async function f(xs) { const out = []; await Promise.all(xs.map(async (x, i) => { out[i] = platform.http.request(x).status; totals.last = platform.http.request(x).status })); return out }`,
+      `export async function f(xs) { const out = []; await Promise.all(xs.map(async (x, i) => { out[i] = (await platform.http.request(x)).status; totals.last = (await platform.http.request(x)).status })); return out }`,
+    );
     // read after the wait, or a variable of the function itself: fine
     expectCode(
       `export async function f(xs) { let total = 0; await Promise.all(xs.map(async (x) => { const v = platform.http.request(x).status; total += v })); return total }`,

@@ -42,16 +42,30 @@ export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
   return found;
 }
 
+/** Whether `text` (a variable or member, as written) appears in the source between `from` and `to`. */
+function readsIn(source: string, text: string, from: number, to: number): boolean {
+  const escaped = text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(?<![\\w$.])${escaped}(?![\\w$])`).test(source.slice(from, to));
+}
+
 /**
- * `total += a.request(x).n` reads `total` before the call; with an await there, code running
- * meanwhile may change it and the update is lost. Fine when `total` is a local variable of the
- * function (each call has its own). `target` is an expression about to be wrapped in an await.
+ * `total += a.request(x).n` and `total = total + a.request(x).n` read `total` before the call
+ * (`seen[seen.length] = p.save(x)` its key); with an await there, code running meanwhile may
+ * change it and the update is lost. Fine when `total` is a local variable of the function (each
+ * call has its own). `target` is an expression about to be wrapped in an await.
  */
 export function splitUpdate(q: TreeQueries, target: Node): Failure | null {
   let child = target;
   for (let up = q.parent(target); up !== undefined && !FUNCTION_TYPES.has(up.type); child = up, up = q.parent(up)) {
-    if (up.type !== 'AssignmentExpression' || up.operator === '=' || up.right !== child) continue;
+    if (up.type !== 'AssignmentExpression' || up.right !== child) continue;
     const left = up.left as Node;
+    if (up.operator === '=') {
+      const text = q.source.slice(left.start, left.end);
+      const key = left.type === 'MemberExpression' && left.computed ? (left.property as Node) : null;
+      const object = key !== null ? q.source.slice((left.object as Node).start, (left.object as Node).end) : '';
+      const readFirst = readsIn(q.source, text, up.right.start, target.start) || (key !== null && readsIn(q.source, object, key.start, key.end));
+      if (!readFirst) continue;
+    }
     const where = q.owner(up);
     if (left.type === 'Identifier' && 'fn' in where) {
       const variable = q.reference(left)?.resolved;
@@ -60,7 +74,9 @@ export function splitUpdate(q: TreeQueries, target: Node): Failure | null {
     const name = quote(q.source, left, 24);
     return {
       pos: target.start,
-      message: `host call in \`${name} ${up.operator} ...\` at ${q.at(target)}: \`${name}\` would be read before the wait while other async code may change it (write \`const v = ...; ${name} ${up.operator} v\`)`,
+      message:
+        `host call in \`${name} ${up.operator} ...\` at ${q.at(target)}: \`${name}\` would be read before the wait while other async code may change it ` +
+        (up.operator === '=' ? '(take the host call into a variable first: `const v = ...;`)' : `(write \`const v = ...; ${name} ${up.operator} v\`)`),
     };
   }
   return null;
