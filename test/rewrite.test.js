@@ -439,6 +439,11 @@ export function f(ctx) {
     expectFallback(`${saveAll}export async function f(ctx) {\n  void saveAll(ctx) }`, /^call of async `saveAll` at line 3 is not awaited/);
     expectFallback(`export function f(p) {\n  (async () => { await p.save('a') })();\n}`, /^async function called at line 2 waits on the host, but its promise is not awaited$/);
     expectFallback(`export function f(ps) {\n  ps.map(async (p) => p.save('a'));\n}`, /^async callback at line 2 waits on the host, but the call it is passed to is not awaited$/);
+    // returned by a callback whose value is dropped, under && / ?: / a comma, or through another async function
+    expectFallback(`${saveAll}export function f(ctx) {\n  [ctx].forEach((c) => saveAll(c));\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`${saveAll}export function f(ctx) {\n  ctx.query.go && saveAll(ctx);\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`${saveAll}export function f(ctx) {\n  ctx.query.go ? saveAll(ctx) : null, 1;\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`${saveAll}async function outer(ctx) { await saveAll(ctx) }\nexport function f(ctx) {\n  outer(ctx);\n  return 1 }`, /^call of async `outer` at line 4 is not awaited/);
     // awaited, returned or collected: fine
     const ok = `${saveAll}export async function f(ctx) { await saveAll(ctx); return saveAll(ctx) }\nexport function g(ctx) { const all = [saveAll(ctx)]; return Promise.all(all) }`;
     expect(rewrite(ok)).toEqual({ code: ok, async: true });

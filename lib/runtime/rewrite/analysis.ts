@@ -39,6 +39,7 @@ export class Planner extends TreeQueries {
       this.work.push({ call, subject: `host call \`${quote(this.source, callee)}(...)\`` });
     }
     for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
+    this.asyncCallers();
     for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn));
     // Functions written async that wait on the host may run at the same time (Promise.all over
     // async callbacks): an inserted await must not split a read-modify-write of shared state.
@@ -51,6 +52,21 @@ export class Planner extends TreeQueries {
     if (this.failures.length > 0) return { ok: false, ...this.failures.reduce((a, b) => (b.pos < a.pos ? b : a)) };
     const byStart = (a: Node, b: Node) => a.start - b.start;
     return { ok: true, wraps: [...this.wraps].sort(byStart), asyncFunctions: [...this.converted].sort(byStart) };
+  }
+
+  /** Functions written async that call one that waits on the host wait on it too (to a fixed point). */
+  private asyncCallers(): void {
+    for (const fn of this.waitingAsync) {
+      for (const v of this.namingVariables(fn)) {
+        for (const ref of v.references) {
+          const id = ref.identifier as unknown as Node;
+          const call = this.parent(id);
+          if (call?.type !== 'CallExpression' || call.callee !== id) continue;
+          const where = this.owner(call);
+          if ('fn' in where && where.fn.async) this.waitingAsync.add(where.fn); // (a Set: visited in turn)
+        }
+      }
+    }
   }
 
   private fail(pos: number, message: string): void {

@@ -14,9 +14,22 @@ import type { Failure, TreeQueries } from './queries';
  */
 export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
   const up = q.parent(fn) as Node;
-  const dropped = (call: Node) => {
-    const use = q.parent(call);
-    return use?.type === 'ExpressionStatement' || (use?.type === 'UnaryExpression' && use.operator === 'void');
+  /** Whether the value of `node` is dropped: a statement, under `void`, in `&&` / `?:` / `,` whose value is, or returned by a callback whose value is. */
+  const dropped = (node: Node): boolean => {
+    const use = q.parent(node);
+    if (use === undefined) return false;
+    if (use.type === 'ExpressionStatement' || (use.type === 'UnaryExpression' && use.operator === 'void')) return true;
+    if (use.type === 'LogicalExpression' && use.right === node) return dropped(use);
+    if (use.type === 'ConditionalExpression' && use.test !== node) return dropped(use);
+    if (use.type === 'SequenceExpression') return (use.expressions as Node[]).at(-1) !== node || dropped(use);
+    if (use.type === 'ArrowFunctionExpression' && use.body === node) return droppedCallback(use);
+    return false;
+  };
+  /** Whether what a callback returns is dropped: it is given to forEach, or to a call whose value is. */
+  const droppedCallback = (callback: Node): boolean => {
+    const call = q.parent(callback) as Node;
+    if (call.type !== 'CallExpression' || !(call.arguments as Node[]).includes(callback)) return false;
+    return (call.callee.type === 'MemberExpression' && propertyName(call.callee) === 'forEach') || dropped(call);
   };
   if (up.type === 'CallExpression' && (up.arguments as Node[]).includes(fn)) {
     if (up.callee.type === 'MemberExpression' && propertyName(up.callee) === 'forEach') {
