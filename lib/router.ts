@@ -72,6 +72,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
         });
   let closing = false;
   let running = 0;
+  /** While a graceful close() waits: resolves when no request is running. */
+  let drained: Promise<void> | undefined;
   let idle: (() => void) | undefined;
   const limiter = createRateLimiter(options.rateLimit, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
@@ -279,9 +281,14 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   };
   router.close = async (closeOptions?: { force?: boolean }) => {
     closing = true;
-    // requests already running finish first (the engine bounds each by its limits)
-    const drained = closeOptions?.force || running === 0 ? undefined : new Promise<void>((resolve) => (idle = resolve));
-    await Promise.all([ownEngine ? engine.close(closeOptions) : drained, drained]);
+    if (closeOptions?.force) {
+      if (ownEngine) await engine.close(closeOptions);
+    } else {
+      // requests already running finish first (the engine bounds each by its limits; those that
+      // have not reached it yet, still reading their body or their definition, reach it open)
+      if (running > 0) await (drained ??= new Promise<void>((resolve) => (idle = resolve)));
+      if (ownEngine) await engine.close();
+    }
     await Promise.all([limiter.close(), shared.outbound.close()]);
   };
   Object.defineProperty(router, 'metrics', { value: metrics, enumerable: true });

@@ -194,6 +194,34 @@ describe('ready, close and drain', () => {
     await srv.close();
   });
 
+  test('close() lets a request finish that had not reached the engine yet (its definition still loading)', async () => {
+    const memory = registry();
+    // a registry that takes its time: the request is inside the router, not yet inside the engine
+    const slow = { getApi: async (...args) => (await new Promise((r) => setTimeout(r, 300)), memory.getApi(...args)), getScript: (...args) => memory.getScript(...args) };
+    const srv = await serve(slow, { accounts });
+    await srv.router.ready();
+    const running = srv.get('/app1/slow?t=early');
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = srv.router.close();
+    expect(await running).toMatchObject({ status: 200, body: { id: 'early' } });
+    await closing;
+    await srv.close();
+  });
+
+  test('a second close() waits for the same requests as the first', async () => {
+    const srv = await serve(registry(), { accounts });
+    await srv.router.ready();
+    const running = srv.get('/app1/slow?t=running');
+    await new Promise((r) => setTimeout(r, 200));
+    const first = srv.router.close();
+    const second = srv.router.close();
+    const t0 = Date.now();
+    await Promise.all([first, second]);
+    expect(Date.now() - t0).toBeLessThan(5000); // (not the engine's drain cap)
+    expect(await running).toMatchObject({ status: 200, body: { id: 'running' } });
+    await srv.close();
+  });
+
   test('close({ force: true }) ends running requests at once', async () => {
     const srv = await serve(registry(), { accounts });
     await srv.router.ready();
