@@ -266,6 +266,16 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
       });
     });
 
+    test('stringToBytes: the documented charsets; a character a one-byte charset lacks is "?"; names that are not charsets are refused', async () => {
+      const { app } = api(`export function fn(ctx) {
+        const refused = (cs) => { try { platform.utils.stringToBytes('hi', cs); return 'encoded' } catch (e) { return e.name } };
+        return { latin1: platform.utils.stringToBytes('é€😀', 'ISO-8859-1'), ascii: platform.utils.stringToBytes('aé', 'US-ASCII'),
+                 utf16: platform.utils.stringToBytes('é', 'UTF-16LE'), hex: refused('hex'), base64: refused('base64'), nope: refused('EBCDIC') };
+      }`);
+      const res = await request(app).get('/web0/api/app1/p');
+      expect(res.body).toEqual({ latin1: [0xe9, 63, 63], ascii: [0x61, 63], utf16: [0xe9, 0], hex: 'RangeError', base64: 'RangeError', nope: 'RangeError' });
+    });
+
     test('console output goes to the logger tagged with app, script and request id', async () => {
       const lines = [];
       const logger = { info: (m, meta) => lines.push([m, meta]), warn: (m, meta) => lines.push([m, meta]), error: (m, meta) => lines.push([m, meta]) };

@@ -44,6 +44,18 @@ export const MAX_LOG_LINES = 200;
  * script reads `.body` without a second host call; a larger one, or one that failed (too large,
  * timed out, reset), is left to `http.body`, which answers it or that failure.
  */
+/** The charsets of `platform.utils.stringToBytes` (names in lower case; `max`: the last code point of a one-byte charset). */
+const CHARSETS: Record<string, { encoding: BufferEncoding; max?: number } | undefined> = Object.assign(Object.create(null), {
+  'utf-8': { encoding: 'utf8' },
+  utf8: { encoding: 'utf8' },
+  'utf-16le': { encoding: 'utf16le' },
+  utf16le: { encoding: 'utf16le' },
+  'iso-8859-1': { encoding: 'latin1', max: 0xff },
+  latin1: { encoding: 'latin1', max: 0xff },
+  'us-ascii': { encoding: 'ascii', max: 0x7f },
+  ascii: { encoding: 'ascii', max: 0x7f },
+});
+
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
   const bytes = await res.bytes().catch(() => undefined);
   return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
@@ -126,9 +138,12 @@ export class HostServices implements HostBridge {
       return (await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))())) ?? null;
     },
     'utils.stringToBytes': (s, args) => {
-      const charset = String(args.charset ?? 'utf8').toLowerCase().replace(/^iso-8859-1$/, 'latin1').replace(/^us-ascii$/, 'ascii');
-      if (!Buffer.isEncoding(charset)) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
-      return Array.from(Buffer.from(String(args.text ?? ''), charset));
+      const charset = CHARSETS[String(args.charset ?? 'utf-8').toLowerCase()];
+      if (charset === undefined) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
+      const text = String(args.text ?? '');
+      if (charset.max === undefined) return Array.from(Buffer.from(text, charset.encoding));
+      // one byte per character; one it cannot encode (a surrogate pair counts as one) becomes '?', as in Java
+      return Array.from(text, (ch) => (ch.codePointAt(0)! <= charset.max! ? ch.codePointAt(0)! : 63));
     },
     'automation.run': (s, args) => s.runAutomation(args),
   };
