@@ -97,3 +97,20 @@ test('workers that keep failing to start: ready() and calls fail at once with th
     await pool.close();
   }
 });
+
+test('a worker whose blocking call outlived its job is free again when the job ends', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 4 });
+  try {
+    await pool.ready();
+    // a host call inside a callback handed to a built-in: blocking mode (it holds the thread)
+    const blocking = 'export function fn() { return ["t"].map((t) => platform.system.getAccountByToken(t))[0] }';
+    const slowHost = { call: () => new Promise((r) => setTimeout(() => r({ id: 't' }), 5000).unref()) };
+    const res = await pool.run(job('a', blocking, {}, 300), slowHost);
+    expect(res.outcome).toMatchObject({ kind: 'error', code: 270200 });
+    // the worker gave up waiting at the job's deadline: it takes work again (before, it counted
+    // as blocked until the host answered, 5 s on, and calls went to stand-in workers)
+    expect(pool.workers.map((w) => w.blocked)).toEqual(pool.workers.map(() => 0));
+  } finally {
+    await pool.close({ force: true });
+  }
+}, 30_000);

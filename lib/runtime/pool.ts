@@ -369,12 +369,16 @@ export class WorkerPool implements ScriptEngine {
 
   /** A job the worker never started goes back to being a job in line. */
   private unsend(task: Task): void {
+    if (task.blockedCalls > 0) {
+      // (its worker gave up waiting: the job ended at its deadline, or the worker did)
+      if (task.worker) task.worker.blocked -= task.blockedCalls;
+      this.blockedCall(task, -task.blockedCalls);
+    }
     task.worker?.tasks.delete(task.id);
     task.worker = undefined;
     task.seq = undefined;
     this.sent.delete(task.id);
     this.count(this.inFlight, task.appId, -1);
-    if (task.blockedCalls > 0) this.blockedCall(task, -task.blockedCalls);
   }
 
   private onHostCall(w: PoolWorker, msg: Extract<FromWorker, { type: 'host' }>): void {
@@ -384,17 +388,19 @@ export class WorkerPool implements ScriptEngine {
       return;
     }
     if (this.queue.size > 0) this.dispatch(); // (a worker whose slice ended may take more)
+    // a blocking call holds its worker until the reply, or until its job ends (unsend)
+    const holds = msg.blocking && task !== undefined;
     const send = (reply: HostReply) => {
-      if (msg.blocking) {
+      if (holds && task.blockedCalls > 0) {
         w.blocked--;
-        if (task && task.blockedCalls > 0) this.blockedCall(task, -1);
+        this.blockedCall(task, -1);
       }
       w.reply({ type: 'reply', callId: msg.callId, reply }, msg.blocking);
       if (msg.blocking) this.dispatch();
     };
-    if (msg.blocking) {
+    if (holds) {
       w.blocked++;
-      if (task) this.blockedCall(task, 1);
+      this.blockedCall(task, 1);
       this.dispatch(); // this worker waits now: another may have to take its share
     }
     if (!task) {
