@@ -82,6 +82,39 @@ describe('many apps on one QuickJS worker', () => {
   }, 60_000);
 });
 
+test('sources a worker keeps are bounded in size: one dropped is sent again with its next call', async () => {
+  // 10 apps of 2 MB scripts: more than the 16 Mi characters of sources a worker keeps
+  const apps = {};
+  for (let n = 0; n < 10; n++) {
+    apps[`b${n}`] = {
+      scripts: { 'main.js': `// ${String(n).repeat(2_000_000)}\nexport function fn() { return { app: ${n} } }` },
+      apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+    };
+  }
+  const fixture = makeApp({ apps, router: { workers: 1, contextBudgetMb: 8 } });
+  try {
+    for (const round of [0, 1]) for (let n = 0; n < 10; n++) await request(fixture.app).get(`/web0/api/b${n}/p`).expect(200, { app: n }, `round ${round}`);
+  } finally {
+    await fixture.router.close();
+  }
+}, 120_000);
+
+test('HeldSources: at most SOURCE_SLOTS sources and SOURCE_CHARS characters, the oldest dropped first; one larger than all is kept alone', () => {
+  const { HeldSources, SOURCE_CHARS, SOURCE_SLOTS } = require('../dist/cjs/runtime/messages.js');
+  const held = new HeldSources();
+  held.add('a', SOURCE_CHARS / 2, 'A');
+  held.add('b', SOURCE_CHARS / 2, 'B');
+  held.add('a', 10, 'again'); // (held already: kept as it was)
+  expect([held.get('a'), held.get('b')]).toEqual(['A', 'B']);
+  held.add('c', 1, 'C');
+  expect([held.has('a'), held.has('b'), held.has('c')]).toEqual([false, true, true]);
+  held.add('huge', SOURCE_CHARS * 2, 'H');
+  expect([held.has('b'), held.has('c'), held.get('huge')]).toEqual([false, false, 'H']);
+  const many = new HeldSources();
+  for (let i = 0; i <= SOURCE_SLOTS; i++) many.add(String(i), 1, i);
+  expect([many.has('0'), many.has('1'), many.has(String(SOURCE_SLOTS))]).toEqual([false, true, true]);
+});
+
 test.each([[4], [2048], ['64'], [12.5]])('createApiRouter({ contextBudgetMb: %j }) is refused, naming the field', (contextBudgetMb) => {
   const { createApiRouter, MemoryRegistry } = require('..');
   expect(() => createApiRouter({ registry: new MemoryRegistry(), contextBudgetMb })).toThrow(/invalid contextBudgetMb: must be/);

@@ -16,7 +16,7 @@ import type { JobResult, ScriptJob } from './engine';
 
 /**
  * A job for a worker. `seq` counts the jobs sent to that worker (see WorkerShared.started). A
- * script's `source` is left out when the worker holds it already (see rememberSource).
+ * script's `source` is left out when the worker holds it already (see HeldSources).
  */
 export interface JobMessage {
   type: 'job';
@@ -25,17 +25,37 @@ export interface JobMessage {
   job: Omit<ScriptJob, 'scripts'> & { scripts: Record<string, { name: string; hash: string; source?: string }> };
 }
 
-/** Sources a worker keeps, by hash. */
+/** Sources a worker keeps: at most this many, and at most SOURCE_CHARS characters in all. */
 export const SOURCE_SLOTS = 4096;
+export const SOURCE_CHARS = 16 * 1024 * 1024;
 
 /**
- * Adds a source to a worker's sources, or to the pool's record of them: both sides add the same
- * hashes in the same order (the worker every source a job message brings, started or sent back),
- * so they drop the same oldest one and always agree on what the worker holds.
+ * The sources a worker holds, by hash (or the pool's record of them). Both sides add the same
+ * hashes with the same lengths in the same order (the worker every source a job message brings,
+ * started or sent back), so they drop the same oldest ones and always agree on what it holds.
  */
-export function rememberSource<V>(held: Map<string, V>, hash: string, value: V): void {
-  held.set(hash, value);
-  if (held.size > SOURCE_SLOTS) held.delete(held.keys().next().value as string);
+export class HeldSources<V> {
+  private readonly held = new Map<string, { value: V; chars: number }>();
+  private chars = 0;
+
+  get(hash: string): V | undefined {
+    return this.held.get(hash)?.value;
+  }
+
+  has(hash: string): boolean {
+    return this.held.has(hash);
+  }
+
+  add(hash: string, chars: number, value: V): void {
+    if (this.held.has(hash)) return;
+    this.held.set(hash, { value, chars });
+    this.chars += chars;
+    for (const [oldest, entry] of this.held) {
+      if (this.held.size <= 1 || (this.held.size <= SOURCE_SLOTS && this.chars <= SOURCE_CHARS)) break;
+      this.held.delete(oldest);
+      this.chars -= entry.chars;
+    }
+  }
 }
 
 /** The answer to a host call. */

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
-import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, rememberSource, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, HeldSources, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
 export interface Task {
@@ -54,8 +54,8 @@ export class PoolWorker {
   private nextSeq = 1;
   private referenced = false;
   private readonly outbox: Outbox<ToWorker>;
-  /** The hashes of the sources the worker holds (see rememberSource). */
-  private readonly sources = new Map<string, true>();
+  /** The hashes of the sources the worker holds. */
+  private readonly sources = new HeldSources<true>();
 
   constructor(settings: WorkerSettings, onMessage: (w: PoolWorker, msg: FromWorker) => void, onExit: (w: PoolWorker, err?: Error) => void) {
     const results = new MessageChannel();
@@ -105,7 +105,7 @@ export class PoolWorker {
       if (this.sources.has(s.hash)) scripts[name] = { name: s.name, hash: s.hash };
       else {
         scripts[name] = s;
-        rememberSource(this.sources, s.hash, true);
+        this.sources.add(s.hash, s.source.length, true);
       }
     }
     const msg: JobMessage = { type: 'job', id: task.id, seq: task.seq, job: { ...task.job, scripts } };

@@ -7,7 +7,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
-import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, rememberSource, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
@@ -151,14 +151,14 @@ const host = {
 };
 
 // ---- jobs -----------------------------------------------------------------------------------
-/** Sources by hash, as the pool sent them (it leaves out those held here: see rememberSource). */
-const sources = new Map<string, string>();
+/** Sources by hash, as the pool sent them (it leaves out those held here). */
+const sources = new HeldSources<string>();
 
 /** The job with every source, keeping the ones it brings. */
 function withSources(msg: JobMessage): ScriptJob {
   const scripts: ScriptJob['scripts'] = Object.create(null); // (any name is just a key)
   for (const [name, s] of Object.entries(msg.job.scripts)) {
-    if (s.source !== undefined) rememberSource(sources, s.hash, s.source);
+    if (s.source !== undefined) sources.add(s.hash, s.source.length, s.source);
     scripts[name] = { name: s.name, hash: s.hash, source: s.source ?? sources.get(s.hash) ?? '' };
   }
   return { ...msg.job, scripts };
@@ -167,8 +167,9 @@ function withSources(msg: JobMessage): ScriptJob {
 let driver: SandboxDriver;
 let stages: Stages | undefined;
 let poisonReported = false;
-/** Prepared sources by hash (the hash covers the name and the text). */
+/** Prepared sources by hash (the hash covers the name and the text); emptied past SOURCE_SLOTS of them or SOURCE_CHARS of code. */
 const prepared = new Map<string, PreparedScript | EngineError>();
+let preparedChars = 0;
 
 function prepare(name: string, hash: string, source: string): PreparedScript {
   let p = prepared.get(hash);
@@ -179,8 +180,13 @@ function prepare(name: string, hash: string, source: string): PreparedScript {
       const message = String((e as Error)?.message ?? e);
       p = new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${message}`, { name: 'SyntaxError', location: compileLocation(name, message, undefined) });
     }
-    if (prepared.size >= 5000) prepared.clear();
+    const chars = p instanceof EngineError ? 0 : p.code.length;
+    if (prepared.size >= SOURCE_SLOTS || preparedChars + chars > SOURCE_CHARS) {
+      prepared.clear();
+      preparedChars = 0;
+    }
     prepared.set(hash, p);
+    preparedChars += chars;
   }
   if (p instanceof EngineError) throw p;
   return p;
