@@ -280,4 +280,29 @@ describe('large bodies', () => {
       fs.rmSync(sandboxDir, { recursive: true, force: true });
     }
   });
+
+  test('saveBodyAsFile answers the path as stored (normalized); a response no longer held makes no folder', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const up = await serve((req, res) => res.end('body'));
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-save-'));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      return { saved: res.saveBodyAsFile('./dl//a.txt') };
+    }`;
+    const { app, router } = oneApi(script, {}, { sandboxDir, outbound: { allowPrivateNetworks: true } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body).toEqual({ saved: { path: 'dl/a.txt', size: 4 } });
+      expect(fs.readFileSync(path.join(sandboxDir, 'app1', 'dl', 'a.txt'), 'utf8')).toBe('body');
+      // an id the call does not hold: refused before any folder is made
+      const services = new HostServices({ options: { sandboxDir }, logger: undefined }, { appId: 'app1', requestId: 'r', parts: [] });
+      await expect(services.call('http.saveBodyAsFile', { id: '99', path: 'never/made/x.bin' })).rejects.toThrow('That response body is no longer available');
+      expect(fs.existsSync(path.join(sandboxDir, 'app1', 'never'))).toBe(false);
+    } finally {
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
 });

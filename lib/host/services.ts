@@ -9,7 +9,7 @@ import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { HostOp, HostOps } from '../runtime/messages';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
-import { resolveAppPath } from '../files/sandbox-path';
+import { normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
 import { attachmentFileOf, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
 import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
@@ -123,9 +123,10 @@ export class HostServices implements HostBridge {
     },
     'http.saveBodyAsFile': async (s, args) => {
       const target = str(args.path, 'path');
+      const res = s.response(args.id); // (before any folder is made for it)
       const abs = await resolveAppPath(s.shared.options.sandboxDir, s.info.appId, target, { forWrite: true });
-      const size = await s.response(args.id).saveTo(abs);
-      return { path: target, size };
+      const size = await res.saveTo(abs);
+      return { path: normalizeAppPath(target), size };
     },
     'part.save': (s, args) => s.savePartTo('part.save', s.shared.files.sandbox, args),
     'part.saveStorage': (s, args) => s.savePartTo('part.saveStorage', s.shared.files.storage, args),
@@ -195,7 +196,7 @@ export class HostServices implements HostBridge {
   }
 
   private part(id: unknown): UploadedPart {
-    const part = this.info.parts[Number(id)];
+    const part = typeof id === 'string' && /^(0|[1-9][0-9]*)$/.test(id) ? this.info.parts[Number(id)] : undefined;
     if (!part) throw new ApiError('SCRIPT_ERROR', 'Unknown part');
     return part;
   }
