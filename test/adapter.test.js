@@ -1023,6 +1023,8 @@ describe('ctx.response', () => {
       r.setCharacterEncoding('latin1');
       r.setContentLength(3);
       r.setDateHeader('X-D', 0);
+      r.setIntHeader('X-I', 'not a number'); // (ignored, as the date headers: no check, no throw)
+      r.addIntHeader('X-I', 1);
       return [r.getStatus(), r.getHeader('X-A'), r.getHeader('X-B'), r.getContentType(), r.isCommitted()];
     });
     expect(out.value).toEqual([202, '1', null, null, true]);

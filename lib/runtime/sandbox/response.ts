@@ -352,11 +352,13 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     setDateHeader: (name, date) => void (r().committed || setHeader(name, httpDate(date))),
     addDateHeader: (name, date) => void (r().committed || addHeader(name, httpDate(date))),
     setIntHeader: function (name, value) {
+      if (r().committed) return; // (ignored once committed, as every header change)
       var n = toInt(value);
       if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
       setHeader(name, '' + n);
     },
     addIntHeader: function (name, value) {
+      if (r().committed) return;
       var n = toInt(value);
       if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
       addHeader(name, '' + n);
