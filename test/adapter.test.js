@@ -1895,6 +1895,7 @@ describe('platform', () => {
     expect(sb.calls[1].args.message).toHaveLength(8192);
     expect(sb.calls[1].args.message.endsWith('…')).toBe(true);
     expect(sb.calls[2].args.message.length).toBeLessThanOrEqual(8192);
+    expect(sb.calls[2].args.message.length).toBeGreaterThan(7000); // (nested values count once against the cap)
   });
 
   test('console output never breaks the script, even when the host fails', async () => {

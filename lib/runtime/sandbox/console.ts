@@ -38,8 +38,10 @@ export function inspect(v: unknown, top: boolean, seen: unknown[], budget: Inspe
   var s = '';
   var keys = arr ? null : objectKeys(v as object);
   var n = arr ? (v as unknown[]).length : keys!.length;
+  // (what is left of the message once this value's text so far is in it: its parts count once)
+  var left = budget.left;
   for (var j = 0; j < n; j++) {
-    if (budget.left <= s.length) {
+    if (left <= s.length) {
       s += (j ? ',' : '') + '…';
       break;
     }
@@ -48,9 +50,10 @@ export function inspect(v: unknown, top: boolean, seen: unknown[], budget: Inspe
       (arr
         ? inspect((v as unknown[])[j], false, seen, budget)
         : jsonStringify(keys![j]) + ':' + inspect((v as Record<string, unknown>)[keys![j]], false, seen, budget));
+    budget.left = left - s.length;
   }
   seen.length = seen.length - 1;
-  budget.left -= s.length;
+  budget.left = left - s.length;
   return arr ? '[' + s + ']' : '{' + s + '}';
 }
 /** The file name the engines give the adapter (see the drivers): its frames are ours, not the script's. */

@@ -31,8 +31,8 @@ export function thrownInfo(e: unknown): ThrownError {
       var k: unknown = e.stack;
       if (typeof n === 'string' && n !== '') name = n;
       message = isNil(m) ? safeString(e) : safeString(m); // throw {code: 1} -> '[object Object]'
-      if (typeof c === 'number' && c === c) code = c;
-      if (typeof s === 'number' && s === s) status = s;
+      if (typeof c === 'number' && c - c === 0) code = c; // (finite)
+      if (typeof s === 'number' && s - s === 0) status = s;
       if (typeof k === 'string') stack = k;
     } else {
       message = safeString(e); // throw 'text'
