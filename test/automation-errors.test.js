@@ -111,3 +111,30 @@ describe('scriptTimeoutMs covers the whole automation', () => {
     expect(took).toBeLessThan(LIMIT + 8000); // a loaded machine: generous slack, still far below the ten steps' 3 s + startup
   });
 });
+
+describe('one expression computing past the limit', () => {
+  // a single `set` whose expression alone runs for many seconds (400 x 400 x 400 comparisons)
+  const L = '[' + Array.from({ length: 400 }, (_, i) => i).join(',') + ']';
+  const automations = [{ id: 'cubic', steps: [{ type: 'set', vars: { n: `${L}.map(a, ${L}.map(b, ${L}.filter(c, c == a + b))).size()` } }] }];
+  const { app, router } = makeApp({
+    apps: {
+      a: { scripts: { 's.js': SCRIPT }, automations, apis: [{ path: 'cubic', call: { automation: 'cubic' }, returnType: 'JSON' }] },
+      b: { scripts: { 'f.js': 'export function f() { return { fast: true } }' }, apis: [{ path: 'fast', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' }] },
+    },
+    router: { scriptTimeoutMs: 500, workers: 1, maxWorkers: 1 },
+  });
+  afterAll(() => router.close({ force: true }));
+
+  test('ends with SCRIPT_TIMEOUT (its worker replaced), and another app is served meanwhile', async () => {
+    await router.ready();
+    expect((await request(app).get('/web0/api/b/fast')).body).toEqual({ fast: true });
+    const started = Date.now();
+    const cubic = request(app).get('/web0/api/a/cubic');
+    const fast = new Promise((r) => setTimeout(r, 300)).then(() => request(app).get('/web0/api/b/fast'));
+    const [c, f] = await Promise.all([cubic, fast]);
+    expect({ status: c.status, code: c.body.code }).toEqual({ status: 500, code: 270200 });
+    expect(f.body).toEqual({ fast: true });
+    // (before, both answered only when the expression was done: about 10 s on this machine)
+    expect(Date.now() - started).toBeLessThan(6000);
+  });
+});

@@ -39,6 +39,11 @@ export interface AutomationExecutors {
   runScript(ref: ScriptRef, ctx: Scope, state: AutomationState): Promise<unknown>;
   /** An outbound request through the router's guarded client. */
   http(request: AutomationHttpRequest): Promise<AutomationHttpResponse>;
+  /**
+   * Runs the synchronous work of an expression (optional): a worker marks it as the job's own
+   * work, so that an expression running past the deadline is seen and its worker replaced.
+   */
+  compute?<T>(work: () => T): T;
 }
 
 /** What a running step reaches. */

@@ -45,7 +45,8 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
     value(v, scope, field) {
       if ('literal' in v) return v.literal;
       try {
-        return toJson(v.expr.evaluate(scope));
+        const evaluate = () => toJson(v.expr.evaluate(scope));
+        return executors.compute ? executors.compute(evaluate) : evaluate();
       } catch (e) {
         if (e instanceof ExpressionError || e instanceof RangeError) throw rt.failure(`${field}: ${e.message}`);
         throw e;

@@ -36,6 +36,8 @@ export interface AutomationStageEnv {
   runScript(ref: ScriptRef, valueJson: string): Promise<ScriptStageResult>;
   /** A host call of the job (rejects with an Error carrying `code` on failure). */
   callHost(op: 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
+  /** Marks synchronous expression work as the job's (see AutomationExecutors.compute). */
+  compute?<T>(work: () => T): T;
 }
 
 /** Compiled automations by definition text: each version is parsed once per worker. */
@@ -59,6 +61,7 @@ function compiledFor(text: string): CompiledAutomation {
 
 function executors(env: AutomationStageEnv): AutomationExecutors {
   return {
+    compute: env.compute,
     async runScript(ref, _ctx, state) {
       const r = await env.runScript(ref, JSON.stringify(state));
       if (r.fail) throw new StepFailure(r.fail.message, r.fail.code, r.fail.status, r.fatal === true);

@@ -39,6 +39,8 @@ export interface PipelineEnv {
   callHost(op: 'automation.run' | 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
   /** Epoch ms by which the job must end (its limit counts from its first stage). */
   deadline(): number;
+  /** Runs synchronous work of the job outside any script (an automation's expressions) as a slice the pool sees. */
+  compute?<T>(work: () => T): T;
 }
 
 type Fail = Extract<JobOutcome, { kind: 'error' }>;
@@ -178,6 +180,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
           // a script step is `fn(ctx, state)`: the after stage's shape, its value wanted back as JSON
           runScript: (ref, valueJson) => runScript(ref, 'after', true, valueJson, 'JSON'),
           callHost: (op, args) => env.callHost(op, args),
+          compute: env.compute,
         },
         ref.automation,
         stage,

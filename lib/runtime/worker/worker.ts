@@ -236,6 +236,15 @@ function start(id: number, seq: number, job: ScriptJob): void {
         post({ type: 'host', jobId: id, callId, op, args, blocking: false });
       }),
     deadline: () => running.deadline,
+    // (an automation's expressions run here, on the thread: the pool's watchdog must see them)
+    compute: (work) => {
+      slices.begin(id);
+      try {
+        return work();
+      } finally {
+        slices.end();
+      }
+    },
   }).then(
     (result) => finish(running, result),
     (e: unknown) => {
