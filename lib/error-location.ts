@@ -34,10 +34,15 @@ interface Frame {
   column?: number;
 }
 
+/** Most of a stack read, and the longest line read as a frame (a script may throw any `stack`). */
+const MAX_STACK = 64 * 1024;
+const MAX_FRAME = 1024;
+
 function frames(stack: string | undefined, isScript: (file: string) => boolean): Frame[] {
   if (typeof stack !== 'string' || stack === '') return [];
   const out: Frame[] = [];
-  for (const raw of stack.split('\n')) {
+  for (const raw of stack.slice(0, MAX_STACK).split('\n')) {
+    if (raw.length > MAX_FRAME) continue; // (no frame is that long; FRAME would take time to say so)
     const m = FRAME.exec(raw);
     if (!m || !isScript(m[2])) continue;
     out.push({ text: raw.trim(), file: m[2], line: Number(m[3]), column: m[4] === undefined ? undefined : Number(m[4]) });

@@ -87,6 +87,11 @@ const SCRIPTS = {
   sendRedirJs: 'export function fn(ctx) { ctx.response.sendRedirect("javascript:alert(document.cookie)") }',
   sendRedirData: 'export function fn(ctx) { ctx.response.sendRedirect("DATA:text/html,x") }',
   sendRedirOk: 'export function fn(ctx) { ctx.response.sendRedirect("/elsewhere?a=1") }',
+  abort: 'export function fn(ctx) { platform.app.abort("no", Number(ctx.query.s)) }',
+  noContent: 'export function fn(ctx) { ctx.response.setStatus(Number(ctx.query.s)); return "x" }',
+  noContentWriter: 'export function fn(ctx) { ctx.response.setStatus(Number(ctx.query.s)); ctx.response.getWriter().write("hello") }',
+  noContentError: 'export function fn(ctx) { ctx.response.sendError(204, "gone") }',
+  badType: 'export function fn(ctx) { ctx.response.setContentType(ctx.query.t); return "x" }',
 };
 
 const TYPES = { redirJs: 'Redirect', redirTab: 'Redirect', redirSpace: 'Redirect', redirData: 'Redirect', redirVb: 'Redirect', redirOk: 'Redirect' };
@@ -183,6 +188,48 @@ describe.each(['quickjs', 'vm2'])('response framing on the %s engine', (engine) 
     expect(out[1].body).toBe('ok');
   });
 
+  test.each([101, 103, 204, 304, 99, 1000, 399])('platform.app.abort with status %s: a 500 ABORTED error body (an error status is 400-599), the next response intact', async (sc) => {
+    const { out, leftover } = await twoOnOneConnection(port, `a/abort?s=${sc}`, 'a/ok');
+    expect(out.map((r) => r.status)).toEqual([500, 200]);
+    expect(JSON.parse(out[0].body)).toMatchObject({ message: 'no', code: 270001 });
+    expect(out[1].body).toBe('ok');
+    expect(leftover).toBe('');
+  });
+
+  test.each([
+    ['noContent?s=204', 204],
+    ['noContent?s=304', 304],
+    ['noContentWriter?s=204', 204],
+    ['noContentWriter?s=205', 205],
+    ['noContentError', 204],
+  ])('%s: a status without content goes without body or Content-Type (205: Content-Length 0), the next response intact', async (path, status) => {
+    const { out, leftover } = await twoOnOneConnection(port, `a/${path}`, 'a/ok');
+    expect(out.map((r) => r.status)).toEqual([status, 200]);
+    expect(out[0].body).toBe('');
+    expect(out[0].headers['content-type']).toBeUndefined();
+    expect(out[0].headers['content-length']).toBe(status === 205 ? '0' : undefined);
+    expect(out[1].body).toBe('ok');
+    expect(leftover).toBe('');
+  });
+
+  test('an invalid content type is refused as INVALID_RESPONSE', async () => {
+    const { out } = await twoOnOneConnection(port, `a/badType?t=${encodeURIComponent('text/plain\u0001x')}`, 'a/ok');
+    expect(out[0].status).toBe(500);
+    expect(JSON.parse(out[0].body)).toMatchObject({ code: INVALID_RESPONSE });
+    expect(out[1].body).toBe('ok');
+  });
+
+  test.each([
+    ['/x?a=%2F%26&b=%E9', '/x?a=%2F%26&b=%E9'],
+    ['https://login.example.com/authorize?redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb%3Fx%3D1', 'https://login.example.com/authorize?redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb%3Fx%3D1'],
+    ['http://[::1]:8080/', 'http://[::1]:8080/'],
+    ['/a b/é', '/a%20b/%C3%A9'],
+  ])('Redirect to %s: escapes already there are kept, raw characters encoded', async (to, expected) => {
+    const { out } = await twoOnOneConnection(port, `a/redirOk?to=${encodeURIComponent(to)}`, 'a/ok');
+    expect(out[0].status).toBe(302);
+    expect(out[0].headers.location).toBe(expected);
+  });
+
   test('sendRedirect to a relative URL is sent', async () => {
     const { out } = await twoOnOneConnection(port, 'a/sendRedirOk', 'a/ok');
     expect(out[0].status).toBe(302);
@@ -209,4 +256,20 @@ describe('the host checks the state, whatever the sandbox sends', () => {
   test('an ordinary state passes', () => {
     expect(() => checkResponseState({ ...base(), headers: [['X-A', 'b'], ['Set-Cookie', 'a=1']], redirect: '/x' })).not.toThrow();
   });
+});
+
+test("a thrown value's long `stack` is read in bounded time: the error answers at once", async () => {
+  const request = require('supertest');
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 's.js': "export function fn() { throw { message: 'x', stack: '    at ' + 'a ('.repeat(200000) + 'x' } }" }, apis: [{ path: 'p', call: { script: 's.js', function: 'fn' }, returnType: 'JSON' }] } },
+  });
+  try {
+    const t0 = Date.now();
+    const res = await request(app).get('/web0/api/a/p');
+    expect(res.status).toBe(500);
+    expect(res.body.message).toBe('x');
+    expect(Date.now() - t0).toBeLessThan(5000); // (reading it as frames took 35 s)
+  } finally {
+    await router.close();
+  }
 });

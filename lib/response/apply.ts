@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { ResponseState } from '../runtime/protocol';
-import { JSON_TYPE, sendErrorBody } from './error';
+import { JSON_TYPE, endWithBody, sendErrorBody } from './error';
 import { checkResponseState, locationHeader } from './framing';
 
 /**
@@ -55,18 +55,14 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
   const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? Buffer.from(c.t, enc) : Buffer.from(c.b, 'base64'))));
   res.statusCode = state.status;
   const type = contentTypeOf(state) ?? (state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
-  if (body.length > 0 || state.contentType) res.setHeader('Content-Type', type);
-  res.setHeader('Content-Length', body.length);
-  res.end(body);
+  endWithBody(res, body, body.length > 0 || state.contentType ? type : null);
 }
 
 /** Sends a serialized result: the script's status, its content type or the return type's default. */
 export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
   res.statusCode = state.status;
-  res.setHeader('Content-Type', contentTypeOf(state) ?? defaultType);
-  res.setHeader('Content-Length', Buffer.byteLength(body));
   // (a string goes out with the head in one write; a Buffer would be a second chunk)
-  res.end(body);
+  endWithBody(res, body, contentTypeOf(state) ?? defaultType);
 }
 
 export { JSON_TYPE };

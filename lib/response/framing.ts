@@ -12,6 +12,7 @@
  * A breach fails the request with a clear error before any of the script's headers are set.
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import encodeUrl from 'encodeurl';
 import { ApiError } from '../errors';
 import type { ResponseState } from '../runtime/protocol';
 
@@ -76,18 +77,13 @@ export function checkRedirectLocation(location: string): string {
   return location;
 }
 
-/** Keeps already-encoded URLs as they are while encoding raw spaces and non-ASCII characters. */
-function decodeURISafe(url: string): string {
-  try {
-    return decodeURI(url);
-  } catch {
-    return url;
-  }
-}
-
-/** The `Location` header for a redirect a script asked for: checked, then percent-encoded. */
+/**
+ * The `Location` header for a redirect a script asked for: checked, then percent-encoded by
+ * `encodeurl` (as Express does): raw spaces and non-ASCII characters are encoded, escapes already
+ * there (`%2F`, `%E9`) and IPv6 brackets are kept.
+ */
 export function locationHeader(location: string): string {
-  return encodeURI(decodeURISafe(checkRedirectLocation(location)));
+  return encodeUrl(checkRedirectLocation(location));
 }
 
 /** Checks everything a script set on the response; throws before anything is applied. */
@@ -95,5 +91,13 @@ export function checkResponseState(state: ResponseState): void {
   checkStatus(state.status);
   if (state.error) checkStatus(state.error.status);
   for (const [name, value] of state.headers) checkHeader(name, value);
+  for (const [what, value] of [['content type', state.contentType], ['character encoding', state.characterEncoding]] as const) {
+    if (value === null) continue;
+    try {
+      validateHeaderValue('Content-Type', value);
+    } catch {
+      throw new ApiError('INVALID_RESPONSE', `Invalid response ${what} ${JSON.stringify(value.slice(0, 100))}: it must not hold control characters`);
+    }
+  }
   if (state.redirect !== null) checkRedirectLocation(state.redirect);
 }

@@ -106,7 +106,12 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
   });
   if (info.size !== 0 && !opened) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
   res.statusCode = status;
-  setAll(res, headers);
+  try {
+    setAll(res, headers);
+  } catch (e) {
+    opened?.stream.destroy(); // (its file handle or connection goes now, not when collected)
+    throw e;
+  }
   if (!opened) {
     res.end();
     return;

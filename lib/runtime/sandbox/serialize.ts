@@ -4,9 +4,12 @@
  * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
  */
-import { Str, indexOf, isNil, isObj, safeString } from './prelude';
+import { Str, indexOf, isNil, isObj, safeString, strSlice } from './prelude';
 import { stringifyUser } from './encoding';
 import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
+
+/** The most of a thrown value's `stack` that leaves the sandbox. */
+var MAX_STACK = 16384;
 
 /** A File return type's result object: the fields serializeOutput reads (each may be missing or not a string). */
 export interface FileResult {
@@ -33,7 +36,7 @@ export function thrownInfo(e: unknown): ThrownError {
       message = isNil(m) ? safeString(e) : safeString(m); // throw {code: 1} -> '[object Object]'
       if (typeof c === 'number' && c - c === 0) code = c; // (finite)
       if (typeof s === 'number' && s - s === 0) status = s;
-      if (typeof k === 'string') stack = k;
+      if (typeof k === 'string') stack = k.length > MAX_STACK ? strSlice(k, 0, MAX_STACK) : k;
     } else {
       message = safeString(e); // throw 'text'
     }

@@ -59,7 +59,9 @@ function isAutomation(ref: ScriptRef | AutomationRef): ref is AutomationRef {
 
 function fromThrown(e: ThrownError): Fail {
   if (e.name === 'AbortError' && e.code === ERRORS.ABORTED.code) {
-    return { kind: 'error', message: e.message, code: e.code, status: e.status ?? ERRORS.ABORTED.status };
+    // (an error status, 400 to 599, whatever the adapter passed on: the host frames the response)
+    const status = Number.isInteger(e.status) && e.status! >= 400 && e.status! <= 599 ? e.status! : ERRORS.ABORTED.status;
+    return { kind: 'error', message: e.message, code: e.code, status };
   }
   return {
     kind: 'error',
