@@ -306,3 +306,45 @@ describe('streaming', () => {
     await closedOn(big);
   });
 });
+
+test('a file replaced between its stat and its read is not sent under the old length and ETag', async () => {
+  const { LocalFileStorage } = require('..');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-fileres-race-'));
+  const local = new LocalFileStorage({ root: dir });
+  fs.mkdirSync(path.join(dir, 'app1'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'app1', 'f.txt'), 'abc');
+  // a storage whose file changes right after its stat (as a concurrent save would do)
+  const storage = {
+    put: (...a) => local.put(...a),
+    delete: (...a) => local.delete(...a),
+    async stat(...a) {
+      const info = await local.stat(...a);
+      fs.writeFileSync(path.join(dir, 'app1', 'f.txt.tmp'), 'abcdefghij');
+      fs.renameSync(path.join(dir, 'app1', 'f.txt.tmp'), path.join(dir, 'app1', 'f.txt'));
+      return info;
+    },
+    get: (...a) => local.get(...a),
+  };
+  const x = oneApi('export function fn() { return { storagePath: "f.txt" } }', { returnType: 'File' }, { storage });
+  try {
+    const res = await request(x.app).get('/web0/api/app1/p');
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ code: 270602, message: "File 'f.txt' changed while it was being sent; try again" });
+  } finally {
+    await x.router.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a File response that fails (file not found) goes without the script's headers", async () => {
+  const x = oneApi('export function fn(ctx) { ctx.response.setHeader("Content-Encoding", "gzip"); ctx.response.setHeader("Cache-Control", "max-age=3600"); return { storagePath: "missing.gz" } }', { returnType: 'File' }, { storageDir });
+  try {
+    const res = await request(x.app).get('/web0/api/app1/p');
+    expect(res.status).toBe(404);
+    expect(res.headers['content-encoding']).toBeUndefined();
+    expect(res.headers['cache-control']).toBeUndefined();
+    expect(res.body.code).toBe(270301);
+  } finally {
+    await x.router.close();
+  }
+});

@@ -3,6 +3,7 @@
  * sendError, sendRedirect) to the real response.
  */
 import type { ServerResponse } from 'node:http';
+import vary from 'vary';
 import { STATUS_CODES } from 'node:http';
 import type { ResponseState } from '../runtime/protocol';
 import { JSON_TYPE, endWithBody, sendErrorBody } from './error';
@@ -10,20 +11,31 @@ import { checkResponseState, locationHeader } from './framing';
 
 /**
  * Headers recorded by scripts. The whole state is checked first (lib/response/framing.ts): a
- * breach throws before any header is set, so the error response carries none of them.
+ * breach throws before any header is set, so the error response carries none of them. Returns
+ * the names set (see removeHeaders).
  */
-export function applyHeaders(res: ServerResponse, state: ResponseState): void {
+export function applyHeaders(res: ServerResponse, state: ResponseState): Set<string> {
   checkResponseState(state);
   const seen = new Set<string>();
   for (const [name, value] of state.headers) {
     const key = name.toLowerCase();
     if (key === 'x-request-id') continue;
-    if (seen.has(key)) res.appendHeader(name, value);
+    if (key === 'vary') {
+      // (added to what the router's CORS put there: a shared cache must still key on Origin)
+      const prior = res.getHeader('Vary');
+      res.setHeader('Vary', prior === undefined ? value : vary.append(String(prior), value));
+    } else if (seen.has(key)) res.appendHeader(name, value);
     else {
       seen.add(key);
       res.setHeader(name, value);
     }
   }
+  return seen;
+}
+
+/** Takes the script's headers off a response that fails before it is sent (the error body goes without them). */
+export function removeHeaders(res: ServerResponse, names: Set<string>): void {
+  if (!res.headersSent) for (const name of names) res.removeHeader(name);
 }
 
 export function contentTypeOf(state: ResponseState): string | null {

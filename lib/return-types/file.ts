@@ -105,7 +105,13 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
     throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
   });
   if (info.size !== 0 && !opened) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
+  if (opened && (opened.size !== info.size || opened.etag !== info.etag)) {
+    // replaced between stat and get: its length, ETag and range would not be this content's
+    opened.stream.destroy();
+    throw new ApiError('HOST_ERROR', `File '${userPath}' changed while it was being sent; try again`);
+  }
   res.statusCode = status;
+  res.strictContentLength = true; // (a source that sends more or less than it said ends the connection, never the next response)
   try {
     setAll(res, headers);
   } catch (e) {

@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FileStorage } from '../files/storage';
 import { ApiError } from '../errors';
 import type { ResponseState, SerializedOutput } from '../runtime/protocol';
-import { applyHeaders } from '../response/apply';
+import { applyHeaders, removeHeaders } from '../response/apply';
 import { checkRedirectLocation } from '../response/framing';
 import { sendJson } from './json';
 import { sendText } from './text';
@@ -33,15 +33,21 @@ export type ReturnTypeHandler<T extends SerializedOutput['type']> = (
 export async function sendOutput(output: SerializedOutput, ctx: SendContext): Promise<void> {
   if (output.type === 'invalid') throw new ApiError('INVALID_RESULT', output.message);
   if (output.type === 'Redirect') checkRedirectLocation(output.location); // before any header is set
-  applyHeaders(ctx.res, ctx.state);
-  switch (output.type) {
-    case 'JSON':
-      return sendJson(output, ctx);
-    case 'Text':
-      return sendText(output, ctx);
-    case 'Redirect':
-      return sendRedirect(output, ctx);
-    case 'File':
-      return sendFile(output, ctx);
+  const applied = applyHeaders(ctx.res, ctx.state);
+  try {
+    switch (output.type) {
+      case 'JSON':
+        return sendJson(output, ctx);
+      case 'Text':
+        return sendText(output, ctx);
+      case 'Redirect':
+        return sendRedirect(output, ctx);
+      case 'File':
+        return await sendFile(output, ctx);
+    }
+  } catch (e) {
+    // (a file not found, not readable...: the error body goes without the script's headers)
+    removeHeaders(ctx.res, applied);
+    throw e;
   }
 }

@@ -134,3 +134,18 @@ test('invalid cors settings are ConfigErrors naming the field', () => {
   expect(() => createApiRouter({ registry: reg, cors: false })).toThrow(/invalid cors: must be an object/);
   expect(() => createApiRouter({ registry: reg, cors: { headers: ['bad header'] } })).toThrow(/invalid cors\.headers/);
 });
+
+test("a script's Vary header is added to the router's `Vary: Origin`, not put in its place", async () => {
+  const x = makeApp({
+    apps: {
+      app1: {
+        scripts: { 'v.js': 'export function fn(ctx) { ctx.response.setHeader("Vary", "Accept-Encoding"); return 1 }' },
+        apis: [{ path: 'v', call: { script: 'v.js', function: 'fn' }, returnType: 'JSON', cors: { origins: [ORIGIN, 'https://b.example'] } }],
+      },
+    },
+  });
+  routers.push(x.router);
+  const res = await request(x.app).get('/web0/api/app1/v').set('Origin', ORIGIN);
+  expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
+  expect(res.headers.vary.split(/,\s*/).sort()).toEqual(['Accept-Encoding', 'Origin']);
+});
