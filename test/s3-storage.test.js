@@ -196,16 +196,40 @@ describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () =
     const sent = [];
     const client = {
       send(cmd) {
-        sent.push(cmd.constructor.name);
-        if (cmd.constructor.name === 'UploadPartCommand' && cmd.input.PartNumber === 2) return Promise.reject(new Error('part 2 failed'));
-        return real.send(cmd);
+        const name = cmd.constructor.name;
+        sent.push(name);
+        const done = name === 'UploadPartCommand' && cmd.input.PartNumber === 2 ? Promise.reject(new Error('part 2 failed')) : real.send(cmd);
+        if (name === 'UploadPartCommand') done.then(() => sent.push('part settled'), () => sent.push('part settled'));
+        return done;
       },
     };
     const s = new S3FileStorage({ bucket: s3.bucket, client });
     await expect(s.put('app1', 'x.bin', Readable.from([]), { localPath: file })).rejects.toThrow('part 2 failed');
     expect(sent[0]).toBe('CreateMultipartUploadCommand');
     expect(sent).toContain('AbortMultipartUploadCommand');
+    // (the abort comes once every part sent has settled: a part stored after it would stay)
+    expect(sent.lastIndexOf('part settled')).toBeLessThan(sent.indexOf('AbortMultipartUploadCommand'));
+    expect(sent.filter((x) => x === 'part settled')).toHaveLength(sent.filter((x) => x === 'UploadPartCommand').length);
     expect(sent).not.toContain('CompleteMultipartUploadCommand');
     expect(await storage.stat('app1', 'x.bin')).toBeNull();
+  });
+
+  test('a one-part upload that fails leaves no descriptor open on its file', async () => {
+    const file = path.join(dir, 'small-fails');
+    fs.writeFileSync(file, Buffer.alloc(1000, 1));
+    const client = { send: () => Promise.reject(new Error('no service')) };
+    const s = new S3FileStorage({ bucket: s3.bucket, client });
+    for (let i = 0; i < 5; i++) await expect(s.put('app1', 'y.bin', Readable.from([]), { localPath: file })).rejects.toThrow('no service');
+    const openOnFile = () =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
+        } catch {
+          return false;
+        }
+      });
+    // (a destroyed stream closes its descriptor once its open has completed: wait for that, not longer)
+    for (const end = Date.now() + 3000; openOnFile().length > 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+    expect(openOnFile()).toEqual([]);
   });
 });

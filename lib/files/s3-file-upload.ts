@@ -1,7 +1,8 @@
 /**
  * Uploads a local file to S3 without holding its parts in memory: each part's body is a read
  * stream over its byte range of the file (with its length), `queueSize` parts at once; a file of
- * one part is one PutObject. A failed multipart upload is aborted (no orphaned parts are billed).
+ * one part is one PutObject. A failed multipart upload is aborted once its parts in flight have
+ * settled (no orphaned parts are billed).
  */
 import * as fs from 'node:fs';
 
@@ -20,8 +21,13 @@ export interface FileUploadTarget {
 export async function uploadFileToS3(t: FileUploadTarget, file: string, size: number): Promise<string | undefined> {
   const base = { Bucket: t.bucket, Key: t.key };
   if (size <= t.partSize) {
-    const out = await t.client.send(new t.s3.PutObjectCommand({ ...base, Body: fs.createReadStream(file), ContentLength: size, ContentType: t.contentType }));
-    return out?.ETag;
+    const body = fs.createReadStream(file);
+    try {
+      const out = await t.client.send(new t.s3.PutObjectCommand({ ...base, Body: body, ContentLength: size, ContentType: t.contentType }));
+      return out?.ETag;
+    } finally {
+      body.destroy(); // (a failed send leaves it open: its descriptor, and the file with it)
+    }
   }
   const { UploadId } = await t.client.send(new t.s3.CreateMultipartUploadCommand({ ...base, ContentType: t.contentType }));
   const count = Math.ceil(size / t.partSize);
@@ -46,7 +52,10 @@ export async function uploadFileToS3(t: FileUploadTarget, file: string, size: nu
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(t.queueSize, count) }, worker));
+    // every part settles before a failure aborts the upload (a part stored after the abort would stay)
+    const settled = await Promise.allSettled(Array.from({ length: Math.min(t.queueSize, count) }, worker));
+    const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
     const out = await t.client.send(new t.s3.CompleteMultipartUploadCommand({ ...base, UploadId, MultipartUpload: { Parts: parts } }));
     return out?.ETag;
   } catch (err) {
