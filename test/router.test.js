@@ -278,3 +278,35 @@ describe('routing errors', () => {
     expect(res.body.message).toMatch(/call\.function/);
   });
 });
+
+describe('response text in the charset the response declares', () => {
+  const iconv = require('iconv-lite');
+  const scripts = {
+    'c.js': `export function text(ctx) { ctx.response.setContentType('text/plain;charset=ISO-8859-1'); return 'café€' }
+      export function writer(ctx) { ctx.response.setContentType('text/plain;charset=Shift_JIS'); ctx.response.getWriter().write('日本') }
+      export function plain(ctx) { return 'café€' }`,
+  };
+  const apis = ['text', 'writer', 'plain'].map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: 'Text' }));
+  const { app, router } = makeApp({ apps: { app1: { scripts, apis } } });
+  afterAll(() => router.close());
+  const bytes = (path) => request(app).get(`/web0/api/app1/${path}`).buffer(true).parse((res, cb) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => cb(null, Buffer.concat(chunks)));
+  });
+
+  test('a return value: ISO-8859-1 bytes, a character it lacks as "?"', async () => {
+    const res = await bytes('text');
+    expect(res.headers['content-type']).toBe('text/plain;charset=ISO-8859-1');
+    expect(res.body).toEqual(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x3f]));
+  });
+
+  test("the writer's text: Shift_JIS bytes", async () => {
+    const res = await bytes('writer');
+    expect(res.body).toEqual(iconv.encode('日本', 'Shift_JIS'));
+  });
+
+  test('no charset set: UTF-8', async () => {
+    expect((await bytes('plain')).body).toEqual(Buffer.from('café€', 'utf8'));
+  });
+});

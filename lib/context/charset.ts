@@ -51,6 +51,16 @@ export function decodeBody(bytes: Buffer, contentType: string | undefined): stri
 }
 
 /**
+ * Text as bytes in the charset a response's Content-Type declares (UTF-8 when it names none, or
+ * one neither Node nor iconv-lite knows); a character the charset lacks becomes `?`, as in Java.
+ */
+export function encodeText(text: string, contentType: string | null): Buffer {
+  const cs = declaredCharset(contentType ?? undefined);
+  if (cs === undefined || cs === 'utf-8' || cs === 'utf8' || !iconvLite().encodingExists(cs)) return Buffer.from(text, 'utf8');
+  return iconvLite().encode(text, cs);
+}
+
+/**
  * The raw body a host body parser kept (`express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`):
  * a Buffer, or text already decoded.
  */

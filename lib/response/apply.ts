@@ -7,6 +7,7 @@ import vary from 'vary';
 import { STATUS_CODES } from 'node:http';
 import type { ResponseState } from '../runtime/protocol';
 import { JSON_TYPE, endWithBody, sendErrorBody } from './error';
+import { declaredCharset, encodeText } from '../context/charset';
 import { checkResponseState, locationHeader } from './framing';
 
 /**
@@ -44,10 +45,6 @@ export function contentTypeOf(state: ResponseState): string | null {
   return state.contentType;
 }
 
-function encodingOf(state: ResponseState): BufferEncoding {
-  const cs = (state.characterEncoding ?? /charset=([\w-]+)/i.exec(state.contentType ?? '')?.[1] ?? 'utf-8').toLowerCase();
-  return cs === 'iso-8859-1' || cs === 'latin1' ? 'latin1' : cs === 'us-ascii' ? 'ascii' : 'utf8';
-}
 
 /** Sends the response exactly as the script wrote it. */
 export function sendWritten(res: ServerResponse, requestId: string, state: ResponseState): void {
@@ -63,8 +60,9 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
     res.end();
     return;
   }
-  const enc = encodingOf(state);
-  const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? Buffer.from(c.t, enc) : Buffer.from(c.b, 'base64'))));
+  // (text in the response's charset, as a servlet's writer writes it)
+  const declared = contentTypeOf(state);
+  const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? encodeText(c.t, declared) : Buffer.from(c.b, 'base64'))));
   res.statusCode = state.status;
   const type = contentTypeOf(state) ?? (state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
   endWithBody(res, body, body.length > 0 || state.contentType ? type : null);
@@ -73,8 +71,10 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
 /** Sends a serialized result: the script's status, its content type or the return type's default. */
 export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
   res.statusCode = state.status;
-  // (a string goes out with the head in one write; a Buffer would be a second chunk)
-  endWithBody(res, body, contentTypeOf(state) ?? defaultType);
+  const type = contentTypeOf(state) ?? defaultType;
+  const cs = declaredCharset(type);
+  // (a UTF-8 string goes out with the head in one write; a Buffer would be a second chunk)
+  endWithBody(res, cs === undefined || cs === 'utf-8' || cs === 'utf8' ? body : encodeText(body, type), type);
 }
 
 export { JSON_TYPE };
