@@ -30,7 +30,8 @@ end
 local newTat = tat + interval
 local ttl = math.ceil((newTat - now) / 1000)
 if ttl < 1 then ttl = 1 end
-redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', ttl)
+if ttl > 1e15 then ttl = 1e15 end
+redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', string.format('%.0f', ttl))
 return {1, math.floor(wait)}
 `;
 

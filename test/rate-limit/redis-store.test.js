@@ -61,6 +61,14 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     expect(await admin.get(`sapi:rl:${key}`)).toBe(tat); // rejected: bucket unchanged
   });
 
+  test('a rate so low its bucket outlives any clock (1e-16 req/s): admitted once, then refused, without a Redis error', async () => {
+    const s = store();
+    const key = uniq('tiny');
+    expect(await s.reserve(key, 1e19, 0)).toEqual({ admitted: true, waitMs: 0 });
+    expect((await s.reserve(key, 1e19, 0)).admitted).toBe(false);
+    expect(Number(await admin.pttl(`sapi:rl:${key}`))).toBeGreaterThan(1e12);
+  });
+
   test('fractional intervals (3 req/s) keep microsecond precision', async () => {
     const s = store();
     const key = uniq('frac');
