@@ -41,6 +41,8 @@ export interface MetricsRecorder extends RouterMetrics {
   request(app: string, api: string, status: number, seconds: number): void;
   script(app: string, api: string, scriptSeconds: number, queueSeconds: number | undefined): void;
   rateLimit(app: string, api: string, outcome: 'admitted' | 'rejected', detail: { waitedMs?: number; reason?: string }): void;
+  /** Takes the router's metrics off the registry (router.close): a new router may register them again. */
+  close(): void;
 }
 
 export const DEFAULT_PREFIX = 'scriptable_api_';
@@ -79,11 +81,13 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
   const registry = options?.registry ?? new prom.Registry();
   const prefix = options?.prefix ?? DEFAULT_PREFIX;
   const buckets = options?.buckets ?? DEFAULT_BUCKETS;
+  const names: string[] = [];
   const name = (n: string) => {
     const full = prefix + n;
     if (registry.getSingleMetric(full)) {
       throw new ConfigError('metrics.prefix', `the registry already has a metric '${full}' (another router?): give each router its own prefix`);
     }
+    names.push(full);
     return full;
   };
   const registers = [registry];
@@ -128,6 +132,9 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
           res.end(`metrics failed: ${(err as Error)?.message ?? String(err)}`);
         },
       );
+    },
+    close() {
+      for (const n of names.splice(0)) registry.removeSingleMetric(n);
     },
     request(app, api, status, seconds) {
       requests.inc({ app, api, status: String(status) });

@@ -39,7 +39,8 @@ export interface ResolvedOptions {
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
   // one core stays with the event loop, which serves every request
-  const workers = options.workers ?? Math.max(1, cpuCount() - 1);
+  // (the default never exceeds a maxWorkers given: it fits on any machine)
+  const workers = options.workers ?? Math.min(Math.max(1, cpuCount() - 1), options.maxWorkers ?? Infinity);
   return {
     raw: options,
     scriptTimeoutMs: options.scriptTimeoutMs ?? DEFAULTS.scriptTimeoutMs,

@@ -163,6 +163,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     }
     const { appId, apiPath } = target;
     const def = checkDefinition(def0);
+    trace.apiPath = def.path; // (the configured path, as a metric label: a registry may match loosely)
     trace.matched = true;
     trace.corsDone = true;
     if (isPreflight(req)) return cors.preflight(req, res, def); // (never the script's)
@@ -172,6 +173,16 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       throw new ApiError('METHOD_NOT_ALLOWED', `${req.method} is not allowed for this API (allowed: ${def.methods.join(', ')})`);
     }
 
+    // [automation] definitions (and the scripts their steps call) travel with the job, unless the host
+    // runs them. Read right after the definition, before any wait (rate limit, body), so that a
+    // request runs one version of its app, not a definition and the scripts of a later one.
+    const auto = options.automations || !runsAutomation(def) ? undefined : await resolveAutomations(registry, appId, def, logger, stage);
+    const scripts: Record<string, ScriptSource> = {};
+    for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
+      const source = await registry.getScript(appId, name, stage);
+      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
+    }
+
     const limited = limiter.isActive(def.rateLimit);
     const limitAfterBefore = limited && limiter.needsAttributes(def.rateLimit!);
     if (limited && !limitAfterBefore && !admitted(res, trace, await limit(req, res, appId, def))) return;
@@ -179,13 +190,6 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const body = await readBody(req, res, opts.bodyLimit, opts.upload, () =>
       logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
     );
-    // [automation] definitions (and the scripts their steps call) travel with the job, unless the host runs them
-    const auto = options.automations || !runsAutomation(def) ? undefined : await resolveAutomations(registry, appId, def, logger, stage);
-    const scripts: Record<string, ScriptSource> = {};
-    for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
-      const source = await registry.getScript(appId, name, stage);
-      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
-    }
     const job: ScriptJob = {
       requestId,
       appId,
@@ -290,6 +294,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (ownEngine) await engine.close();
     }
     await Promise.all([limiter.close(), shared.outbound.close()]);
+    metrics?.close();
   };
   Object.defineProperty(router, 'metrics', { value: metrics, enumerable: true });
   return router;

@@ -177,3 +177,27 @@ test('MemoryRegistry rejects invalid definitions at registration, naming the fie
   expect(reg.removeApi('app', 'p')).toBe(true);
   expect(reg.getApi('app', 'p')).toBeUndefined();
 });
+
+test('MemoryRegistry.putApi keeps what it validated: later changes to the object given do not reach it', () => {
+  const { MemoryRegistry } = require('scriptable-api');
+  const reg = new MemoryRegistry();
+  const def = { path: 'p', call: { script: 's.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 1, identifier: 'global' } };
+  reg.putApi('app', def);
+  def.rateLimit.requestsPerSecond = -5;
+  def.call.function = 'not a name';
+  expect(reg.getApi('app', 'p')).toMatchObject({ call: { function: 'fn' }, rateLimit: { requestsPerSecond: 1 } });
+  expect(Object.isFrozen(reg.getApi('app', 'p').rateLimit)).toBe(true);
+});
+
+test('maxWorkers below the default worker count (CPUs - 1) lowers that default instead of failing', () => {
+  const os = require('node:os');
+  const spy = jest.spyOn(os, 'availableParallelism').mockReturnValue(8);
+  try {
+    const { parseOptions } = require('../dist/cjs/options.js');
+    const { MemoryRegistry } = require('scriptable-api');
+    expect(parseOptions({ registry: new MemoryRegistry(), maxWorkers: 4 })).toMatchObject({ workers: 4, maxWorkers: 4 });
+    expect(parseOptions({ registry: new MemoryRegistry() })).toMatchObject({ workers: 7 });
+  } finally {
+    spy.mockRestore();
+  }
+});

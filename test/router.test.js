@@ -310,3 +310,36 @@ describe('response text in the charset the response declares', () => {
     expect((await bytes('plain')).body).toEqual(Buffer.from('café€', 'utf8'));
   });
 });
+
+test('a request runs one version of its app: its scripts are read with its definition, not after its body', async () => {
+  const http = require('node:http');
+  const { MemoryRegistry } = require('..');
+  const registry = new MemoryRegistry({
+    apps: { shop: { scripts: { 'v1.js': 'export function fn(ctx) { return { v: 1, body: ctx.body } }' }, apis: [{ path: 'x', call: { script: 'v1.js', function: 'fn' }, returnType: 'JSON' }] } },
+  });
+  const { app, router } = makeApp({ registry });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  try {
+    const answer = new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: server.address().port, method: 'POST', path: '/web0/api/shop/x', headers: { 'content-type': 'text/plain', 'content-length': '2' } }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      req.write('a');
+      // while the body is on its way, the app changes: the API calls v2.js, v1.js is gone
+      setTimeout(() => {
+        registry.putScript('shop', 'v2.js', 'export function fn() { return { v: 2 } }');
+        registry.putApi('shop', { path: 'x', call: { script: 'v2.js', function: 'fn' }, returnType: 'JSON' });
+        registry.removeScript('shop', 'v1.js');
+        req.end('b');
+      }, 300);
+    });
+    expect(await answer).toEqual({ status: 200, body: { v: 1, body: 'ab' } });
+  } finally {
+    server.close();
+    await router.close();
+  }
+});

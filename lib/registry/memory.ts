@@ -118,7 +118,8 @@ export class MemoryRegistry implements ApiRegistry {
   putApi(appId: string, def: ApiDefinition, options?: MemoryStageOption): this {
     const stage = stageOf(options);
     const valid = validateApiDefinition(def, `api '${(def as { path?: unknown })?.path}'`);
-    this.app(appId, true, stage).apis.set(valid.path, Object.freeze({ ...valid }));
+    // (a deep-frozen copy: what was validated is what runs, whatever the caller changes later)
+    this.app(appId, true, stage).apis.set(valid.path, deepFreeze(jsonCopy(valid)) as ApiDefinition);
     return this;
   }
 

@@ -121,3 +121,27 @@ test('the example server serves its metrics at /metrics', async () => {
   expect(res.headers['content-type']).toMatch(/^text\/plain/);
   expect(sample(res.text, 'scriptable_api_requests_total', { app: 'shop', api: 'hello', status: '200' })).toBe(1);
 });
+
+test('a closed router takes its metrics off the registry: a new one may register them again', async () => {
+  const registry = new prom.Registry();
+  const first = createApiRouter({ registry: new MemoryRegistry({ apps }), workers: 1, metrics: { registry } });
+  await first.close();
+  const second = createApiRouter({ registry: new MemoryRegistry({ apps }), workers: 1, metrics: { registry } });
+  routers.push(second);
+  expect(registry.getSingleMetric('scriptable_api_requests_total')).toBeDefined();
+});
+
+test('the API label is the configured path, whatever spelling a registry that matches loosely accepts', async () => {
+  const memory = new MemoryRegistry({ apps });
+  // a registry that matches API paths without regard to case (as a case-insensitive database would)
+  const loose = { getApi: (appId, p, stage) => memory.getApi(appId, String(p).toLowerCase(), stage), getScript: (...a) => memory.getScript(...a) };
+  const router = createApiRouter({ registry: loose, workers: 1 });
+  routers.push(router);
+  const app = express();
+  app.use('/api', router);
+  app.get('/metrics', router.metrics.handler);
+  for (const p of ['ok', 'OK', 'Ok', 'oK']) await request(app).get(`/api/app1/${p}`).expect(200);
+  const text = (await request(app).get('/metrics')).text;
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '200' })).toBe(4);
+  expect(text).not.toMatch(/api="(OK|Ok|oK)"/);
+});
