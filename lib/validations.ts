@@ -12,6 +12,8 @@ import { checkSchema, dotted } from './definitions/schema';
 import { nearestName, shown } from './definitions/names';
 import { validateUploadOptions } from './context/upload-options';
 import { isFileStorage } from './files/storage';
+import { hostAllowed } from './outbound/address-policy';
+import { isIP } from 'node:net';
 
 export { nearestName, shown };
 import type { ApiDefinition, ApiRouterOptions, OutboundOptions, RateLimitOptions } from './types';
@@ -88,6 +90,13 @@ function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], pre
 
 
 /** Checks `createApiRouter` options. */
+/** An `allowHosts` entry that can match a host: a name, an IP literal, or `*.` and a name. */
+function validHostPattern(entry: string): boolean {
+  const probe = entry.trim().startsWith('*.') ? `a.${entry.trim().slice(2)}` : entry.trim();
+  const ipv6 = isIP(probe.replace(/^\[|\]$/g, '')) === 6;
+  return (ipv6 || /^[^\s/:?#@*]+$/.test(probe)) && hostAllowed(probe, [entry]);
+}
+
 export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (!isObject(o)) throw new ConfigError('options', 'createApiRouter needs an options object with a registry');
   onlyKnownKeys(o, ROUTER_KEYS, '');
@@ -138,6 +147,11 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     if (ob.allowHosts !== undefined && (!Array.isArray(ob.allowHosts) || ob.allowHosts.some((h) => typeof h !== 'string' || h === ''))) {
       throw new ConfigError('outbound.allowHosts', 'must be an array of host names');
     }
+    (ob.allowHosts as string[] | undefined)?.forEach((entry, i) => {
+      if (!validHostPattern(entry)) {
+        throw new ConfigError(`outbound.allowHosts[${i}]`, `${JSON.stringify(entry)} is not a host name, an IP address or '*.domain' (no scheme, port or path)`);
+      }
+    });
     timeoutMs(ob.timeoutMs, 'outbound.timeoutMs');
     positiveInt(ob.maxBodyBytes, 'outbound.maxBodyBytes');
     positiveInt(ob.maxRedirects, 'outbound.maxRedirects', 0);

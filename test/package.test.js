@@ -66,6 +66,10 @@ test('invalid options fail at startup with the field named', () => {
   expect(() => createApiRouter({ registry: new MemoryRegistry(), engine: 'v8' })).toThrow(/invalid engine/);
   expect(() => createApiRouter({ registry: new MemoryRegistry(), bodyLimit: 'lots' })).toThrow(/invalid bodyLimit/);
   expect(() => createApiRouter({ registry: new MemoryRegistry(), outbound: { allowHosts: 'x' } })).toThrow(/outbound\.allowHosts/);
+  // entries that could never match a host: refused at startup, naming the entry
+  for (const entry of ['api.example.com:443', 'https://api.example.com', 'api.example.com/', '*example.com']) {
+    expect(() => createApiRouter({ registry: new MemoryRegistry(), outbound: { allowHosts: ['ok.example.com', entry] } })).toThrow(/outbound\.allowHosts\[1\]: .* is not a host name/);
+  }
   expect(() => createApiRouter({ registry: new MemoryRegistry(), accounts: {} })).toThrow(/accounts\.getAccountByToken/);
   // timeouts become Node.js timers, which fire at once past 2^31 - 1 ms: refused, not a 1 ms limit
   expect(() => createApiRouter({ registry: new MemoryRegistry(), scriptTimeoutMs: 3e9 })).toThrow(/invalid scriptTimeoutMs: must be at most 2147483647/);
