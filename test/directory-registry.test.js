@@ -189,3 +189,20 @@ test('options are checked', () => {
   expect(() => new DirectoryRegistry({})).toThrow(/invalid root/);
   expect(() => new DirectoryRegistry({ root: '/x', debounceMs: -1 })).toThrow(/invalid debounceMs/);
 });
+
+describe('watching an app folder made again', () => {
+  const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }' });
+  const registry = open({ root, logger: logs().logger });
+  const { app, router } = makeApp({ registry });
+  afterAll(() => router.close());
+  const get = async (p) => request(app).get(`/web0/api/${p}`);
+
+  test('an app folder deleted and made again (as a deploy does) is watched again', async () => {
+    fs.rmSync(path.join(root, 'shop'), { recursive: true, force: true });
+    write(root, { 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "redeployed" }' });
+    await eventually(registry, async () => (await get('shop/hello')).body === 'redeployed');
+    // a change after that reaches the registry too (the new folders, maybe on the inodes of the old ones, are watched)
+    fs.writeFileSync(path.join(root, 'shop/scripts/main.js'), 'export function hello() { return "edited after" }');
+    await eventually(registry, async () => (await get('shop/hello')).body === 'edited after');
+  });
+});

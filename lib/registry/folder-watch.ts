@@ -8,8 +8,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 export class FolderWatch {
-  /** By folder, with the folder's inode: a folder deleted and made again needs a new watcher. */
-  private readonly watchers = new Map<string, { w: fs.FSWatcher; ino: number }>();
+  /**
+   * By folder, with the folder's identity (inode and birth time: a file system may give a folder
+   * made again the inode of the one deleted): a folder deleted and made again needs a new watcher.
+   */
+  private readonly watchers = new Map<string, { w: fs.FSWatcher; id: string }>();
   private closed = false;
 
   /** `onChange(appId)`: something in that app changed; `onChange(null)`: re-read the root. */
@@ -38,14 +41,15 @@ export class FolderWatch {
   }
 
   private watch(dir: string, appId: string | null): void {
-    let ino: number;
+    let id: string;
     try {
-      ino = fs.statSync(dir).ino;
+      const st = fs.statSync(dir);
+      id = `${st.ino}:${st.birthtimeMs}`;
     } catch {
       return;
     }
     const had = this.watchers.get(dir);
-    if (had !== undefined && had.ino === ino) return;
+    if (had !== undefined && had.id === id) return;
     had?.w.close();
     let w: fs.FSWatcher;
     try {
@@ -63,7 +67,7 @@ export class FolderWatch {
       if (this.watchers.get(dir)?.w === w) this.watchers.delete(dir);
       this.onChange(appId);
     });
-    this.watchers.set(dir, { w, ino });
+    this.watchers.set(dir, { w, id });
   }
 
   /** Watches the root and exactly the folders of `appIds` as they are now. */
