@@ -206,3 +206,27 @@ describe('watching an app folder made again', () => {
     await eventually(registry, async () => (await get('shop/hello')).body === 'edited after');
   });
 });
+
+describe('links out of an app', () => {
+  test("a linked scripts/ folder or app folder is not read: no app serves another's files, at startup or after a change", async () => {
+    const root = tree({
+      'secret/apis/hello.json': api('hello'),
+      'secret/scripts/main.js': 'export function hello() { return "secret" }',
+      'evil/apis/hello.json': api('hello'),
+    });
+    fs.symlinkSync(path.join(root, 'secret', 'scripts'), path.join(root, 'evil', 'scripts'));
+    fs.symlinkSync(path.join(root, 'secret'), path.join(root, 'alias'));
+    const log = logs();
+    const registry = open({ root, logger: log.logger });
+    expect(registry.getScript('evil', 'main.js')).toBeUndefined();
+    expect(registry.listApps()).toEqual(['evil', 'secret']);
+    expect(log.text('warn')).toContain('evil/scripts: is not a folder of the app (a link?): not read');
+    // a link made while watching, and a plain file: not apps either
+    fs.symlinkSync(path.join(root, 'secret'), path.join(root, 'alias2'));
+    fs.writeFileSync(path.join(root, 'notes.txt'), 'x');
+    registry.reload();
+    write(root, { 'other/apis/hello.json': api('hello') }); // (a real change, to wait for)
+    await eventually(registry, () => registry.listApps().includes('other'));
+    expect(registry.listApps()).toEqual(['evil', 'other', 'secret']);
+  });
+});

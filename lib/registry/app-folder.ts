@@ -41,8 +41,18 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
-/** Entries of a folder (none when it does not exist); regular files and folders only, no dot files. */
+/** Whether `p` is a folder itself, not a symbolic link to one (an app reads only its own folder). */
+export function isRealFolder(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Entries of a folder (none when it does not exist or is a link); regular files and folders only, no dot files. */
 function entries(dir: string): fs.Dirent[] {
+  if (!isRealFolder(dir)) return [];
   try {
     return fs
       .readdirSync(dir, { withFileTypes: true })
@@ -84,6 +94,11 @@ export function loadAppFolder(root: string, appId: string): AppState {
   const dir = path.join(root, appId);
   const problems: RegistryProblem[] = [];
   const rel = (...parts: string[]) => [appId, ...parts].join('/');
+
+  for (const folder of ['apis', 'scripts', 'automations']) {
+    const link = path.join(dir, folder);
+    if (fs.existsSync(link) && !isRealFolder(link)) problems.push({ level: 'warning', file: rel(folder), message: 'is not a folder of the app (a link?): not read' });
+  }
 
   const scripts = new Map<string, string>();
   for (const name of listScripts(path.join(dir, 'scripts'))) {

@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { ConfigError } from '../errors';
 import { defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
-import { isAppId, loadAppFolder, type AppState, type RegistryProblem } from './app-folder';
+import { isAppId, isRealFolder, loadAppFolder, type AppState, type RegistryProblem } from './app-folder';
 import { FolderWatch } from './folder-watch';
 
 export type { RegistryProblem } from './app-folder';
@@ -78,7 +78,8 @@ class AppTree {
 
   /** Reads the app folder and swaps the app's state in one assignment. */
   load(appId: string, reloaded: boolean): void {
-    const present = fs.existsSync(path.join(this.root, appId)) && isAppId(appId);
+    // (a folder of its own, as at startup: not a link to another app's, nor a file)
+    const present = isAppId(appId) && isRealFolder(path.join(this.root, appId));
     const state = present ? loadAppFolder(this.root, appId) : undefined;
     if (state) this.apps.set(appId, state);
     else this.apps.delete(appId);
