@@ -188,6 +188,7 @@ describe('preview root', () => {
 test('options are checked', () => {
   expect(() => new DirectoryRegistry({})).toThrow(/invalid root/);
   expect(() => new DirectoryRegistry({ root: '/x', debounceMs: -1 })).toThrow(/invalid debounceMs/);
+  expect(() => new DirectoryRegistry({ root: '/x', debounceMs: 2 ** 31 })).toThrow(/invalid debounceMs: must be a number of ms from 0 to/);
 });
 
 describe('watching an app folder made again', () => {

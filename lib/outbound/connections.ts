@@ -5,7 +5,9 @@
  * The address policy holds on every connection an agent opens, not only on the first call to a
  * host: each request passes the client's checking `lookup`, which resolves the name and refuses
  * it when any address is refused (the checked addresses are the ones the socket connects to), and
- * once connected the socket's remote address is checked again, before a byte is sent. A kept
+ * once connected the socket's remote address is checked again, before the request is written
+ * (over TLS the handshake's first message may already be on its way: the address it goes to was
+ * checked at lookup). A kept
  * connection is only reused for the same host name and port, so a name that later resolves
  * elsewhere (DNS rebinding) or a redirect to another host gets a new, checked connection.
  *

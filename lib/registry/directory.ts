@@ -13,6 +13,7 @@
 import { EventEmitter } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { MAX_TIMER_MS } from '../timers';
 import { ConfigError } from '../errors';
 import { defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
@@ -136,7 +137,9 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
     }
     if (options.previewRoot !== undefined && (typeof options.previewRoot !== 'string' || options.previewRoot === '')) throw new ConfigError('previewRoot', 'must be a folder path');
     const debounceMs = options.debounceMs ?? 100;
-    if (typeof debounceMs !== 'number' || !Number.isFinite(debounceMs) || debounceMs < 0) throw new ConfigError('debounceMs', `must be a number of ms >= 0, got ${String(debounceMs)}`);
+    if (typeof debounceMs !== 'number' || !Number.isFinite(debounceMs) || debounceMs < 0 || debounceMs > MAX_TIMER_MS) {
+      throw new ConfigError('debounceMs', `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounceMs)}`);
+    }
     const logger = options.logger === false ? undefined : (options.logger ?? defaultLogger());
     const watch = options.watch ?? true;
     this.published = new AppTree(path.resolve(options.root), 'published', this, logger, debounceMs, watch);
