@@ -305,3 +305,44 @@ test('quickjs: builtin allocation bombs fail the call and the host keeps serving
     await router.close();
   }
 });
+
+test("quickjs: a FinalizationRegistry callback never runs, so none runs inside another app's call", async () => {
+  const { app, router } = makeApp({
+    apps: {
+      evil: {
+        scripts: {
+          'e.js': `export function plant() {
+            const reg = new FinalizationRegistry(() => { throw new Error('injected by app evil') });
+            for (let i = 0; i < 50; i++) { const a = {}; a.self = a; reg.register(a, i) } // (cyclic: freed by a later collection)
+            globalThis.keep = (globalThis.keep || []).concat([reg]);
+            return { planted: String(reg) };
+          }`,
+        },
+        apis: [{ path: 'plant', call: { script: 'e.js', function: 'plant' }, returnType: 'JSON' }],
+      },
+      good: {
+        scripts: {
+          'g.js': `export function f() {
+            const root = { children: [] };
+            for (let i = 0; i < 50; i++) root.children.push({ parent: root, pad: new Array(50).fill(i) });
+            return { good: true };
+          }`,
+        },
+        apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }],
+      },
+    },
+    router: { workers: 1, maxWorkers: 1 },
+  });
+  try {
+    expect((await request(app).get('/web0/api/evil/plant')).body).toEqual({ planted: '[object FinalizationRegistry]' });
+    const failed = [];
+    for (let i = 0; i < 400; i++) {
+      if (i % 100 === 0) await request(app).get('/web0/api/evil/plant');
+      const res = await request(app).get('/web0/api/good/g');
+      if (res.status !== 200) failed.push(res.body);
+    }
+    expect(failed).toEqual([]);
+  } finally {
+    await router.close();
+  }
+}, 60_000);

@@ -14,6 +14,7 @@ import { makeCtx } from './ctx';
 import { serializeOutput, thrownInfo } from './serialize';
 import { platform } from './platform';
 import './console'; // (defines globalThis.console)
+import './finalization'; // (makes globalThis.FinalizationRegistry inert)
 import type { Attributes, Fields, ResState, StageRecord } from './types';
 import type { AdapterEntry, RequestSnapshot, StageHead } from '../protocol';
 
