@@ -89,7 +89,6 @@ function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], pre
 }
 
 
-/** Checks `createApiRouter` options. */
 /** An `allowHosts` entry that can match a host: a name, an IP literal, or `*.` and a name. */
 function validHostPattern(entry: string): boolean {
   const probe = entry.trim().startsWith('*.') ? `a.${entry.trim().slice(2)}` : entry.trim();
@@ -97,6 +96,7 @@ function validHostPattern(entry: string): boolean {
   return (ipv6 || /^[^\s/:?#@*]+$/.test(probe)) && hostAllowed(probe, [entry]);
 }
 
+/** Checks `createApiRouter` options. */
 export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (!isObject(o)) throw new ConfigError('options', 'createApiRouter needs an options object with a registry');
   onlyKnownKeys(o, ROUTER_KEYS, '');

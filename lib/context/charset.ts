@@ -15,8 +15,8 @@ export function declaredCharset(contentType: string | undefined): string | undef
   return cs === '' ? undefined : cs;
 }
 
-/** Charsets Node decodes itself (no iconv-lite needed). */
-const NATIVE: Record<string, BufferEncoding> = {
+/** Charsets Node decodes itself (no iconv-lite needed); no prototype: `constructor` is just unknown. */
+const NATIVE: Record<string, BufferEncoding | undefined> = Object.assign(Object.create(null), {
   'utf-8': 'utf8',
   utf8: 'utf8',
   'iso-8859-1': 'latin1',
@@ -24,8 +24,9 @@ const NATIVE: Record<string, BufferEncoding> = {
   'us-ascii': 'ascii',
   ascii: 'ascii',
   'utf-16le': 'utf16le',
+  utf16le: 'utf16le',
   'ucs-2': 'utf16le',
-};
+});
 
 let iconv: typeof import('iconv-lite') | undefined;
 function iconvLite(): typeof import('iconv-lite') {
@@ -50,14 +51,24 @@ export function decodeBody(bytes: Buffer, contentType: string | undefined): stri
   return iconvLite().decode(bytes, cs);
 }
 
+/** The Buffer encoding of a charset Node encodes itself (lower-case name), else undefined. */
+export function nativeEncoding(charset: string): BufferEncoding | undefined {
+  return NATIVE[charset];
+}
+
 /**
- * Text as bytes in the charset a response's Content-Type declares (UTF-8 when it names none, or
- * one neither Node nor iconv-lite knows); a character the charset lacks becomes `?`, as in Java.
+ * The charset a response's text goes out in, by its Content-Type: undefined for UTF-8 (also when
+ * it names none, or one neither Node nor iconv-lite knows).
  */
-export function encodeText(text: string, contentType: string | null): Buffer {
+export function responseCharset(contentType: string | null): string | undefined {
   const cs = declaredCharset(contentType ?? undefined);
-  if (cs === undefined || cs === 'utf-8' || cs === 'utf8' || !iconvLite().encodingExists(cs)) return Buffer.from(text, 'utf8');
-  return iconvLite().encode(text, cs);
+  if (cs === undefined || NATIVE[cs] === 'utf8' || !iconvLite().encodingExists(cs)) return undefined;
+  return cs;
+}
+
+/** Text as bytes in `charset` (responseCharset; undefined: UTF-8); a character it lacks becomes `?`, as in Java. */
+export function encodeText(text: string, charset: string | undefined): Buffer {
+  return charset === undefined ? Buffer.from(text, 'utf8') : iconvLite().encode(text, charset);
 }
 
 /**

@@ -12,6 +12,7 @@ import type { OutboundClient, OutboundResponse } from '../outbound/client';
 import { normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
 import { attachmentFileOf, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
+import { nativeEncoding } from '../context/charset';
 import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
 
 /** What the router shares with every request's host services. */
@@ -44,18 +45,6 @@ export const MAX_LOG_LINES = 200;
  * script reads `.body` without a second host call; a larger one, or one that failed (too large,
  * timed out, reset), is left to `http.body`, which answers it or that failure.
  */
-/** The charsets of `platform.utils.stringToBytes` (names in lower case; `max`: the last code point of a one-byte charset). */
-const CHARSETS: Record<string, { encoding: BufferEncoding; max?: number } | undefined> = Object.assign(Object.create(null), {
-  'utf-8': { encoding: 'utf8' },
-  utf8: { encoding: 'utf8' },
-  'utf-16le': { encoding: 'utf16le' },
-  utf16le: { encoding: 'utf16le' },
-  'iso-8859-1': { encoding: 'latin1', max: 0xff },
-  latin1: { encoding: 'latin1', max: 0xff },
-  'us-ascii': { encoding: 'ascii', max: 0x7f },
-  ascii: { encoding: 'ascii', max: 0x7f },
-});
-
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
   const bytes = await res.bytes().catch(() => undefined);
   return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
@@ -65,6 +54,9 @@ function str(v: unknown, field: string): string {
   if (typeof v !== 'string' || v === '') throw new ApiError('SCRIPT_ERROR', `${field} must be a non-empty string`);
   return v;
 }
+
+/** The last code point of the one-byte encodings `platform.utils.stringToBytes` writes. */
+const ONE_BYTE_MAX: Partial<Record<BufferEncoding, number>> = { latin1: 0xff, ascii: 0x7f };
 
 export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
@@ -139,12 +131,13 @@ export class HostServices implements HostBridge {
       return (await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))())) ?? null;
     },
     'utils.stringToBytes': (s, args) => {
-      const charset = CHARSETS[String(args.charset ?? 'utf-8').toLowerCase()];
-      if (charset === undefined) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
+      const encoding = nativeEncoding(String(args.charset ?? 'utf-8').toLowerCase());
+      if (encoding === undefined) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
       const text = String(args.text ?? '');
-      if (charset.max === undefined) return Array.from(Buffer.from(text, charset.encoding));
+      const max = ONE_BYTE_MAX[encoding];
+      if (max === undefined) return Array.from(Buffer.from(text, encoding));
       // one byte per character; one it cannot encode (a surrogate pair counts as one) becomes '?', as in Java
-      return Array.from(text, (ch) => (ch.codePointAt(0)! <= charset.max! ? ch.codePointAt(0)! : 63));
+      return Array.from(text, (ch) => (ch.codePointAt(0)! <= max ? ch.codePointAt(0)! : 63));
     },
     'automation.run': (s, args) => s.runAutomation(args),
   };

@@ -7,7 +7,7 @@ import vary from 'vary';
 import { STATUS_CODES } from 'node:http';
 import type { ResponseState } from '../runtime/protocol';
 import { JSON_TYPE, endWithBody, sendErrorBody } from './error';
-import { declaredCharset, encodeText } from '../context/charset';
+import { encodeText, responseCharset } from '../context/charset';
 import { checkResponseState, locationHeader } from './framing';
 
 /**
@@ -45,7 +45,6 @@ export function contentTypeOf(state: ResponseState): string | null {
   return state.contentType;
 }
 
-
 /** Sends the response exactly as the script wrote it. */
 export function sendWritten(res: ServerResponse, requestId: string, state: ResponseState): void {
   applyHeaders(res, state);
@@ -62,9 +61,10 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
   }
   // (text in the response's charset, as a servlet's writer writes it)
   const declared = contentTypeOf(state);
-  const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? encodeText(c.t, declared) : Buffer.from(c.b, 'base64'))));
+  const charset = responseCharset(declared);
+  const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? encodeText(c.t, charset) : Buffer.from(c.b, 'base64'))));
   res.statusCode = state.status;
-  const type = contentTypeOf(state) ?? (state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
+  const type = declared ?? (state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
   endWithBody(res, body, body.length > 0 || state.contentType ? type : null);
 }
 
@@ -72,9 +72,9 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
 export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
   res.statusCode = state.status;
   const type = contentTypeOf(state) ?? defaultType;
-  const cs = declaredCharset(type);
+  const charset = responseCharset(type);
   // (a UTF-8 string goes out with the head in one write; a Buffer would be a second chunk)
-  endWithBody(res, cs === undefined || cs === 'utf-8' || cs === 'utf8' ? body : encodeText(body, type), type);
+  endWithBody(res, charset === undefined ? body : encodeText(body, charset), type);
 }
 
 export { JSON_TYPE };
