@@ -6,9 +6,10 @@
 //             (reads it back, sets a response header): bench/scripts.js
 // The request is a snapshot as the router builds it for `GET /web0/api/bench/p` from wrk (two
 // headers); the `-browser` workloads run the same stages on a request as a browser sends it
-// (sixteen headers with cookies and a bearer token: 1.3 KB of ctx fields), since what a stage
-// costs grows with the request: its ctx fields are parsed as JSON in QuickJS.
-// One thread, no I/O. Usage: npm run build && node bench/stage.js [--stages N] [--rounds N]
+// (sixteen headers with cookies and a bearer token: 1.3 KB of ctx maps), since what a stage
+// costs grows with the request when its script reads the request's headers, cookies or query:
+// they are parsed as JSON in QuickJS.
+// One thread, no I/O. Usage: npm run build && node bench/stage.js [--stages N] [--rounds N] [--only NAME,...]
 'use strict';
 const path = require('node:path');
 const scripts = require('./scripts');
@@ -16,13 +17,16 @@ const scripts = require('./scripts');
 const dist = process.env.SCRIPTABLE_API_PATH ? path.dirname(process.env.SCRIPTABLE_API_PATH) : path.join(__dirname, '..', 'dist', 'cjs');
 const { QuickJsDriver } = require(path.join(dist, 'runtime', 'worker', 'quickjs-driver.js'));
 const { adapterSource } = require(path.join(dist, 'runtime', 'adapter-source.js'));
-const { ctxFields } = require(path.join(dist, 'runtime', 'protocol.js'));
+const { ctxFields, ctxMaps } = require(path.join(dist, 'runtime', 'protocol.js'));
 const { prepareScript } = require(path.join(dist, 'runtime', 'worker', 'transpile.js'));
 
 const args = process.argv.slice(2);
 const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const STAGES = flag('--stages', 20000);
 const ROUNDS = flag('--rounds', 3);
+// --only NAME[,NAME]: those workloads only (with --stages N at two values under
+// `valgrind --tool=callgrind`, the difference of the two counts is N's instructions)
+const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
 
 const snapshot = {
   headers: { host: '127.0.0.1:37423', 'user-agent': 'wrk' },
@@ -92,9 +96,9 @@ async function main() {
   const main = await open('main.js', scripts.MAIN);
   const hooks = await open('hooks.js', scripts.HOOKS);
   let id = 1;
-  let ctxJson = '';
+  let texts = { ctx: '', maps: '' };
   const stage = (ctx, fn, stageName, attributes) => {
-    ctx.start(id++, fn, head(stageName), '', attributes, '', '', ctxJson);
+    ctx.start(id++, fn, head(stageName), '', attributes, '', '', texts.ctx, texts.maps);
     const out = JSON.parse(ctx.drain()).outputs[0];
     if (out.status !== 'value') throw new Error(`${fn}: ${JSON.stringify(out)}`);
     return out;
@@ -110,15 +114,17 @@ async function main() {
   };
   const workloads = {};
   for (const [from, snap] of Object.entries(requests)) {
-    const texts = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)) };
+    const own = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)), maps: JSON.stringify(ctxMaps(snap)) };
     for (const [kind, run] of Object.entries(kinds)) {
-      workloads[from === 'wrk' ? kind : `${kind}-${from}`] = { texts, run };
+      workloads[from === 'wrk' ? kind : `${kind}-${from}`] = { texts: own, run };
     }
   }
   console.log(`QuickJS, one context per script, ${STAGES} requests a round, ${ROUNDS} rounds (µs per request, median round)`);
-  for (const [name, { texts, run }] of Object.entries(workloads)) {
-    request = texts.request;
-    ctxJson = texts.ctx;
+  for (const [name, w] of Object.entries(workloads)) {
+    if (ONLY && !ONLY.includes(name)) continue;
+    request = w.texts.request;
+    texts = w.texts;
+    const run = w.run;
     for (let i = 0; i < 2000; i++) run(); // warm-up
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {

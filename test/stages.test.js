@@ -143,6 +143,46 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     });
   });
 
+  test("ctx's headers, cookies and query: read on first use, the script's own, and plain data once assigned", async () => {
+    fixture = oneApi(
+      `export function before(ctx) { ctx.headers['x-custom'] = 'from before'; ctx.query.a = 'from before' }
+      export function fn(ctx) {
+        const first = Object.getOwnPropertyDescriptor(ctx, 'headers');
+        const h = ctx.headers;
+        h['x-added'] = '1';
+        const child = Object.create(ctx);
+        const inherited = child.query === ctx.query && child.cookies.sid;
+        child.query = 'own';
+        ctx.cookies = { mine: 1 };
+        const assigned = Object.getOwnPropertyDescriptor(ctx, 'cookies');
+        return {
+          first: [first.enumerable, first.configurable],
+          same: ctx.headers === h && ctx.headers['x-added'] === '1',
+          request: [ctx.request.getHeader('x-added'), ctx.request.getHeader('x-custom'), ctx.request.getParameter('a'), ctx.request.getCookies().length],
+          inherited,
+          child: [child.query, typeof ctx.query],
+          assigned: [assigned.value === ctx.cookies, assigned.writable, assigned.enumerable, assigned.configurable],
+          own: [ctx.headers['x-custom'], ctx.query.a, ctx.cookies.mine],
+          keys: Object.keys(ctx).join(),
+        };
+      }`,
+      { before: { script: 'main.js', function: 'before' } },
+      { engine },
+    );
+    const res = await request(fixture.app).get('/web0/api/app1/p?a=1').set('X-Custom', 'sent').set('Cookie', 'sid=abc').expect(200);
+    expect(res.body).toEqual({
+      first: [true, true],
+      same: true,
+      // the request API reads the request, never ctx's copies (nor the before hook's)
+      request: [null, 'sent', '1', 1],
+      inherited: 'abc',
+      child: ['own', 'object'],
+      assigned: [true, true, true, true],
+      own: ['sent', '1', 1],
+      keys: 'getParts,headers,cookies,query,body,url,appId,path,method,request,response',
+    });
+  });
+
   test('a stage sends back only the response fields it changed; the others keep what earlier stages set', async () => {
     fixture = oneApi(
       `export function fn(ctx) { return { status: ctx.response.getStatus(), type: ctx.response.getContentType() } }`,

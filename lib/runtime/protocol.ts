@@ -102,14 +102,24 @@ export interface ApiErrorInfo {
 }
 
 /**
- * The request snapshot's fields that ctx carries itself (in ctx's own key order), with
- * headerLists: what a stage parses when its script reads no more than ctx and the request's
- * headers (the adapter's `start` receives them as JSON; the rest of the snapshot only on demand).
+ * The request snapshot's scalar fields that ctx carries itself (in ctx's own key order): what
+ * every stage parses (the adapter's `start` receives them as JSON).
  */
-export type CtxFields = Pick<RequestSnapshot, 'headers' | 'cookies' | 'query' | 'body' | 'url' | 'appId' | 'path' | 'method' | 'headerLists'>;
+export type CtxFields = Pick<RequestSnapshot, 'body' | 'url' | 'appId' | 'path' | 'method'>;
+
+/**
+ * The snapshot's maps that ctx carries (headers, cookies, query), with headerLists: parsed only
+ * when a stage reads one of them (from ctx or the request API); the rest of the snapshot only on
+ * demand.
+ */
+export type CtxMaps = Pick<RequestSnapshot, 'headers' | 'cookies' | 'query' | 'headerLists'>;
 
 export function ctxFields(r: RequestSnapshot): CtxFields {
-  return { headers: r.headers, cookies: r.cookies, query: r.query, body: r.body, url: r.url, appId: r.appId, path: r.path, method: r.method, headerLists: r.headerLists };
+  return { body: r.body, url: r.url, appId: r.appId, path: r.path, method: r.method };
+}
+
+export function ctxMaps(r: RequestSnapshot): CtxMaps {
+  return { headers: r.headers, cookies: r.cookies, query: r.query, headerLists: r.headerLists };
 }
 
 /** The per-stage part of what the adapter's `start` receives (as a JSON string). */
@@ -167,7 +177,7 @@ export interface StageOutput {
  */
 export interface AdapterEntry {
   /** Starts stage `stageId`: `ns[fnName](ctx[, value])`, `ns` being the script's module namespace. */
-  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string): void;
+  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string): void;
   /** Settles an async host call with its reply (a HostReply). */
   reply(callId: number, replyJson: string): void;
   /** `{"waiting":N,"outputs":[StageOutput, ...]}`: the stages settled since the last drain. */

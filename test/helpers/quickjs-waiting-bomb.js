@@ -44,7 +44,7 @@ async function main() {
   const run = (j, name, source) => {
     const p = prepareScript(name, source, false);
     const head = JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: p.async });
-    return stages.run(j, name, `${j.appId}\u0000${name}`, p.code, 'fn', head, () => '{}', '{}', '', '', '{"headers":{}}');
+    return stages.run(j, name, `${j.appId}\u0000${name}`, p.code, 'fn', head, { request: () => '{}', attributes: '{}', response: '', value: '', ctx: '{}', maps: '{"headers":{}}' });
   };
 
   // (the other app's context is loaded first, as a warm worker has it)

@@ -49,23 +49,34 @@ defineProperty(StageProto, 'req', {
     return this.reqObj!;
   },
 });
-/** The ctx fields (CtxFields: ctxJson, parsed again for the request API, apart from ctx's own copies). */
+/**
+ * The snapshot's fields that come with the stage (CtxFields from ctxJson, CtxMaps from mapsJson),
+ * each text parsed once on first use, without a prototype (snapField reads them as plain
+ * properties). ctx's own maps are a parse of their own (ctx.ts).
+ */
+function carried(st: StageRecord, json: string | undefined, keys: { readonly [key: string]: unknown }): Fields {
+  var v = typeof json === 'string' && json !== '' ? jsonParse(json) : null;
+  if (isObj(v) && !isArray(v)) setPrototypeOf(v, null);
+  else {
+    // none given: those fields of the snapshot (parsed once, for every getter)
+    var req = st.req;
+    v = objectCreate(null);
+    for (var k in keys) v[k] = getOwn(req, k);
+  }
+  return v;
+}
 defineProperty(StageProto, 'fields', {
   __proto__: null,
   get: function (this: StageRecord): Fields {
-    if (this.fieldsObj === null) {
-      // without a prototype: snapField reads its fields as plain properties
-      var v = typeof this.ctxJson === 'string' && this.ctxJson !== '' ? jsonParse(this.ctxJson) : null;
-      if (isObj(v) && !isArray(v)) setPrototypeOf(v, null);
-      else {
-        // no CtxFields: those fields of the snapshot (parsed once, for every getter)
-        var req = this.req;
-        v = objectCreate(null);
-        for (var k in IN_FIELDS) v[k] = getOwn(req, k);
-      }
-      this.fieldsObj = v;
-    }
-    return this.fieldsObj!;
+    if (this.fieldsObj === null) this.fieldsObj = carried(this, this.ctxJson, IN_FIELDS);
+    return this.fieldsObj;
+  },
+});
+defineProperty(StageProto, 'maps', {
+  __proto__: null,
+  get: function (this: StageRecord): Fields {
+    if (this.mapsObj === null) this.mapsObj = carried(this, this.mapsJson, IN_MAPS);
+    return this.mapsObj;
   },
 });
 defineProperty(StageProto, 'attrs', {
@@ -115,13 +126,14 @@ function hostRequest(st: StageRecord): unknown {
   }
 }
 
-/** The snapshot fields CtxFields carries: reading them needs no more of the snapshot. */
-var IN_FIELDS: { readonly [key: string]: unknown } = freeze({ __proto__: null, headers: true, headerLists: true, cookies: true, query: true, body: true, url: true, appId: true, path: true, method: true });
+/** The snapshot fields CtxFields and CtxMaps carry: reading them needs no more of the snapshot. */
+var IN_FIELDS: { readonly [key: string]: unknown } = freeze({ __proto__: null, body: true, url: true, appId: true, path: true, method: true });
+var IN_MAPS: { readonly [key: string]: unknown } = freeze({ __proto__: null, headers: true, headerLists: true, cookies: true, query: true });
 
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
 export function snapField<K extends keyof RequestSnapshot, D>(st: StageRecord, key: K, dflt: D): RequestSnapshot[K] | D {
   // (the snapshot is the host's own: its fields have the types RequestSnapshot gives them)
-  var v = (IN_FIELDS[key] === true ? st.fields[key] : getOwn(st.req, key)) as RequestSnapshot[K] | undefined;
+  var v = (IN_MAPS[key] === true ? st.maps[key] : IN_FIELDS[key] === true ? st.fields[key] : getOwn(st.req, key)) as RequestSnapshot[K] | undefined;
   return v === undefined ? dflt : v;
 }
 
@@ -147,16 +159,17 @@ var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
 });
 
 /**
- * start(id, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson):
+ * start(id, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson):
  * headJson is the StageHead (stage, returnType, wantValue, async); the next three are the
  * RequestSnapshot, the attributes and the ResponseState as JSON text, parsed on first use
  * (requestJson '': asked of the host, op 'stage.request', on first use; responseJson '': the
  * response as it starts); valueJson is the stage's second argument (after: the call's
  * result, '' = undefined; onError: the API error), parsed afresh for each stage; ctxJson holds
- * the snapshot's ctx fields only (CtxFields: '' or absent = read them from requestJson), so a
- * stage that never uses ctx.request parses no more than those.
+ * the snapshot's scalar ctx fields (CtxFields) and mapsJson its maps (CtxMaps; either '' or
+ * absent = read them from requestJson): a stage parses the maps only if it reads them, and the
+ * rest of the snapshot only if it uses the request API for it.
  */
-export function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string): void {
+export function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string): void {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -172,7 +185,9 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
     async: head.async,
     requestJson: requestJson,
     ctxJson: ctxJson,
+    mapsJson: mapsJson,
     fieldsObj: null,
+    mapsObj: null,
     attrsJson: attrsJson,
     responseJson: responseJson,
     status: 'pending',
@@ -192,10 +207,10 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
     value: undefined,
     error: null,
     abort: null,
-  } satisfies Omit<StageRecord, 'req' | 'fields' | 'attrs' | 'res' | 'buffered'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
+  } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res' | 'buffered'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
   stages[id] = st;
   setActive(st);
-  var ctx = makeCtx(st, typeof ctxJson === 'string' && ctxJson !== '' ? ctxJson : requestJson);
+  var ctx = makeCtx(st);
   var r: unknown;
   inEntry = true;
   try {

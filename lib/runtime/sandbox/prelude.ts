@@ -77,6 +77,7 @@ export var freeze = Object.freeze;
 export var objectKeys = Object.keys;
 export var objectCreate = Object.create;
 export var setPrototypeOf = Object.setPrototypeOf;
+export var getPrototypeOf = Object.getPrototypeOf;
 export var hasOwn: (o: unknown, k: PropertyKey) => boolean = uncurry(Object.prototype.hasOwnProperty);
 export var objToString: (o: unknown) => string = uncurry(Object.prototype.toString);
 export var isArray = Array.isArray;

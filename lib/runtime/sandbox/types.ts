@@ -50,7 +50,7 @@ export type Attributes = { [name: string]: unknown };
 
 /**
  * One stage in flight (entry.ts: start). Its carried state is parsed on first use through the
- * getters of StageProto (req, fields, attrs, res, buffered).
+ * getters of StageProto (req, fields, maps, attrs, res, buffered).
  */
 export interface StageRecord {
   id: number;
@@ -62,6 +62,8 @@ export interface StageRecord {
   requestJson: string;
   /** The CtxFields JSON (absent or '': read them from the snapshot). */
   ctxJson: string | undefined;
+  /** The CtxMaps JSON (absent or '': read them from the snapshot). */
+  mapsJson: string | undefined;
   attrsJson: string;
   responseJson: string;
   status: 'pending' | 'value' | 'error';
@@ -69,6 +71,7 @@ export interface StageRecord {
   /** Async host calls of the stage in flight (host.ts). */
   waiting: number;
   fieldsObj: Fields | null;
+  mapsObj: Fields | null;
   reqObj: Fields | null;
   attrsObj: Attributes | null;
   attrsChanged: boolean;
@@ -87,6 +90,7 @@ export interface StageRecord {
   /** Getters of StageProto. */
   readonly req: Fields;
   readonly fields: Fields;
+  readonly maps: Fields;
   readonly attrs: Attributes;
   readonly res: ResState;
   buffered: number;

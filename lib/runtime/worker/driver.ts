@@ -29,8 +29,11 @@ export type HostFn = (stageId: number, op: string, argsJson: string, async: bool
 export interface EngineContext {
   /** The module exports a function of this name. */
   hasFunction(name: string): boolean;
-  /** Starts a stage (adapter `start`; `ctx`: the CtxFields JSON, absent: read from `request`). */
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string): void;
+  /**
+   * Starts a stage (adapter `start`; `ctx` and `maps`: the CtxFields and CtxMaps JSON, absent:
+   * read from `request`).
+   */
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string): void;
   /** Settles an async host call (adapter `reply`). */
   reply(callId: number, replyJson: string): void;
   /** Forgets a stage (adapter `cancel`). */

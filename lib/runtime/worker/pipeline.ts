@@ -10,7 +10,7 @@
 import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
-import { ctxFields, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
+import { ctxFields, ctxMaps, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
 import { serializeForReturnType } from '../serialize';
 import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
@@ -26,6 +26,8 @@ export interface StageTexts {
   request: () => string;
   /** The CtxFields JSON (the same for every stage of a job). */
   ctx: string;
+  /** The CtxMaps JSON (the same for every stage of a job). */
+  maps: string;
   attributes: string;
   /** '' for the response as it starts. */
   response: string;
@@ -120,6 +122,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   let requestJson: string | undefined;
   const request = () => (requestJson ??= JSON.stringify(job.request));
   const ctx = JSON.stringify(ctxFields(job.request));
+  const maps = JSON.stringify(ctxMaps(job.request));
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const r = await runScriptStage(ref, stage, wantValue, value, returnType);
@@ -135,6 +138,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         head: { stage, returnType, wantValue },
         request,
         ctx,
+        maps,
         attributes: attributesText,
         response: responseJson,
         value,

@@ -340,8 +340,8 @@ class QuickJsContext implements EngineContext {
     return text;
   }
 
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = ''): void {
-    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx]);
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = ''): void {
+    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx, maps]);
   }
 
   reply(callId: number, replyJson: string): void {

@@ -19,6 +19,7 @@
  *   happened to allocate next, fails.
  */
 import type { StageOutput } from '../protocol';
+import type { StageTexts } from './pipeline';
 import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
 
 /** A job as the stages see it. */
@@ -91,7 +92,7 @@ export class Stages {
   ) {}
 
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
-  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, request: () => string, attributes: string, response: string, value: string, ctxJson: string): Promise<StageOutput> {
+  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, texts: Omit<StageTexts, 'head'>): Promise<StageOutput> {
     const waitFrom = Date.now();
     let c = this.cache.get(key);
     if (c !== undefined) c.used = ++this.tick;
@@ -104,8 +105,8 @@ export class Stages {
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
-      c.stages.set(id, { job, script, request, resolve, reject });
-      void this.step(c, job, script, () => c.ctx.start(id, fn, head, '', attributes, response, value, ctxJson));
+      c.stages.set(id, { job, script, request: texts.request, resolve, reject });
+      void this.step(c, job, script, () => c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps));
     });
   }
 

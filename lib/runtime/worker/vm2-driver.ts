@@ -105,7 +105,7 @@ export class Vm2Driver implements SandboxDriver {
       bytes,
       jobsRunLater: true,
       hasFunction: (fn) => typeof exportsObj[fn] === 'function',
-      start: (id, fn, head, request, attributes, response, value, ctx) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx)),
+      start: (id, fn, head, request, attributes, response, value, ctx, maps) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx, maps)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
       drain: () => guard(() => String(entry.drain())),

@@ -227,7 +227,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
       const p = prepare(ref.script, hash, source);
       running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
       const head = JSON.stringify({ ...texts.head, async: p.async });
-      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts.request, texts.attributes, texts.response, texts.value, texts.ctx);
+      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts);
     },
     callHost: (op, args) =>
       new Promise((resolve, reject) => {
