@@ -82,15 +82,25 @@ export function rawBodyOf(req: Request): Buffer | string | undefined {
 
 /**
  * An urlencoded form in a charset other than UTF-8 percent-encodes its bytes in that charset
- * (`name=Jos%E9` in ISO-8859-1): the same form with its escapes re-encoded as UTF-8, which is
- * what URLSearchParams decodes. UTF-8 forms are returned as they are.
+ * (`name=Jos%E9` in ISO-8859-1): the same form with each name and value re-encoded as UTF-8,
+ * which is what URLSearchParams decodes. A name or value is decoded whole, its escapes and its
+ * plain characters together: a browser leaves bytes that are ASCII letters and digits unescaped,
+ * also when they are the second byte of a character (`ア` in Shift_JIS is `%83A`). UTF-8 forms
+ * are returned as they are.
  */
 export function formInUtf8(text: string, contentType: string | undefined): string {
   const cs = declaredCharset(contentType);
   if (cs === undefined || cs === 'utf-8' || cs === 'utf8' || !text.includes('%')) return text;
-  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
-    const bytes = Buffer.from(run.replace(/%/g, ''), 'hex');
-    const native = NATIVE[cs];
-    return encodeURIComponent(native !== undefined ? bytes.toString(native) : iconvLite().decode(bytes, cs));
+  const native = NATIVE[cs];
+  const encode = (s: string) => (native !== undefined ? Buffer.from(s, native) : iconvLite().encode(s, cs));
+  return text.replace(/[^&=+]+/g, (run) => {
+    if (!/%[0-9A-Fa-f]{2}/.test(run)) return run;
+    const bytes: Buffer[] = [];
+    // (escapes as their bytes; the text between them, decoded from the body, back to its bytes)
+    for (const piece of run.split(/((?:%[0-9A-Fa-f]{2})+)/)) {
+      if (piece !== '') bytes.push(piece.startsWith('%') && /^(?:%[0-9A-Fa-f]{2})+$/.test(piece) ? Buffer.from(piece.replace(/%/g, ''), 'hex') : encode(piece));
+    }
+    const all = Buffer.concat(bytes);
+    return encodeURIComponent(native !== undefined ? all.toString(native) : iconvLite().decode(all, cs));
   });
 }
