@@ -101,6 +101,8 @@ export function formInUtf8(text: string, contentType: string | undefined): strin
       if (piece !== '') bytes.push(piece.startsWith('%') && /^(?:%[0-9A-Fa-f]{2})+$/.test(piece) ? Buffer.from(piece.replace(/%/g, ''), 'hex') : encode(piece));
     }
     const all = Buffer.concat(bytes);
-    return encodeURIComponent(native !== undefined ? all.toString(native) : iconvLite().decode(all, cs));
+    const decoded = native !== undefined ? all.toString(native) : iconvLite().decode(all, cs);
+    // (escaped as UTF-8 bytes: half a UTF-16 pair becomes U+FFFD, where encodeURIComponent throws)
+    return Buffer.from(decoded, 'utf8').toString('hex').replace(/../g, '%$&');
   });
 }

@@ -102,6 +102,13 @@ describe('ctx.body is the bytes the client sent', () => {
     expect(res.body).toEqual({ body, form: 'アイス 表 a&b' });
   });
 
+  test('a form whose escapes decode to half a UTF-16 pair: the half is U+FFFD, as an invalid UTF-8 escape is (not a 500)', async () => {
+    const { app: server } = app();
+    const res = await request(server).post('/web0/api/app1/echo').set('content-type', 'application/x-www-form-urlencoded; charset=utf-16le').serialize((b) => b).send(Buffer.from('name=%00%D8%41%00', 'utf16le'));
+    expect(res.status).toBe(200);
+    expect(res.body.form).toBe('\uFFFDA');
+  });
+
   test('an unknown charset is 415 UNSUPPORTED_CHARSET', async () => {
     const { app: server } = app();
     const res = await request(server).post('/web0/api/app1/echo').set('content-type', 'text/plain; charset=klingon-8').send('x');
