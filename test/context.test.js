@@ -374,3 +374,29 @@ test('console output is capped per request so a chatty script cannot flood the h
   expect(lines[199]).toBe('[app1/main.js] line 199');
   expect(lines[200]).toBe(`[app1] 4800 more console lines of request ${res.headers['x-request-id']} were dropped`);
 });
+
+describe('behind a proxy the app trusts (`trust proxy`), the server is the one the client asked for', () => {
+  const SOURCE = `export function fn(ctx) { const r = ctx.request;
+    return { name: r.getServerName(), port: r.getServerPort(), scheme: r.getScheme(), secure: r.isSecure(), addr: r.getRemoteAddr(), url: r.getRequestURL() } }`;
+  const get = (app, headers) => request(app).get('/web0/api/app1/p').set(headers);
+
+  test('name, port and scheme come from the forwarded host and protocol together', async () => {
+    const { app } = apiWith('quickjs', SOURCE, {}, {}, { setup: (a) => a.set('trust proxy', true) });
+    const behind = { Host: '10.0.0.5:8080', 'X-Forwarded-For': '203.0.113.9', 'X-Forwarded-Proto': 'https' };
+    expect((await get(app, { ...behind, 'X-Forwarded-Host': 'api.example.com' })).body).toEqual({
+      name: 'api.example.com', port: 443, scheme: 'https', secure: true, addr: '203.0.113.9', url: 'https://api.example.com/web0/api/app1/p',
+    });
+    expect((await get(app, { ...behind, 'X-Forwarded-Host': 'api.example.com:8443' })).body).toMatchObject({ name: 'api.example.com', port: 8443, url: 'https://api.example.com:8443/web0/api/app1/p' });
+    expect((await get(app, { ...behind, 'X-Forwarded-Host': '[2001:db8::1]:9443, inner.example' })).body).toMatchObject({ name: '[2001:db8::1]', port: 9443 });
+    // (a proxy that keeps the client's Host and says only the protocol: the port is the protocol's, not the proxy's hop)
+    expect((await get(app, { Host: 'api.example.com', 'X-Forwarded-Proto': 'https' })).body).toMatchObject({ port: 443, url: 'https://api.example.com/web0/api/app1/p' });
+    expect((await get(app, { Host: 'api.example.com', 'X-Forwarded-Proto': 'http' })).body).toMatchObject({ port: 80, url: 'http://api.example.com/web0/api/app1/p' });
+  });
+
+  test('without trust, the forwarded headers are ignored', async () => {
+    const { app } = apiWith('quickjs', SOURCE);
+    const res = await get(app, { Host: '10.0.0.5:8080', 'X-Forwarded-Host': 'api.example.com', 'X-Forwarded-Proto': 'https', 'X-Forwarded-For': '203.0.113.9' });
+    expect(res.body).toMatchObject({ name: '10.0.0.5', port: 8080, scheme: 'http', secure: false, url: 'http://10.0.0.5:8080/web0/api/app1/p' });
+    expect(res.body.addr).toMatch(/127\.0\.0\.1/);
+  });
+});

@@ -178,9 +178,15 @@ interface PlatformHttpRequest {
   getProtocol(): string;
   /** Returns the scheme used for the request: `http` or `https`. */
   getScheme(): string;
-  /** Returns the host name the request was addressed to (from the Host header, without the port). */
+  /**
+   * Returns the host name the request was addressed to, without the port: from the Host header,
+   * or behind a proxy the host's Express `trust proxy` setting trusts, from `X-Forwarded-Host`.
+   */
   getServerName(): string;
-  /** Returns the port the request was sent to. */
+  /**
+   * Returns the port the request was sent to: the port in that same header; without one, the
+   * scheme's (80, 443) behind a trusted proxy, else the port the connection was accepted on.
+   */
   getServerPort(): number;
   /** Returns the IP address of the client (behind a proxy: as the host's Express `trust proxy` setting decides). */
   getRemoteAddr(): string;

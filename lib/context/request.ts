@@ -41,6 +41,32 @@ function headersOf(req: Request, allowUnderscore: boolean) {
   return { headers, lists };
 }
 
+/** Whether Express's `trust proxy` setting trusts the peer (never outside an Express app). */
+function fromTrustedProxy(req: Request): boolean {
+  const trust: unknown = typeof req.app?.get === 'function' ? req.app.get('trust proxy fn') : undefined;
+  return typeof trust === 'function' && (trust as (addr: string | undefined, i: number) => boolean)(req.socket?.remoteAddress, 0) === true;
+}
+
+/**
+ * The server the client asked for, name and port from one header: the first X-Forwarded-Host
+ * of a trusted proxy (as Express's `req.hostname` reads it), else Host. Without a port there, the
+ * scheme's when a trusted proxy forwarded the request (the socket's port is the proxy's hop),
+ * else the port the connection was accepted on (HttpServletRequest.getServerPort).
+ */
+function serverOf(req: Request, headers: Record<string, string>, scheme: 'http' | 'https'): { name: string; port: number } {
+  const trusted = fromTrustedProxy(req);
+  const forwarded = trusted ? ownGet(headers, 'x-forwarded-host') : undefined;
+  const host = (forwarded ? forwarded.split(',')[0] : (ownGet(headers, 'host') ?? '')).trim();
+  const start = host.startsWith('[') ? host.indexOf(']') + 1 : 0; // (IPv6 literal)
+  const colon = host.indexOf(':', start);
+  const name = colon >= 0 ? host.slice(0, colon) : host;
+  const port = colon >= 0 && /^\d{1,5}$/.test(host.slice(colon + 1)) ? Number(host.slice(colon + 1)) : undefined;
+  if (port !== undefined) return { name, port };
+  const byProxy = trusted && (forwarded !== undefined || ownGet(headers, 'x-forwarded-proto') !== undefined);
+  const dflt = scheme === 'https' ? 443 : 80;
+  return { name, port: byProxy ? dflt : (req.socket?.localPort ?? dflt) };
+}
+
 export interface SnapshotInput {
   req: Request;
   requestId: string;
@@ -65,8 +91,7 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
   }));
   const socket = req.socket;
   const scheme = req.protocol === 'https' ? 'https' : 'http';
-  const hostHeader = headers.host ?? '';
-  const portMatch = /:(\d+)$/.exec(hostHeader);
+  const server = serverOf(req, headers, scheme);
   const auth = headers.authorization;
   const remoteAddr = req.ip ?? socket?.remoteAddress ?? '';
   return {
@@ -84,8 +109,8 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
     body: body.text,
     protocol: `HTTP/${req.httpVersion}`,
     scheme,
-    serverName: req.hostname ?? hostHeader.replace(/:\d+$/, ''),
-    serverPort: portMatch ? Number(portMatch[1]) : socket?.localPort ?? (scheme === 'https' ? 443 : 80),
+    serverName: server.name,
+    serverPort: server.port,
     remoteAddr,
     remoteHost: remoteAddr,
     remotePort: socket?.remotePort ?? 0,
