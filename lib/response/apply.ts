@@ -11,6 +11,18 @@ import { encodeText, responseCharset } from '../context/charset';
 import { checkResponseState, locationHeader } from './framing';
 
 /**
+ * `Vary` with the script's value added: merged by `vary` when it is a list of header names, else
+ * appended as the script set it (`vary` throws on it; without a prior `Vary` it goes out as set too).
+ */
+function appendVary(prior: string, value: string): string {
+  try {
+    return vary.append(prior, value);
+  } catch {
+    return `${prior}, ${value}`;
+  }
+}
+
+/**
  * Headers recorded by scripts. The whole state is checked first (lib/response/framing.ts): a
  * breach throws before any header is set, so the error response carries none of them. Returns
  * the names set (see removeHeaders).
@@ -24,7 +36,7 @@ export function applyHeaders(res: ServerResponse, state: ResponseState): Set<str
     if (key === 'vary') {
       // (added to what the router's CORS put there: a shared cache must still key on Origin)
       const prior = res.getHeader('Vary');
-      res.setHeader('Vary', prior === undefined ? value : vary.append(String(prior), value));
+      res.setHeader('Vary', prior === undefined ? value : appendVary(String(prior), value));
     } else if (seen.has(key)) res.appendHeader(name, value);
     else {
       seen.add(key);

@@ -149,3 +149,25 @@ test("a script's Vary header is added to the router's `Vary: Origin`, not put in
   expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
   expect(res.headers.vary.split(/,\s*/).sort()).toEqual(['Accept-Encoding', 'Origin']);
 });
+
+test("a script's Vary value that is not a list of header names goes out as set, as it does without CORS (it was a 500 HOST_ERROR)", async () => {
+  const x = makeApp({
+    apps: {
+      app1: {
+        scripts: { 'v.js': 'export function fn(ctx) { ctx.response.setHeader("X-A", "1"); ctx.response.setHeader("Vary", ctx.query.v); return 1 }' },
+        apis: [
+          { path: 'cors', call: { script: 'v.js', function: 'fn' }, returnType: 'JSON', cors: { origins: [ORIGIN] } },
+          { path: 'plain', call: { script: 'v.js', function: 'fn' }, returnType: 'JSON' },
+        ],
+      },
+    },
+  });
+  routers.push(x.router);
+  for (const v of ['Accept-Encoding User-Agent', 'Accept;q=1', '@']) {
+    const plain = await request(x.app).get('/web0/api/app1/plain').query({ v }).set('Origin', ORIGIN);
+    expect([plain.status, plain.headers.vary]).toEqual([200, v]);
+    const res = await request(x.app).get('/web0/api/app1/cors').query({ v }).set('Origin', ORIGIN);
+    expect([res.status, res.headers.vary, res.headers['x-a'], res.headers['access-control-allow-origin']]).toEqual([200, `Origin, ${v}`, '1', ORIGIN]);
+    expect(res.body).toBe(1);
+  }
+});
