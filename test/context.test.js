@@ -400,3 +400,28 @@ describe('behind a proxy the app trusts (`trust proxy`), the server is the one t
     expect(res.body.addr).toMatch(/127\.0\.0\.1/);
   });
 });
+
+test('a Latin-1 header value goes out as the same bytes whatever the return type (JSON and Text sent it as UTF-8)', async () => {
+  const { app, router } = apiWith('quickjs', `export function fn(ctx) {
+    ctx.response.setHeader('X-Name', 'José'); ctx.response.setContentType(ctx.query.t + '; title=Café');
+    if (ctx.query.w) ctx.response.getWriter().write('written');
+    return ctx.query.t === 'text/plain' ? 'text' : { json: true };
+  }`);
+  await router.ready();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const head = (query) => new Promise((resolve, reject) => {
+    http.get(`http://127.0.0.1:${server.address().port}/web0/api/app1/p?${query}`, (res) => {
+      res.resume();
+      // (node:http reads header bytes as Latin-1, as browsers do)
+      res.on('end', () => resolve([res.statusCode, res.headers['x-name'], res.headers['content-type']]));
+    }).on('error', reject);
+  });
+  try {
+    for (const query of ['t=application/json', 't=text/plain', 't=text/plain&w=1']) {
+      expect(await head(query)).toEqual([200, 'José', `${query.slice(2, query.indexOf('&') >= 0 ? query.indexOf('&') : undefined)};title=Café`]);
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

@@ -80,13 +80,23 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
   endWithBody(res, body, body.length > 0 || state.contentType ? type : null);
 }
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** Whether every header the script set (content type included) is ASCII. */
+function asciiHead(state: ResponseState, type: string): boolean {
+  if (NON_ASCII.test(type)) return false;
+  for (const [, value] of state.headers) if (NON_ASCII.test(value)) return false;
+  return true;
+}
+
 /** Sends a serialized result: the script's status, its content type or the return type's default. */
 export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
   res.statusCode = state.status;
   const type = contentTypeOf(state) ?? defaultType;
   const charset = responseCharset(type);
-  // (a UTF-8 string goes out with the head in one write; a Buffer would be a second chunk)
-  endWithBody(res, charset === undefined ? body : encodeText(body, charset), type);
+  // (a UTF-8 string goes out with the head in one write, but Node then encodes the head as UTF-8
+  // too: a Latin-1 header value (`José`) goes as a Buffer body, after a head written byte for byte)
+  endWithBody(res, charset === undefined && asciiHead(state, type) ? body : encodeText(body, charset), type);
 }
 
 export { JSON_TYPE };
