@@ -154,6 +154,25 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(silent.body).toMatchObject({ message: 'no stock', code: 42 });
   });
 
+  test('onError that writes nothing gives the default error also when the call wrote, redirected or sent an error before it threw', async () => {
+    const { app } = api(
+      `export function fn(ctx) {
+        ctx.response.setHeader('X-Call', '1');
+        if (ctx.query.m === 'write') ctx.response.getWriter().write('half a page');
+        if (ctx.query.m === 'redirect') ctx.response.sendRedirect('/elsewhere');
+        if (ctx.query.m === 'sendError') ctx.response.sendError(409, 'conflict');
+        throw new Error('failed after ' + ctx.query.m);
+      }`,
+      { onError: { script: 'hooks.js', function: 'onError' }, returnType: 'Text' },
+      {},
+      { scripts: { 'hooks.js': 'export function onError(ctx, error) { console.info("seen " + error.message) }' } },
+    );
+    for (const m of ['write', 'redirect', 'sendError']) {
+      const res = await request(app).get(`/web0/api/app1/p?m=${m}`).redirects(0);
+      expect([res.status, res.body]).toEqual([500, { requestId: res.headers['x-request-id'], message: `failed after ${m}`, code: 270000 }]);
+    }
+  });
+
   test('onError does not run for an error in before', async () => {
     const { app } = api('export function fn() { return 1 }', { before: { script: 'h.js', function: 'b' }, onError: { script: 'h.js', function: 'e' } }, {}, {
       scripts: { 'h.js': 'export function b() { throw new Error("in before") }\nexport function e(ctx) { ctx.response.getWriter().write("handled") }' },

@@ -236,10 +236,12 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     const before = JSON.stringify(state.response);
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
     if (r.fail) return result(r.fail);
-    if (wrote(state)) return result({ kind: 'written' });
+    // (what the failed call wrote, redirected or sent is not onError's answer: only a change it made is)
+    const changed = JSON.stringify(state.response) !== before;
+    if (changed && wrote(state)) return result({ kind: 'written' });
     if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
     // Status or headers changed without a body: send them with an empty body.
-    if (JSON.stringify(state.response) !== before) return result({ kind: 'written' });
+    if (changed) return result({ kind: 'written' });
     return result(call.fail);
   }
 
