@@ -425,3 +425,16 @@ test('a Latin-1 header value goes out as the same bytes whatever the return type
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test('getCookies returns every cookie the client sent, a name sent twice included; ctx.cookies keeps the first', async () => {
+  const { app, router } = apiWith('quickjs', `export function fn(ctx) {
+    return { list: (ctx.request.getCookies() || []).map((c) => [c.getName(), c.getValue()]), map: ctx.cookies };
+  }`);
+  await router.ready();
+  const res = await request(app).get('/web0/api/app1/p').set('Cookie', 'session=new; theme=dark; session=old; c=%E9; d=%41');
+  expect(res.status).toBe(200);
+  expect(res.body.list).toEqual([['session', 'new'], ['theme', 'dark'], ['session', 'old'], ['c', '%E9'], ['d', 'A']]);
+  expect(res.body.map).toEqual({ session: 'new', theme: 'dark', c: '%E9', d: 'A' });
+  const single = await request(app).get('/web0/api/app1/p').set('Cookie', 'a=1; b=2');
+  expect(single.body.list).toEqual([['a', '1'], ['b', '2']]);
+});

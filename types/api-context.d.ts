@@ -203,7 +203,10 @@ interface PlatformHttpRequest {
   getContentType(): string | null;
   /** Returns the scheme of the Authorization header (`Bearer`, `Basic`...), or null when there is none. */
   getAuthType(): string | null;
-  /** Returns the request cookies, or null when the request has none (as the servlet API does). */
+  /**
+   * Returns every cookie of the request, in the order sent (a name sent twice, for two paths,
+   * twice; `ctx.cookies` keeps its first value), or null when the request has none (as the servlet API does).
+   */
   getCookies(): Cookie[] | null;
   /**
    * Returns the first value of request header `name` (case-insensitive), or null. Header names

@@ -41,6 +41,24 @@ function headersOf(req: Request, allowUnderscore: boolean) {
   return { headers, lists };
 }
 
+/**
+ * The cookies of a Cookie header: the first value of each name, and, when a name came more than
+ * once (a cookie of the same name for another path or domain), every cookie in order. Each pair
+ * is decoded by `cookie` as the map's values are.
+ */
+function cookiesOf(header: string | undefined): { cookies: Record<string, string>; cookieList?: Array<[string, string]> } {
+  if (!header) return { cookies: {} };
+  const cookies = parseCookies(header) as Record<string, string>;
+  const pieces = header.split(';');
+  if (Object.keys(cookies).length >= pieces.length) return { cookies };
+  const list: Array<[string, string]> = [];
+  for (const piece of pieces) {
+    const one = parseCookies(piece) as Record<string, string>;
+    for (const name in one) list.push([name, one[name]]);
+  }
+  return list.length > Object.keys(cookies).length ? { cookies, cookieList: list } : { cookies };
+}
+
 /** Whether Express's `trust proxy` setting trusts the peer (never outside an Express app). */
 function fromTrustedProxy(req: Request): boolean {
   const trust: unknown = typeof req.app?.get === 'function' ? req.app.get('trust proxy fn') : undefined;
@@ -97,7 +115,7 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
   return {
     headers,
     headerLists: lists,
-    cookies: headers.cookie ? (parseCookies(headers.cookie) as Record<string, string>) : {},
+    ...cookiesOf(headers.cookie),
     query: parseQuery(queryString),
     form,
     requestId,

@@ -30,7 +30,10 @@ export interface RequestSnapshot {
   headers: Record<string, string>;
   /** Every value, in arrival order, of the headers that arrived more than once (others: `headers`). */
   headerLists: Record<string, string[]>;
+  /** The first value of each cookie name. */
   cookies: Record<string, string>;
+  /** Every cookie, `[name, value]` in arrival order, when a name arrived more than once (else `cookies` holds them all). */
+  cookieList?: Array<[string, string]>;
   /** String, or array of strings for a repeated key. */
   query: Record<string, string | string[]>;
   /** Raw query string without `?`, or null. */

@@ -157,13 +157,20 @@ export var ReqProto = freeze({
 
   getContentType: snapGetter('contentType', null),
   getAuthType: snapGetter('authType', null),
-  /** Cookie[], or null when the request has none (as HttpServletRequest.getCookies). */
+  /** Cookie[] (every cookie sent, a name sent twice included), or null when the request has none (as HttpServletRequest.getCookies). */
   getCookies: function (this: unknown): Cookie[] | null {
-    var cookies = snapField(reqRec(this), 'cookies', NO_MAP);
+    var st = reqRec(this);
+    var out: Cookie[] = [];
+    var i;
+    var list = snapField(st, 'cookieList', null);
+    if (isArray(list)) {
+      for (i = 0; i < list.length; i++) if (isArray(list[i])) push(out, makeCookie(Str(list[i][0]), Str(list[i][1])));
+      return out.length ? out : null;
+    }
+    var cookies = snapField(st, 'cookies', NO_MAP);
     var keys = objectKeys(cookies);
     if (keys.length === 0) return null;
-    var out: Cookie[] = [];
-    for (var i = 0; i < keys.length; i++) push(out, makeCookie(keys[i], Str(cookies[keys[i]])));
+    for (i = 0; i < keys.length; i++) push(out, makeCookie(keys[i], Str(cookies[keys[i]])));
     return out;
   },
   /** The first value of the header, case-insensitive; null when absent. */
