@@ -3,6 +3,7 @@
 // into the default engine and back.
 const fs = require('node:fs');
 const http = require('node:http');
+const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const request = require('supertest');
@@ -437,4 +438,26 @@ test('getCookies returns every cookie the client sent, a name sent twice include
   expect(res.body.map).toEqual({ session: 'new', theme: 'dark', c: '%E9', d: 'A' });
   const single = await request(app).get('/web0/api/app1/p').set('Cookie', 'a=1; b=2');
   expect(single.body.list).toEqual([['a', '1'], ['b', '2']]);
+});
+
+test('a request sent in absolute form (`GET http://host/path`): ctx.url and getRequestURI are its path, as in origin form', async () => {
+  const { app, router } = apiWith('quickjs', `export function fn(ctx) {
+    const r = ctx.request;
+    return { url: ctx.url, uri: r.getRequestURI(), query: r.getQueryString(), full: r.getRequestURL(), q: ctx.query };
+  }`);
+  await router.ready();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const body = await new Promise((resolve, reject) => {
+      const sock = net.connect(server.address().port, '127.0.0.1', () => sock.write('GET http://api.example.com/web0/api/app1/p?x=1 HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n'));
+      let text = '';
+      sock.on('data', (d) => (text += d));
+      sock.on('end', () => resolve(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+      sock.on('error', reject);
+    });
+    expect(body).toEqual({ url: '/web0/api/app1/p?x=1', uri: '/web0/api/app1/p', query: 'x=1', full: `http://api.example.com:${server.address().port}/web0/api/app1/p`, q: { x: '1' } });
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
 });

@@ -85,6 +85,18 @@ function serverOf(req: Request, headers: Record<string, string>, scheme: 'http' 
   return { name, port: byProxy ? dflt : (req.socket?.localPort ?? dflt) };
 }
 
+/**
+ * The request target in origin form (`/path?query`): a target in absolute form
+ * (`http://host/path?query`, RFC 9112 3.2.2, which servers must accept) loses its scheme and authority.
+ */
+function originForm(target: string): string {
+  if (target.startsWith('/')) return target;
+  const m = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(target);
+  if (!m) return target;
+  const rest = target.slice(m[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
 export interface SnapshotInput {
   req: Request;
   requestId: string;
@@ -95,7 +107,7 @@ export interface SnapshotInput {
 }
 
 export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnderscoreHeaders }: SnapshotInput): RequestSnapshot {
-  const url = req.originalUrl ?? req.url;
+  const url = originForm(req.originalUrl ?? req.url);
   const q = url.indexOf('?');
   const queryString = q >= 0 ? url.slice(q + 1) : null;
   const { headers, lists } = headersOf(req, allowUnderscoreHeaders);
