@@ -14,7 +14,9 @@ export function parseQuery(qs: string | null): Record<string, string | string[]>
   if (!qs) return query;
   for (const [k, v] of new URLSearchParams(qs)) {
     const prev = ownGet(query, k);
-    ownSet(query, k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
+    if (prev === undefined) ownSet(query, k, v);
+    else if (Array.isArray(prev)) prev.push(v); // (in place: a copy per value is quadratic in a repeated key)
+    else ownSet(query, k, [prev, v]);
   }
   return query;
 }
