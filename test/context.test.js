@@ -382,7 +382,8 @@ describe('behind a proxy the app trusts (`trust proxy`), the server is the one t
   const get = (app, headers) => request(app).get('/web0/api/app1/p').set(headers);
 
   test('name, port and scheme come from the forwarded host and protocol together', async () => {
-    const { app } = apiWith('quickjs', SOURCE, {}, {}, { setup: (a) => a.set('trust proxy', true) });
+    const { app, router } = apiWith('quickjs', SOURCE, {}, {}, { setup: (a) => a.set('trust proxy', true) });
+    await router.ready();
     const behind = { Host: '10.0.0.5:8080', 'X-Forwarded-For': '203.0.113.9', 'X-Forwarded-Proto': 'https' };
     expect((await get(app, { ...behind, 'X-Forwarded-Host': 'api.example.com' })).body).toEqual({
       name: 'api.example.com', port: 443, scheme: 'https', secure: true, addr: '203.0.113.9', url: 'https://api.example.com/web0/api/app1/p',
@@ -395,7 +396,8 @@ describe('behind a proxy the app trusts (`trust proxy`), the server is the one t
   });
 
   test('without trust, the forwarded headers are ignored', async () => {
-    const { app } = apiWith('quickjs', SOURCE);
+    const { app, router } = apiWith('quickjs', SOURCE);
+    await router.ready();
     const res = await get(app, { Host: '10.0.0.5:8080', 'X-Forwarded-Host': 'api.example.com', 'X-Forwarded-Proto': 'https', 'X-Forwarded-For': '203.0.113.9' });
     expect(res.body).toMatchObject({ name: '10.0.0.5', port: 8080, scheme: 'http', secure: false, url: 'http://10.0.0.5:8080/web0/api/app1/p' });
     expect(res.body.addr).toMatch(/127\.0\.0\.1/);
@@ -472,3 +474,23 @@ test('a query key repeated many times is read in linear time (a 16 KB URL of `a=
   expect(query.b).toBe('2');
   expect(ms).toBeLessThan(2000); // (linear: a few ms; copying the list at each value: tens of seconds)
 }, 120_000);
+
+test('a request without a Host header (HTTP/1.0): the server name is the address the connection was accepted on', async () => {
+  const { app, router } = apiWith('quickjs', 'export function fn(ctx) { const r = ctx.request; return [r.getServerName(), r.getServerPort(), r.getRequestURL()] }');
+  await router.ready();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const body = await new Promise((resolve, reject) => {
+      const sock = net.connect(server.address().port, '127.0.0.1', () => sock.write('GET /web0/api/app1/p HTTP/1.0\r\n\r\n'));
+      let text = '';
+      sock.on('data', (d) => (text += d));
+      sock.on('end', () => resolve(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+      sock.on('error', reject);
+    });
+    const port = server.address().port;
+    expect(body).toEqual(['127.0.0.1', port, `http://127.0.0.1:${port}/web0/api/app1/p`]);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

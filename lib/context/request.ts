@@ -67,6 +67,13 @@ function fromTrustedProxy(req: Request): boolean {
   return typeof trust === 'function' && (trust as (addr: string | undefined, i: number) => boolean)(req.socket?.remoteAddress, 0) === true;
 }
 
+/** A local address as a host name: IPv4 (also IPv4-mapped IPv6) as it is, IPv6 in brackets. */
+function localName(address: string | undefined): string {
+  if (!address) return '';
+  const v4 = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+  return v4.includes(':') ? `[${v4}]` : v4;
+}
+
 /**
  * The server the client asked for, name and port from one header: the first X-Forwarded-Host
  * of a trusted proxy (as Express's `req.hostname` reads it), else Host. Without a port there, the
@@ -79,7 +86,8 @@ function serverOf(req: Request, headers: Record<string, string>, scheme: 'http' 
   const host = (forwarded ? forwarded.split(',')[0] : (ownGet(headers, 'host') ?? '')).trim();
   const start = host.startsWith('[') ? host.indexOf(']') + 1 : 0; // (IPv6 literal)
   const colon = host.indexOf(':', start);
-  const name = colon >= 0 ? host.slice(0, colon) : host;
+  // (no Host at all, as HTTP/1.0 allows: the address the connection was accepted on, as a servlet container answers)
+  const name = colon >= 0 ? host.slice(0, colon) : host === '' ? localName(req.socket?.localAddress) : host;
   const port = colon >= 0 && /^\d{1,5}$/.test(host.slice(colon + 1)) ? Number(host.slice(colon + 1)) : undefined;
   if (port !== undefined) return { name, port };
   const byProxy = trusted && (forwarded !== undefined || ownGet(headers, 'x-forwarded-proto') !== undefined);
