@@ -346,3 +346,40 @@ test("quickjs: a FinalizationRegistry callback never runs, so none runs inside a
     await router.close();
   }
 }, 60_000);
+
+// platform.utils.stringToBytes in a charset the host encodes (not UTF-8) answers an array of
+// numbers built on the host's event loop and parsed again in the worker: a text of a few MB held
+// every app for seconds, and one of 8M characters in UTF-16LE aborted the whole process.
+test('stringToBytes: a result over 256 KiB is refused in the script (RangeError) without holding the host', async () => {
+  const { monitorEventLoopDelay } = require('node:perf_hooks');
+  const { app, router } = makeApp({
+    apps: {
+      a: {
+        scripts: {
+          'b.js': `export function fn(ctx) {
+            const text = (ctx.query.ch || 'a').repeat(Number(ctx.query.n));
+            try { return { bytes: platform.utils.stringToBytes(text, ctx.query.cs).length } } catch (e) { return { name: e.name, message: e.message } }
+          }`,
+        },
+        apis: [{ path: 'b', call: { script: 'b.js', function: 'fn' }, returnType: 'JSON' }],
+      },
+    },
+    router: { scriptTimeoutMs: 20_000, workers: 1 },
+  });
+  try {
+    await router.ready();
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
+    const huge = await request(app).get('/web0/api/a/b').query({ n: 2_000_000, cs: 'UTF-16LE' });
+    expect(huge.body).toEqual({ name: 'RangeError', message: expect.stringMatching(/more than 262144 bytes/) });
+    const at = (n, cs, ch) => request(app).get('/web0/api/a/b').query({ n, cs, ch }).then((r) => r.body);
+    expect(await at(128 * 1024, 'UTF-16LE')).toEqual({ bytes: 256 * 1024 });
+    expect(await at(256 * 1024, 'ISO-8859-1', 'é')).toEqual({ bytes: 256 * 1024 });
+    lag.disable();
+    expect(lag.max / 1e6).toBeLessThan(FAST_MS); // (ns) the host's event loop was never held long
+    expect(await at(256 * 1024 + 1, 'US-ASCII')).toEqual({ name: 'RangeError', message: expect.stringMatching(/more than 262144 bytes/) });
+    expect(await at(400_000, 'utf-8')).toEqual({ bytes: 400_000 }); // (UTF-8 is encoded in the sandbox, within its own memory)
+  } finally {
+    await router.close();
+  }
+}, 60_000);

@@ -110,7 +110,8 @@ interface PlatformUtils {
   toJSON(value: unknown): string;
   /**
    * Encodes `text` to bytes (numbers 0-255) in `charset`: UTF-8 by default; also `ISO-8859-1`
-   * (`latin1`), `US-ASCII`, `UTF-16LE`. An unsupported charset throws a `RangeError`.
+   * (`latin1`), `US-ASCII`, `UTF-16LE`. An unsupported charset throws a `RangeError`, and so does
+   * a text taking more than 256 KiB in a charset other than UTF-8.
    */
   stringToBytes(text: string, charset?: string): number[];
 }

@@ -57,6 +57,13 @@ function str(v: unknown, field: string): string {
 
 /** The last code point of the one-byte encodings `platform.utils.stringToBytes` writes. */
 const ONE_BYTE_MAX: Partial<Record<BufferEncoding, number>> = { latin1: 0xff, ascii: 0x7f };
+/**
+ * Most bytes `platform.utils.stringToBytes` encodes on the host (charsets other than UTF-8). Its
+ * answer is an array of numbers, built and serialized on the host's event loop (about 4 bytes of
+ * JSON a byte) and parsed again in the worker: a few MB held every app for seconds, 16M aborted
+ * the process. 256 KiB crosses about as much as a response body sent with its response.
+ */
+export const MAX_ENCODED_BYTES = 256 * 1024;
 
 export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
@@ -135,9 +142,20 @@ export class HostServices implements HostBridge {
       if (encoding === undefined) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
       const text = String(args.text ?? '');
       const max = ONE_BYTE_MAX[encoding];
-      if (max === undefined) return Array.from(Buffer.from(text, encoding));
+      // (one-byte charsets: at most one byte per UTF-16 unit, so the length bounds the size)
+      const size = max === undefined ? Buffer.byteLength(text, encoding) : text.length;
+      if (size > MAX_ENCODED_BYTES) {
+        throw Object.assign(new RangeError(`stringToBytes: the text takes more than ${MAX_ENCODED_BYTES} bytes in '${String(args.charset)}'`), { code: undefined });
+      }
+      if (max === undefined) return Buffer.from(text, encoding).toJSON().data;
       // one byte per character; one it cannot encode (a surrogate pair counts as one) becomes '?', as in Java
-      return Array.from(text, (ch) => (ch.codePointAt(0)! <= max ? ch.codePointAt(0)! : 63));
+      const out: number[] = [];
+      for (let i = 0; i < text.length; i++) {
+        const c = text.charCodeAt(i);
+        if (c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
+        out.push(c <= max ? c : 63);
+      }
+      return out;
     },
     'automation.run': (s, args) => s.runAutomation(args),
   };
