@@ -306,3 +306,60 @@ describe('large bodies', () => {
     }
   });
 });
+
+describe('outbound calls end with the call that made them', () => {
+  /** Resolves when the upstream's request `req` closes, or with 'still open' after `ms`. */
+  const closedWithin = (req, ms) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => resolve('still open'), ms);
+      req.socket.once('close', () => {
+        clearTimeout(timer);
+        resolve('closed');
+      });
+    });
+
+  test('an upstream still answering when the script times out is disconnected then, not at the outbound timeout', async () => {
+    let arrived;
+    const requests = new Promise((resolve) => (arrived = resolve));
+    const up = await serve((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('x'); // a slow upstream: headers and a first byte, then nothing
+      arrived(req);
+    });
+    const script = `export function fn(ctx) { return { n: platform.http.request({ url: ctx.query.url }).body.length } }`;
+    const { app, router } = oneApi(script, {}, { scriptTimeoutMs: 1000, outbound: { allowPrivateNetworks: true, timeoutMs: 60_000 } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body.code).toBe(270200);
+      expect(await closedWithin(await requests, 10_000)).toBe('closed');
+    } finally {
+      await router.close();
+    }
+  });
+
+  test('OutboundClient: a signal aborted while the body arrives closes the connection (270501)', async () => {
+    let arrived;
+    const requests = new Promise((resolve) => (arrived = resolve));
+    const up = await serve((req, res) => {
+      res.writeHead(200);
+      res.write('x');
+      arrived(req);
+    });
+    const client = new OutboundClient({ allowPrivateNetworks: true, timeoutMs: 60_000 });
+    const ended = new AbortController();
+    try {
+      const res = await client.request({ url: up.url, signal: ended.signal });
+      const body = res.text();
+      const req = await requests;
+      ended.abort();
+      const err = await rejection(body);
+      expect(err).toMatchObject({ code: 270501, message: expect.stringMatching(/cancelled/) });
+      expect(await closedWithin(req, 10_000)).toBe('closed');
+      // an aborted signal: nothing is sent
+      expect(await rejection(client.request({ url: up.url, signal: ended.signal }))).toMatchObject({ code: 270501 });
+      expect(up.stats.requests).toBe(1);
+    } finally {
+      client.close();
+    }
+  });
+});

@@ -2,7 +2,7 @@
  * The host side of a request's host calls: the one table of host operations (HostOps in
  * lib/runtime/messages.ts): accounts, outbound HTTP, uploaded parts, automations, charsets and
  * console output. One HostServices per request; `dispose()` drops the outbound responses it kept
- * (their bodies, held for `saveBodyAsFile`).
+ * (their bodies, held for `saveBodyAsFile`) and ends its outbound calls still in flight.
  */
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
@@ -69,6 +69,8 @@ export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
   /** `http.request` calls waiting for their response. */
   private opening = 0;
+  /** Aborted by `dispose()`: outbound calls still in flight end with the request. */
+  private readonly ended = new AbortController();
   private nextId = 1;
   private logLines = 0;
 
@@ -105,6 +107,7 @@ export class HostServices implements HostBridge {
           headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
           body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
           timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
+          signal: s.ended.signal,
         });
       } finally {
         s.opening--;
@@ -223,8 +226,9 @@ export class HostServices implements HostBridge {
     else logger.info(line, meta);
   }
 
-  /** Drops the outbound responses of this request. */
+  /** Drops the outbound responses of this request and ends its outbound calls still in flight. */
   dispose(): void {
+    this.ended.abort();
     if (this.logLines > MAX_LOG_LINES) {
       this.shared.logger?.warn(`[${this.info.appId}] ${this.logLines - MAX_LOG_LINES} more console lines of request ${this.info.requestId} were dropped`, {
         appId: this.info.appId,

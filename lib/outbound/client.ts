@@ -27,6 +27,8 @@ export interface OutboundRequest {
   body?: string | Uint8Array;
   /** Lowers the client's `timeoutMs` for this call (never raises it). */
   timeoutMs?: number;
+  /** Ends the call early (connection closed, OUTBOUND_FAILED), while it waits for the answer or reads the body. */
+  signal?: AbortSignal;
 }
 
 /** @internal Test seams only: not part of the public options and may change without notice. */
@@ -123,7 +125,7 @@ export class OutboundClient {
     if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method) || method === 'CONNECT') throw failed(`unsupported method ${method.slice(0, 20)}`);
     let headers = buildHeaders(req.headers);
     let body = toBody(req.body);
-    const deadline = new Deadline(timeoutMs);
+    const deadline = new Deadline(timeoutMs, req.signal);
     try {
       for (let hop = 0; ; hop++) {
         deadline.host = url.host;

@@ -29,28 +29,40 @@ export interface OutboundResponse {
 
 const failed = (message: string) => new ApiError('OUTBOUND_FAILED', message);
 
-/** One timer for a whole call (all hops and the body); on expiry it destroys the current stream. */
+/**
+ * One timer for a whole call (all hops and the body); on expiry, or when `signal` aborts, it
+ * destroys the current stream.
+ */
 export class Deadline {
   private readonly timer: NodeJS.Timeout;
   private target: { destroy(err: Error): void } | undefined;
-  private expired = false;
+  private ended: 'timeout' | 'cancelled' | undefined;
+  private readonly onAbort = () => this.end('cancelled');
   host = '';
-  constructor(private readonly ms: number) {
-    this.timer = setTimeout(() => {
-      this.expired = true;
-      this.target?.destroy(this.error());
-    }, ms);
+  constructor(
+    private readonly ms: number,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.timer = setTimeout(() => this.end('timeout'), ms);
     this.timer.unref();
+    if (signal?.aborted) this.ended = 'cancelled';
+    else signal?.addEventListener('abort', this.onAbort, { once: true });
   }
   error(): ApiError {
+    if (this.ended === 'cancelled') return failed(`request to ${this.host} was cancelled: the call it was made for has ended`);
     return failed(`request to ${this.host} timed out after ${this.ms} ms`);
   }
   watch(target: { destroy(err: Error): void }): void {
     this.target = target;
-    if (this.expired) target.destroy(this.error());
+    if (this.ended) target.destroy(this.error());
   }
   clear(): void {
     clearTimeout(this.timer);
+    this.signal?.removeEventListener('abort', this.onAbort);
+  }
+  private end(why: 'timeout' | 'cancelled'): void {
+    this.ended ??= why;
+    this.target?.destroy(this.error());
   }
 }
 
