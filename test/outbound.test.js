@@ -394,6 +394,25 @@ describe('body size limit and saveTo', () => {
     expect(err2.message).toContain('larger than 1000 bytes');
   });
 
+  test('a response that has no body (HEAD, 204, 304) is not refused for the Content-Length it declares', async () => {
+    const { url, stats } = await serve((req, res) => {
+      const status = req.url === '/304' ? 304 : req.url === '/204' ? 204 : 200;
+      res.writeHead(status, { 'content-length': '50000000' }); // (a HEAD's is the size a GET would get)
+      res.end();
+    });
+    const client = new OutboundClient({ allowPrivateNetworks: true, maxBodyBytes: 1000 });
+    try {
+      for (const [method, p, status] of [['HEAD', '/', 200], ['GET', '/204', 204], ['GET', '/304', 304]]) {
+        const res = await client.request({ url: url + p, method });
+        expect([res.status, res.headers['content-length'], await res.text()]).toEqual([status, '50000000', '']);
+      }
+      // the connection is kept: each body was complete
+      expect(stats.connections).toBe(1);
+    } finally {
+      client.close();
+    }
+  });
+
   test('saveTo past maxBodyBytes leaves no file behind', async () => {
     const { url } = await serve(chunked(300 * 1024));
     const dir = tmpDir();

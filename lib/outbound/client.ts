@@ -132,7 +132,7 @@ export class OutboundClient {
         this.checkDestination(url);
         const res = await this.send(url, method, headers, body, deadline);
         const location = res.headers.location;
-        if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return new OutboundHttpResponse(res, url, deadline, this.maxBodyBytes);
+        if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return new OutboundHttpResponse(res, url, deadline, this.maxBodyBytes, method);
         res.destroy();
         if (hop >= this.maxRedirects) throw failed(`too many redirects (more than ${this.maxRedirects}) from ${url.host}`);
         const next = parseUrl(location, url);

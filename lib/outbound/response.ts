@@ -95,8 +95,12 @@ export class OutboundHttpResponse implements OutboundResponse {
   private state: 'unread' | 'reading' | 'done' = 'unread';
   private buffered: Promise<Buffer> | undefined;
 
-  constructor(private readonly res: http.IncomingMessage, url: URL, private readonly deadline: Deadline, private readonly max: number) {
+  /** The answer to a HEAD, a 204 or a 304 has no body, whatever Content-Length it declares. */
+  private readonly bodiless: boolean;
+
+  constructor(private readonly res: http.IncomingMessage, url: URL, private readonly deadline: Deadline, private readonly max: number, method: string) {
     this.status = res.statusCode ?? 0;
+    this.bodiless = method === 'HEAD' || this.status === 204 || this.status === 304;
     for (const [k, v] of Object.entries(res.headersDistinct)) if (v && k !== '__proto__') this.headers[k] = v.join(', ');
     const clean = new URL(url.href);
     clean.username = '';
@@ -161,7 +165,7 @@ export class OutboundHttpResponse implements OutboundResponse {
     if (this.state !== 'unread') throw failed('the response body was already read or discarded');
     this.state = 'reading';
     const declared = Number(this.res.headers['content-length']);
-    if (Number.isFinite(declared) && declared > this.max) {
+    if (!this.bodiless && Number.isFinite(declared) && declared > this.max) {
       this.res.destroy();
       this.done();
       throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
