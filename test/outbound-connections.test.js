@@ -307,6 +307,39 @@ describe('large bodies', () => {
   });
 });
 
+describe('how many responses a call holds', () => {
+  test('a call may make any number of requests one after another; it keeps the last 32 responses', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const up = await serve((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ page: Number(new URL(req.url, 'http://x').searchParams.get('p')) }));
+    });
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-held-'));
+    const script = `export function fn(ctx) {
+      const rs = [];
+      for (let i = 0; i < 40; i++) rs.push(platform.http.request(ctx.query.url + '/?p=' + i));
+      const save = (r) => { try { return r.saveBodyAsFile('p.json').size } catch (e) { return e.code + ' ' + e.message } };
+      return { pages: rs.map((r) => r.json().page), first: save(rs[0]), last: save(rs[39]), eighth: save(rs[8]), seventh: save(rs[7]) };
+    }`;
+    const { app, router } = oneApi(script, {}, { sandboxDir, outbound: { allowPrivateNetworks: true } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body).toEqual({
+        pages: Array.from({ length: 40 }, (_, i) => i), // (bodies that came with their response stay readable)
+        first: '270501 That response body is no longer available',
+        last: 11,
+        eighth: 10,
+        seventh: '270501 That response body is no longer available',
+      });
+    } finally {
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('outbound calls end with the call that made them', () => {
   /** Resolves when the upstream's request `req` closes, or with 'still open' after `ms`. */
   const closedWithin = (req, ms) =>

@@ -76,7 +76,8 @@ interface PlatformHttpResponseData {
   /**
    * Streams the body into the app's LOCAL SANDBOX at `path` (missing folders are created, an
    * existing file is replaced) and returns the saved file. A path that leaves the sandbox throws.
-   * Use it instead of `body` for large or binary responses.
+   * Use it instead of `body` for large or binary responses. A call keeps its last 32 responses:
+   * on an older one it throws (code 270501).
    */
   saveBodyAsFile(path: string): SavedFile;
 }

@@ -33,6 +33,10 @@ export interface RequestInfo {
   stage?: RegistryStage;
 }
 
+/**
+ * Most outbound responses a call holds, in flight or kept (for `saveBodyAsFile`, or a body over
+ * INLINE_BODY_BYTES not read yet): a new request releases the oldest kept one.
+ */
 const MAX_OPEN_RESPONSES = 32;
 /** Largest body sent to the script with its response; a larger one crosses only when read. */
 export const INLINE_BODY_BYTES = 1024 * 1024;
@@ -97,7 +101,8 @@ export class HostServices implements HostBridge {
     },
     'http.request': async (s, args) => {
       // (requests in flight count: a script's calls at once must not each pass the check)
-      if (s.responses.size + s.opening >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound responses per call`);
+      if (s.opening >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound requests at once per call`);
+      if (s.responses.size + s.opening >= MAX_OPEN_RESPONSES) s.release(s.responses.keys().next().value!);
       s.opening++;
       let res: OutboundResponse;
       try {
@@ -119,8 +124,7 @@ export class HostServices implements HostBridge {
     'http.body': (s, args) => s.response(args.id).text(),
     // an automation's http step has read the body: the handle goes
     'http.release': (s, args) => {
-      s.responses.get(String(args.id))?.discard();
-      s.responses.delete(String(args.id));
+      s.release(String(args.id));
       return null;
     },
     'http.saveBodyAsFile': async (s, args) => {
@@ -201,6 +205,11 @@ export class HostServices implements HostBridge {
       this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
       throw new ApiError('HOST_ERROR', 'The file could not be stored');
     }
+  }
+
+  private release(id: string): void {
+    this.responses.get(id)?.discard();
+    this.responses.delete(id);
   }
 
   private response(id: unknown): OutboundResponse {
