@@ -338,6 +338,29 @@ describe('requests and responses', () => {
     expect(err.message).toBe(`connection to 127.0.0.1:${port} was refused`);
   });
 
+  test('an upstream that switches protocols unasked (101) fails the call at once (Node closes the request without an event)', async () => {
+    const sockets = new Set();
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nhello'));
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address();
+    const client = new OutboundClient({ allowPrivateNetworks: true, timeoutMs: 60_000 });
+    try {
+      let timer;
+      const stuck = new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting'), 10_000)));
+      const err = await Promise.race([rejection(client.request({ url: `http://127.0.0.1:${port}/` })), stuck]);
+      clearTimeout(timer);
+      expect(err).toMatchObject({ errorName: 'OUTBOUND_FAILED', message: `connection to 127.0.0.1:${port} closed before the response` });
+    } finally {
+      client.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   test('discard() closes an unread body', async () => {
     const { url } = await serve((req, res) => res.end('x'.repeat(1000)));
     const res = await new OutboundClient({ allowPrivateNetworks: true }).request({ url });

@@ -212,6 +212,9 @@ export class OutboundClient {
         deadline.watch(res);
         resolve(res);
       });
+      // Closed with neither: Node drops an unasked protocol switch (101) that way. (After
+      // 'response' or 'error', which come first, this changes nothing.)
+      req.on('close', () => reject(failed(`connection to ${url.host} closed before the response`)));
       req.end(body);
     });
   }
