@@ -436,6 +436,22 @@ describe('body size limit and saveTo', () => {
     }
   });
 
+  test('saveTo a file whose name is as long as the file system allows (255 bytes), streamed or read first', async () => {
+    const { url } = await serve((req, res) => res.end('body'));
+    const dir = tmpDir();
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    try {
+      const name = 'n'.repeat(251) + '.txt';
+      expect(await (await client.request({ url })).saveTo(path.join(dir, name))).toBe(4);
+      const read = await client.request({ url });
+      await read.text();
+      expect(await read.saveTo(path.join(dir, name))).toBe(4);
+      expect(fs.readdirSync(dir)).toEqual([name]);
+    } finally {
+      client.close();
+    }
+  });
+
   test('saveTo past maxBodyBytes leaves no file behind', async () => {
     const { url } = await serve(chunked(300 * 1024));
     const dir = tmpDir();

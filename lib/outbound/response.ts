@@ -118,7 +118,8 @@ export class OutboundHttpResponse implements OutboundResponse {
   }
 
   async saveTo(absPath: string): Promise<number> {
-    const tmp = path.join(path.dirname(absPath), `.${path.basename(absPath)}.${randomBytes(6).toString('hex')}.tmp`);
+    // (not named after the file: a name near the file system's limit would make it too long)
+    const tmp = path.join(path.dirname(absPath), `.${randomBytes(6).toString('hex')}.tmp`);
     if (this.buffered) {
       const buf = await this.buffered;
       return this.finishFile(tmp, absPath, () => fs.promises.writeFile(tmp, buf, { flag: 'wx' })).then(() => buf.length);
