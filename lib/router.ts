@@ -125,6 +125,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (!res.writableFinished) ac.abort();
     };
     res.once('close', onClose);
+    // (a client that left earlier, during the before script or the registry lookup, takes no slot)
+    if (res.destroyed) onClose();
     try {
       return await limiter.acquire({ appId, apiPath: def.path, rule: def.rateLimit!, req, attributes, signal: ac.signal });
     } finally {

@@ -2,7 +2,7 @@
 // Rate limiting end to end: createApiRouter in a real Express app, through supertest.
 const http = require('node:http');
 const request = require('supertest');
-const { WorkerPool, RedisRateLimitStore } = require('../..');
+const { WorkerPool, RedisRateLimitStore, MemoryRateLimitStore } = require('../..');
 const { makeApp } = require('../helpers/app');
 const { startRedis, describeRedis } = require('../helpers/redis');
 
@@ -173,6 +173,55 @@ describe('rate limiting through the router', () => {
     const after = await request(base).get('?n=after');
     expect(after.status).toBe(200);
     expect(engine.jobs.map((j) => j.query.n)).toEqual(['first', 'after']);
+  });
+
+  test('a client gone before the limiter is asked (during the before script) takes no slot and its call never runs', async () => {
+    let sawClose;
+    const closed = new Promise((r) => (sawClose = r));
+    let beforeStarted;
+    const started = new Promise((r) => (beforeStarted = r));
+    const inner = countingEngine();
+    // the before script of the request 'gone' ends only once the server has seen its client leave
+    const engine = {
+      ...inner,
+      run(job, host) {
+        if (job.phase !== 'before' || job.request.query.n !== 'gone') return inner.run(job, host);
+        beforeStarted();
+        return closed.then(() => inner.run(job, host));
+      },
+    };
+    const store = new MemoryRateLimitStore();
+    const reserved = [];
+    const counting = { reserveSync: (...a) => (reserved.push(a[0]), store.reserveSync(...a)), reserve: (...a) => store.reserve(...a), close: () => store.close() };
+    const built = makeApp({
+      router: { engine, rateLimit: { store: counting } },
+      setup: (app) =>
+        app.use((req, res, next) => {
+          if (req.query.n === 'gone') res.once('close', sawClose);
+          next();
+        }),
+      apps: {
+        app1: {
+          scripts: { 'main.js': SCRIPT },
+          apis: [{ path: 'p', before: { script: 'main.js', function: 'before' }, call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 1, timeoutMs: 5000, identifier: '{attr.user}' } }],
+        },
+      },
+    });
+    cleanup.push(() => inner.close(), () => store.close());
+    const server = built.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    cleanup.push(() => new Promise((r) => server.close(r)));
+    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1/p`;
+
+    expect((await request(base).get('?u=alice&n=first')).status).toBe(200); // takes the slot: the next waits ~1 s
+    const gone = http.get(`${base}?u=alice&n=gone`);
+    gone.on('error', () => {});
+    await started;
+    gone.destroy(); // hang up while the before script runs
+    await closed;
+    await built.router.close(); // resolves once every request in the router is done
+    expect(inner.jobs.map((j) => `${j.phase}:${j.query.n}`)).toEqual(['before:first', 'rest:first', 'before:gone']);
+    expect(reserved).toHaveLength(1); // only 'first' took a slot
   });
 
   test('maxWaiting: over the cap, 429 RATE_LIMIT_QUEUE_FULL at once', async () => {
