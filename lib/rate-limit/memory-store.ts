@@ -4,13 +4,14 @@
  * `maxKeys` buckets are kept (when full: sweep, then evict the least recently used).
  */
 import { performance } from 'node:perf_hooks';
+import { MAX_TIMER_MS } from '../timers';
 import { reserveGcra } from './gcra';
 import type { RateLimitStore, Reservation } from './types';
 
 export interface MemoryRateLimitStoreOptions {
   /** Most buckets kept. Default 100000. */
   maxKeys?: number;
-  /** How often idle buckets are swept, in ms; 0 disables the timer. Default 60000. */
+  /** How often idle buckets are swept, in ms (at most 2147483647); 0 disables the timer. Default 60000. */
   sweepIntervalMs?: number;
   /**
    * The clock, in ms. Default `performance.now()`: monotonic (a wall-clock step cannot free or
@@ -39,6 +40,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
     this.maxKeys = maxKeys;
     this.now = options.now ?? (() => performance.now());
     const every = options.sweepIntervalMs ?? 60000;
+    // (past MAX_TIMER_MS a Node.js timer fires after 1 ms: a sweep of every bucket each millisecond)
+    if (typeof every !== 'number' || !(every >= 0 && every <= MAX_TIMER_MS)) {
+      throw new TypeError(`scriptable-api: MemoryRateLimitStore sweepIntervalMs must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(every)}`);
+    }
     if (every > 0) {
       this.timer = setInterval(() => this.sweep(), every);
       this.timer.unref();

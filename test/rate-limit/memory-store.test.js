@@ -87,6 +87,13 @@ describe('MemoryRateLimitStore', () => {
     expect(() => new MemoryRateLimitStore({ maxKeys: 0 })).toThrow(/maxKeys/);
   });
 
+  test('rejects a sweepIntervalMs a timer cannot hold (Node would sweep every 1 ms) or that is not a number', () => {
+    for (const bad of [2 ** 31, 3e9, Infinity, NaN, -1, '60000']) {
+      expect(() => new MemoryRateLimitStore({ sweepIntervalMs: bad })).toThrow(/sweepIntervalMs/);
+    }
+    return Promise.all([0, 1, 2 ** 31 - 1].map((ok) => new MemoryRateLimitStore({ sweepIntervalMs: ok }).close()));
+  });
+
   test('close() clears buckets and is idempotent', async () => {
     const store = new MemoryRateLimitStore();
     store.reserveSync('a', 1000, 0);
