@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { RateLimitStore, Reservation } from './types';
 import { withTimeout } from './with-timeout';
+import { MAX_TIMER_MS } from '../timers';
 import { requireOptional } from '../optional-package';
 
 /**
@@ -86,6 +87,11 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (!options || (!options.url && !options.client)) {
       throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
     }
+    if (options.prefix !== undefined && typeof options.prefix !== 'string') {
+      throw new TypeError(`scriptable-api: RedisRateLimitStore prefix must be a string, got ${JSON.stringify(options.prefix)}`);
+    }
+    checkTimeout(options.commandTimeoutMs, 'commandTimeoutMs');
+    checkTimeout(options.connectTimeoutMs, 'connectTimeoutMs');
     this.prefix = options.prefix ?? 'sapi:rl:';
     this.commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     if (options.client) {
@@ -195,6 +201,13 @@ export class RedisRateLimitStore implements RateLimitStore {
       }
       throw err;
     });
+  }
+}
+
+/** A timeout option: a number of ms a Node.js timer can hold (past MAX_TIMER_MS it would fire after 1 ms). */
+function checkTimeout(v: unknown, name: string): void {
+  if (v !== undefined && (typeof v !== 'number' || !(v >= 0 && v <= MAX_TIMER_MS))) {
+    throw new TypeError(`scriptable-api: RedisRateLimitStore ${name} must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(v)}`);
   }
 }
 

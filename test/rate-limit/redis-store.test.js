@@ -44,6 +44,17 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     expect(() => new RedisRateLimitStore({})).toThrow(/url.*client/);
   });
 
+  test('refuses timeouts a timer cannot hold (Node fires them after 1 ms) and a prefix that is not a string, naming the option', () => {
+    for (const [name, bad] of [['commandTimeoutMs', 3e9], ['commandTimeoutMs', -1], ['commandTimeoutMs', '1000'], ['connectTimeoutMs', 2 ** 31], ['connectTimeoutMs', NaN], ['prefix', 5]]) {
+      expect(() => new RedisRateLimitStore({ url: redis.url, [name]: bad })).toThrow(new RegExp(name));
+    }
+  });
+
+  test('commandTimeoutMs up to 2147483647 ms still reaches Redis', async () => {
+    const s = store({ commandTimeoutMs: 2 ** 31 - 1 });
+    expect(await s.reserve(uniq('long-timeout'), 1000, 0)).toEqual({ admitted: true, waitMs: 0 });
+  });
+
   test('GCRA reservation with Redis TIME: spacing, rejection without consuming a slot', async () => {
     const s = store();
     const key = uniq('basic');
