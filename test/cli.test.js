@@ -188,3 +188,20 @@ test('a config file: relative paths from its folder, flags win, the folder may c
   write('conf/bad.json', { mount: 'api' });
   await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/bad.json')]))).rejects.toThrow("mount must start with '/', got \"api\"");
 });
+
+test('a JavaScript config file that fails to load: exit 1 with a message naming the file', async () => {
+  write('conf/syntax.js', 'module.exports = { port: 0, ');
+  const run = cli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'conf/syntax.js')]);
+  expect((await run.exited).code).toBe(1);
+  expect(run.out.stderr).toMatch(/^scriptable-api: the config file \S*conf\/syntax\.js could not be loaded \(SyntaxError: Unexpected end of input\)\n$/);
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/throws.js', 'throw new Error("no SECRET in the environment")');
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/throws.js')]))).rejects.toThrow(
+    /the config file \S*conf\/throws\.js could not be loaded \(Error: no SECRET in the environment\)/,
+  );
+  write('conf/async.js', 'module.exports = async () => { throw new Error("vault unreachable") }');
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/async.js')]))).rejects.toThrow(
+    /the config file \S*conf\/async\.js could not be loaded \(Error: vault unreachable\)/,
+  );
+});

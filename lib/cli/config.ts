@@ -50,10 +50,16 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
       throw new ConfigFileError(`the config file ${file} is not valid JSON (${(e as Error).message})`);
     }
   } else {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const mod = require(abs) as { default?: unknown };
-    value = mod && typeof mod === 'object' && 'default' in mod ? mod.default : mod;
-    if (typeof value === 'function') value = await (value as () => unknown)();
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const mod = require(abs) as { default?: unknown };
+      value = mod && typeof mod === 'object' && 'default' in mod ? mod.default : mod;
+      if (typeof value === 'function') value = await (value as () => unknown)();
+    } catch (e) {
+      // (a syntax error's message names no file: the reader would not know which one failed)
+      const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+      throw new ConfigFileError(`the config file ${file} could not be loaded (${why})`);
+    }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigFileError(`the config file ${file} must hold an object of options`);
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
