@@ -205,3 +205,22 @@ test('a JavaScript config file that fails to load: exit 1 with a message naming 
     /the config file \S*conf\/async\.js could not be loaded \(Error: vault unreachable\)/,
   );
 });
+
+test('server keys of a config file of the wrong type are refused, naming the key', async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  const cases = [
+    [{ index: 'false' }, /index must be true or false, got "false"/],
+    [{ quiet: 'no' }, /quiet must be true or false, got "no"/],
+    [{ host: {} }, /host must be a string, got \{\}/],
+    [{ redisUrl: 6379 }, /redisUrl must be a string, got 6379/],
+    [{ previewRoot: 5 }, /previewRoot must be a string, got 5/],
+    [{ mount: ['/api'] }, /mount must be a string, got \["\/api"\]/],
+  ];
+  for (const [i, [content, message]] of cases.entries()) {
+    write(`conf/types-${i}.json`, content);
+    await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, `conf/types-${i}.json`)]))).rejects.toThrow(message);
+  }
+  write('conf/types-ok.json', { index: false, quiet: true, host: '0.0.0.0', redisUrl: 'redis://r:6379' });
+  expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/types-ok.json')]))).toMatchObject({ index: false, quiet: true, host: '0.0.0.0', redisUrl: 'redis://r:6379' });
+});

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ApiRouterOptions, Logger } from '../types';
 import type { CliArgs } from './args';
+import { shown } from '../definitions/names';
 
 /** What `serve` runs with. */
 export interface ServeConfig {
@@ -67,6 +68,20 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
   return out;
 }
 
+/** A server key of the config file that must be a string (or absent). */
+function fileString(file: Record<string, unknown>, key: string): string | undefined {
+  const v = file[key];
+  if (v !== undefined && typeof v !== 'string') throw new ConfigFileError(`${key} must be a string, got ${shown(v)}`);
+  return v;
+}
+
+/** A server key of the config file that must be a boolean (or absent): `"false"` is not false. */
+function fileBoolean(file: Record<string, unknown>, key: string): boolean | undefined {
+  const v = file[key];
+  if (v !== undefined && typeof v !== 'boolean') throw new ConfigFileError(`${key} must be true or false, got ${shown(v)}`);
+  return v;
+}
+
 function pick<T>(flag: T | undefined, file: unknown, fallback: T): T {
   return flag !== undefined ? flag : file !== undefined ? (file as T) : fallback;
 }
@@ -83,7 +98,7 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   const root = abs(args.root) ?? (file.root as string | undefined);
   if (root === undefined) throw new ConfigFileError('no apps folder: scriptable-api serve <root>');
   if (typeof root !== 'string') throw new ConfigFileError(`root must be the path of the apps folder, got ${JSON.stringify(root)}`);
-  const mount = String(pick(args.mount, file.mount, DEFAULT_MOUNT));
+  const mount = pick(args.mount, fileString(file, 'mount'), DEFAULT_MOUNT);
   if (!mount.startsWith('/')) throw new ConfigFileError(`mount must start with '/', got ${JSON.stringify(mount)}`);
   const shutdownTimeoutMs = pick(undefined, file.shutdownTimeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
   if (typeof shutdownTimeoutMs !== 'number' || !Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0 || shutdownTimeoutMs > 2147483647) {
@@ -93,13 +108,13 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
     root,
-    previewRoot: abs(args.previewRoot) ?? (file.previewRoot as string | undefined),
+    previewRoot: abs(args.previewRoot) ?? fileString(file, 'previewRoot'),
     port,
-    host: String(pick(args.host, file.host, DEFAULT_HOST)),
+    host: pick(args.host, fileString(file, 'host'), DEFAULT_HOST),
     mount: mount.replace(/\/+$/, '') || '/',
-    index: Boolean(pick(args.index, file.index, true)),
-    quiet: Boolean(pick(args.quiet, file.quiet, false)),
-    redisUrl: pick(args.redisUrl, file.redisUrl, undefined as string | undefined),
+    index: pick(args.index, fileBoolean(file, 'index'), true),
+    quiet: pick(args.quiet, fileBoolean(file, 'quiet'), false),
+    redisUrl: pick(args.redisUrl, fileString(file, 'redisUrl'), undefined as string | undefined),
     shutdownTimeoutMs,
     router: router as Omit<ApiRouterOptions, 'registry'>,
   };
