@@ -224,3 +224,16 @@ test('server keys of a config file of the wrong type are refused, naming the key
   write('conf/types-ok.json', { index: false, quiet: true, host: '0.0.0.0', redisUrl: 'redis://r:6379' });
   expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/types-ok.json')]))).toMatchObject({ index: false, quiet: true, host: '0.0.0.0', redisUrl: 'redis://r:6379' });
 });
+
+test('--preview-root without a preview option in the config file: exit 1 saying what is missing', async () => {
+  write('prev/demo/apis/hello.json', { path: 'hello', call: { script: 'main.js', function: 'hello' }, returnType: 'Text' });
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--preview-root', path.join(tmp, 'prev')]);
+  expect((await run.exited).code).toBe(1);
+  expect(run.out.stderr).toMatch(/^scriptable-api: --preview-root \(previewRoot\) serves nothing without `preview: \{ authorize\(req\) \}` in a --config file/);
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/preview.js', `module.exports = { previewRoot: '../prev', preview: { authorize: (req) => req.get('x-staff') === 'yes' } }`);
+  const ok = await resolveConfig(parseCli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'conf/preview.js')]));
+  expect(ok.previewRoot).toBe(path.join(tmp, 'prev'));
+  expect(typeof ok.router.preview.authorize).toBe('function');
+});

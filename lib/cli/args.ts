@@ -17,7 +17,8 @@ Options:
   --port N                 port to listen on (default 3000; 0 picks a free one)
   --host ADDR              address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
   --mount PATH             where the APIs are mounted (default /web0/api)
-  --preview-root DIR       apps served on the preview stage (same layout as <root>)
+  --preview-root DIR       apps served on the preview stage (same layout as <root>); needs
+                           preview: { authorize(req) } in a --config module
   --sandbox-dir DIR        root of each app's file sandbox (<dir>/<appId>/)
   --storage-dir DIR        root of shared storage (<dir>/<appId>/)
   --redis-url URL          share rate limits through Redis (redis://host:6379)

@@ -104,11 +104,18 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   if (typeof shutdownTimeoutMs !== 'number' || !Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0 || shutdownTimeoutMs > 2147483647) {
     throw new ConfigFileError(`shutdownTimeoutMs must be an integer of ms from 0 to 2147483647, got ${JSON.stringify(shutdownTimeoutMs)}`);
   }
+  const previewRoot = abs(args.previewRoot) ?? fileString(file, 'previewRoot');
+  if (previewRoot !== undefined && !router.preview) {
+    // (without it the router serves no preview path: `/preview/…` would name an app called 'preview')
+    throw new ConfigFileError(
+      '--preview-root (previewRoot) serves nothing without `preview: { authorize(req) }` in a --config file (a JavaScript module): previews are never public, authorize decides who sees them',
+    );
+  }
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
     root,
-    previewRoot: abs(args.previewRoot) ?? fileString(file, 'previewRoot'),
+    previewRoot,
     port,
     host: pick(args.host, fileString(file, 'host'), DEFAULT_HOST),
     mount: mount.replace(/\/+$/, '') || '/',
