@@ -49,6 +49,18 @@ function metaText(meta: Record<string, unknown>): string {
   }
 }
 
+/** Control characters that break a line or drive a terminal (tab stays); U+2028/2029 end lines in some viewers. */
+const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * `text` with its control characters escaped (`\n`, `\r`, `\u001b`...), for loggers that write one
+ * line per message: an app id from a request path (`%0A`) or a script's message cannot start a
+ * line of its own, forging an entry of the log.
+ */
+export function oneLine(text: string): string {
+  return text.replace(CONTROL, (c) => (c === '\n' ? '\\n' : c === '\r' ? '\\r' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
+
 /**
  * One line per message on the console, `scriptable-api <message> <meta as JSON>`: the request id,
  * app and script of a console line stay with it. Nothing under NODE_ENV=test.
@@ -56,7 +68,7 @@ function metaText(meta: Record<string, unknown>): string {
 export function defaultLogger(env: string | undefined = process.env.NODE_ENV): Logger | undefined {
   if (env === 'test') return undefined;
   const line = (fn: (s: string) => void) => (message: string, meta?: Record<string, unknown>) =>
-    fn(meta === undefined ? `scriptable-api ${message}` : `scriptable-api ${message} ${metaText(meta)}`);
+    fn(oneLine(meta === undefined ? `scriptable-api ${message}` : `scriptable-api ${message} ${metaText(meta)}`));
   /* eslint-disable no-console */
   return { debug: line(console.debug), info: line(console.info), warn: line(console.warn), error: line(console.error) };
   /* eslint-enable no-console */

@@ -237,3 +237,16 @@ test('--preview-root without a preview option in the config file: exit 1 saying 
   expect(ok.previewRoot).toBe(path.join(tmp, 'prev'));
   expect(typeof ok.router.preview.authorize).toBe('function');
 });
+
+test('a request cannot forge a line of the log: line breaks in logged values are escaped', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0']);
+  const base = await run.ready;
+  const forged = '2026-01-01T00:00:00.000Z GET /admin 200 1.0ms forged';
+  const res = await get(`${base}/x%0A${encodeURIComponent(forged)}%0A/y`);
+  expect(res.status).toBe(404);
+  await waitFor(run, 'stdout', /GET \/web0\/api\/x%0A\S+ 404 /); // the request's own line comes after its failure line
+  expect(run.out.stdout.split('\n')).not.toContain(forged);
+  expect(run.out.stdout).toContain(`No API 'y' in app 'x\\n${forged}\\n'`);
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+});

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { ApiRouterOptions, Logger } from '../types';
 import type { CliArgs } from './args';
 import { shown } from '../definitions/names';
+import { oneLine } from '../logging';
 
 /** What `serve` runs with. */
 export interface ServeConfig {
@@ -127,8 +128,8 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   };
 }
 
-/** The CLI's logger: info to stdout, warnings and errors to stderr, one line each. */
+/** The CLI's logger: info to stdout, warnings and errors to stderr, one line each (control characters escaped). */
 export function consoleLogger(): Logger {
-  const line = (stream: NodeJS.WriteStream) => (message: string) => void stream.write(`${message}\n`);
+  const line = (stream: NodeJS.WriteStream) => (message: string) => void stream.write(`${oneLine(message)}\n`);
   return { info: line(process.stdout), debug: line(process.stdout), warn: line(process.stderr), error: line(process.stderr) };
 }

@@ -180,4 +180,19 @@ describe('logger call shapes', () => {
     }
     expect(defaultLogger('test')).toBeUndefined();
   });
+
+  test('the default console logger writes one line per message: line breaks and other control characters are escaped', () => {
+    const spy = jest.spyOn(console, 'info').mockImplementation(() => {});
+    try {
+      // (an app id from a request path `%0A`, or a script's message, must not forge a line of its own)
+      defaultLogger('production').info("No API 'y' in app 'x\n2026-01-01T00:00:00.000Z GET /admin 200'\r\u001b[2J\u0085\u2028", { appId: 'x\ny' });
+      expect(spy).toHaveBeenCalledWith(
+        'scriptable-api No API \'y\' in app \'x\\n2026-01-01T00:00:00.000Z GET /admin 200\'\\r\\u001b[2J\\u0085\\u2028 {"appId":"x\\ny"}',
+      );
+      defaultLogger('production').info('tabs\tstay');
+      expect(spy).toHaveBeenLastCalledWith('scriptable-api tabs\tstay');
+    } finally {
+      spy.mockRestore();
+    }
+  });
 });
