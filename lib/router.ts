@@ -119,7 +119,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     return entry;
   }
 
-  async function limit(req: Request, res: Response, appId: string, def: ApiDefinition, attributes?: Record<string, unknown>): Promise<RateLimitDecision> {
+  async function limit(req: Request, res: Response, appId: string, def: ApiDefinition, stage: RegistryStage, attributes?: Record<string, unknown>): Promise<RateLimitDecision> {
     const ac = new AbortController();
     const onClose = () => {
       if (!res.writableFinished) ac.abort();
@@ -128,7 +128,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     // (a client that left earlier, during the before script or the registry lookup, takes no slot)
     if (res.destroyed) onClose();
     try {
-      return await limiter.acquire({ appId, apiPath: def.path, rule: def.rateLimit!, req, attributes, signal: ac.signal });
+      return await limiter.acquire({ appId, apiPath: def.path, stage, rule: def.rateLimit!, req, attributes, signal: ac.signal });
     } finally {
       res.removeListener('close', onClose);
     }
@@ -187,7 +187,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
 
     const limited = limiter.isActive(def.rateLimit);
     const limitAfterBefore = limited && limiter.needsAttributes(def.rateLimit!);
-    if (limited && !limitAfterBefore && !admitted(res, trace, await limit(req, res, appId, def))) return;
+    if (limited && !limitAfterBefore && !admitted(res, trace, await limit(req, res, appId, def, stage))) return;
 
     const body = await readBody(req, res, opts.bodyLimit, opts.upload, () =>
       logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
@@ -228,7 +228,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           state = result.state;
           beforeMs = result.runMs ?? 0;
         }
-        if (!admitted(res, trace, await limit(req, res, appId, def, state.attributes))) return;
+        if (!admitted(res, trace, await limit(req, res, appId, def, stage, state.attributes))) return;
         result = await run({ ...job, phase: 'rest', state, timeoutMs: Math.max(1, opts.scriptTimeoutMs - beforeMs) });
       } else {
         result = await run(job);

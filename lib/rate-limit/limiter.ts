@@ -2,7 +2,8 @@
  * The rate limiter the router calls: resolves the bucket of a request, reserves a slot in the
  * store (GCRA), holds the request for its wait, and turns the outcome into a decision and headers.
  *
- * - Bucket key: `${appId}\0${apiPath}\0${identifier}` (SHA-256 of it when longer than 200 chars).
+ * - Bucket key: `${appId}\0${apiPath}\0${identifier}` (SHA-256 of it when longer than 200 chars),
+ *   with `preview\0` in front for the preview path.
  * - A global cap `maxWaiting` on requests waiting for a slot across all buckets. A request whose
  *   rule allows a wait claims a waiting place *before* reserving; when none is free it reserves
  *   with a max wait of 0, so it still runs if its slot is free right now, and otherwise is rejected
@@ -41,6 +42,8 @@ export interface RateLimitDecision {
 export interface AcquireArgs {
   appId: string;
   apiPath: string;
+  /** `'preview'` for the preview path: its buckets are apart from the published API's. Default `'published'`. */
+  stage?: 'published' | 'preview';
   rule: RateLimitRule;
   req: Request;
   attributes?: Record<string, unknown>;
@@ -83,9 +86,12 @@ export function createRateLimiter(options: RateLimitOptions | undefined, logger:
   return new Limiter(options ?? {}, logger);
 }
 
-/** The bucket key of a request (exported for tests and custom stores' debugging). */
-export function bucketKey(appId: string, apiPath: string, identifier: string): string {
-  const key = `${appId}\u0000${apiPath}\u0000${identifier}`;
+/**
+ * The bucket key of a request (exported for tests and custom stores' debugging). A preview
+ * request's key starts with `preview\0`: trying a draft takes no slot of the published API.
+ */
+export function bucketKey(appId: string, apiPath: string, identifier: string, stage?: 'published' | 'preview'): string {
+  const key = `${stage === 'preview' ? 'preview\u0000' : ''}${appId}\u0000${apiPath}\u0000${identifier}`;
   if (key.length <= MAX_KEY_LENGTH) return key;
   return 'sha256:' + createHash('sha256').update(key).digest('base64url');
 }
@@ -158,7 +164,7 @@ class Limiter implements RateLimiter {
       const intervalMs = 1000 / rps;
       const maxWaitMs = maxWaitFor(rule.timeoutMs);
       const identifier = resolveIdentifier(rule.identifier, args.req, args.attributes, this.ipv6Subnet);
-      const key = bucketKey(args.appId, args.apiPath, identifier);
+      const key = bucketKey(args.appId, args.apiPath, identifier, args.stage);
 
       // Claim a waiting place before reserving; without one, only an immediate slot is taken.
       ctx = { rps, intervalMs, maxWaitMs, reserveWaitMs: maxWaitMs, claimed: false, signal };

@@ -227,6 +227,19 @@ describe('rate limiting through the router', () => {
     expect(reserved).toHaveLength(1); // only 'first' took a slot
   });
 
+  test('the preview path counts in buckets of its own: trying a draft takes no slot of the published API', async () => {
+    // one admission per 10 s: the requests fall in one interval however slow the machine is
+    const api = { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 0.1, identifier: 'global' } };
+    const engine = countingEngine();
+    const built = makeApp({ router: { engine, preview: { authorize: () => true } }, apps: { app1: { scripts: { 'main.js': SCRIPT }, apis: [api] } } });
+    built.registry.putApi('app1', api, { stage: 'preview' });
+    cleanup.push(() => engine.close(), () => built.router.close());
+    expect((await request(built.app).get('/web0/api/preview/app1/p')).status).toBe(200);
+    expect((await request(built.app).get('/web0/api/app1/p')).status).toBe(200);
+    expect((await request(built.app).get('/web0/api/app1/p')).status).toBe(429);
+    expect((await request(built.app).get('/web0/api/preview/app1/p')).status).toBe(429);
+  });
+
   test('maxWaiting: over the cap, 429 RATE_LIMIT_QUEUE_FULL at once', async () => {
     const { app } = limitedApp({ requestsPerSecond: 1, timeoutMs: 5000, identifier: 'global' }, { rateLimit: { maxWaiting: 0 } });
     expect((await get(app, '10.0.0.1')).status).toBe(200);
