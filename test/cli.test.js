@@ -250,3 +250,21 @@ test('a request cannot forge a line of the log: line breaks in logged values are
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 });
+
+test('a mount that is not a plain path (Express would read it as a pattern) is refused, naming --mount / mount', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--mount', '/api/*']);
+  expect((await run.exited).code).toBe(2);
+  expect(run.out.stderr).toContain("--mount must be a plain path of letters, digits, '-', '.', '_', '~' and '/' (such as /web0/api), got '/api/*'");
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  for (const mount of ['/api/:tenant', '/a(b)', '/a b', '/a?b', '/a{b}']) {
+    expect(() => parseCli(['serve', tmp, '--mount', mount])).toThrow(`--mount must be a plain path of letters, digits, '-', '.', '_', '~' and '/' (such as /web0/api), got '${mount}'`);
+  }
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/mount.json', { mount: '/api/:tenant' });
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/mount.json')]))).rejects.toThrow(
+    "mount must be a plain path of letters, digits, '-', '.', '_', '~' and '/' (such as /web0/api), got \"/api/:tenant\"",
+  );
+  for (const ok of ['/', '/web0/api', '/v1.2/my_api~x/', '//api']) {
+    expect(parseCli(['serve', tmp, '--mount', ok]).mount).toBe(ok);
+  }
+});

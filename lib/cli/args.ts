@@ -32,6 +32,13 @@ Options:
   -v, --version            the version
 `;
 
+/**
+ * A mount point Express takes literally: `:name`, `*`, `(`, `?`... would make it a route pattern
+ * (`/api/:t` serves any first segment) or fail deep in Express with a message naming no option.
+ */
+export const PLAIN_MOUNT = /^\/[A-Za-z0-9._~/-]*$/;
+export const MOUNT_RULE = "must be a plain path of letters, digits, '-', '.', '_', '~' and '/' (such as /web0/api)";
+
 /** An error in the command line: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
 
@@ -97,6 +104,7 @@ export function parseCli(argv: string[]): CliArgs {
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
   if (v.engine !== undefined && v.engine !== 'quickjs' && v.engine !== 'vm2') throw new UsageError(`--engine must be quickjs or vm2, got '${v.engine}'`);
   if (v.mount !== undefined && !v.mount.startsWith('/')) throw new UsageError(`--mount must start with '/', got '${v.mount}'`);
+  if (v.mount !== undefined && !PLAIN_MOUNT.test(v.mount)) throw new UsageError(`--mount ${MOUNT_RULE}, got '${v.mount}'`);
   return {
     command: 'serve',
     root,

@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ApiRouterOptions, Logger } from '../types';
-import type { CliArgs } from './args';
+import { MOUNT_RULE, PLAIN_MOUNT, type CliArgs } from './args';
 import { shown } from '../definitions/names';
 import { oneLine } from '../logging';
 
@@ -101,6 +101,7 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   if (typeof root !== 'string') throw new ConfigFileError(`root must be the path of the apps folder, got ${JSON.stringify(root)}`);
   const mount = pick(args.mount, fileString(file, 'mount'), DEFAULT_MOUNT);
   if (!mount.startsWith('/')) throw new ConfigFileError(`mount must start with '/', got ${JSON.stringify(mount)}`);
+  if (!PLAIN_MOUNT.test(mount)) throw new ConfigFileError(`mount ${MOUNT_RULE}, got ${JSON.stringify(mount)}`);
   const shutdownTimeoutMs = pick(undefined, file.shutdownTimeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
   if (typeof shutdownTimeoutMs !== 'number' || !Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0 || shutdownTimeoutMs > 2147483647) {
     throw new ConfigFileError(`shutdownTimeoutMs must be an integer of ms from 0 to 2147483647, got ${JSON.stringify(shutdownTimeoutMs)}`);
