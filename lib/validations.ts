@@ -80,7 +80,7 @@ const keysMatch: [Same<keyof ApiRouterOptions, (typeof ROUTER_KEYS)[number]>, Sa
 void keysMatch;
 
 /** An unknown key is a typo until shown otherwise (`scriptTimeoutMS` would silently keep the default). */
-function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], prefix: string): void {
+export function onlyKnownKeys(o: Record<string, unknown>, known: readonly string[], prefix: string): void {
   for (const k of Object.keys(o)) {
     if (known.includes(k)) continue;
     const near = nearestName(k, known);

@@ -191,6 +191,17 @@ test('options are checked', () => {
   expect(() => new DirectoryRegistry({ root: '/x', debounceMs: 2 ** 31 })).toThrow(/invalid debounceMs: must be a number of ms from 0 to/);
 });
 
+test('an unknown option, a watch that is not a boolean and a logger without its methods are refused, naming them', () => {
+  expect(() => new DirectoryRegistry({ root: '/x', previewroot: '/y' })).toThrow("invalid previewroot: is not an option (did you mean 'previewRoot'?)");
+  expect(() => new DirectoryRegistry({ root: '/x', previewDir: '/y' })).toThrow("invalid previewDir: is not an option (did you mean 'previewRoot'?)");
+  expect(() => new DirectoryRegistry({ root: '/x', recursive: true })).toThrow('invalid recursive: is not an option; the options are root, previewRoot, logger, debounceMs, watch');
+  expect(() => new DirectoryRegistry({ root: '/x', debounce: 50 })).toThrow("invalid debounce: is not an option (did you mean 'debounceMs'?)");
+  expect(() => new DirectoryRegistry({ root: '/x', watch: 'no' })).toThrow('invalid watch: must be true or false, got "no"');
+  expect(() => new DirectoryRegistry({ root: '/x', logger: {} })).toThrow('invalid logger: must have info, warn and error methods (or be false)');
+  const ok = new DirectoryRegistry({ root: '/nonexistent-sapi', previewRoot: '/nonexistent-sapi-2', watch: false, debounceMs: 0, logger: false });
+  return ok.close();
+});
+
 describe('watching an app folder made again', () => {
   const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }' });
   const registry = open({ root, logger: logs().logger });

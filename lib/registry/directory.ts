@@ -15,6 +15,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_TIMER_MS } from '../timers';
 import { ConfigError } from '../errors';
+import { onlyKnownKeys } from '../validations';
+import { shown } from '../definitions/names';
 import { defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
 import { isAppId, isRealFolder, loadAppFolder, type AppState, type RegistryProblem } from './app-folder';
@@ -126,6 +128,11 @@ class AppTree {
   }
 }
 
+/** The keys of DirectoryRegistryOptions (the build fails when one is added to the type and not here). */
+const OPTION_KEYS = ['root', 'previewRoot', 'logger', 'debounceMs', 'watch'] as const;
+const keysMatch: [keyof DirectoryRegistryOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof DirectoryRegistryOptions] ? true : false) : false = true;
+void keysMatch;
+
 export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
   private readonly published: AppTree;
   private readonly preview: AppTree | undefined;
@@ -135,7 +142,13 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
     if (typeof options !== 'object' || options === null || typeof options.root !== 'string' || options.root === '') {
       throw new ConfigError('root', 'new DirectoryRegistry({ root }) needs the path of the apps folder');
     }
+    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (options.previewRoot !== undefined && (typeof options.previewRoot !== 'string' || options.previewRoot === '')) throw new ConfigError('previewRoot', 'must be a folder path');
+    if (options.watch !== undefined && typeof options.watch !== 'boolean') throw new ConfigError('watch', `must be true or false, got ${shown(options.watch)}`);
+    const l = options.logger as unknown as Record<string, unknown> | false | undefined;
+    if (l !== undefined && l !== false && (typeof l !== 'object' || l === null || ['info', 'warn', 'error'].some((m) => typeof l[m] !== 'function'))) {
+      throw new ConfigError('logger', 'must have info, warn and error methods (or be false)');
+    }
     const debounceMs = options.debounceMs ?? 100;
     if (typeof debounceMs !== 'number' || !Number.isFinite(debounceMs) || debounceMs < 0 || debounceMs > MAX_TIMER_MS) {
       throw new ConfigError('debounceMs', `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounceMs)}`);
