@@ -268,3 +268,21 @@ test('a mount that is not a plain path (Express would read it as a pattern) is r
     expect(parseCli(['serve', tmp, '--mount', ok]).mount).toBe(ok);
   }
 });
+
+test('an empty flag value (an unset variable in `--host "$HOST"`) is refused: --host "" would listen on every interface', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--host', '']);
+  expect((await run.exited).code).toBe(2);
+  expect(run.out.stderr).toMatch(/^scriptable-api: --host needs a value, got ''/);
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  for (const flag of ['--host', '--mount', '--preview-root', '--sandbox-dir', '--storage-dir', '--redis-url', '--config', '--engine']) {
+    expect(() => parseCli(['serve', tmp, flag, ''])).toThrow(`${flag} needs a value, got ''`);
+  }
+  expect(() => parseCli(['serve', ''])).toThrow("serve needs the folder of apps, got ''");
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/host.json', { host: '' });
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/host.json')]))).rejects.toThrow('host must be an address such as 127.0.0.1 or 0.0.0.0, got ""');
+  for (const key of ['root', 'previewRoot', 'sandboxDir', 'storageDir']) {
+    write(`conf/empty-${key}.json`, { [key]: '' });
+    await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, `conf/empty-${key}.json`)]))).rejects.toThrow(`${key} must be a folder path, got ""`);
+  }
+});

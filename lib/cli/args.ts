@@ -101,6 +101,11 @@ export function parseCli(argv: string[]): CliArgs {
   if (command === undefined || command === 'help') return { command: 'help' };
   if (command !== 'serve') throw new UsageError(`unknown command '${command}' (the command is serve)`);
   if (root === undefined && v.config === undefined) throw new UsageError('serve needs the folder of apps: scriptable-api serve <root> (or `root` in a --config file)');
+  if (root === '') throw new UsageError("serve needs the folder of apps, got ''");
+  // (an unset variable in `--host "$HOST"`: '' would mean every interface, or the current folder)
+  for (const [name, value] of Object.entries(v)) {
+    if (value === '') throw new UsageError(`--${name} needs a value, got ''`);
+  }
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
   if (v.engine !== undefined && v.engine !== 'quickjs' && v.engine !== 'vm2') throw new UsageError(`--engine must be quickjs or vm2, got '${v.engine}'`);
   if (v.mount !== undefined && !v.mount.startsWith('/')) throw new UsageError(`--mount must start with '/', got '${v.mount}'`);

@@ -65,7 +65,10 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigFileError(`the config file ${file} must hold an object of options`);
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
-  for (const k of PATH_KEYS) if (typeof out[k] === 'string') out[k] = path.resolve(path.dirname(abs), out[k] as string);
+  for (const k of PATH_KEYS) {
+    if (out[k] === '') throw new ConfigFileError(`${k} must be a folder path, got ""`); // (path.resolve would make it the file's folder)
+    if (typeof out[k] === 'string') out[k] = path.resolve(path.dirname(abs), out[k] as string);
+  }
   return out;
 }
 
@@ -113,13 +116,15 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
       '--preview-root (previewRoot) serves nothing without `preview: { authorize(req) }` in a --config file (a JavaScript module): previews are never public, authorize decides who sees them',
     );
   }
+  const host = pick(args.host, fileString(file, 'host'), DEFAULT_HOST);
+  if (host === '') throw new ConfigFileError('host must be an address such as 127.0.0.1 or 0.0.0.0, got ""');
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
     root,
     previewRoot,
     port,
-    host: pick(args.host, fileString(file, 'host'), DEFAULT_HOST),
+    host,
     mount: mount.replace(/\/+$/, '') || '/',
     index: pick(args.index, fileBoolean(file, 'index'), true),
     quiet: pick(args.quiet, fileBoolean(file, 'quiet'), false),
