@@ -227,6 +227,55 @@ describe('rate limiting through the router', () => {
     expect(reserved).toHaveLength(1); // only 'first' took a slot
   });
 
+  test('a client gone during a slow registry lookup takes no slot and its script never runs', async () => {
+    const { MemoryRegistry } = require('../..');
+    const mem = new MemoryRegistry({
+      apps: { app1: { scripts: { 'main.js': SCRIPT }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 1, timeoutMs: 5000, identifier: 'global' } }] } },
+    });
+    let sawClose;
+    const closed = new Promise((r) => (sawClose = r));
+    let lookupStarted;
+    const started = new Promise((r) => (lookupStarted = r));
+    // the script lookup of the request 'gone' answers only once the server has seen its client leave
+    let gate;
+    const registry = {
+      getApi: (a, p, s) => mem.getApi(a, p, s),
+      getScript: async (a, n, s) => {
+        if (gate) {
+          lookupStarted();
+          await gate;
+        }
+        return mem.getScript(a, n, s);
+      },
+    };
+    const engine = countingEngine();
+    const built = makeApp({
+      registry,
+      router: { engine },
+      setup: (app) =>
+        app.use((req, res, next) => {
+          if (req.query.n === 'gone') res.once('close', sawClose);
+          next();
+        }),
+    });
+    cleanup.push(() => engine.close());
+    const server = built.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    cleanup.push(() => new Promise((r) => server.close(r)));
+    const base = `http://127.0.0.1:${server.address().port}/web0/api/app1/p`;
+
+    expect((await request(base).get('?n=first')).status).toBe(200); // takes the slot: the next waits ~1 s
+    gate = closed;
+    const gone = http.get(`${base}?n=gone`);
+    gone.on('error', () => {});
+    await started;
+    gone.destroy();
+    await closed;
+    gate = undefined;
+    await built.router.close(); // resolves once every request in the router is done
+    expect(engine.jobs.map((j) => j.query.n)).toEqual(['first']);
+  });
+
   test('the preview path counts in buckets of its own: trying a draft takes no slot of the published API', async () => {
     // one admission per 10 s: the requests fall in one interval however slow the machine is
     const api = { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 0.1, identifier: 'global' } };
