@@ -67,6 +67,7 @@ describe('rate limiting through the router', () => {
   test('429 with the error body, Retry-After and the RateLimit headers', async () => {
     const { app, router } = limitedApp({ requestsPerSecond: 1 });
     await router.ready(); // (the second request must come within the second: not after a worker start)
+    expect((await get(app, '10.9.9.9')).status).toBe(200); // (nor after the script's first compile: warm it on another bucket)
     const ok = await get(app, '10.0.0.1');
     expect(ok.status).toBe(200);
     expect(ok.headers['ratelimit-policy']).toBe('"default"; q=1; w=1');
@@ -290,7 +291,8 @@ describe('rate limiting through the router', () => {
   });
 
   test('maxWaiting: over the cap, 429 RATE_LIMIT_QUEUE_FULL at once', async () => {
-    const { app } = limitedApp({ requestsPerSecond: 1, timeoutMs: 5000, identifier: 'global' }, { rateLimit: { maxWaiting: 0 } });
+    // (0.1 req/s: the second request falls in the first one's interval however slow the machine is)
+    const { app } = limitedApp({ requestsPerSecond: 0.1, timeoutMs: 20000, identifier: 'global' }, { rateLimit: { maxWaiting: 0 } });
     expect((await get(app, '10.0.0.1')).status).toBe(200);
     const t0 = Date.now();
     const res = await get(app, '10.0.0.1');
