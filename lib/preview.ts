@@ -35,7 +35,8 @@ export function validatePreview(v: unknown): void {
   if (typeof o.authorize !== 'function') {
     throw new ConfigError('preview.authorize', 'must be a function (req) => boolean | Promise<boolean>: previews serve unpublished scripts and must not be public');
   }
-  if (o.segment !== undefined && (typeof o.segment !== 'string' || !/^[A-Za-z0-9._~-]+$/.test(o.segment))) {
+  // ('.' and '..' are removed from URLs by browsers and most clients: such a preview path never arrives)
+  if (o.segment !== undefined && (typeof o.segment !== 'string' || !/^[A-Za-z0-9._~-]+$/.test(o.segment) || o.segment === '.' || o.segment === '..')) {
     throw new ConfigError('preview.segment', `must be one path segment like 'preview', got ${JSON.stringify(o.segment)}`);
   }
 }

@@ -94,5 +94,7 @@ test('preview options are checked: authorize is required', () => {
   expect(() => createApiRouter({ registry, preview: true })).toThrow(/invalid preview: must be/);
   expect(() => createApiRouter({ registry, preview: {} })).toThrow(/invalid preview\.authorize: .*must not be public/);
   expect(() => createApiRouter({ registry, preview: { authorize, segment: 'a/b' } })).toThrow(/invalid preview\.segment/);
+  // (clients remove '.' and '..' segments from a URL: such a preview path would never arrive)
+  for (const segment of ['.', '..']) expect(() => createApiRouter({ registry, preview: { authorize, segment } })).toThrow(/invalid preview\.segment/);
   expect(() => registry.putApi('a', api('p'), { stage: 'draft' })).toThrow(/invalid stage/);
 });
