@@ -220,6 +220,30 @@ describe('watching an app folder made again', () => {
 });
 
 describe('links out of an app', () => {
+  test('a linked file in apis/, scripts/ or automations/ is not read, and is reported as a problem naming it', () => {
+    const root = tree({
+      'shared/orders.json': api('orders'),
+      'shared/util.js': 'export function hello() { return "shared" }',
+      'shared/auto.json': { id: 'a', steps: [] },
+      'shop/apis/hello.json': api('hello'),
+      'shop/scripts/main.js': 'export function hello() { return "hi" }',
+    });
+    fs.symlinkSync(path.join(root, 'shared', 'orders.json'), path.join(root, 'shop', 'apis', 'orders.json'));
+    fs.symlinkSync(path.join(root, 'shared', 'util.js'), path.join(root, 'shop', 'scripts', 'util.js'));
+    fs.mkdirSync(path.join(root, 'shop', 'automations'));
+    fs.symlinkSync(path.join(root, 'shared', 'auto.json'), path.join(root, 'shop', 'automations', 'auto.json'));
+    const log = logs();
+    const registry = open({ root, logger: log.logger, watch: false });
+    expect(registry.listApis('shop').map((d) => d.path)).toEqual(['hello']);
+    expect(registry.getScript('shop', 'util.js')).toBeUndefined();
+    expect(registry.getAutomation('shop', 'a')).toBeUndefined();
+    const problems = registry.problems().map((p) => `${p.level} ${p.file}: ${p.message}`);
+    for (const file of ['shop/apis/orders.json', 'shop/scripts/util.js', 'shop/automations/auto.json']) {
+      expect(problems).toContain(`warning ${file}: is a link: not read (an app reads only its own files)`);
+    }
+    expect(log.text('warn')).toContain('shop/apis/orders.json: is a link: not read');
+  });
+
   test("a linked scripts/ folder or app folder is not read: no app serves another's files, at startup or after a change", async () => {
     const root = tree({
       'secret/apis/hello.json': api('hello'),

@@ -50,13 +50,16 @@ export function isRealFolder(p: string): boolean {
   }
 }
 
-/** Entries of a folder (none when it does not exist or is a link); regular files and folders only, no dot files. */
+/**
+ * Entries of a folder (none when it does not exist or is a link); regular files, folders and
+ * links (which the callers report and skip), no dot files.
+ */
 function entries(dir: string): fs.Dirent[] {
   if (!isRealFolder(dir)) return [];
   try {
     return fs
       .readdirSync(dir, { withFileTypes: true })
-      .filter((e) => !e.name.startsWith('.') && (e.isFile() || e.isDirectory()))
+      .filter((e) => !e.name.startsWith('.') && (e.isFile() || e.isDirectory() || e.isSymbolicLink()))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   } catch {
     return [];
@@ -79,15 +82,20 @@ function refScript(ref: ScriptRef | AutomationRef | undefined): string | undefin
   return ref && typeof (ref as ScriptRef).script === 'string' ? (ref as ScriptRef).script : undefined;
 }
 
-/** Every `.js` / `.ts` file below `dir`, by its path relative to `dir` with '/' separators. */
-function listScripts(dir: string, prefix = '', out: string[] = [], depth = 0): string[] {
+/** Every `.js` / `.ts` file below `dir`, by its path relative to `dir` with '/' separators; links to `onLink`. */
+function listScripts(dir: string, onLink: (name: string) => void, prefix = '', out: string[] = [], depth = 0): string[] {
   if (depth > 16) return out;
   for (const e of entries(dir)) {
-    if (e.isDirectory()) listScripts(path.join(dir, e.name), `${prefix}${e.name}/`, out, depth + 1);
-    else if (SCRIPT.test(e.name)) out.push(prefix + e.name);
+    if (e.isDirectory()) listScripts(path.join(dir, e.name), onLink, `${prefix}${e.name}/`, out, depth + 1);
+    else if (!SCRIPT.test(e.name)) continue;
+    else if (e.isSymbolicLink()) onLink(prefix + e.name);
+    else out.push(prefix + e.name);
   }
   return out;
 }
+
+/** A link in an app's folders: not followed (it could reach another app's files), but reported. */
+const LINKED_FILE = 'is a link: not read (an app reads only its own files)';
 
 /** Loads `<root>/<appId>`; problems name files from the root (`<appId>/apis/x.json`). */
 export function loadAppFolder(root: string, appId: string): AppState {
@@ -101,7 +109,8 @@ export function loadAppFolder(root: string, appId: string): AppState {
   }
 
   const scripts = new Map<string, string>();
-  for (const name of listScripts(path.join(dir, 'scripts'))) {
+  const linked = (file: string) => problems.push({ level: 'warning', file, message: LINKED_FILE });
+  for (const name of listScripts(path.join(dir, 'scripts'), (name) => linked(rel('scripts', name)))) {
     try {
       scripts.set(name, readText(path.join(dir, 'scripts', ...name.split('/'))));
     } catch (e) {
@@ -121,8 +130,12 @@ export function loadAppFolder(root: string, appId: string): AppState {
   const automations = new Map<string, AutomationDefinition>();
   const automationFile = new Map<string, string>();
   for (const e of entries(path.join(dir, 'automations'))) {
-    if (!e.isFile() || !e.name.endsWith('.json')) continue;
+    if (e.isDirectory() || !e.name.endsWith('.json')) continue;
     const file = rel('automations', e.name);
+    if (e.isSymbolicLink()) {
+      linked(file);
+      continue;
+    }
     try {
       const def = deepFreeze(readJson(path.join(dir, 'automations', e.name))) as AutomationDefinition;
       const calls = compiledAutomation(def).scripts;
@@ -141,8 +154,12 @@ export function loadAppFolder(root: string, appId: string): AppState {
   const apis = new Map<string, ApiDefinition>();
   const apiFile = new Map<string, string>();
   for (const e of entries(path.join(dir, 'apis'))) {
-    if (!e.isFile() || !e.name.endsWith('.json')) continue;
+    if (e.isDirectory() || !e.name.endsWith('.json')) continue;
     const file = rel('apis', e.name);
+    if (e.isSymbolicLink()) {
+      linked(file);
+      continue;
+    }
     try {
       const raw = readJson(path.join(dir, 'apis', e.name)) as { path?: unknown };
       const def = deepFreeze(validateApiDefinition(raw, `api '${raw?.path}'`));
