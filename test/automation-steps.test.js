@@ -88,13 +88,14 @@ describe('step types', () => {
         steps: [{ type: 'forEach', items: '[1, 2, 3]', steps: [{ type: 'if', condition: 'item == 2', then: [{ type: 'return', value: "'stopped at ' + string(index)" }] }] }, { type: 'return', value: "'never'" }],
       },
       { id: 'return', steps: [{ type: 'return', value: "{'n': 1, 'big': 9007199254740993, 'd': timestamp('2026-01-05T00:00:00Z'), 'bytes': b'hi', 'list': [1, 'two', 3.5, null, true]}" }, { type: 'set', vars: { never: true } }] },
+      { id: 'celValues', steps: [{ type: 'set', vars: { u: 'uint(ctx.query.n)' } }, { type: 'return', value: "{'u': state.vars.u, 'next': state.vars.u + 1, 'max': 4294967295u, 'd': duration('1m30.5s'), 't': type(1), 'ts': type('x')}" }] },
       { id: 'abort', steps: [{ type: 'abort', message: "'order ' + ctx.query.id + ' not found'", status: 'int(ctx.query.status)' }] },
       { id: 'abortPlain', steps: [{ type: 'abort' }] },
       { id: 'last', steps: [{ type: 'set', vars: { x: '1' } }, { type: 'script', script: 's.js', function: 'call' }] },
       { id: 'none', steps: [{ type: 'script', script: 's.js', function: 'nothing' }] },
       { id: 'ctx', steps: [{ type: 'return', value: "{'method': ctx.method, 'path': ctx.path, 'app': ctx.appId, 'h': ctx.headers['x-h'], 'json': ctx.json.a, 'body': ctx.body, 'q': ctx.query.?missing.orValue('default'), 'c': ctx.cookies.k}" }] },
     ],
-    ['set', 'script', 'http', 'if', 'forEach', 'forEachReturn', 'return', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
+    ['set', 'script', 'http', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
   );
 
   test('set: assigns in order; strings are CEL, other JSON values literal; the result is what it assigned', async () => {
@@ -147,6 +148,12 @@ describe('step types', () => {
   test('return: ends the run; CEL ints, timestamps and bytes come out as JSON numbers, ms and base64', async () => {
     const res = await request(server).get('/web0/api/a/return');
     expect(res.text).toBe('{"n":1,"big":9007199254740992,"d":1767571200000,"bytes":"aGk=","list":[1,"two",3.5,null,true]}');
+  });
+
+  test('return: CEL unsigned integers are numbers, durations milliseconds, types their name (never {})', async () => {
+    const res = await request(server).get('/web0/api/a/celValues?n=41');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ u: 41, next: 42, max: 4294967295, d: 90500, t: 'int', ts: 'string' });
   });
 
   test('abort: like platform.app.abort — code 270001, the status it gives (500 by default)', async () => {

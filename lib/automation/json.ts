@@ -1,12 +1,18 @@
 /**
- * Values leaving a CEL expression become plain JSON values: CEL integers are BigInts (numbers
- * here; beyond 2^53 they lose precision as JSON.parse would), timestamps are Dates (ms since the
- * epoch, as script results are), bytes are Uint8Arrays (base64 text), maps may be Maps (objects),
- * optionals are their value or null, and `undefined` is null. Objects are rebuilt without
- * prototypes' help: only own enumerable string keys are read.
+ * Values leaving a CEL expression become plain JSON values: CEL integers are BigInts and unsigned
+ * integers cel-js's UnsignedInt (numbers here; beyond 2^53 they lose precision as JSON.parse
+ * would), timestamps are Dates (ms since the epoch, as script results are), durations are
+ * milliseconds, types their name (`int`), bytes are Uint8Arrays (base64 text), maps may be Maps
+ * (objects), optionals are their value or null, and `undefined` is null. Objects are rebuilt
+ * without prototypes' help: only own enumerable string keys are read.
  */
 
 const MAX_DEPTH = 100;
+
+/** The class of a cel-js value (`UnsignedInt`, `Duration`, `Type`), by its prototype: never a key of the data. */
+function celClass(v: object): unknown {
+  return (Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+}
 
 function isOptional(v: object): v is { hasValue(): boolean; value(): unknown } {
   const o = v as { hasValue?: unknown; value?: unknown; constructor?: { name?: string } };
@@ -40,6 +46,14 @@ export function toJson(v: unknown, depth = 0): unknown {
   }
   if (v instanceof Set) return [...v].map((x) => toJson(x, depth + 1));
   const obj = v as object;
+  switch (celClass(obj)) {
+    case 'UnsignedInt':
+      return Number((obj as { value: bigint }).value);
+    case 'Duration':
+      return Number(obj.valueOf()); // (ms, its valueOf)
+    case 'Type':
+      return String((obj as { name: string }).name);
+  }
   if (isOptional(obj)) return obj.hasValue() ? toJson(obj.value(), depth + 1) : null;
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(obj)) setOwn(out, k, toJson((obj as Record<string, unknown>)[k], depth + 1));
