@@ -73,9 +73,24 @@ test('shape errors name the field: unknown keys, missing fields, bad ids, duplic
   expect(refusal('x')).toMatch(/automation: must be an object/);
 });
 
+/** An automation whose steps are `if` steps nested `levels` deep, a `return` of 'deep' at the bottom. */
+function nested(id, levels) {
+  let step = { type: 'return', value: "'deep'" };
+  for (let i = 0; i < levels; i++) step = { type: 'if', condition: true, then: [step] };
+  return { id, steps: [step] };
+}
+
+test('step lists nested past 50 levels are refused naming where (not a stack overflow); 50 levels are fine', () => {
+  expect(() => validateAutomation(nested('ok', 49))).not.toThrow();
+  const at = "automation 'a'.steps[0]" + '.then[0]'.repeat(49) + '.then';
+  expect(refusal(nested('a', 50))).toBe(`scriptable-api: invalid automation ${at.slice('automation '.length)}: steps are nested more than 50 levels deep`);
+  expect(refusal(nested('a', 1500))).toMatch(/: steps are nested more than 50 levels deep$/);
+});
+
 describe('from a custom registry', () => {
   let reads = 0;
   const invalid = { id: 'bad', steps: [{ id: 'ask', type: 'confirm' }] };
+  const deep = nested('deep', 3000);
   const counted = new Proxy(invalid, {
     get(target, key) {
       if (key === 'steps') reads++;
@@ -87,7 +102,7 @@ describe('from a custom registry', () => {
     registry: {
       getApi: (appId, path) => ({ path, call: { automation: path }, returnType: 'JSON' }),
       getScript: () => undefined,
-      getAutomation: (appId, id) => (id === 'bad' ? counted : id === 'text' ? 'not an object' : undefined),
+      getAutomation: (appId, id) => (id === 'bad' ? counted : id === 'text' ? 'not an object' : id === 'deep' ? deep : id === 'nested' ? nested('nested', 49) : undefined),
     },
     router: { logger: { info() {}, warn() {}, error: (m) => errors.push(m) } },
   });
@@ -103,6 +118,15 @@ describe('from a custom registry', () => {
     expect(reads).toBe(after);
     const text = await request(app).get('/web0/api/x/text');
     expect(text.body).toMatchObject({ code: 270604, message: expect.stringMatching(/getAutomation returned a string, not an object/) });
+  });
+
+  test('steps nested too deep answer INVALID_AUTOMATION (not a host failure); 50 levels run', async () => {
+    const res = await request(app).get('/web0/api/x/deep');
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ code: 270604, message: expect.stringMatching(/^scriptable-api: invalid automation 'deep'\.steps\[0\](\.then\[0\])+\.then: steps are nested more than 50 levels deep$/) });
+    const ok = await request(app).get('/web0/api/x/nested');
+    expect(ok.status).toBe(200);
+    expect(ok.body).toBe('deep');
   });
 
   test('an automation the registry does not have is not found in the app', async () => {

@@ -1,7 +1,8 @@
 /**
  * Validation and compilation of an automation definition, in three passes:
  *   1. step types: interactive and unknown types are refused first, with the automation, the
- *      step and why (an API's automation runs unattended: nothing may wait for a person);
+ *      step and why (an API's automation runs unattended: nothing may wait for a person), and
+ *      step lists nested too deep;
  *   2. schemas/automation.json (ajv): shapes and unknown fields;
  *   3. each step compiled by its kind: every expression parsed and type-checked once, step ids
  *      unique, the scripts it calls listed.
@@ -40,10 +41,17 @@ function fieldName(where: string, root: unknown, path: Path): string {
   return label + dotted(rest);
 }
 
-/** Pass 1: every step list, depth first, for types that can never run behind an API. */
+/**
+ * Step lists inside step lists (`then`, `else`, `steps`) at most this deep: validating, compiling
+ * and running a definition each recurse once per level.
+ */
+export const MAX_STEP_NESTING = 50;
+
+/** Pass 1: every step list, depth first, for types that can never run behind an API, and for nesting past MAX_STEP_NESTING. */
 function refuseStepTypes(where: string, def: Record<string, unknown>): void {
-  const visit = (list: unknown, path: Array<string | number>): void => {
+  const visit = (list: unknown, path: Array<string | number>, depth = 1): void => {
     if (!Array.isArray(list)) return;
+    if (depth > MAX_STEP_NESTING) throw new ConfigError(fieldName(where, def, path), `steps are nested more than ${MAX_STEP_NESTING} levels deep`);
     list.forEach((step, i) => {
       if (!isObject(step)) return;
       const p = [...path, i];
@@ -60,7 +68,7 @@ function refuseStepTypes(where: string, def: Record<string, unknown>): void {
         const near = nearestName(type, known);
         throw new ConfigError(name(), `unknown step type '${type}'${near ? ` (did you mean '${near}'?)` : ''}; the step types are ${known.join(', ')}`);
       }
-      for (const key of STEP_LISTS) visit(step[key], [...p, key]);
+      for (const key of STEP_LISTS) visit(step[key], [...p, key], depth + 1);
     });
   };
   visit(def.steps, ['steps']);
