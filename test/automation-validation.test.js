@@ -73,6 +73,18 @@ test('shape errors name the field: unknown keys, missing fields, bad ids, duplic
   expect(refusal('x')).toMatch(/automation: must be an object/);
 });
 
+test("an http step's header names and method are checked as the outbound client sends them: refused when registered, naming the field", () => {
+  const http = (extra) => ({ id: 'a', steps: [{ id: 'h', type: 'http', url: "'https://x.test'", ...extra }] });
+  expect(refusal(http({ headers: { 'bad name': "'v'" } }))).toBe(
+    "scriptable-api: invalid automation 'a' step 'h'.headers.bad name: is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)",
+  );
+  expect(refusal(http({ headers: { 'x-ok': "'v'", 'x-bad\r\nx-injected': "'v'" } }))).toMatch(/step 'h'\.headers\.x-bad\r\nx-injected: is not an HTTP header name/);
+  expect(refusal(http({ headers: { '': "'v'" } }))).toMatch(/step 'h'\.headers\.: is not an HTTP header name/);
+  expect(refusal(http({ method: 'CONNECT' }))).toMatch(/step 'h'\.method: must be an HTTP method such as "POST" \(a literal, not an expression; not CONNECT\), got "CONNECT"/);
+  expect(refusal(http({ method: 'connect' }))).toMatch(/step 'h'\.method: must be an HTTP method/);
+  expect(() => validateAutomation(http({ method: 'CONNECTION', headers: { 'x-trace-id': "'1'", "a!#$%&'*+.^_`|~b": 1 } }))).not.toThrow();
+});
+
 /** An automation whose steps are `if` steps nested `levels` deep, a `return` of 'deep' at the bottom. */
 function nested(id, levels) {
   let step = { type: 'return', value: "'deep'" };

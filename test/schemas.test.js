@@ -82,6 +82,8 @@ const automationSamples = [
   step({ type: 'forEach', items: '[1]', as: 'n', steps: [{ type: 'abort', message: "'m'", status: 404 }] }),
   step({ type: 'http' }),
   step({ type: 'http', url: "'u'", timeoutMs: 0 }),
+  step({ type: 'http', url: "'u'", headers: { 'a b': "'1'" } }),
+  step({ type: 'http', url: "'u'", method: 'CONNECT' }),
   step({ type: 'set', vars: {} }),
   step({ type: 'set', vars: { 'a b': '1' } }),
   step({ type: 'if', condition: 'true' }),
