@@ -85,6 +85,26 @@ test("an http step's header names and method are checked as the outbound client 
   expect(() => validateAutomation(http({ method: 'CONNECTION', headers: { 'x-trace-id': "'1'", "a!#$%&'*+.^_`|~b": 1 } }))).not.toThrow();
 });
 
+describe("a forEach's `as` that CEL cannot declare is refused naming `as` (not the first expression inside, nor accepted when none uses it)", () => {
+  test.each([
+    ['int', /already registered/],
+    ['optional', /already registered/],
+    ['__proto__', /reserved/],
+    ['var', /reserved/],
+    ['in', /keyword/],
+    ['true', /keyword/],
+  ])('%s', (as, why) => {
+    for (const steps of [[], [{ type: 'return', value: "'x'" }]]) {
+      const message = refusal({ id: 'a', steps: [{ id: 'f', type: 'forEach', items: '[1]', as, steps }] });
+      expect(message).toMatch(new RegExp(`^scriptable-api: invalid automation 'a' step 'f'\\.as: `));
+      expect(message).toMatch(why);
+    }
+  });
+  test('an ordinary name is fine', () => {
+    expect(() => validateAutomation({ id: 'a', steps: [{ type: 'forEach', items: '[1]', as: 'line', steps: [{ type: 'return', value: 'line' }] }] })).not.toThrow();
+  });
+});
+
 /** An automation whose steps are `if` steps nested `levels` deep, a `return` of 'deep' at the bottom. */
 function nested(id, levels) {
   let step = { type: 'return', value: "'deep'" };

@@ -65,6 +65,23 @@ function environment(vars: readonly string[]): CelEnvironment {
   return env;
 }
 
+/** Words of CEL's grammar: a variable of that name could never be read. */
+const KEYWORDS = new Set(['true', 'false', 'null', 'in']);
+
+/**
+ * Why `name` cannot be declared as a variable of expressions (a forEach's `as`): a keyword, a
+ * word CEL reserves, or a name it already has (`int`, `optional`); undefined when it can.
+ */
+export function variableProblem(name: string): string | undefined {
+  if (KEYWORDS.has(name)) return `'${name}' is a keyword of CEL`;
+  try {
+    environment([name]);
+    return undefined;
+  } catch (e) {
+    return describe(e).replace(/^Invalid variable declaration: /, '');
+  }
+}
+
 /** The first line of a cel-js message (the rest is a source excerpt), with the column. */
 function describe(e: unknown): string {
   const err = e as Error & { range?: { start?: number } };

@@ -5,12 +5,15 @@
  */
 import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
+import { variableProblem } from '../cel';
 
 export const forEachStep: StepKind = {
   type: 'forEach',
   compile(step, c) {
     const items = c.value(step.items, 'items');
     const as = typeof step.as === 'string' ? step.as : 'item';
+    const problem = variableProblem(as);
+    if (problem !== undefined) throw c.error('as', `cannot name the item: ${problem}`);
     const steps = c.steps(step.steps, 'steps', [as, 'index']);
     return async (rt, scope) => {
       const list = rt.value(items, scope, 'items');
