@@ -9,6 +9,7 @@ const SCRIPT = `
 export function fail(ctx, state) { var e = new Error('stock for ' + state.vars.item + ' is empty'); e.code = 4009; throw e; }
 export function plain(ctx, state) { throw new Error('no code here'); }
 export function spin(ctx, state) { var until = Date.now() + 300; while (Date.now() < until) {} return state.vars.n; }
+export function deep(ctx, state) { var o = {}; var r = o; for (var i = 0; i < 150; i++) { o.a = {}; o = o.a; } return r; }
 export function onError(ctx, error) {
   ctx.response.setStatus(409);
   return { handled: true, error: error };
@@ -26,11 +27,14 @@ describe('errors in the call reach onError', () => {
     { id: 'items', steps: [{ type: 'forEach', items: "'abc'", steps: [] }] },
     { id: 'abort', steps: [{ type: 'abort', message: "'quota exceeded'", status: 429 }] },
     { id: 'badScript', steps: [{ type: 'script', script: 'nope.js', function: 'f' }] },
+    { id: 'deep', steps: [{ type: 'forEach', items: '[1]', steps: [{ id: 'tree', type: 'script', script: 's.js', function: 'deep' }] }] },
+    { id: 'keep', steps: [{ type: 'return' }] },
   ];
   const apis = automations.flatMap(({ id }) => [
     { path: id, call: { automation: id }, returnType: 'JSON', onError },
     { path: `${id}/bare`, call: { automation: id }, returnType: 'JSON' },
   ]);
+  apis.push({ path: 'deep-after', call: { script: 's.js', function: 'deep' }, after: { automation: 'keep' }, returnType: 'JSON' });
   const { app, router } = makeApp({ apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis } } });
   afterAll(() => router.close());
 
@@ -57,6 +61,13 @@ describe('errors in the call reach onError', () => {
     expect(await handled('expr')).toEqual(expect.objectContaining({ code: 270605, message: "automation 'expr' step 'read' (set): vars.id: No such key: id at column 11" }));
     expect(await handled('cond')).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'cond' step 'check' \(if\): condition must be a boolean, got \{\}$/) });
     expect(await handled('items')).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'items' steps\[0\] \(forEach\): items must be a list, got "abc"$/) });
+  });
+
+  test('a value nested past 100 levels (a step result, state.result): AUTOMATION_STEP_FAILED naming the step or state.result', async () => {
+    expect(await handled('deep')).toMatchObject({ code: 270605, message: "automation 'deep' step 'tree' (script): its result: a value nested more than 100 levels deep" });
+    const after = await request(app).get('/web0/api/a/deep-after');
+    expect(after.status).toBe(500);
+    expect(after.body).toMatchObject({ code: 270605, message: "automation 'keep': state.result: a value nested more than 100 levels deep" });
   });
 
   test('abort: onError sees code 270001; without onError the status is the abort’s', async () => {

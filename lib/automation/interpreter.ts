@@ -29,14 +29,24 @@ function asFailure(e: unknown): StepFailure | ReturnSignal {
   return new StepFailure(message, code, status, err?.fatal === true);
 }
 
+/** `v` as plain JSON (toJson); a value nested too deep is `fail`'s failure (naming where it was), not a bare RangeError. */
+function jsonOf(v: unknown, fail: (message: string) => Error): unknown {
+  try {
+    return toJson(v);
+  } catch (e) {
+    if (e instanceof RangeError) throw fail(e.message);
+    throw e;
+  }
+}
+
 /**
  * Runs `automation`; resolves to its result (undefined when it has none), rejects with a
  * StepFailure (message, code, status, fatal) when a step fails or the deadline passes.
  */
 export async function runAutomation(automation: CompiledAutomation, input: AutomationInput, executors: AutomationExecutors, deadline: number): Promise<unknown> {
-  const state: AutomationState = { steps: {}, vars: {}, result: toJson(input.result) };
-  let current: CompiledStep | undefined;
   const name = `automation '${automation.id}'`;
+  const state: AutomationState = { steps: {}, vars: {}, result: jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`)) };
+  let current: CompiledStep | undefined;
 
   const rt: StepRuntime = {
     state,
@@ -69,7 +79,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
           } catch (e) {
             throw asFailure(e);
           }
-          if (step.id !== undefined) setOwn(state.steps, step.id, toJson(last));
+          if (step.id !== undefined) setOwn(state.steps, step.id, jsonOf(last, (m) => rt.failure(`its result: ${m}`)));
           current = step;
         }
       } finally {
