@@ -105,6 +105,18 @@ describe("a forEach's `as` that CEL cannot declare is refused naming `as` (not t
   });
 });
 
+test('a literal url, condition or items that could never work is refused when registered, naming the field', () => {
+  const one = (step) => refusal({ id: 'a', steps: [{ id: 's', ...step }] });
+  expect(one({ type: 'http', url: 5 })).toBe("scriptable-api: invalid automation 'a' step 's'.url: must be an expression (a string) giving the URL, got 5");
+  expect(one({ type: 'http', url: null })).toMatch(/step 's'\.url: must be an expression \(a string\) giving the URL, got null$/);
+  expect(one({ type: 'if', condition: 1, then: [] })).toBe("scriptable-api: invalid automation 'a' step 's'.condition: must be an expression (a string) or a boolean, got 1");
+  expect(one({ type: 'if', condition: null, then: [] })).toMatch(/step 's'\.condition: must be an expression \(a string\) or a boolean, got null$/);
+  expect(one({ type: 'forEach', items: { a: 1 }, steps: [] })).toBe('scriptable-api: invalid automation \'a\' step \'s\'.items: must be an expression (a string) or a list, got {"a":1}');
+  expect(one({ type: 'forEach', items: 3, steps: [] })).toMatch(/step 's'\.items: must be an expression \(a string\) or a list, got 3$/);
+  // the literals that can work are still literals
+  expect(() => validateAutomation({ id: 'a', steps: [{ type: 'if', condition: false, then: [] }, { type: 'forEach', items: [1, 2], steps: [] }] })).not.toThrow();
+});
+
 /** An automation whose steps are `if` steps nested `levels` deep, a `return` of 'deep' at the bottom. */
 function nested(id, levels) {
   let step = { type: 'return', value: "'deep'" };

@@ -32,8 +32,8 @@ export interface ScriptStep extends AutomationStepBase {
 /** An outbound request through the router's guarded client (as `platform.http.request`). */
 export interface HttpStep extends AutomationStepBase {
   type: 'http';
-  /** value: the URL. */
-  url: AutomationValue;
+  /** An expression giving the URL (a string: there is no literal URL). */
+  url: string;
   /** An HTTP method, e.g. `POST` (a literal, not an expression). Default `GET`. */
   method?: string;
   /** Header name → value. */
@@ -54,8 +54,8 @@ export interface SetStep extends AutomationStepBase {
 /** Runs `then` when `condition` is true, `else` otherwise. */
 export interface IfStep extends AutomationStepBase {
   type: 'if';
-  /** value: must be a boolean. */
-  condition: AutomationValue;
+  /** An expression giving a boolean, or a boolean. */
+  condition: string | boolean;
   then: AutomationStep[];
   else?: AutomationStep[];
 }
@@ -63,8 +63,8 @@ export interface IfStep extends AutomationStepBase {
 /** Runs `steps` once per item of a list. */
 export interface ForEachStep extends AutomationStepBase {
   type: 'forEach';
-  /** value: must be a list. */
-  items: AutomationValue;
+  /** An expression giving a list, or a list. */
+  items: string | readonly unknown[];
   /** The item's variable name inside `steps`. Default `item`; `index` is the item's position. */
   as?: string;
   steps: AutomationStep[];

@@ -82,7 +82,7 @@ function describe(e: ErrorObject, root: unknown): SchemaProblem {
     case 'required': {
       const missing = String((e.params as { missingProperty: string }).missingProperty);
       const own = (parent?.properties as Record<string, unknown> | undefined)?.[missing];
-      const text = annotated(own, 'type');
+      const text = annotated(own, 'required') ?? annotated(own, 'type');
       return { path: [...where, missing], message: text !== undefined ? template(text, undefined) : 'is required' };
     }
     case 'additionalProperties': {
