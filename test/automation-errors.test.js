@@ -149,3 +149,31 @@ describe('one expression computing past the limit', () => {
     expect(Date.now() - started).toBeLessThan(6000);
   });
 });
+
+describe('an automation of many quick steps', () => {
+  // a billion `set` steps, each expression quick: no one slice is long, the run as a whole is
+  const xs = '[' + Array.from({ length: 1000 }, (_, i) => i).join(',') + ']';
+  const automations = [{ id: 'loop', steps: [{ type: 'set', vars: { xs } }, { type: 'forEach', items: 'state.vars.xs', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'x', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] }] }] }] }];
+  const LIMIT = 5000;
+  const { app, router } = makeApp({
+    apps: {
+      a: { automations, apis: [{ path: 'loop', call: { automation: 'loop' }, returnType: 'JSON' }] },
+      b: { scripts: { 'f.js': 'export function f() { return { fast: true } }' }, apis: [{ path: 'fast', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' }] },
+    },
+    router: { scriptTimeoutMs: LIMIT, workers: 1, maxWorkers: 1 },
+  });
+  afterAll(() => router.close({ force: true }));
+
+  test('does not hold its worker: another app’s call on that worker is served meanwhile', async () => {
+    await router.ready();
+    expect((await request(app).get('/web0/api/b/fast')).body).toEqual({ fast: true });
+    const done = {};
+    const loop = request(app).get('/web0/api/a/loop').then((r) => ((done.loop = Date.now()), r));
+    const fast = new Promise((r) => setTimeout(r, 300)).then(() => request(app).get('/web0/api/b/fast')).then((r) => ((done.fast = Date.now()), r));
+    const [l, f] = await Promise.all([loop, fast]);
+    expect({ status: l.status, code: l.body.code }).toEqual({ status: 500, code: 270200 });
+    expect(f.body).toEqual({ fast: true });
+    // (before, the other call was answered only when the loop ended at the limit)
+    expect(done.loop - done.fast).toBeGreaterThan(LIMIT / 2);
+  });
+});

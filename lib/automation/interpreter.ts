@@ -3,7 +3,7 @@
  * id, until a `return`, an `abort`, a failed step or the end. The result is the `return` value or,
  * without one, the last step's result (undefined: no result). The deadline covers the whole run:
  * it is checked before every step and bounds each outbound request; a script step runs under it
- * in the sandbox.
+ * in the sandbox. A run that only computes lets its thread's event loop turn every TURN_MS.
  */
 import { ERRORS } from '../errors';
 import { ExpressionError } from './cel';
@@ -29,6 +29,14 @@ function asFailure(e: unknown): StepFailure | ReturnSignal {
   return new StepFailure(message, code, status, err?.fatal === true);
 }
 
+/**
+ * Longest the run computes without letting its thread's event loop turn. Steps that only compute
+ * (expressions) chain promise jobs, which never end the thread's turn: the worker's other calls,
+ * and the calls sent to it meanwhile, would wait for the whole run.
+ */
+const TURN_MS = 10;
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** `v` as plain JSON (toJson); a value nested too deep is `fail`'s failure (naming where it was), not a bare RangeError. */
 function jsonOf(v: unknown, fail: (message: string) => Error): unknown {
   try {
@@ -47,6 +55,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   const name = `automation '${automation.id}'`;
   const state: AutomationState = { steps: {}, vars: {}, result: jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`)) };
   let current: CompiledStep | undefined;
+  let turnStarted = Date.now();
 
   const rt: StepRuntime = {
     state,
@@ -70,6 +79,10 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
       let last: unknown;
       try {
         for (const step of steps) {
+          if (Date.now() - turnStarted >= TURN_MS) {
+            await nextTurn();
+            turnStarted = Date.now();
+          }
           if (Date.now() >= deadline) {
             throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) before ${step.label}`, true);
           }
