@@ -177,3 +177,26 @@ describe('an automation of many quick steps', () => {
     expect(done.loop - done.fast).toBeGreaterThan(LIMIT / 2);
   });
 });
+
+describe('a forEach whose rounds have no steps', () => {
+  const { compileAutomation } = require('../dist/cjs/automation/compile');
+  const { runAutomation } = require('../dist/cjs/automation/interpreter');
+  const executors = { runScript: async () => null, http: async () => ({}) };
+
+  test('checks the deadline and lets the event loop turn every round, not only before steps', async () => {
+    const items = new Array(1_000_000).fill(0);
+    const automation = compileAutomation({ id: 'empty', steps: [{ id: 'spin', type: 'forEach', items: 'ctx.items', steps: [] }] });
+    let turned = false;
+    setTimeout(() => (turned = true), 1);
+    const run = runAutomation(automation, { ctx: { items } }, executors, Date.now() + 1000);
+    const turnedFirst = await run.then(
+      () => null,
+      (e) => {
+        expect(e).toMatchObject({ code: 270200, fatal: true, message: "automation 'empty' ran past the time limit (scriptTimeoutMs) in step 'spin' (forEach)" });
+        return turned;
+      },
+    );
+    // (before, the million rounds ran to the end, past the deadline and without a turn)
+    expect(turnedFirst).toBe(true);
+  });
+});

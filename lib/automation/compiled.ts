@@ -58,6 +58,12 @@ export interface StepRuntime {
   runSteps(steps: readonly CompiledStep[], scope: Scope): Promise<unknown>;
   /** The current step's failure (AUTOMATION_STEP_FAILED) with this message, to throw. */
   failure(message: string): Error;
+  /**
+   * Before each round of a loop (and each step): lets the thread's event loop turn when the run
+   * has computed for a while, and rejects with SCRIPT_TIMEOUT once the deadline has passed
+   * (naming `before`, else the current step).
+   */
+  checkpoint(before?: string): Promise<void>;
 }
 
 export interface CompiledStep {

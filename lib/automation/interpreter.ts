@@ -74,18 +74,21 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
     failure(message) {
       return StepFailure.of('AUTOMATION_STEP_FAILED', `${name} ${current?.label ?? ''}: ${message}`);
     },
+    async checkpoint(before) {
+      if (Date.now() - turnStarted >= TURN_MS) {
+        await nextTurn();
+        turnStarted = Date.now();
+      }
+      if (Date.now() >= deadline) {
+        throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) ${before !== undefined ? `before ${before}` : `in ${current?.label ?? 'its steps'}`}`, true);
+      }
+    },
     async runSteps(steps, scope) {
       const outer = current;
       let last: unknown;
       try {
         for (const step of steps) {
-          if (Date.now() - turnStarted >= TURN_MS) {
-            await nextTurn();
-            turnStarted = Date.now();
-          }
-          if (Date.now() >= deadline) {
-            throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) before ${step.label}`, true);
-          }
+          await rt.checkpoint(step.label);
           current = step;
           try {
             last = await step.run(rt, scope);

@@ -20,6 +20,7 @@ export const forEachStep: StepKind = {
       if (!Array.isArray(list)) throw rt.failure(`items must be a list, got ${shown(list)}`);
       const results: unknown[] = [];
       for (let i = 0; i < list.length; i++) {
+        if (i > 0) await rt.checkpoint(); // (a round may have no steps to check before)
         const inner = { ...scope, [as]: list[i], index: i };
         const r = await rt.runSteps(steps, inner);
         results.push(r === undefined ? null : r);
