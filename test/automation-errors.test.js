@@ -29,6 +29,9 @@ describe('errors in the call reach onError', () => {
     { id: 'badScript', steps: [{ type: 'script', script: 'nope.js', function: 'f' }] },
     { id: 'deep', steps: [{ type: 'forEach', items: '[1]', steps: [{ id: 'tree', type: 'script', script: 's.js', function: 'deep' }] }] },
     { id: 'keep', steps: [{ type: 'return' }] },
+    { id: 'bodyItems', steps: [{ id: 'each', type: 'forEach', items: 'ctx.json', steps: [] }] },
+    { id: 'bodyCond', steps: [{ id: 'check', type: 'if', condition: 'ctx.json', then: [] }] },
+    { id: 'bodyUrl', steps: [{ id: 'call', type: 'http', url: 'ctx.json' }] },
   ];
   const apis = automations.flatMap(({ id }) => [
     { path: id, call: { automation: id }, returnType: 'JSON', onError },
@@ -68,6 +71,22 @@ describe('errors in the call reach onError', () => {
     const after = await request(app).get('/web0/api/a/deep-after');
     expect(after.status).toBe(500);
     expect(after.body).toMatchObject({ code: 270605, message: "automation 'keep': state.result: a value nested more than 100 levels deep" });
+  });
+
+  test('a failure showing a value from the request shows its start only (a big body is not copied into the message and the log)', async () => {
+    const big = { data: 'x'.repeat(200_000) };
+    for (const [path, start] of [
+      ['bodyItems', "automation 'bodyItems' step 'each' (forEach): items must be a list, got {\"data\":\"xxx"],
+      ['bodyCond', "automation 'bodyCond' step 'check' (if): condition must be a boolean, got {\"data\":\"xxx"],
+      ['bodyUrl', "automation 'bodyUrl' step 'call' (http): url must be a non-empty string, got {\"data\":\"xxx"],
+    ]) {
+      const res = await request(app).post(`/web0/api/a/${path}/bare`).send(big);
+      expect(res.status).toBe(500);
+      expect(res.body.code).toBe(270605);
+      expect(res.body.message.startsWith(start)).toBe(true);
+      expect(res.body.message.length).toBeLessThan(400);
+      expect(res.body.message.endsWith('…')).toBe(true);
+    }
   });
 
   test('abort: onError sees code 270001; without onError the status is the abort’s', async () => {

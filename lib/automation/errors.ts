@@ -1,6 +1,9 @@
 /** How an automation run ends other than by finishing its steps. */
 import { ERRORS, type ErrorName } from '../errors';
 
+/** The most characters of a value a step's failure message shows (the value may be a request's body). */
+export const SHOWN_MAX = 200;
+
 /**
  * A step failed: the call fails with this message, code and status (and, as the call, runs the
  * API's onError). `fatal` failures (the time limit, the engine's) leave no time for onError.

@@ -1,8 +1,12 @@
 /** How messages show values and suggest names (no dependencies: script workers load it too). */
 
-/** A value as a message shows it: NaN and Infinity as themselves (JSON.stringify prints null). */
-export function shown(v: unknown): string {
-  return typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
+/**
+ * A value as a message shows it: NaN and Infinity as themselves (JSON.stringify prints null); past
+ * `max` characters, its start and '…'.
+ */
+export function shown(v: unknown, max = Infinity): string {
+  const text = typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 /** Edit distance between two short names, or Infinity once it passes `max`. */

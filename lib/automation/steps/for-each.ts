@@ -5,6 +5,7 @@
  */
 import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
+import { SHOWN_MAX } from '../errors';
 import { variableProblem } from '../cel';
 
 export const forEachStep: StepKind = {
@@ -17,7 +18,7 @@ export const forEachStep: StepKind = {
     const steps = c.steps(step.steps, 'steps', [as, 'index']);
     return async (rt, scope) => {
       const list = rt.value(items, scope, 'items');
-      if (!Array.isArray(list)) throw rt.failure(`items must be a list, got ${shown(list)}`);
+      if (!Array.isArray(list)) throw rt.failure(`items must be a list, got ${shown(list, SHOWN_MAX)}`);
       const results: unknown[] = [];
       for (let i = 0; i < list.length; i++) {
         if (i > 0) await rt.checkpoint(); // (a round may have no steps to check before)

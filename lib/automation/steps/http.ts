@@ -8,6 +8,7 @@
  */
 import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
+import { SHOWN_MAX } from '../errors';
 
 export const httpStep: StepKind = {
   type: 'http',
@@ -20,7 +21,7 @@ export const httpStep: StepKind = {
     const timeoutMs = typeof step.timeoutMs === 'number' ? step.timeoutMs : undefined;
     return async (rt, scope) => {
       const u = rt.value(url, scope, 'url');
-      if (typeof u !== 'string' || u === '') throw rt.failure(`url must be a non-empty string, got ${shown(u)}`);
+      if (typeof u !== 'string' || u === '') throw rt.failure(`url must be a non-empty string, got ${shown(u, SHOWN_MAX)}`);
       const h: Record<string, string> = {};
       for (const [name, v] of headers) {
         const value = rt.value(v, scope, `headers.${name}`);

@@ -5,6 +5,7 @@
  */
 import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
+import { SHOWN_MAX } from '../errors';
 
 export const ifStep: StepKind = {
   type: 'if',
@@ -14,7 +15,7 @@ export const ifStep: StepKind = {
     const otherwise = step.else === undefined ? [] : c.steps(step.else, 'else');
     return async (rt, scope) => {
       const v = rt.value(condition, scope, 'condition');
-      if (typeof v !== 'boolean') throw rt.failure(`condition must be a boolean, got ${shown(v)}`);
+      if (typeof v !== 'boolean') throw rt.failure(`condition must be a boolean, got ${shown(v, SHOWN_MAX)}`);
       return rt.runSteps(v ? then : otherwise, scope);
     };
   },
