@@ -8,6 +8,7 @@ const runner = {
   async run(inv) {
     calls.push(inv);
     if (inv.automation.id === 'broken') throw Object.assign(new Error('automation failed'), { code: 777 });
+    if (inv.automation.id === 'status') throw Object.assign(new Error('upstream said no'), { status: Number(inv.input.request.query.s), code: Number(inv.input.request.query.c) });
     if (inv.stage === 'after') return { audited: inv.input.result, user: inv.input.attributes.user };
     return { automation: inv.automation.id, q: inv.input.request.query.q, at: inv.input.request.path };
   },
@@ -18,11 +19,12 @@ const steps = [{ type: 'return', value: "'built-in'" }];
 const apps = {
   app1: {
     scripts: { 'h.js': 'export function b(ctx) { ctx.request.setAttribute("user", "ada") }\nexport function main() { return { fromScript: true } }' },
-    automations: [{ id: 'report', steps }, { id: 'broken', steps }],
+    automations: [{ id: 'report', steps }, { id: 'broken', steps }, { id: 'status', steps }],
     apis: [
       { path: 'auto', call: { automation: 'report' }, returnType: 'JSON' },
       { path: 'auto-after', call: { script: 'h.js', function: 'main' }, after: { automation: 'report' }, before: { script: 'h.js', function: 'b' }, returnType: 'JSON' },
       { path: 'broken', call: { automation: 'broken' }, returnType: 'JSON' },
+      { path: 'status', call: { automation: 'status' }, returnType: 'JSON' },
       { path: 'unknown', call: { automation: 'nope' }, returnType: 'JSON' },
     ],
   },
@@ -52,6 +54,17 @@ test('a failing runner gives the error body with its code', async () => {
   const res = await request(app).get('/web0/api/app1/broken');
   expect(res.status).toBe(500);
   expect(res.body).toMatchObject({ message: 'automation failed', code: 777 });
+});
+
+test("a runner's error keeps an error status (400-599) and an integer code; any other status is 500, any other code the script error's", async () => {
+  const kept = await request(app).get('/web0/api/app1/status?s=404&c=12');
+  expect(kept.status).toBe(404);
+  expect(kept.body).toEqual({ requestId: kept.headers['x-request-id'], message: 'upstream said no', code: 12 });
+  for (const s of [101, 204, 302, 304, 200]) {
+    const res = await request(app).get(`/web0/api/app1/status?s=${s}&c=NaN`).redirects(0);
+    expect({ s, status: res.status, type: res.headers['content-type'] }).toEqual({ s, status: 500, type: 'application/json;charset=UTF-8' });
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'upstream said no', code: 270000 });
+  }
 });
 
 test("an unknown automation is not found in the app (270603); a registry without getAutomation cannot load one (501)", async () => {

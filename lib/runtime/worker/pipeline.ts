@@ -210,8 +210,9 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         fail: {
           kind: 'error',
           message: err.message || ERRORS.AUTOMATION_UNAVAILABLE.message,
-          code: typeof err.code === 'number' ? err.code : ERRORS.SCRIPT_ERROR.code,
-          status: typeof err.status === 'number' ? err.status : 500,
+          code: typeof err.code === 'number' && Number.isFinite(err.code) ? err.code : ERRORS.SCRIPT_ERROR.code,
+          // (an error status only: a 1xx, 2xx or 3xx from the runner's own dependencies would frame the error body as something else)
+          status: typeof err.status === 'number' && Number.isInteger(err.status) && err.status >= 400 && err.status <= 599 ? err.status : ERRORS.SCRIPT_ERROR.status,
         },
       };
     }
