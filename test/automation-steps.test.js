@@ -88,6 +88,16 @@ describe('step types', () => {
         steps: [{ type: 'forEach', items: '[1, 2, 3]', steps: [{ type: 'if', condition: 'item == 2', then: [{ type: 'return', value: "'stopped at ' + string(index)" }] }] }, { type: 'return', value: "'never'" }],
       },
       { id: 'return', steps: [{ type: 'return', value: "{'n': 1, 'big': 9007199254740993, 'd': timestamp('2026-01-05T00:00:00Z'), 'bytes': b'hi', 'list': [1, 'two', 3.5, null, true]}" }, { type: 'set', vars: { never: true } }] },
+      // README's http example: request data checked before it goes into the URL, and not checked
+      {
+        id: 'guarded',
+        steps: [
+          { type: 'if', condition: "!ctx.query.id.matches('^[0-9]+$')", then: [{ type: 'abort', message: "'id must be a number'", status: 400 }] },
+          { id: 'notify', type: 'http', method: 'POST', url: `${base} + '/orders/' + ctx.query.id`, body: "{'order': ctx.query.id}" },
+          { type: 'return', value: 'state.steps.notify.body.path' },
+        ],
+      },
+      { id: 'unguarded', steps: [{ id: 'notify', type: 'http', method: 'POST', url: `${base} + '/orders/' + ctx.query.id` }, { type: 'return', value: 'state.steps.notify.body.path' }] },
       { id: 'celValues', steps: [{ type: 'set', vars: { u: 'uint(ctx.query.n)' } }, { type: 'return', value: "{'u': state.vars.u, 'next': state.vars.u + 1, 'max': 4294967295u, 'd': duration('1m30.5s'), 't': type(1), 'ts': type('x')}" }] },
       { id: 'abort', steps: [{ type: 'abort', message: "'order ' + ctx.query.id + ' not found'", status: 'int(ctx.query.status)' }] },
       { id: 'abortPlain', steps: [{ type: 'abort' }] },
@@ -95,7 +105,7 @@ describe('step types', () => {
       { id: 'none', steps: [{ type: 'script', script: 's.js', function: 'nothing' }] },
       { id: 'ctx', steps: [{ type: 'return', value: "{'method': ctx.method, 'path': ctx.path, 'app': ctx.appId, 'h': ctx.headers['x-h'], 'json': ctx.json.a, 'body': ctx.body, 'q': ctx.query.?missing.orValue('default'), 'c': ctx.cookies.k}" }] },
     ],
-    ['set', 'script', 'http', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
+    ['set', 'script', 'http', 'guarded', 'unguarded', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
   );
 
   test('set: assigns in order; strings are CEL, other JSON values literal; the result is what it assigned', async () => {
@@ -123,6 +133,18 @@ describe('step types', () => {
     });
     const post = seen.find((r) => r.method === 'POST');
     expect(post.headers).toMatchObject({ 'x-trace': 't-12', 'x-literal': '5', 'content-type': 'application/json' });
+  });
+
+  test("http: request data in a URL is checked first (README's example): '..' in it would reach another path of the upstream", async () => {
+    seen.length = 0;
+    const ok = await request(server).get('/web0/api/a/guarded?id=12').set('x-upstream', upstreamHeader());
+    expect(ok.body).toBe('/orders/12');
+    const refused = await request(server).get('/web0/api/a/guarded?id=' + encodeURIComponent('../admin')).set('x-upstream', upstreamHeader());
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ code: 270001, message: 'id must be a number' });
+    expect(seen.map((r) => r.url)).toEqual(['/orders/12']);
+    const traversed = await request(server).get('/web0/api/a/unguarded?id=' + encodeURIComponent('../admin')).set('x-upstream', upstreamHeader());
+    expect(traversed.body).toBe('/admin');
   });
 
   test('if: runs one branch; its result is the branch result (null when nothing ran)', async () => {
