@@ -142,6 +142,26 @@ describe('scriptTimeoutMs covers the whole automation', () => {
   });
 });
 
+describe('preparing and loading a script step’s script does not count (as for a script call)', () => {
+  // a script whose first preparation and load in a worker take well over the limit; it runs at once
+  const big = 'export function f(ctx, state) { return 1 }\n' + Array.from({ length: 3000 }, (_, i) => `function g${i}(a) { var x = a + ${i}; if (x > 3) { return [x, 'v${i}', { k: x }] } return null }`).join('\n');
+  const automations = [{ id: 'big', steps: [{ id: 's', type: 'script', script: 'big.js', function: 'f' }, { type: 'return', value: "'done ' + string(state.steps.s)" }] }];
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 'big.js': big }, automations, apis: [{ path: 'big', call: { automation: 'big' }, returnType: 'JSON' }] } },
+    router: { scriptTimeoutMs: 300, workers: 1, maxWorkers: 1 },
+  });
+  afterAll(() => router.close({ force: true }));
+
+  test('the first call of an automation with that script step ends within the limit', async () => {
+    await router.ready();
+    const started = Date.now();
+    const res = await request(app).get('/web0/api/a/big');
+    const took = Date.now() - started;
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: 'done 1' });
+    expect(took).toBeGreaterThan(300); // (the preparation took longer than the limit: the case this is about)
+  });
+});
+
 describe('one expression computing past the limit', () => {
   // a single `set` whose expression alone runs for many seconds (400 x 400 x 400 comparisons)
   const L = '[' + Array.from({ length: 400 }, (_, i) => i).join(',') + ']';
@@ -207,7 +227,8 @@ describe('a forEach whose rounds have no steps', () => {
     const automation = compileAutomation({ id: 'empty', steps: [{ id: 'spin', type: 'forEach', items: 'ctx.items', steps: [] }] });
     let turned = false;
     setTimeout(() => (turned = true), 1);
-    const run = runAutomation(automation, { ctx: { items } }, executors, Date.now() + 1000);
+    const deadline = Date.now() + 1000;
+    const run = runAutomation(automation, { ctx: { items } }, executors, () => deadline);
     const turnedFirst = await run.then(
       () => null,
       (e) => {

@@ -49,9 +49,10 @@ function jsonOf(v: unknown, fail: (message: string) => Error): unknown {
 
 /**
  * Runs `automation`; resolves to its result (undefined when it has none), rejects with a
- * StepFailure (message, code, status, fatal) when a step fails or the deadline passes.
+ * StepFailure (message, code, status, fatal) when a step fails or the deadline passes. `deadline`
+ * is read when needed: the job's moves while a script step's script is prepared and loaded.
  */
-export async function runAutomation(automation: CompiledAutomation, input: AutomationInput, executors: AutomationExecutors, deadline: number): Promise<unknown> {
+export async function runAutomation(automation: CompiledAutomation, input: AutomationInput, executors: AutomationExecutors, deadline: () => number): Promise<unknown> {
   const name = `automation '${automation.id}'`;
   const state: AutomationState = { steps: {}, vars: {}, result: jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`)) };
   let current: CompiledStep | undefined;
@@ -60,7 +61,9 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   const rt: StepRuntime = {
     state,
     executors,
-    deadline,
+    get deadline() {
+      return deadline();
+    },
     value(v, scope, field) {
       if ('literal' in v) return v.literal;
       try {
@@ -79,7 +82,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
         await nextTurn();
         turnStarted = Date.now();
       }
-      if (Date.now() >= deadline) {
+      if (Date.now() >= deadline()) {
         throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) ${before !== undefined ? `before ${before}` : `in ${current?.label ?? 'its steps'}`}`, true);
       }
     },

@@ -26,7 +26,10 @@ export interface ScriptStageResult {
 export interface AutomationStageEnv {
   appId: string;
   returnType: ReturnType;
-  deadline: number;
+  /** Epoch ms by which the job must end, now (it moves while scripts are prepared and loaded). */
+  deadline(): number;
+  /** Time spent compiling (not the call's own): moves the job's deadline. */
+  notCounted(ms: number): void;
   /** Definition texts by automation id, as the router put them in the job. */
   automations: Record<string, string>;
   request(): RequestSnapshot;
@@ -104,7 +107,9 @@ export async function runAutomationStage(
   try {
     const text = Object.prototype.hasOwnProperty.call(env.automations, id) ? env.automations[id] : undefined;
     if (text === undefined) throw StepFailure.of('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${env.appId}'`);
+    const t0 = Date.now();
     const automation = compiledFor(text);
+    env.notCounted(Date.now() - t0);
     const ctx = automationContext(env.request(), env.attributes);
     const v = await runAutomation(automation, { ctx, result: stage === 'after' ? value : undefined }, executors(env), env.deadline);
     const output = serializeForReturnType(v, env.returnType);

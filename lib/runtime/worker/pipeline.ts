@@ -41,6 +41,8 @@ export interface PipelineEnv {
   callHost(op: 'automation.run' | 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
   /** Epoch ms by which the job must end (its limit counts from its first stage). */
   deadline(): number;
+  /** Time the job spent on the worker's own preparation (loading the interpreter, compiling an automation): moves its deadline, as preparing a script does. */
+  notCounted(ms: number): void;
   /** Runs synchronous work of the job outside any script (an automation's expressions) as a slice the pool sees. */
   compute?<T>(work: () => T): T;
 }
@@ -173,13 +175,18 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   const runAutomationStage = async (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): Promise<StageResult> => {
     // [automation] the built-in interpreter (lib/automation) unless the host passed its own runner
     if (job.automations !== undefined) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      automationStage ??= require('../../automation/pipeline-stage') as typeof import('../../automation/pipeline-stage');
+      if (automationStage === undefined) {
+        const t0 = Date.now();
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        automationStage = require('../../automation/pipeline-stage') as typeof import('../../automation/pipeline-stage');
+        env.notCounted(Date.now() - t0);
+      }
       return automationStage.runAutomationStage(
         {
           appId: job.appId,
           returnType: job.returnType,
-          deadline: env.deadline(),
+          deadline: env.deadline,
+          notCounted: env.notCounted,
           automations: job.automations,
           request: () => job.request,
           attributes: () => state.attributes,

@@ -236,6 +236,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
         post({ type: 'host', jobId: id, callId, op, args, blocking: false });
       }),
     deadline: () => running.deadline,
+    notCounted: (ms) => void (running.deadline += ms),
     // (an automation's expressions run here, on the thread: the pool's watchdog must see them)
     compute: (work) => {
       slices.begin(id);
