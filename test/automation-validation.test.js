@@ -117,6 +117,17 @@ test('a literal url, condition or items that could never work is refused when re
   expect(() => validateAutomation({ id: 'a', steps: [{ type: 'if', condition: false, then: [] }, { type: 'forEach', items: [1, 2], steps: [] }] })).not.toThrow();
 });
 
+test("'constructor' as a variable name or a step id is refused naming it (CEL could no longer read state.vars / state.steps)", () => {
+  expect(refusal({ id: 'a', steps: [{ id: 's', type: 'set', vars: { a: '1', constructor: '2' } }] })).toBe(
+    "scriptable-api: invalid automation 'a' step 's'.vars.constructor: cannot be a variable name: expressions could no longer read state.vars",
+  );
+  expect(refusal({ id: 'a', steps: [{ id: 'constructor', type: 'set', vars: { a: '1' } }] })).toBe(
+    "scriptable-api: invalid automation 'a' step 'constructor'.id: cannot be 'constructor': expressions could no longer read state.steps",
+  );
+  expect(refusal({ id: 'a', steps: [{ id: 'constructor', type: 'http', url: "'https://x.test'" }] })).toMatch(/step 'constructor'\.id: cannot be 'constructor'/);
+  expect(() => validateAutomation({ id: 'a', steps: [{ id: 'Constructor', type: 'set', vars: { constructed: '1' } }] })).not.toThrow();
+});
+
 /** An automation whose steps are `if` steps nested `levels` deep, a `return` of 'deep' at the bottom. */
 function nested(id, levels) {
   let step = { type: 'return', value: "'deep'" };

@@ -88,6 +88,8 @@ const automationSamples = [
   step({ type: 'if', condition: 1, then: [] }),
   step({ type: 'forEach', items: {}, steps: [] }),
   step({ type: 'forEach', items: [1], steps: [] }),
+  step({ type: 'set', vars: { constructor: '1' } }),
+  step({ id: 'constructor', type: 'return' }),
   step({ type: 'set', vars: {} }),
   step({ type: 'set', vars: { 'a b': '1' } }),
   step({ type: 'if', condition: 'true' }),
