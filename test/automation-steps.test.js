@@ -35,6 +35,7 @@ export function price(ctx, state) {
 export function nothing(ctx, state) {}
 export function call(ctx) { return { id: 7, item: 'pen' } }
 export function text(ctx) { return 'from script' }
+export function echo(ctx, state) { return state.vars.rec }
 `;
 
 // (the upstream's address is known only once it listens: the http steps read it from a header)
@@ -98,6 +99,15 @@ describe('step types', () => {
         ],
       },
       { id: 'unguarded', steps: [{ id: 'notify', type: 'http', method: 'POST', url: `${base} + '/orders/' + ctx.query.id` }, { type: 'return', value: 'state.steps.notify.body.path' }] },
+      {
+        id: 'ctorData',
+        steps: [
+          { type: 'set', vars: { rec: 'ctx.json.record' } },
+          { id: 'p', type: 'script', script: 's.js', function: 'echo' },
+          { type: 'forEach', items: 'ctx.json.list', steps: [{ type: 'set', vars: { last: 'item.name' } }] },
+          { type: 'return', value: "{'team': state.vars.rec.team, 'q': ctx.query.id, 'fromScript': state.steps.p.team, 'last': state.vars.last, 'rec': state.vars.rec}" },
+        ],
+      },
       { id: 'celValues', steps: [{ type: 'set', vars: { u: 'uint(ctx.query.n)' } }, { type: 'return', value: "{'u': state.vars.u, 'next': state.vars.u + 1, 'max': 4294967295u, 'd': duration('1m30.5s'), 't': type(1), 'ts': type('x')}" }] },
       { id: 'abort', steps: [{ type: 'abort', message: "'order ' + ctx.query.id + ' not found'", status: 'int(ctx.query.status)' }] },
       { id: 'abortPlain', steps: [{ type: 'abort' }] },
@@ -105,7 +115,7 @@ describe('step types', () => {
       { id: 'none', steps: [{ type: 'script', script: 's.js', function: 'nothing' }] },
       { id: 'ctx', steps: [{ type: 'return', value: "{'method': ctx.method, 'path': ctx.path, 'app': ctx.appId, 'h': ctx.headers['x-h'], 'json': ctx.json.a, 'body': ctx.body, 'q': ctx.query.?missing.orValue('default'), 'c': ctx.cookies.k}" }] },
     ],
-    ['set', 'script', 'http', 'guarded', 'unguarded', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
+    ['set', 'script', 'http', 'guarded', 'unguarded', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'ctorData', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
   );
 
   test('set: assigns in order; strings are CEL, other JSON values literal; the result is what it assigned', async () => {
@@ -176,6 +186,13 @@ describe('step types', () => {
     const res = await request(server).get('/web0/api/a/celValues?n=41');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ u: 41, next: 42, max: 4294967295, d: 90500, t: 'int', ts: 'string' });
+  });
+
+  test("data with a 'constructor' key (a body, a query parameter, a step's result) is read like any other", async () => {
+    const record = { team: 'McLaren', constructor: 'McLaren F1' };
+    const res = await request(server).post('/web0/api/a/ctorData?id=5&constructor=x').send({ record, list: [{ name: 'a', constructor: 1 }] });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ team: 'McLaren', q: '5', fromScript: 'McLaren', last: 'a', rec: record });
   });
 
   test('abort: like platform.app.abort — code 270001, the status it gives (500 by default)', async () => {

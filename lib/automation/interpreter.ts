@@ -9,7 +9,7 @@ import { ERRORS } from '../errors';
 import { ExpressionError } from './cel';
 import type { AutomationExecutors, CompiledAutomation, CompiledStep, Scope, StepRuntime } from './compiled';
 import { ReturnSignal, StepFailure } from './errors';
-import { setOwn, toJson } from './json';
+import { celView, setOwn, toJson } from './json';
 import type { AutomationState } from './types';
 
 export interface AutomationInput {
@@ -54,7 +54,8 @@ function jsonOf(v: unknown, fail: (message: string) => Error): unknown {
  */
 export async function runAutomation(automation: CompiledAutomation, input: AutomationInput, executors: AutomationExecutors, deadline: () => number): Promise<unknown> {
   const name = `automation '${automation.id}'`;
-  const state: AutomationState = { steps: {}, vars: {}, result: jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`)) };
+  // (state holds what expressions read: celView; what leaves it, toJson turns back into plain JSON)
+  const state: AutomationState = { steps: {}, vars: {}, result: celView(jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`))) };
   let current: CompiledStep | undefined;
   let turnStarted = Date.now();
 
@@ -98,7 +99,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
           } catch (e) {
             throw asFailure(e);
           }
-          if (step.id !== undefined) setOwn(state.steps, step.id, jsonOf(last, (m) => rt.failure(`its result: ${m}`)));
+          if (step.id !== undefined) setOwn(state.steps, step.id, celView(jsonOf(last, (m) => rt.failure(`its result: ${m}`))));
           current = step;
         }
       } finally {

@@ -60,6 +60,39 @@ export function toJson(v: unknown, depth = 0): unknown {
   return out;
 }
 
+/**
+ * `v` as CEL expressions read it: cel-js takes an object's type from its `constructor` key, so a
+ * JSON object with a key of that name (a body's, a query's, an upstream's) becomes a Map, which it
+ * reads as a map (toJson turns it back). Unchanged objects are kept as they are, not copied.
+ */
+export function celView(v: unknown, depth = 0): unknown {
+  if (typeof v !== 'object' || v === null || depth > MAX_DEPTH) return v;
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const x = celView(v[i], depth + 1);
+      if (x !== v[i]) (out ??= v.slice())[i] = x;
+    }
+    return out ?? v;
+  }
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return v; // (a Map, a Date, cel-js's own values)
+  const obj = v as Record<string, unknown>;
+  const own = Object.prototype.hasOwnProperty.call(obj, 'constructor');
+  let out: Record<string, unknown> | undefined;
+  for (const k of Object.keys(obj)) {
+    const x = celView(obj[k], depth + 1);
+    if (x !== obj[k]) setOwn((out ??= { ...obj }), k, x);
+  }
+  if (own) return new Map(Object.entries(out ?? obj));
+  return out ?? v;
+}
+
+/** A JSON.stringify replacer: a celView Map as the object it stands for. */
+export function mapsAsObjects(_key: string, v: unknown): unknown {
+  return v instanceof Map ? Object.fromEntries(v) : v;
+}
+
 /** Sets a key as an own data property (a key named `__proto__` stays a plain key). */
 export function setOwn(o: Record<string, unknown>, k: string, v: unknown): void {
   Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });

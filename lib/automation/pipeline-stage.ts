@@ -13,6 +13,7 @@ import type { AutomationExecutors, AutomationHttpResponse, CompiledAutomation } 
 import { automationContext } from './context';
 import { StepFailure } from './errors';
 import { runAutomation } from './interpreter';
+import { mapsAsObjects } from './json';
 
 type Fail = { kind: 'error'; message: string; code: number; status: number };
 
@@ -66,7 +67,7 @@ function executors(env: AutomationStageEnv): AutomationExecutors {
   return {
     compute: env.compute,
     async runScript(ref, _ctx, state) {
-      const r = await env.runScript(ref, JSON.stringify(state));
+      const r = await env.runScript(ref, JSON.stringify(state, mapsAsObjects));
       if (r.fail) throw new StepFailure(r.fail.message, r.fail.code, r.fail.status, r.fatal === true);
       return r.out?.hasValue ? r.out.value : undefined;
     },

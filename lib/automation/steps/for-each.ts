@@ -7,6 +7,7 @@ import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
 import { SHOWN_MAX } from '../errors';
 import { variableProblem } from '../cel';
+import { celView } from '../json';
 
 export const forEachStep: StepKind = {
   type: 'forEach',
@@ -17,8 +18,9 @@ export const forEachStep: StepKind = {
     if (problem !== undefined) throw c.error('as', `cannot name the item: ${problem}`);
     const steps = c.steps(step.steps, 'steps', [as, 'index']);
     return async (rt, scope) => {
-      const list = rt.value(items, scope, 'items');
-      if (!Array.isArray(list)) throw rt.failure(`items must be a list, got ${shown(list, SHOWN_MAX)}`);
+      const value = rt.value(items, scope, 'items');
+      if (!Array.isArray(value)) throw rt.failure(`items must be a list, got ${shown(value, SHOWN_MAX)}`);
+      const list = celView(value) as unknown[];
       const results: unknown[] = [];
       for (let i = 0; i < list.length; i++) {
         if (i > 0) await rt.checkpoint(); // (a round may have no steps to check before)

@@ -4,7 +4,7 @@
  * assigned values.
  */
 import type { StepKind } from '../compiled';
-import { setOwn } from '../json';
+import { celView, setOwn } from '../json';
 
 export const setStep: StepKind = {
   type: 'set',
@@ -15,7 +15,7 @@ export const setStep: StepKind = {
       const assigned: Record<string, unknown> = {};
       for (const [name, v] of entries) {
         const value = rt.value(v, scope, `vars.${name}`);
-        setOwn(rt.state.vars, name, value);
+        setOwn(rt.state.vars, name, celView(value));
         setOwn(assigned, name, value);
       }
       return assigned;
