@@ -144,22 +144,26 @@ describe('scriptTimeoutMs covers the whole automation', () => {
 
 describe('preparing and loading a script step’s script does not count (as for a script call)', () => {
   // a script whose first preparation and load in a worker take well over the limit; it runs at once
-  const big = 'export function f(ctx, state) { return 1 }\n' + Array.from({ length: 3000 }, (_, i) => `function g${i}(a) { var x = a + ${i}; if (x > 3) { return [x, 'v${i}', { k: x }] } return null }`).join('\n');
+  const LIMIT = 1000;
+  const big = 'export function f(ctx, state) { return 1 }\n' + Array.from({ length: 6000 }, (_, i) => `function g${i}(a) { var x = a + ${i}; if (x > 3) { return [x, 'v${i}', { k: x }] } return null }`).join('\n');
   const automations = [{ id: 'big', steps: [{ id: 's', type: 'script', script: 'big.js', function: 'f' }, { type: 'return', value: "'done ' + string(state.steps.s)" }] }];
-  const { app, router } = makeApp({
-    apps: { a: { scripts: { 'big.js': big }, automations, apis: [{ path: 'big', call: { automation: 'big' }, returnType: 'JSON' }] } },
-    router: { scriptTimeoutMs: 300, workers: 1, maxWorkers: 1 },
+  let made; // (started when this block runs: its worker does not slow the other blocks' first calls)
+  beforeAll(() => {
+    made = makeApp({
+      apps: { a: { scripts: { 'big.js': big }, automations, apis: [{ path: 'big', call: { automation: 'big' }, returnType: 'JSON' }] } },
+      router: { scriptTimeoutMs: LIMIT, workers: 1, maxWorkers: 1 },
+    });
   });
-  afterAll(() => router.close({ force: true }));
+  afterAll(() => made.router.close({ force: true }));
 
   test('the first call of an automation with that script step ends within the limit', async () => {
-    await router.ready();
+    await made.router.ready();
     const started = Date.now();
-    const res = await request(app).get('/web0/api/a/big');
+    const res = await request(made.app).get('/web0/api/a/big');
     const took = Date.now() - started;
     expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: 'done 1' });
-    expect(took).toBeGreaterThan(300); // (the preparation took longer than the limit: the case this is about)
-  });
+    expect(took).toBeGreaterThan(LIMIT); // (the preparation took longer than the limit: the case this is about)
+  }, 30_000);
 });
 
 describe('one expression computing past the limit', () => {
@@ -194,12 +198,15 @@ describe('an automation of many quick steps', () => {
   const xs = '[' + Array.from({ length: 1000 }, (_, i) => i).join(',') + ']';
   const automations = [{ id: 'loop', steps: [{ type: 'set', vars: { xs } }, { type: 'forEach', items: 'state.vars.xs', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'x', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] }] }] }] }];
   const LIMIT = 5000;
-  const { app, router } = makeApp({
-    apps: {
-      a: { automations, apis: [{ path: 'loop', call: { automation: 'loop' }, returnType: 'JSON' }] },
-      b: { scripts: { 'f.js': 'export function f() { return { fast: true } }' }, apis: [{ path: 'fast', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' }] },
-    },
-    router: { scriptTimeoutMs: LIMIT, workers: 1, maxWorkers: 1 },
+  let app, router;
+  beforeAll(() => {
+    ({ app, router } = makeApp({
+      apps: {
+        a: { automations, apis: [{ path: 'loop', call: { automation: 'loop' }, returnType: 'JSON' }] },
+        b: { scripts: { 'f.js': 'export function f() { return { fast: true } }' }, apis: [{ path: 'fast', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' }] },
+      },
+      router: { scriptTimeoutMs: LIMIT, workers: 1, maxWorkers: 1 },
+    }));
   });
   afterAll(() => router.close({ force: true }));
 
@@ -214,7 +221,7 @@ describe('an automation of many quick steps', () => {
     expect(f.body).toEqual({ fast: true });
     // (before, the other call was answered only when the loop ended at the limit)
     expect(done.loop - done.fast).toBeGreaterThan(LIMIT / 2);
-  });
+  }, 30_000);
 });
 
 describe('a forEach whose rounds have no steps', () => {
@@ -227,7 +234,7 @@ describe('a forEach whose rounds have no steps', () => {
     const automation = compileAutomation({ id: 'empty', steps: [{ id: 'spin', type: 'forEach', items: 'ctx.items', steps: [] }] });
     let turned = false;
     setTimeout(() => (turned = true), 1);
-    const deadline = Date.now() + 1000;
+    const deadline = Date.now() + 3000; // (long enough for many turns on a loaded machine)
     const run = runAutomation(automation, { ctx: { items } }, executors, () => deadline);
     const turnedFirst = await run.then(
       () => null,
@@ -238,5 +245,5 @@ describe('a forEach whose rounds have no steps', () => {
     );
     // (before, the million rounds ran to the end, past the deadline and without a turn)
     expect(turnedFirst).toBe(true);
-  });
+  }, 30_000);
 });
