@@ -323,6 +323,55 @@ describe('temporary files are removed when the request ends', () => {
     expect(res.error).toBeDefined();
     await emptied(x.tmpDir);
   });
+
+  test.each([
+    ['shared storage', undefined],
+    ['an attachments service', { save: async (_a, _t, _f, file) => ({ size: file.data.length }) }],
+  ])('a part saved after the client left (its temporary file gone) fails in the script; the host lives (attachments in %s)', async (_name, attachments) => {
+    // the script waits on a local server that answers once the temporary files are gone
+    const gate = http.createServer(async (_req, res) => {
+      await emptied(x.tmpDir);
+      res.end('gone');
+    });
+    servers.push(gate);
+    const gatePort = await new Promise((r) => gate.listen(0, '127.0.0.1', () => r(gate.address().port)));
+    const results = [];
+    const x = setup(
+      `export async function fn(ctx) {
+        console.log('ran');
+        platform.http.request({ url: 'http://127.0.0.1:${gatePort}/' });
+        const p = ctx.getParts()[0];
+        for (const f of [() => p.save('late.bin'), () => p.saveStorage('late.bin'), () => p.saveAttachment('t', 'f')]) {
+          try { f(); console.log('result saved'); } catch (e) { console.log('result ' + e.code); }
+        }
+        console.log('done');
+      }`,
+      { outbound: { allowPrivateNetworks: true }, scriptTimeoutMs: 20_000, attachments },
+    );
+    const uncaught = [];
+    const onUncaught = (e) => uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const port = await listen(x.app);
+      const res = await rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, (req) => {
+        req.end(`${head('f', 'f.bin')}${'z'.repeat(5000)}\r\n--${BOUNDARY}--\r\n`);
+        const check = setInterval(() => {
+          if (x.ran() > 0) {
+            clearInterval(check);
+            req.destroy();
+          }
+        }, 10);
+      });
+      expect(res.error).toBeDefined();
+      for (let i = 0; i < 400 && !x.lines.some((l) => l.endsWith(' done')); i++) await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 200)); // (a stray 'error' event comes on a later tick)
+      for (const l of x.lines) if (/ result /.test(l)) results.push(l.replace(/.* result /, ''));
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+    }
+    expect(uncaught.map((e) => e.message)).toEqual([]);
+    expect(results).toEqual(['270301', '270301', '270301']);
+  });
 });
 
 describe('the upload option', () => {

@@ -13,6 +13,15 @@ import { safeFileName } from './file-name';
 import type { FileStorage } from './storage';
 
 /**
+ * Refuses a part whose temporary file is gone: they are removed when the response closes, and a
+ * script may go on after its client left.
+ */
+export async function checkPartFile(part: UploadedPart): Promise<void> {
+  const isFile = part.path !== '' && (await fs.promises.stat(part.path).then((s) => s.isFile(), () => false));
+  if (!isFile) throw new ApiError('FILE_NOT_FOUND', 'The uploaded file is no longer available (the request has ended)');
+}
+
+/**
  * Saves a part at `userPath` of the app's area in `target`. Returns the stored path (relative to
  * the app root, normalized) and the size.
  */
@@ -20,7 +29,11 @@ export async function savePart(target: FileStorage | undefined, appId: string, u
   if (!target) throw new ApiError('FILES_NOT_CONFIGURED');
   checkAppId(appId);
   const rel = normalizeAppPath(userPath);
+  await checkPartFile(part);
   const stream = fs.createReadStream(part.path);
+  // (an error opening it, the file removed meanwhile, reaches a reader through pipeline(); one
+  // left unread must not be an uncaught 'error' event)
+  stream.on('error', () => undefined);
   try {
     const saved = await target.put(appId, rel, stream, { contentType: part.contentType, size: part.size, localPath: part.path });
     return { path: rel, size: saved.size };

@@ -10,7 +10,7 @@ import type { HostBridge } from '../runtime/engine';
 import type { HostOp, HostOps } from '../runtime/messages';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
 import { normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
-import { attachmentFileOf, saveAttachmentTo, savePart } from '../files/part-files';
+import { attachmentFileOf, checkPartFile, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
 import { nativeEncoding } from '../context/charset';
 import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
@@ -142,6 +142,7 @@ export class HostServices implements HostBridge {
       const fieldId = str(args.fieldId, 'fieldId');
       const { attachments } = s.shared.options;
       if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part));
+      await checkPartFile(part);
       return (await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))())) ?? null;
     },
     'utils.stringToBytes': (s, args) => {
