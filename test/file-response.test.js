@@ -239,6 +239,17 @@ describe('HEAD, empty files and 404s', () => {
     expect(res.headers['content-disposition']).toBeUndefined();
   });
 
+  test.each([
+    ['a file name longer than a file system allows', { path: `docs/${'n'.repeat(300)}.txt` }],
+    ['a folder name longer than a file system allows', { path: `${'d'.repeat(300)}/x.txt` }],
+    ['a file name longer than a file system allows, in storage', { storagePath: `media/${'n'.repeat(300)}.mp4` }],
+    ['a path longer than a file system allows', { path: `${'d/'.repeat(2100)}x.txt` }],
+    ['a path longer than a file system allows, in storage', { storagePath: `${'e'.repeat(200)}/`.repeat(25) + 'x.txt' }],
+  ])('%s: no such file, 404 (not a host error)', async (_name, file) => {
+    const res = await request(app).get(url(file));
+    expect([res.status, res.body.code]).toEqual([404, 270301]);
+  });
+
   test('paths out of the area: 400', async () => {
     for (const file of [{ path: '../secret' }, { storagePath: '/etc/passwd' }]) {
       const res = await request(app).get(url(file));

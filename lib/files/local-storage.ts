@@ -17,7 +17,8 @@ export interface LocalFileStorageOptions {
 
 const missing = (err: unknown) => {
   const code = (err as NodeJS.ErrnoException)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR';
+  // (ENAMETOOLONG: a name or path longer than the file system holds names no file)
+  return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG';
 };
 
 function infoOf(stats: fs.Stats): StoredFileInfo {

@@ -87,6 +87,7 @@ export async function resolveAppPath(root: string | undefined, appId: string, us
       stat = await fs.promises.lstat(current);
     } catch (err) {
       if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') break; // the rest does not exist
+      if (code(err) === 'ENAMETOOLONG' && !forWrite) break; // (a name no file system holds: nothing there)
       throw hostFailure(userPath, err);
     }
     if (stat.isSymbolicLink()) {
