@@ -152,6 +152,17 @@ describe('saveBufferTo and copyFileTo', () => {
     expect(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('secret');
   });
 
+  test('any name the file system holds can be saved; a longer one is refused (400), not a host error', async () => {
+    for (const name of ['n'.repeat(255), `${'報'.repeat(80)}.txt`]) {
+      expect(await saveBufferTo(root, 'app1', `long/${name}`, Buffer.from('x'))).toEqual({ path: `long/${name}`, size: 1 });
+      expect(fs.readFileSync(path.join(appRoot, 'long', name), 'utf8')).toBe('x');
+    }
+    await expectOutside(saveBufferTo(root, 'app1', `long/${'n'.repeat(256)}`, Buffer.from('x')), 'too long');
+    await expectOutside(saveBufferTo(root, 'app1', `${'d'.repeat(256)}/x`, Buffer.from('x')), 'too long');
+    await expectOutside(saveBufferTo(root, 'app1', `${'d'.repeat(200)}/`.repeat(25) + 'x', Buffer.from('x')), 'too long');
+    expect(fs.readdirSync(path.join(appRoot, 'long')).sort()).toEqual(['n'.repeat(255), `${'報'.repeat(80)}.txt`].sort());
+  });
+
   test('copyFileTo copies a host file; a missing source is FILE_NOT_FOUND', async () => {
     const src = path.join(outside, 'upload.tmp');
     fs.writeFileSync(src, 'uploaded bytes');

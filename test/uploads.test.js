@@ -141,6 +141,28 @@ describe('parts', () => {
   });
 });
 
+test('any file name the file system holds saves (part.save, saveStorage, saveBodyAsFile); a longer one is a 400 error in the script', async () => {
+  const body = http.createServer((_req, res) => res.end('downloaded'));
+  servers.push(body);
+  const bodyPort = await new Promise((r) => body.listen(0, '127.0.0.1', () => r(body.address().port)));
+  const x = setup(
+    `export function fn(ctx) {
+      const p = ctx.getParts()[0];
+      const long = 'n'.repeat(250), tooLong = 'n'.repeat(256);
+      const tryIt = (f) => { try { return f().size } catch (e) { return e.code } };
+      const http = () => platform.http.request({ url: 'http://127.0.0.1:${bodyPort}/' });
+      return [tryIt(() => p.save('a/' + long)), tryIt(() => p.saveStorage('a/' + long)), tryIt(() => http().saveBodyAsFile('b/' + long)),
+        tryIt(() => p.save('a/' + tooLong)), tryIt(() => p.saveStorage('a/' + tooLong)), tryIt(() => http().saveBodyAsFile('b/' + tooLong))];
+    }`,
+    { outbound: { allowPrivateNetworks: true } },
+  );
+  const res = await request(x.app).post('/web0/api/app1/p').attach('f', Buffer.from('uploaded'), 'f.txt');
+  expect(res.body).toEqual([8, 8, 10, 270302, 270302, 270302]);
+  expect(fs.readFileSync(path.join(x.sandboxDir, 'app1', 'a', 'n'.repeat(250)), 'utf8')).toBe('uploaded');
+  expect(fs.readFileSync(path.join(x.storageDir, 'app1', 'a', 'n'.repeat(250)), 'utf8')).toBe('uploaded');
+  expect(fs.readFileSync(path.join(x.sandboxDir, 'app1', 'b', 'n'.repeat(250)), 'utf8')).toBe('downloaded');
+});
+
 describe('saveAttachment', () => {
   test('without an attachments service: stored in storage under attachments/<table>/<field>/, a TableAttachment back', async () => {
     const x = setup(`export async function fn(ctx) {

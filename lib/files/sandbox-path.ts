@@ -44,6 +44,7 @@ function segmentsOf(userPath: string): string[] {
 
 const isInside = (real: string, rootReal: string) => real === rootReal || real.startsWith(rootReal + path.sep);
 const code = (err: unknown) => (err as NodeJS.ErrnoException)?.code;
+const tooLong = (userPath: string) => outside(`the path ${show(userPath)} is too long for the file system`);
 /** An unexpected file-system failure, without the host path Node puts in its messages. */
 const hostFailure = (userPath: string, err: unknown) =>
   err instanceof ApiError ? err : new ApiError('HOST_ERROR', `file operation on ${show(userPath)} failed (${code(err) ?? 'error'})`);
@@ -79,6 +80,7 @@ export async function resolveAppPath(root: string | undefined, appId: string, us
       try {
         await fs.promises.mkdir(current);
       } catch (err) {
+        if (code(err) === 'ENAMETOOLONG') throw tooLong(userPath);
         if (code(err) !== 'EEXIST') throw outside(`cannot create the directories of ${show(userPath)} (${code(err) ?? 'error'})`);
       }
     }
@@ -87,7 +89,10 @@ export async function resolveAppPath(root: string | undefined, appId: string, us
       stat = await fs.promises.lstat(current);
     } catch (err) {
       if (code(err) === 'ENOENT' || code(err) === 'ENOTDIR') break; // the rest does not exist
-      if (code(err) === 'ENAMETOOLONG' && !forWrite) break; // (a name no file system holds: nothing there)
+      if (code(err) === 'ENAMETOOLONG') {
+        if (forWrite) throw tooLong(userPath);
+        break; // (a name no file system holds: nothing there)
+      }
       throw hostFailure(userPath, err);
     }
     if (stat.isSymbolicLink()) {
@@ -107,9 +112,19 @@ export async function resolveAppPath(root: string | undefined, appId: string, us
   return target;
 }
 
+/**
+ * A fresh temporary name beside `dest` (`.<name>.<random>.tmp`), within the 255 bytes a file
+ * name may have whatever the length of `dest`'s name.
+ */
+export function tempPathFor(dest: string): string {
+  const name = path.basename(dest);
+  const random = randomBytes(6).toString('hex');
+  return path.join(path.dirname(dest), Buffer.byteLength(name) <= 200 ? `.${name}.${random}.tmp` : `.${random}.tmp`);
+}
+
 /** Writes into `dest` through a temp file in the same directory, then renames it over `dest`. */
 async function writeAtomic(dest: string, userPath: string, write: (tmp: string) => Promise<void>): Promise<number> {
-  const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = tempPathFor(dest);
   try {
     await write(tmp);
     const { size } = await fs.promises.stat(tmp);
@@ -118,6 +133,7 @@ async function writeAtomic(dest: string, userPath: string, write: (tmp: string) 
   } catch (err) {
     await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
     if (code(err) === 'EISDIR' || code(err) === 'ENOTEMPTY' || code(err) === 'EEXIST') throw outside(`the path ${show(userPath)} names a directory`);
+    if (code(err) === 'ENAMETOOLONG') throw tooLong(userPath);
     throw hostFailure(userPath, err);
   }
 }

@@ -4,11 +4,10 @@
  */
 import * as fs from 'node:fs';
 import type * as http from 'node:http';
-import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors';
+import { tempPathFor } from '../files/sandbox-path';
 
 /** The answer to an outbound call; the body is read at most once (bytes() and text() may be repeated). */
 export interface OutboundResponse {
@@ -118,8 +117,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   }
 
   async saveTo(absPath: string): Promise<number> {
-    // (not named after the file: a name near the file system's limit would make it too long)
-    const tmp = path.join(path.dirname(absPath), `.${randomBytes(6).toString('hex')}.tmp`);
+    const tmp = tempPathFor(absPath);
     if (this.buffered) {
       const buf = await this.buffered;
       return this.finishFile(tmp, absPath, () => fs.promises.writeFile(tmp, buf, { flag: 'wx' })).then(() => buf.length);
