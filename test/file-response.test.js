@@ -110,6 +110,14 @@ describe('Content-Disposition (RFC 6266)', () => {
     expect(crlf.status).toBe(200);
     expect(crlf.headers['x-injected']).toBeUndefined();
   });
+
+  test('a name with a lone surrogate (not well-formed UTF-16) is sent with U+FFFD in its place', async () => {
+    // (the script gets it from JSON.parse of '"a\\ud800b.txt"': any script may make one)
+    const res = await request(app).get(url({ path: 'docs/data.txt', name: 'a\ud800b.txt' }));
+    expect(res.status).toBe(200);
+    expect(res.headers['content-disposition']).toBe(`attachment; filename=a_b.txt; filename*=UTF-8''a%EF%BF%BDb.txt`);
+    expect(res.text).toBe(content.toString());
+  });
 });
 
 describe('conditional requests', () => {

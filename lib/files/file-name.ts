@@ -7,14 +7,18 @@ import * as path from 'node:path';
 /** Longest name kept, in UTF-8 bytes (file systems allow 255 per segment). */
 const MAX_NAME_BYTES = 200;
 
+/** A lone surrogate: half of a UTF-16 pair, which no encoding (UTF-8, percent-encoding) can write. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 /**
- * Control characters (CR, LF, NUL...) dropped; `/`, `\` and `"` replaced by `_`; leading and
- * trailing spaces trimmed; shortened to 200 UTF-8 bytes keeping the extension; `fallback` when
- * nothing (or only dots) is left.
+ * Control characters (CR, LF, NUL...) dropped; lone surrogates replaced by U+FFFD; `/`, `\` and
+ * `"` replaced by `_`; leading and trailing spaces trimmed; shortened to 200 UTF-8 bytes keeping
+ * the extension; `fallback` when nothing (or only dots) is left.
  */
 export function safeFileName(name: string | null | undefined, fallback = 'file'): string {
   let s = String(name ?? '')
     .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '')
+    .replace(LONE_SURROGATE, '\uFFFD')
     .replace(/[/\\"]/g, '_')
     .trim();
   if (Buffer.byteLength(s) > MAX_NAME_BYTES) {
