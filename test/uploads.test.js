@@ -396,6 +396,35 @@ describe('temporary files are removed when the request ends', () => {
   });
 });
 
+describe('a client gone before its body is read', () => {
+  test.each([
+    ['multipart', `multipart/form-data; boundary=${BOUNDARY}`, `${head('f', 'f.bin')}hello\r\n--${BOUNDARY}--\r\n`],
+    ['text', 'text/plain', 'hello'],
+  ])('%s: the request ends (router.close() resolves), no temporary file is left', async (_name, type, body) => {
+    // a registry that answers only once the client has gone
+    const { makeApp } = require('./helpers/app');
+    const mem = new MemoryRegistry({ apps: { app1: { scripts: { 'main.js': `export function fn(ctx) { return ctx.getParts().length }` }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } } });
+    let release;
+    const gate = new Promise((r) => (release = r));
+    const registry = { getApi: async (...a) => (await gate, mem.getApi(...a)), getScript: (...a) => mem.getScript(...a) };
+    const tmpDir = fs.mkdtempSync(path.join(root, 'gone-'));
+    const { app, router } = makeApp({ registry, router: { upload: { tmpDir } } });
+    const port = await listen(app);
+    const server = servers[servers.length - 1];
+    server.once('request', (req) => {
+      req.once('close', () => setImmediate(release));
+      setTimeout(() => client.destroy(), 50); // (the whole body sent, then gone)
+    });
+    const client = http.request({ port, host: '127.0.0.1', path: '/web0/api/app1/p', method: 'POST', headers: { 'content-type': type, 'content-length': Buffer.byteLength(body) } });
+    client.on('error', () => undefined);
+    client.end(body);
+    await gate;
+    const closed = await Promise.race([router.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting for the request'), 10_000))]);
+    expect(closed).toBe('closed');
+    await emptied(tmpDir);
+  });
+});
+
 describe('the upload option', () => {
   const registry = new MemoryRegistry();
   const make = (o) => () => createApiRouter({ registry, workers: 1, ...o });

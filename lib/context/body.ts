@@ -90,6 +90,9 @@ function fromParsed(req: Request, onReparsed?: () => void): RequestBody {
 export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: () => void): Promise<RequestBody> {
   if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, onReparsed);
   if (!hasBody(req)) return EMPTY;
+  // a client that left while the request waited (a registry lookup): its stream is destroyed
+  // and will never emit again, so a read would wait for ever
+  if (req.destroyed) throw new ApiError('BAD_REQUEST', 'The client went away before its body was read');
   const type = req.headers['content-type'] ?? '';
   if (/^multipart\/form-data/i.test(type)) return { text: '', ...(await readMultipart(req, res, upload, limit)) };
   const raw = await readRaw(req, limit);
