@@ -439,6 +439,12 @@ describe('the upload option', () => {
     [{ upload: { fileSzie: 10 } }, 'upload.fileSzie'],
     [{ storage: {} }, 'storage'],
     [{ storage: { put() {}, get() {}, stat() {}, delete() {} }, storageDir: '/tmp/x' }, 'storage'],
+    // file roots one inside another: an app named like the folder between would reach every app's files
+    [{ sandboxDir: '/srv/data', storageDir: '/srv/data/shared' }, 'storageDir'],
+    [{ sandboxDir: '/srv/data/sandbox/', storageDir: '/srv/data' }, 'sandboxDir'],
+    [{ sandboxDir: '/srv/data', upload: { tmpDir: '/srv/data/uploads' } }, 'upload.tmpDir'],
+    [{ storageDir: '/srv/data', upload: { tmpDir: '/srv/data' } }, 'upload.tmpDir'],
+    [{ storageDir: path.dirname(os.tmpdir()) }, 'upload.tmpDir'],
   ])('%j is a ConfigError naming %s', (o, field) => {
     let err;
     try {
@@ -448,6 +454,15 @@ describe('the upload option', () => {
     }
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.field).toBe(field);
+  });
+
+  test.each([
+    [{ sandboxDir: '/srv/data', storageDir: '/srv/data' }],
+    [{ sandboxDir: '/srv/data/sandbox', storageDir: '/srv/data/storage', upload: { tmpDir: '/srv/data/tmp' } }],
+    [{ sandboxDir: '/srv/data', storageDir: '/srv/data2', upload: { tmpDir: '/srv/data3' } }],
+    [{ sandboxDir: path.join(os.tmpdir(), 'sandbox') }],
+  ])('file roots apart (or the same) are accepted: %j', async (o) => {
+    await make(o)().close();
   });
 
   test('sizes as strings and zero counts are accepted', async () => {

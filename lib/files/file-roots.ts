@@ -1,0 +1,34 @@
+/**
+ * The folders that hold apps' files (`sandboxDir`, `storageDir`) and uploads' temporary files
+ * (`upload.tmpDir`) must stay apart: in `<root>/<appId>/`, a root inside another root makes one of
+ * its sub-folders an app's area, and the app with that id would read every app's files there.
+ */
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ConfigError } from '../errors';
+
+const inside = (dir: string, root: string) => dir.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+
+/**
+ * Throws ConfigError (naming the inner folder's option) when `sandboxDir` and `storageDir` lie one
+ * inside the other (the same folder is allowed: each app keeps one folder), or `upload.tmpDir`
+ * (default: the OS temp folder) inside or at either. Call after the options' types are checked.
+ */
+export function validateFileRoots(o: { sandboxDir?: string; storageDir?: string; upload?: { tmpDir?: string } }): void {
+  const roots = (['sandboxDir', 'storageDir'] as const).filter((k) => typeof o[k] === 'string').map((k) => ({ field: k, dir: path.resolve(o[k]!) }));
+  for (const a of roots) {
+    for (const b of roots) {
+      if (a !== b && inside(a.dir, b.dir)) {
+        throw new ConfigError(a.field, `must not be inside ${b.field}: the app whose id is the folder between them would reach every app's files`);
+      }
+    }
+  }
+  if (roots.length === 0) return;
+  const tmpDir = path.resolve(o.upload?.tmpDir ?? os.tmpdir());
+  for (const r of roots) {
+    if (tmpDir === r.dir || inside(tmpDir, r.dir)) {
+      const dflt = o.upload?.tmpDir === undefined ? ` (its default is the OS temp folder, ${tmpDir})` : '';
+      throw new ConfigError('upload.tmpDir', `must not be inside ${r.field}${dflt}: an app would reach other requests' uploads`);
+    }
+  }
+}
