@@ -178,7 +178,7 @@ export interface UploadOptions {
   fields?: number;
   /** Largest form field value, bytes or a size like `'64kb'`. Default `'1mb'`. */
   fieldSize?: number | string;
-  /** Folder of the uploads' temporary files (one sub-folder per request). Default: the OS temp folder. */
+  /** Folder of the uploads' temporary files (one sub-folder per request), made when missing. Default: the OS temp folder. */
   tmpDir?: string;
 }
 

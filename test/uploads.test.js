@@ -465,6 +465,14 @@ describe('the upload option', () => {
     await make(o)().close();
   });
 
+  test('a tmpDir that does not exist yet is created on the first upload, as sandboxDir is', async () => {
+    const tmpDir = path.join(root, `later-${++seq}`, 'uploads');
+    const x = setup(`export function fn(ctx) { return ctx.getParts()[0].save('f.bin') }`, { upload: { tmpDir } });
+    const res = await request(x.app).post('/web0/api/app1/p').attach('f', Buffer.from('abc'), 'f.bin');
+    expect([res.status, res.body]).toEqual([200, { path: 'f.bin', size: 3 }]);
+    await emptied(tmpDir);
+  });
+
   test('sizes as strings and zero counts are accepted', async () => {
     const r = make({ upload: { fileSize: '2mb', fieldSize: 100, files: 0, fields: 0 } })();
     await r.close();

@@ -96,7 +96,8 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
       // pipeline() still sees it, the stream being errored)
       stream.on('error', () => undefined);
       stream.once('limit', () => failSoon(tooLarge(`An uploaded file is larger than upload.fileSize (${limits.fileSize} bytes)`)));
-      dir ??= fs.promises.mkdtemp(path.join(limits.tmpDir, 'scriptable-api-upload-'));
+      // (tmpDir is made when missing, as sandboxDir and storageDir are)
+      dir ??= fs.promises.mkdir(limits.tmpDir, { recursive: true }).then(() => fs.promises.mkdtemp(path.join(limits.tmpDir, 'scriptable-api-upload-')));
       writes.push(
         dir
           .then(async (d) => {
