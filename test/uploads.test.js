@@ -275,6 +275,9 @@ describe('malformed multipart: 400 before any script runs', () => {
     ['no boundary', { 'content-type': 'multipart/form-data' }, 'x'],
     ['truncated body', { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, `${head('f', 'f.bin')}some bytes but no closing boundary`],
     ['bad part header', { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, `--${BOUNDARY}\r\nContent-Disposition form-data broken\r\n\r\nx\r\n--${BOUNDARY}--\r\n`],
+    // (RFC 7578: every part has a name)
+    ['a field without a name', { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, `--${BOUNDARY}\r\nContent-Disposition: form-data\r\n\r\nx\r\n--${BOUNDARY}--\r\n`],
+    ['a file without a name', { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, `--${BOUNDARY}\r\nContent-Disposition: form-data; filename="f.bin"\r\n\r\nx\r\n--${BOUNDARY}--\r\n`],
   ])('%s', async (_name, headers, body) => {
     const x = setup(`export function fn(ctx) { console.log('ran'); return ctx.getParts().length }`);
     const port = await listen(x.app);

@@ -34,6 +34,8 @@ const FIELD_NAME_SIZE = 100;
 
 const tooLarge = (message: string) => new ApiError('UPLOAD_TOO_LARGE', message);
 const malformed = (message: string) => new ApiError('BAD_REQUEST', `Malformed multipart body: ${message}`);
+/** RFC 7578: every part's Content-Disposition has a `name` (busboy passes undefined without one). */
+const unnamed = () => malformed('a part has no name (Content-Disposition: form-data; name="...")');
 
 /**
  * `fieldsTotal` bounds the form fields' values together (they are held in memory, like any other
@@ -85,8 +87,9 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
     });
 
     bb.on('file', (name, stream, info) => {
-      if (settled) {
+      if (settled || name === undefined) {
         stream.resume();
+        if (name === undefined) failSoon(unnamed());
         return;
       }
       const part: UploadedPart = { fieldName: name, fileName: info.filename || null, contentType: info.mimeType, size: 0, path: '' };
@@ -119,6 +122,7 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
     });
     bb.on('field', (name, value, info) => {
       if (settled) return;
+      if (name === undefined) return failSoon(unnamed());
       if (info.nameTruncated) return failSoon(tooLarge(`A form field name is longer than ${FIELD_NAME_SIZE} bytes`));
       if (info.valueTruncated) return failSoon(tooLarge(`Form field '${name}' is larger than upload.fieldSize (${limits.fieldSize} bytes)`));
       fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
