@@ -41,6 +41,16 @@ test('missing files and folders: null', async () => {
   expect(await storage.stat('app1', 'dir')).toBeNull();
 });
 
+test('delete resolves whenever there is no such file: under a file, a folder, a name too long', async () => {
+  fs.mkdirSync(path.join(root, 'store', 'app1', 'folder'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'store', 'app1', 'plain.txt'), 'x');
+  await storage.delete('app1', 'plain.txt/child.txt');
+  await storage.delete('app1', 'folder');
+  await storage.delete('app1', `${'n'.repeat(300)}.txt`);
+  expect(fs.existsSync(path.join(root, 'store', 'app1', 'folder'))).toBe(true);
+  expect(fs.readFileSync(path.join(root, 'store', 'app1', 'plain.txt'), 'utf8')).toBe('x');
+});
+
 test('put with localPath links the file on the same file system (no copy) and leaves the stream unread', async () => {
   const src = path.join(root, 'upload.tmp');
   fs.writeFileSync(src, 'uploaded bytes');

@@ -80,6 +80,7 @@ export class LocalFileStorage implements FileStorage {
 
   async delete(appId: string, path: string): Promise<void> {
     const abs = await resolveAppPath(this.root, appId, path);
-    await fs.promises.unlink(abs).catch((err) => ((err as NodeJS.ErrnoException)?.code === 'ENOENT' ? undefined : Promise.reject(err)));
+    // (a folder is no file: left alone, as stat and get say null for it)
+    await fs.promises.unlink(abs).catch((err) => (missing(err) ? undefined : Promise.reject(err)));
   }
 }
