@@ -218,6 +218,34 @@ describe('ranges', () => {
     const res = await request(app).get(url({ path: 'docs/data.txt' }, { status: 203 })).set('Range', 'bytes=0-1');
     expect([res.status, res.text]).toEqual([203, content.toString()]);
   });
+
+  test.each([
+    [204, undefined],
+    [205, '0'],
+    [304, undefined],
+  ])('a script-set %i (a status without content) goes without the file; the next response on the connection is read where it begins', async (status, length) => {
+    const net = require('node:net');
+    const raw = await new Promise((resolve, reject) => {
+      const socket = net.connect(server.address().port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (d) => {
+        text += d;
+        // both answers in: the second one's body (the file) ends the stream of bytes
+        if (text.split('HTTP/1.1 ').length === 3 && text.endsWith(content.toString())) socket.end();
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+      socket.setTimeout(10_000, () => socket.destroy(new Error(`no second answer: ${JSON.stringify(text)}`)));
+      const get = (p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
+      socket.write(get(url({ path: 'docs/data.txt' }, { status })) + get(DATA));
+    });
+    const [first, second] = raw.split(/(?=HTTP\/1\.1 )/);
+    const [head, body] = first.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${require('node:http').STATUS_CODES[status]}`);
+    expect(/content-length: (\d+)/i.exec(head)?.[1]).toBe(length);
+    expect(body).toBe('');
+    expect(second.startsWith('HTTP/1.1 200 OK')).toBe(true);
+  });
 });
 
 describe('HEAD, empty files and 404s', () => {

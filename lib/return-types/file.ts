@@ -12,7 +12,7 @@ import { ApiError } from '../errors';
 import { checkAppId, normalizeAppPath } from '../files/sandbox-path';
 import type { ByteRange, FileStorage, StoredFileInfo } from '../files/storage';
 import { contentTypeOf } from '../response/apply';
-import { sendErrorBody } from '../response/error';
+import { endWithBody, sendErrorBody } from '../response/error';
 import { contentDisposition } from './disposition';
 import { evaluateConditions } from './conditional';
 import type { ReturnTypeHandler } from './index';
@@ -66,6 +66,13 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
     'X-Content-Type-Options': 'nosniff',
   };
   let status = state.status;
+  if (status === 204 || status === 205 || status === 304) {
+    // a status the script set that has no content: no file is read, and endWithBody frames it
+    res.statusCode = status;
+    setAll(res, { 'Last-Modified': headers['Last-Modified'], ETag: info.etag });
+    endWithBody(res, '', null);
+    return;
+  }
   let range: ByteRange | undefined;
   // conditional requests and ranges: for reads of the file as it is (GET / HEAD answered 200)
   if ((method === 'GET' || method === 'HEAD') && status === 200) {
