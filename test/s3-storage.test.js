@@ -214,6 +214,37 @@ describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () =
     expect(await storage.stat('app1', 'x.bin')).toBeNull();
   });
 
+  test.each([
+    ['one part (PutObject)', 1000],
+    ['several parts', 12 * 1024 * 1024 + 3],
+  ])('%s: a file removed while it goes up (its request ended) is still stored whole; the host lives', async (_name, size) => {
+    const file = path.join(dir, `removed-${size}`);
+    const bytes = crypto.randomBytes(size);
+    fs.writeFileSync(file, bytes);
+    // the real client and server; the file goes away once the first request is on its way
+    const real = storage.client;
+    const client = {
+      send(cmd) {
+        if (fs.existsSync(file)) fs.unlinkSync(file);
+        return real.send(cmd);
+      },
+    };
+    const s = new S3FileStorage({ bucket: s3.bucket, client, queueSize: 1 });
+    const uncaught = [];
+    const onUncaught = (e) => uncaught.push(e);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      const put = await s.put('app1', `removed/${size}.bin`, Readable.from([]), { localPath: file });
+      expect(put.size).toBe(size);
+      await new Promise((r) => setTimeout(r, 100)); // (a stray 'error' event comes on a later tick)
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+    }
+    expect(uncaught.map((e) => e.message)).toEqual([]);
+    const back = await text((await s.get('app1', `removed/${size}.bin`)).stream);
+    expect(Buffer.compare(back, bytes)).toBe(0);
+  }, 60_000);
+
   test('a one-part upload that fails leaves no descriptor open on its file', async () => {
     const file = path.join(dir, 'small-fails');
     fs.writeFileSync(file, Buffer.alloc(1000, 1));

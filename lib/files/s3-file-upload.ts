@@ -5,6 +5,10 @@
  * settled (no orphaned parts are billed).
  */
 import * as fs from 'node:fs';
+import { Readable } from 'node:stream';
+
+/** Bytes read at once from the file. */
+const CHUNK = 256 * 1024;
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export interface FileUploadTarget {
@@ -17,11 +21,41 @@ export interface FileUploadTarget {
   queueSize: number;
 }
 
+/**
+ * A stream of bytes `start`..`end` of the open file, read at their positions: the descriptor
+ * stays open whatever becomes of the stream (destroying an fs stream closes its descriptor), so
+ * the parts share it, and the file may be removed meanwhile, as an upload's temporary file is when
+ * its request ends. A read error fails the request it is the body of, never as an uncaught event.
+ */
+function rangeOf(handle: fs.promises.FileHandle, start: number, end: number): Readable {
+  async function* chunks() {
+    for (let pos = start; pos <= end; ) {
+      const len = Math.min(CHUNK, end - pos + 1);
+      const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(len), 0, len, pos);
+      if (bytesRead === 0) return;
+      pos += bytesRead;
+      yield buffer.subarray(0, bytesRead);
+    }
+  }
+  const body = Readable.from(chunks(), { objectMode: false });
+  body.on('error', () => undefined);
+  return body;
+}
+
 /** Resolves to the stored object's ETag (when S3 gave one). */
 export async function uploadFileToS3(t: FileUploadTarget, file: string, size: number): Promise<string | undefined> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    return await upload(t, handle, size);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size: number): Promise<string | undefined> {
   const base = { Bucket: t.bucket, Key: t.key };
   if (size <= t.partSize) {
-    const body = fs.createReadStream(file);
+    const body = rangeOf(handle, 0, size - 1);
     try {
       const out = await t.client.send(new t.s3.PutObjectCommand({ ...base, Body: body, ContentLength: size, ContentType: t.contentType }));
       return out?.ETag;
@@ -39,7 +73,7 @@ export async function uploadFileToS3(t: FileUploadTarget, file: string, size: nu
       const i = next++;
       const start = i * t.partSize;
       const end = Math.min(size, start + t.partSize) - 1;
-      const body = fs.createReadStream(file, { start, end });
+      const body = rangeOf(handle, start, end);
       try {
         const out = await t.client.send(new t.s3.UploadPartCommand({ ...base, UploadId, PartNumber: i + 1, Body: body, ContentLength: end - start + 1 }));
         parts[i] = { PartNumber: i + 1, ETag: out.ETag };
