@@ -145,7 +145,7 @@ describe('scriptTimeoutMs covers the whole automation', () => {
 describe('preparing and loading a script step’s script does not count (as for a script call)', () => {
   // a script whose first preparation and load in a worker take well over the limit; it runs at once
   const LIMIT = 1000;
-  const big = 'export function f(ctx, state) { return 1 }\n' + Array.from({ length: 6000 }, (_, i) => `function g${i}(a) { var x = a + ${i}; if (x > 3) { return [x, 'v${i}', { k: x }] } return null }`).join('\n');
+  const big = 'export function f(ctx, state) { return 1 }\n' + Array.from({ length: 15000 }, (_, i) => `function g${i}(a) { var x = a + ${i}; if (x > 3) { return [x, 'v${i}', { k: x }] } return null }`).join('\n');
   const automations = [{ id: 'big', steps: [{ id: 's', type: 'script', script: 'big.js', function: 'f' }, { type: 'return', value: "'done ' + string(state.steps.s)" }] }];
   let made; // (started when this block runs: its worker does not slow the other blocks' first calls)
   beforeAll(() => {
