@@ -333,10 +333,9 @@ describe('temporary files are removed when the request ends', () => {
     expect(x.ran()).toBe(0);
   });
 
-  test('after the client goes away while the script runs', async () => {
-    const x = setup(`export function fn(ctx) { console.log('ran'); const t = Date.now(); while (Date.now() - t < 1500) {} return 1 }`);
-    const port = await listen(x.app);
-    const res = await rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, (req) => {
+  /** Posts one file part and goes away once the script has started. */
+  const postThenLeave = (x, port) =>
+    rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, (req) => {
       req.end(`${head('f', 'f.bin')}${'z'.repeat(5000)}\r\n--${BOUNDARY}--\r\n`);
       const check = setInterval(() => {
         if (x.ran() > 0) {
@@ -345,6 +344,11 @@ describe('temporary files are removed when the request ends', () => {
         }
       }, 10);
     });
+
+  test('after the client goes away while the script runs', async () => {
+    const x = setup(`export function fn(ctx) { console.log('ran'); const t = Date.now(); while (Date.now() - t < 1500) {} return 1 }`);
+    const port = await listen(x.app);
+    const res = await postThenLeave(x, port);
     expect(res.error).toBeDefined();
     await emptied(x.tmpDir);
   });
@@ -378,15 +382,7 @@ describe('temporary files are removed when the request ends', () => {
     process.prependListener('uncaughtException', onUncaught);
     try {
       const port = await listen(x.app);
-      const res = await rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, (req) => {
-        req.end(`${head('f', 'f.bin')}${'z'.repeat(5000)}\r\n--${BOUNDARY}--\r\n`);
-        const check = setInterval(() => {
-          if (x.ran() > 0) {
-            clearInterval(check);
-            req.destroy();
-          }
-        }, 10);
-      });
+      const res = await postThenLeave(x, port);
       expect(res.error).toBeDefined();
       for (let i = 0; i < 400 && !x.lines.some((l) => l.endsWith(' done')); i++) await new Promise((r) => setTimeout(r, 25));
       await new Promise((r) => setTimeout(r, 200)); // (a stray 'error' event comes on a later tick)
