@@ -73,7 +73,7 @@ function timeoutMs(v: unknown, field: string): void {
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
 const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
   'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
-const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxRedirects'] as const;
+const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxBufferedBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
 // (the build fails when an option is added to the types and not to these lists, or the other way round)
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -156,6 +156,11 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     });
     timeoutMs(ob.timeoutMs, 'outbound.timeoutMs');
     positiveInt(ob.maxBodyBytes, 'outbound.maxBodyBytes');
+    positiveInt(ob.maxBufferedBytes, 'outbound.maxBufferedBytes');
+    const maxBody = (ob.maxBodyBytes as number | undefined) ?? 10 * 1024 * 1024;
+    if (ob.maxBufferedBytes !== undefined && (ob.maxBufferedBytes as number) < maxBody) {
+      throw new ConfigError('outbound.maxBufferedBytes', `must be at least outbound.maxBodyBytes (${maxBody}), got ${shown(ob.maxBufferedBytes)}`);
+    }
     positiveInt(ob.maxRedirects, 'outbound.maxRedirects', 0);
   }
   if (o.rateLimit !== undefined) {

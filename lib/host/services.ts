@@ -2,13 +2,15 @@
  * The host side of a request's host calls: the one table of host operations (HostOps in
  * lib/runtime/messages.ts): accounts, outbound HTTP, uploaded parts, automations, charsets and
  * console output. One HostServices per request; `dispose()` drops the outbound responses it kept
- * (their bodies, held for `saveBodyAsFile`) and ends its outbound calls still in flight.
+ * (their bodies, held for `saveBodyAsFile`, giving back the router's budget for them) and ends
+ * its outbound calls still in flight.
  */
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { HostOp, HostOps } from '../runtime/messages';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
+import type { BodyAccount } from '../outbound/budget';
 import { normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
 import { attachmentFileOf, checkPartFile, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
@@ -44,10 +46,11 @@ export const INLINE_BODY_BYTES = 1024 * 1024;
 export const MAX_LOG_LINES = 200;
 
 /**
- * The host reads every outbound body whole (up to `maxBodyBytes`) and keeps it for
- * `saveBodyAsFile`. A body of at most INLINE_BODY_BYTES goes back with the response, so the
- * script reads `.body` without a second host call; a larger one, or one that failed (too large,
- * timed out, reset), is left to `http.body`, which answers it or that failure.
+ * The host reads every outbound body whole (up to `maxBodyBytes`, within the router's budget for
+ * bodies) and keeps it for `saveBodyAsFile`. A body of at most INLINE_BODY_BYTES goes back with
+ * the response, so the script reads `.body` without a second host call; a larger one, or one that
+ * failed (too large, over the budget, timed out, reset), is left to `http.body`, which answers it
+ * or that failure.
  */
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
   const bytes = await res.bytes().catch(() => undefined);
@@ -71,6 +74,8 @@ export const MAX_ENCODED_BYTES = 256 * 1024;
 
 export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
+  /** This request's part of the router's budget for response bodies (taken on the first request). */
+  private bodies: BodyAccount | undefined;
   /** `http.request` calls waiting for their response. */
   private opening = 0;
   /** Aborted by `dispose()`: outbound calls still in flight end with the request. */
@@ -113,6 +118,7 @@ export class HostServices implements HostBridge {
           body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
           timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
           signal: s.ended.signal,
+          account: (s.bodies ??= s.shared.outbound.account()),
         });
       } finally {
         s.opening--;
@@ -247,6 +253,7 @@ export class HostServices implements HostBridge {
     }
     for (const r of this.responses.values()) r.discard();
     this.responses.clear();
+    this.bodies?.close();
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The HTTP client behind `platform.http.request`: http(s) only, private networks refused after
  * DNS resolution on every connection (the checked address is the one connected to), `allowHosts`
- * on every redirect hop, one deadline over connect + headers + body, and a cap on the body size.
+ * on every redirect hop, one deadline over connect + headers + body, a cap on the body size, and
+ * a budget of memory for the bodies all calls hold (lib/outbound/budget.ts).
  * Connections are kept alive and reused between calls (lib/outbound/connections.ts).
  */
 import * as dns from 'node:dns';
@@ -11,6 +12,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { ApiError } from '../errors';
 import type { OutboundOptions } from '../types';
 import { addressBlockReason, hostAllowed } from './address-policy';
+import { BodyBudget, type BodyAccount } from './budget';
 import { createAgents, type Agents } from './connections';
 import { Deadline, describe, OutboundHttpResponse, type OutboundResponse } from './response';
 import { ownSet } from '../context/own-map';
@@ -29,6 +31,8 @@ export interface OutboundRequest {
   timeoutMs?: number;
   /** Ends the call early (connection closed, OUTBOUND_FAILED), while it waits for the answer or reads the body. */
   signal?: AbortSignal;
+  /** The call's part of the client's budget (`account()`), which a body read whole takes from; none: not counted. */
+  account?: BodyAccount;
 }
 
 /** @internal Test seams only: not part of the public options and may change without notice. */
@@ -95,8 +99,12 @@ export class OutboundClient {
   private readonly allowHosts: readonly string[] | undefined;
   private readonly internal: OutboundInternals;
   private readonly agents: Agents;
+  private readonly budget: BodyBudget;
 
-  /** Defaults: timeoutMs 10000, maxBodyBytes 10 MiB, maxRedirects 5, allowPrivateNetworks false. */
+  /**
+   * Defaults: timeoutMs 10000, maxBodyBytes 10 MiB, maxRedirects 5, allowPrivateNetworks false,
+   * maxBufferedBytes 256 MiB (at least maxBodyBytes), of which a call may hold an eighth (at least maxBodyBytes).
+   */
   constructor(options: OutboundClientOptions = {}) {
     this.timeoutMs = num(options.timeoutMs, 10_000) || 10_000;
     this.maxBodyBytes = num(options.maxBodyBytes, 10 * MiB);
@@ -105,6 +113,13 @@ export class OutboundClient {
     this.allowHosts = Array.isArray(options.allowHosts) ? [...options.allowHosts] : undefined;
     this.internal = options.internal ?? {};
     this.agents = createAgents((address, host) => this.checkAddress(address, host));
+    const buffered = Math.max(num(options.maxBufferedBytes, 256 * MiB), this.maxBodyBytes);
+    this.budget = new BodyBudget(buffered, Math.max(this.maxBodyBytes, Math.floor(buffered / 8)));
+  }
+
+  /** A new call's part of the budget for response bodies; `close()` it when the call ends. */
+  account(): BodyAccount {
+    return this.budget.account();
   }
 
   /** Closes the idle kept-alive connections; those in use close when their call ends. */
@@ -132,7 +147,7 @@ export class OutboundClient {
         this.checkDestination(url);
         const res = await this.send(url, method, headers, body, deadline);
         const location = res.headers.location;
-        if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return new OutboundHttpResponse(res, url, deadline, this.maxBodyBytes, method);
+        if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return new OutboundHttpResponse(res, url, deadline, this.maxBodyBytes, method, req.account);
         res.destroy();
         if (hop >= this.maxRedirects) throw failed(`too many redirects (more than ${this.maxRedirects}) from ${url.host}`);
         const next = parseUrl(location, url);

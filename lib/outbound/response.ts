@@ -1,6 +1,7 @@
 /**
  * The response side of the outbound client: the deadline shared by a whole call, safe error
- * messages, and reading the body (text or streamed to a file) under the size cap.
+ * messages, and reading the body (text or streamed to a file) under the size cap and, for a body
+ * read whole, within the call's budget (lib/outbound/budget.ts).
  */
 import * as fs from 'node:fs';
 import type * as http from 'node:http';
@@ -8,6 +9,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors';
 import { tempPathFor } from '../files/sandbox-path';
+import type { BodyAccount } from './budget';
 
 /** The answer to an outbound call; the body is read at most once (bytes() and text() may be repeated). */
 export interface OutboundResponse {
@@ -16,13 +18,17 @@ export interface OutboundResponse {
   headers: Record<string, string>;
   /** Final URL, after redirects (without credentials). */
   url: string;
-  /** The whole body, kept for later reads; OUTBOUND_FAILED past maxBodyBytes. */
+  /**
+   * The whole body, kept for later reads; OUTBOUND_FAILED past maxBodyBytes, or when the call's
+   * budget for bodies has no room for it (a declared length that does not fit: nothing is read,
+   * and a later read or saveTo may still take it).
+   */
   bytes(): Promise<Buffer>;
   /** The body decoded by the content-type charset (default utf-8); OUTBOUND_FAILED past maxBodyBytes. */
   text(): Promise<string>;
-  /** Streams the body to `absPath` (temp file + rename); returns its size. Past maxBodyBytes nothing is kept. */
+  /** Streams the body to `absPath` (temp file + rename); returns its size. Past maxBodyBytes nothing is kept. Not counted in the budget. */
   saveTo(absPath: string): Promise<number>;
-  /** Closes the connection if the body was not read. */
+  /** Closes the connection if the body was not read; gives back the budget its body held. */
   discard(): void;
 }
 
@@ -93,11 +99,22 @@ export class OutboundHttpResponse implements OutboundResponse {
   readonly url: string;
   private state: 'unread' | 'reading' | 'done' = 'unread';
   private buffered: Promise<Buffer> | undefined;
+  /** Bytes of the body taken from `account`. */
+  private held = 0;
+  private discarded = false;
 
   /** The answer to a HEAD, a 204 or a 304 has no body, whatever Content-Length it declares. */
   private readonly bodiless: boolean;
 
-  constructor(private readonly res: http.IncomingMessage, url: URL, private readonly deadline: Deadline, private readonly max: number, method: string) {
+  constructor(
+    private readonly res: http.IncomingMessage,
+    url: URL,
+    private readonly deadline: Deadline,
+    private readonly max: number,
+    method: string,
+    /** The call's part of the router's budget for bodies read whole; none: not counted. */
+    private readonly account?: BodyAccount,
+  ) {
     this.status = res.statusCode ?? 0;
     this.bodiless = method === 'HEAD' || this.status === 204 || this.status === 304;
     for (const [k, v] of Object.entries(res.headersDistinct)) if (v && k !== '__proto__') this.headers[k] = v.join(', ');
@@ -108,7 +125,18 @@ export class OutboundHttpResponse implements OutboundResponse {
   }
 
   bytes(): Promise<Buffer> {
-    this.buffered ??= this.readAll();
+    if (!this.buffered) {
+      // A declared length is taken before anything is read: one that does not fit leaves the body unread.
+      const declared = this.declaredLength();
+      if (this.state === 'unread' && declared !== undefined && declared <= this.max) {
+        try {
+          this.take(declared);
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      }
+      this.buffered = this.readAll();
+    }
     return this.buffered;
   }
 
@@ -146,6 +174,9 @@ export class OutboundHttpResponse implements OutboundResponse {
       this.res.destroy();
       this.done();
     }
+    this.buffered = undefined;
+    this.discarded = true;
+    if (this.state !== 'reading') this.giveBack(); // (a body being read gives back when it ends)
   }
 
   /** Writes `tmp` with `write`, renames it to `absPath`; removes `tmp` on any failure. */
@@ -163,12 +194,18 @@ export class OutboundHttpResponse implements OutboundResponse {
   private claim(): void {
     if (this.state !== 'unread') throw failed('the response body was already read or discarded');
     this.state = 'reading';
-    const declared = Number(this.res.headers['content-length']);
-    if (!this.bodiless && Number.isFinite(declared) && declared > this.max) {
+    const declared = this.declaredLength();
+    if (declared !== undefined && declared > this.max) {
       this.res.destroy();
       this.done();
       throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
     }
+  }
+
+  /** Content-Length of a response that has a body, if it declares one. */
+  private declaredLength(): number | undefined {
+    const declared = Number(this.res.headers['content-length']);
+    return !this.bodiless && Number.isFinite(declared) ? declared : undefined;
   }
 
   private async readAll(): Promise<Buffer> {
@@ -179,15 +216,28 @@ export class OutboundHttpResponse implements OutboundResponse {
       for await (const chunk of this.res as AsyncIterable<Buffer>) {
         size += chunk.length;
         if (size > this.max) throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
+        if (size > this.held) this.take(size - this.held);
         chunks.push(chunk);
       }
     } catch (err) {
       this.res.destroy();
+      this.giveBack();
       throw describe(err, this.deadline.host, 'while reading the body');
     } finally {
       this.done();
     }
+    if (this.discarded) this.giveBack();
     return Buffer.concat(chunks, size);
+  }
+
+  private take(bytes: number): void {
+    this.account?.take(bytes, this.deadline.host);
+    this.held += bytes;
+  }
+
+  private giveBack(): void {
+    this.account?.give(this.held);
+    this.held = 0;
   }
 
   private done(): void {
