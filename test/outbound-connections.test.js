@@ -340,6 +340,18 @@ describe('how many responses a call holds', () => {
   });
 });
 
+describe('outbound requests at once', () => {
+  test('32 requests in flight in one call print no warning on the host (each listens for the end of its call)', async () => {
+    const { execFile } = require('node:child_process');
+    const path = require('node:path');
+    const { stdout, stderr } = await new Promise((resolve, reject) =>
+      execFile(process.execPath, [path.join(__dirname, 'helpers', 'outbound-burst.js')], { timeout: 60_000 }, (err, out, errOut) => (err ? reject(err) : resolve({ stdout: out, stderr: errOut }))),
+    );
+    expect(stdout).toBe('200 32\n');
+    expect(stderr).not.toMatch(/MaxListenersExceededWarning/);
+  }, 70_000);
+});
+
 describe('outbound calls end with the call that made them', () => {
   /** Resolves when the upstream's request `req` closes, or with 'still open' after `ms`. */
   const closedWithin = (req, ms) =>

@@ -5,6 +5,7 @@
  * (their bodies, held for `saveBodyAsFile`, giving back the router's budget for them) and ends
  * its outbound calls still in flight.
  */
+import { setMaxListeners } from 'node:events';
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
@@ -86,7 +87,10 @@ export class HostServices implements HostBridge {
   constructor(
     private readonly shared: HostShared,
     private readonly info: RequestInfo,
-  ) {}
+  ) {
+    // (each request in flight listens for the end of its call: up to MAX_OPEN_RESPONSES at once)
+    setMaxListeners(MAX_OPEN_RESPONSES, this.ended.signal);
+  }
 
   /** The host operations (HostOps in lib/runtime/messages.ts), one handler each, for request `s`. */
   private static readonly OPS: { [K in HostOp]: (s: HostServices, args: HostOps[K]['args']) => Promise<HostOps[K]['result']> | HostOps[K]['result'] } = {
