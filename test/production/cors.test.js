@@ -128,7 +128,7 @@ test('invalid cors settings are ConfigErrors naming the field', () => {
   expect(bad({ maxAge: -1 })).toThrow(/cors\.maxAge/);
   expect(bad({ methods: 'GET' })).toThrow(/cors\.methods/);
   expect(bad({ credentials: 'yes' })).toThrow(/cors\.credentials/);
-  expect(bad({ origin: '*' })).toThrow(/cors\.origin: is not a CORS setting/);
+  expect(bad({ origin: '*' })).toThrow(/cors\.origin: is not a field \(did you mean 'origins'\?\)/);
   expect(bad(true)).toThrow(/cors/);
   const { createApiRouter } = require('../..');
   expect(() => createApiRouter({ registry: reg, cors: false })).toThrow(/invalid cors: must be an object/);
