@@ -189,6 +189,17 @@ test('a config file: relative paths from its folder, flags win, the folder may c
   await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/bad.json')]))).rejects.toThrow("mount must start with '/', got \"api\"");
 });
 
+test("a config file's upload.tmpDir, a path like the others, is taken from the file's folder", async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/uploads.json', { root: '../apps', upload: { tmpDir: 'uploads-tmp', fileSize: '5mb' } });
+  const rel = await resolveConfig(parseCli(['serve', '--config', path.join(tmp, 'conf/uploads.json')]), path.join(tmp, 'apps'));
+  expect(rel.router.upload).toEqual({ tmpDir: path.join(tmp, 'conf/uploads-tmp'), fileSize: '5mb' });
+  const abs = path.join(tmp, 'abs-uploads');
+  write('conf/uploads-abs.json', { root: '../apps', upload: { tmpDir: abs } });
+  expect((await resolveConfig(parseCli(['serve', '--config', path.join(tmp, 'conf/uploads-abs.json')]))).router.upload).toEqual({ tmpDir: abs });
+});
+
 test('a JavaScript config file that fails to load: exit 1 with a message naming the file', async () => {
   write('conf/syntax.js', 'module.exports = { port: 0, ');
   const run = cli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'conf/syntax.js')]);

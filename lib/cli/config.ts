@@ -69,6 +69,12 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
     if (out[k] === '') throw new ConfigFileError(`${k} must be a folder path, got ""`); // (path.resolve would make it the file's folder)
     if (typeof out[k] === 'string') out[k] = path.resolve(path.dirname(abs), out[k] as string);
   }
+  // upload.tmpDir is a folder path too (an empty one is left to the router's check, which names it)
+  const upload = out.upload;
+  if (upload !== null && typeof upload === 'object' && !Array.isArray(upload)) {
+    const tmpDir = (upload as Record<string, unknown>).tmpDir;
+    if (typeof tmpDir === 'string' && tmpDir !== '') out.upload = { ...upload, tmpDir: path.resolve(path.dirname(abs), tmpDir) };
+  }
   return out;
 }
 
