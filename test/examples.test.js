@@ -155,6 +155,17 @@ test('every example definition names its schema and conforms to it (an independe
   expect(checked).toBeGreaterThanOrEqual(11);
 });
 
+test("the README quotes shop's automations as they are in examples/apps/shop/automations", () => {
+  const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+  const file = (name) => JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'examples', 'apps', 'shop', 'automations', name), 'utf8'));
+  const quoted = readme.split('from `examples/apps/shop/automations/order-summary.json`')[1].split('```json\n')[1].split('\n```')[0];
+  const { description, ...summary } = file('order-summary.json');
+  expect(description).toEqual(expect.any(String));
+  expect(JSON.parse(quoted)).toEqual(summary);
+  const envelope = readme.split('`examples/apps/shop/automations/envelope.json`')[1].split('`')[1];
+  expect(JSON.parse(envelope)).toEqual(file('envelope.json').steps[0]);
+});
+
 describe('examples/scripts-tsconfig/orders.ts runs as typed', () => {
   const fs = require('node:fs');
   const os = require('node:os');
