@@ -74,6 +74,8 @@ export interface ApiDefinition {
   cors?: CorsOptions | false;
   /** For people reading the definition. */
   description?: string;
+  /** The JSON Schema an editor checks the definition against (`schemas/api-definition.json`); not used by the router. */
+  $schema?: string;
 }
 
 export type { AutomationDefinition, AutomationStep, AutomationState, AutomationValue, AutomationStepBase, ScriptStep, HttpStep, SetStep, IfStep, ForEachStep, ReturnStep, AbortStep } from './automation/types';

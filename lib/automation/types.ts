@@ -94,6 +94,8 @@ export interface AutomationDefinition {
   name?: string;
   description?: string;
   steps: AutomationStep[];
+  /** The JSON Schema an editor checks the definition against (`schemas/automation.json`); not used by the router. */
+  $schema?: string;
 }
 
 /**

@@ -38,3 +38,7 @@ export const routers = [
   api.createApiRouter({ registry: new api.MemoryRegistry(), storage: new OwnStorage() }),
 ];
 export const attachment: api.TableAttachment | undefined = undefined;
+// A definition written with the `$schema` an editor checks it against (the schemas allow it).
+registry.putApi('a', { $schema: '../../schemas/api-definition.json', path: 'q', call: { script: 'm.js', function: 'f' }, returnType: 'JSON' });
+registry.putAutomation('a', { $schema: '../../schemas/automation.json', id: 'z', steps: [{ type: 'return', value: 1 }] });
+export const withSchema: api.ApiDefinition = { $schema: '../../schemas/api-definition.json', path: 'r', call: { automation: 'z' }, returnType: 'Text' };
