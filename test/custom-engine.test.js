@@ -1,0 +1,63 @@
+'use strict';
+// docs/script-engine.md, "Writing an engine": the InlineEngine it shows runs as written behind the
+// real router, host calls included.
+const fs = require('node:fs');
+const path = require('node:path');
+const express = require('express');
+const request = require('supertest');
+const { createApiRouter, MemoryRegistry } = require('scriptable-api');
+
+const doc = fs.readFileSync(path.join(__dirname, '..', 'docs', 'script-engine.md'), 'utf8');
+const sketch = doc.split("An engine that runs jobs in the router's own thread")[1].split('```js\n')[1].split('\n```')[0];
+
+/** The router the sketch builds, over `registry` (the sketch's own last line). */
+function sketchRouter(registry) {
+  // eslint-disable-next-line no-new-func
+  return new Function('require', 'createApiRouter', 'registry', `${sketch}\nreturn router;`)(require, createApiRouter, registry);
+}
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+function app(registry) {
+  const router = sketchRouter(registry);
+  routers.push(router);
+  return express().use('/web0/api', router);
+}
+
+test('the InlineEngine sketch answers a call, reading the query and headers it passes', async () => {
+  const registry = new MemoryRegistry();
+  registry.putScript('shop', 'hello.js', "export function hello(ctx) { return { hello: ctx.query.name, agent: ctx.headers['x-agent'] }; }");
+  registry.putApi('shop', { path: 'hello', call: { script: 'hello.js', function: 'hello' }, returnType: 'JSON' });
+  const res = await request(app(registry)).get('/web0/api/shop/hello?name=Ada').set('X-Agent', 'test');
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({ hello: 'Ada', agent: 'test' });
+});
+
+test('the sketch reaches the host: an async script awaits platform.system.getAccountByToken', async () => {
+  const registry = new MemoryRegistry();
+  registry.putScript(
+    'shop',
+    'me.js',
+    'export async function me(ctx) { const account = await platform.system.getAccountByToken(ctx.query.token); return { account }; }',
+  );
+  registry.putApi('shop', { path: 'me', call: { script: 'me.js', function: 'me' }, returnType: 'JSON' });
+  // the sketch's router has no accounts service: the host answers null, as without one
+  const res = await request(app(registry)).get('/web0/api/shop/me?token=t');
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({ account: null });
+});
+
+test('what the sketch does not run answers its error outcome', async () => {
+  const registry = new MemoryRegistry();
+  registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
+  registry.putApi('shop', { path: 'hooked', call: { script: 'a.js', function: 'f' }, before: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
+  registry.putApi('shop', { path: 'missing', call: { script: 'nope.js', function: 'f' }, returnType: 'JSON' });
+  const a = app(registry);
+  const hooked = await request(a).get('/web0/api/shop/hooked');
+  expect(hooked.status).toBe(500);
+  expect(hooked.body).toMatchObject({ code: 270205, message: 'hooks are not supported here' });
+  const missing = await request(a).get('/web0/api/shop/missing');
+  expect(missing.status).toBe(500);
+  expect(missing.body).toMatchObject({ code: 270202 });
+});
