@@ -71,7 +71,7 @@ function timeoutMs(v: unknown, field: string): void {
 }
 
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
-const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
+export const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
   'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxBufferedBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;

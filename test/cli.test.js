@@ -200,6 +200,23 @@ test("a config file's upload.tmpDir, a path like the others, is taken from the f
   expect((await resolveConfig(parseCli(['serve', '--config', path.join(tmp, 'conf/uploads-abs.json')]))).router.upload).toEqual({ tmpDir: abs });
 });
 
+test("a config file's unknown key is refused naming the option meant, the server's own keys included", async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  const refused = async (content, message) => {
+    write('conf/keys.json', content);
+    await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys.json')]))).rejects.toThrow(message);
+  };
+  await refused({ shutdownTimeoutMS: 5000 }, "invalid shutdownTimeoutMS: is not an option (did you mean 'shutdownTimeoutMs'?)");
+  await refused({ redisURL: 'redis://r:6379' }, "invalid redisURL: is not an option (did you mean 'redisUrl'?)");
+  await refused({ scriptTimeoutMS: 500 }, "invalid scriptTimeoutMS: is not an option (did you mean 'scriptTimeoutMs'?)");
+  await refused({ prot: 8080 }, /invalid prot: is not an option; the options are root, previewRoot, port, .*shutdownTimeoutMs and the createApiRouter options/);
+  // (the command makes the registry, a DirectoryRegistry of root: one in the file was dropped without a word)
+  await refused({ registry: {} }, 'invalid registry: is not an option of a config file: the apps folder (root) is the registry');
+  write('conf/keys-ok.json', { shutdownTimeoutMs: 5000, redisUrl: 'redis://r:6379', scriptTimeoutMs: 500, quiet: true });
+  expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys-ok.json')]))).toMatchObject({ shutdownTimeoutMs: 5000, router: { scriptTimeoutMs: 500 } });
+});
+
 test('a JavaScript config file that fails to load: exit 1 with a message naming the file', async () => {
   write('conf/syntax.js', 'module.exports = { port: 0, ');
   const run = cli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'conf/syntax.js')]);

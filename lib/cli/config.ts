@@ -9,7 +9,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ApiRouterOptions, Logger } from '../types';
 import { MOUNT_RULE, PLAIN_MOUNT, type CliArgs } from './args';
-import { shown } from '../definitions/names';
+import { nearestName, shown } from '../definitions/names';
+import { ROUTER_KEYS } from '../validations';
 import { oneLine } from '../logging';
 
 /** What `serve` runs with. */
@@ -65,6 +66,7 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigFileError(`the config file ${file} must hold an object of options`);
   const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  checkKeys(out);
   for (const k of PATH_KEYS) {
     if (out[k] === '') throw new ConfigFileError(`${k} must be a folder path, got ""`); // (path.resolve would make it the file's folder)
     if (typeof out[k] === 'string') out[k] = path.resolve(path.dirname(abs), out[k] as string);
@@ -76,6 +78,21 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
     if (typeof tmpDir === 'string' && tmpDir !== '') out.upload = { ...upload, tmpDir: path.resolve(path.dirname(abs), tmpDir) };
   }
   return out;
+}
+
+/** The keys a config file may hold: the server's own, then the router's (the command makes the registry). */
+const FILE_KEYS: readonly string[] = [...SERVER_KEYS, ...ROUTER_KEYS.filter((k) => k !== 'registry')];
+
+/** An unknown key is a typo (`shutdownTimeoutMS` would silently keep the default): refused, naming the one meant. */
+function checkKeys(file: Record<string, unknown>): void {
+  for (const k of Object.keys(file)) {
+    if (k === 'registry') throw new ConfigFileError('invalid registry: is not an option of a config file: the apps folder (root) is the registry');
+    if (FILE_KEYS.includes(k)) continue;
+    const near = nearestName(k, FILE_KEYS);
+    throw new ConfigFileError(
+      `invalid ${k}: is not an option${near ? ` (did you mean '${near}'?)` : `; the options are ${SERVER_KEYS.join(', ')} and the createApiRouter options`}`,
+    );
+  }
 }
 
 /** A server key of the config file that must be a string (or absent). */
