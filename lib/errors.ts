@@ -44,8 +44,9 @@ export const ERRORS = {
   INVALID_RESULT: { code: 270300, status: 500, message: 'The result does not fit the return type' },
   /**
    * The response a script set breaks the host's framing rules: a framing header
-   * (`Content-Length`, `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`,
-   * `Trailer`, `Proxy-*`), a status outside 200-599, or an invalid header name or value.
+   * (`Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`, `Trailer`, `Proxy-*`;
+   * a script's `Content-Length` is a servlet response property, never sent), a status outside
+   * 200-599, or an invalid header name or value.
    */
   INVALID_RESPONSE: { code: 270304, status: 500, message: 'The script set a response the host does not send' },
   /** File return type: the path is empty or the file does not exist. */
