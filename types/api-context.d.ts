@@ -347,6 +347,7 @@ interface PlatformHttpResponse {
    * Sends an error response with status `sc` (100-999) and optional message, clearing the
    * buffered body. The response becomes committed; later writes are dropped.
    * Throws an `IllegalStateException` error when the response is already committed.
+   * The host sends only statuses 200-599: another one ends the call with a 500 (code 270304).
    */
   sendError(sc: number, msg?: string): void;
   /**
@@ -356,11 +357,13 @@ interface PlatformHttpResponse {
   sendRedirect(location: string): void;
   /**
    * Sets response header `name`, replacing every value it had (names are case-insensitive);
-   * null removes it. `Content-Type` and `Content-Length` set the matching response properties.
-   * Ignored once committed.
+   * null removes it. `Content-Type` and `Content-Length` set the matching response properties
+   * (the host always sends the body's real length). The host frames the message: a
+   * `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`, `Trailer` or `Proxy-*`
+   * header ends the call with a 500 (code 270304). Ignored once committed.
    */
   setHeader(name: string, value: string | null): void;
-  /** Adds a value to response header `name`, keeping the ones it has. Ignored once committed. */
+  /** Adds a value to response header `name`, keeping the ones it has (the same host rules as `setHeader`). Ignored once committed. */
   addHeader(name: string, value: string): void;
   /** Sets header `name` to the date `date` (ms since the epoch) in HTTP date format. Ignored once committed. */
   setDateHeader(name: string, date: number): void;
@@ -370,7 +373,11 @@ interface PlatformHttpResponse {
   setIntHeader(name: string, value: number): void;
   /** Adds the integer `value` to header `name`. Ignored once committed. */
   addIntHeader(name: string, value: number): void;
-  /** Sets the status code (100-999; throws an `IllegalArgumentException` error otherwise). Ignored once committed. */
+  /**
+   * Sets the status code (100-999; throws an `IllegalArgumentException` error otherwise). Ignored
+   * once committed. The host sends only statuses 200-599: another one ends the call with a 500
+   * (code 270304).
+   */
   setStatus(sc: number): void;
   /** Returns the status code (200 unless set). */
   getStatus(): number;
