@@ -183,6 +183,50 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     });
   });
 
+  test("ctx's headers, cookies and query act as plain data when ctx is sealed, frozen, redefined or cloned", async () => {
+    fixture = oneApi(
+      `const tryIt = (f) => { try { return f() } catch (e) { return e.name } };
+      export function before(ctx) {
+        // sealed before any read: a sealed object's fields still take assignments
+        Object.seal(ctx);
+        const set = tryIt(() => { ctx.headers = { mine: 1 }; return 'set' });
+        ctx.request.setAttribute('sealed', [set, ctx.headers.mine, ctx.query.a, Object.isSealed(ctx)]);
+      }
+      export function fn(ctx) {
+        const h = ctx.headers; // the first read
+        const cookies = Object.getOwnPropertyDescriptor(ctx, 'cookies');
+        Object.defineProperty(ctx, 'query', { writable: false });
+        const clone = Object.create(Object.getPrototypeOf(ctx), Object.getOwnPropertyDescriptors(ctx));
+        Object.seal(ctx);
+        const set = tryIt(() => { ctx.cookies = { mine: 2 }; return 'set' });
+        return {
+          sealed: ctx.request.getAttribute('sealed'),
+          read: [h === ctx.headers, 'value' in cookies, cookies.writable],
+          query: [ctx.query.a, tryIt(() => { ctx.query = 1; return 'set' })],
+          clone: [clone.headers === h, clone.query.a, clone.cookies.sid],
+          set: [set, ctx.cookies.mine],
+        };
+      }
+      export function after(ctx, result) {
+        // frozen before any read: the values read as before, and an assignment fails as on a frozen field
+        Object.freeze(ctx);
+        const child = Object.create(ctx);
+        return { ...result, frozen: [ctx.query.a, tryIt(() => { ctx.headers = 1; return 'set' }), tryIt(() => { child.cookies = 1; return 'set' }), typeof ctx.headers] };
+      }`,
+      { before: { script: 'main.js', function: 'before' }, after: { script: 'main.js', function: 'after' } },
+      { engine },
+    );
+    const res = await request(fixture.app).get('/web0/api/app1/p?a=1').set('Cookie', 'sid=abc').expect(200);
+    expect(res.body).toEqual({
+      sealed: ['set', 1, '1', true],
+      read: [true, true, true],
+      query: ['1', 'TypeError'],
+      clone: [true, '1', 'abc'],
+      set: ['set', 2],
+      frozen: ['1', 'TypeError', 'TypeError', 'object'],
+    });
+  });
+
   test('a stage sends back only the response fields it changed; the others keep what earlier stages set', async () => {
     fixture = oneApi(
       `export function fn(ctx) { return { status: ctx.response.getStatus(), type: ctx.response.getContentType() } }`,

@@ -6,11 +6,12 @@
  * headers, cookies and query are the script's own objects (writable, deletable: they come from a
  * parse of the stage's CtxMaps of their own, so the request API, which reads its own parse, never
  * sees a change made to them). That parse happens when the script first reads one of them: the
- * three are accessors (enumerable, configurable) until then, and assigning one makes it a plain
- * data property; most scripts never read them, and a browser's headers and cookies are a
+ * three are accessors (enumerable, configurable) until then; the first read makes all three, and
+ * an assignment makes that one, plain data properties (see settle); most scripts never read them,
+ * and a browser's headers and cookies are a
  * kilobyte or more of JSON. request and response are read-only and non-configurable.
  */
-import { WeakMapCtor, copyArray, defineProperty, getOwn, getPrototypeOf, isArray, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
+import { WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 import type { Fields, StageRecord } from './types';
@@ -37,40 +38,82 @@ function text(v: unknown, dflt: string): string {
 /** Each ctx -> its own maps (an object that inherits from a ctx reads that ctx's). */
 var ownMaps: WeakMap<object, OwnMaps> = new WeakMapCtor();
 
-function mapOf(self: unknown, key: 'headers' | 'cookies' | 'query'): unknown {
-  for (var o = self; isObj(o); o = getPrototypeOf(o)) {
-    var m = wmGet(ownMaps, o);
-    if (m === undefined) continue;
-    if (m.parsed === null) {
-      var v = m.json !== '' ? jsonParse(m.json) : null;
-      // (own fields only: nothing a script put on Object.prototype is read)
-      m.parsed = { __proto__: null, headers: map(getOwn(v, 'headers')), cookies: map(getOwn(v, 'cookies')), query: map(getOwn(v, 'query')) } as Fields;
-      m.json = '';
-    }
-    return m.parsed[key];
+/** The parse of a ctx's maps, made on first use. */
+function parsedOf(m: OwnMaps): Fields {
+  if (m.parsed === null) {
+    var v = m.json !== '' ? jsonParse(m.json) : null;
+    // (own fields only: nothing a script put on Object.prototype is read)
+    m.parsed = { __proto__: null, headers: map(getOwn(v, 'headers')), cookies: map(getOwn(v, 'cookies')), query: map(getOwn(v, 'query')) } as Fields;
+    m.json = '';
   }
-  return undefined;
+  return m.parsed;
 }
 
-/** The accessor of one map field, shared by every ctx of the context (they find theirs in ownMaps). */
-function lazyMap(key: 'headers' | 'cookies' | 'query'): Descriptor {
+/** The ctx `self` is or inherits from (the object with maps of its own), or null. */
+function ownerOf(self: unknown): object | null {
+  for (var o = self; isObj(o); o = getPrototypeOf(o)) if (wmGet(ownMaps, o) !== undefined) return o;
+  return null;
+}
+
+type MapKey = 'headers' | 'cookies' | 'query';
+var MAP_KEYS: MapKey[] = ['headers', 'cookies', 'query'];
+/** The accessor of each map field, shared by every ctx of the context (they find theirs in ownMaps). */
+var LAZY: { [k in MapKey]: Descriptor } = { __proto__: null } as unknown as { [k in MapKey]: Descriptor };
+/** The data descriptor settle defines with, reused (as prelude.ts's OWN_DESC). */
+var DATA: Descriptor = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
+
+/**
+ * Once read, the three fields become plain data properties of their ctx, so that sealing,
+ * freezing, redefining or copying ctx by its descriptors acts on the values. A field the script
+ * made non-configurable (Object.seal / freeze, defineProperty) before the first read stays an
+ * accessor: its value is then held in the ctx's maps.
+ */
+function settle(o: object, fields: Fields): void {
+  try {
+    for (var i = 0; i < MAP_KEYS.length; i++) {
+      var d = getOwnDescriptor(o, MAP_KEYS[i]);
+      if (d === undefined || d.get !== LAZY[MAP_KEYS[i]].get || d.configurable !== true) continue;
+      DATA.value = fields[MAP_KEYS[i]];
+      DATA.enumerable = d.enumerable;
+      defineProperty(o, MAP_KEYS[i], DATA);
+    }
+  } finally {
+    DATA.value = undefined;
+  }
+}
+
+function lazyMap(key: MapKey): Descriptor {
   return {
     __proto__: null,
     get: function (this: unknown) {
-      return mapOf(this, key);
+      var o = ownerOf(this);
+      if (o === null) return undefined;
+      var fields = parsedOf(wmGet(ownMaps, o) as OwnMaps);
+      settle(o, fields);
+      return fields[key];
     },
-    // an assignment makes it a data property of the object assigned to, as for a plain field
+    // an assignment acts as on a plain writable field: a data property of the object assigned to
     set: function (this: unknown, v: unknown) {
       if (!isObj(this)) throw makeError('TypeError', 'Cannot set ' + key + ' on a primitive');
+      var o = ownerOf(this);
+      // (a ctx frozen before the first read: its fields are read-only, also for objects inheriting from it)
+      if (o !== null && isFrozen(o)) throw makeError('TypeError', "Cannot assign to read only property '" + key + "'");
+      var d = getOwnDescriptor(this, key);
+      if (d !== undefined && d.configurable !== true) {
+        // sealed before the first read: the accessor stays and holds the value
+        if (o !== this) throw makeError('TypeError', 'Cannot redefine property: ' + key);
+        parsedOf(wmGet(ownMaps, o) as OwnMaps)[key] = v;
+        return;
+      }
       setOwn(this, key, v);
     },
     enumerable: true,
     configurable: true,
   };
 }
-var HEADERS = lazyMap('headers');
-var COOKIES = lazyMap('cookies');
-var QUERY = lazyMap('query');
+LAZY.headers = lazyMap('headers');
+LAZY.cookies = lazyMap('cookies');
+LAZY.query = lazyMap('query');
 
 /** One descriptor for ctx.request and ctx.response, its value set just before each use. */
 var READ_ONLY: Descriptor = { __proto__: null, value: undefined, writable: false, enumerable: true, configurable: false };
@@ -97,9 +140,9 @@ export function makeCtx(st: StageRecord) {
     path: text(r.path, ''),
     method: text(r.method, 'GET'),
   };
-  defineProperty(ctx, 'headers', HEADERS);
-  defineProperty(ctx, 'cookies', COOKIES);
-  defineProperty(ctx, 'query', QUERY);
+  defineProperty(ctx, 'headers', LAZY.headers);
+  defineProperty(ctx, 'cookies', LAZY.cookies);
+  defineProperty(ctx, 'query', LAZY.query);
   wmSet(ownMaps, ctx, { json: mapsJsonOf(st), parsed: null });
   st.requestApi = makeRequest(st);
   st.responseApi = makeResponse(st);

@@ -74,6 +74,8 @@ export var fnApply: (fn: Function, self: unknown, args: ArrayLike<unknown>) => a
 type Descriptor = PropertyDescriptor & { __proto__?: null };
 export var defineProperty: (o: any, key: PropertyKey, descriptor: Descriptor) => any = Object.defineProperty;
 export var freeze = Object.freeze;
+export var isFrozen = Object.isFrozen;
+export var getOwnDescriptor: (o: any, key: PropertyKey) => PropertyDescriptor | undefined = Object.getOwnPropertyDescriptor;
 export var objectKeys = Object.keys;
 export var objectCreate = Object.create;
 export var setPrototypeOf = Object.setPrototypeOf;
