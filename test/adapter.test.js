@@ -1390,6 +1390,29 @@ describe('return values by return type', () => {
     expect(out.output.json).toBe('{"custom":"custom!","fake":{"x":1}}');
   });
 
+  test('JSON: every getter of the result runs once, as with JSON.stringify; a getter returning a Date gives ms', async () => {
+    const sb = sandbox();
+    const out = await sb.run(() => {
+      globalThis.reads = [];
+      const read = (k, v) => (globalThis.reads.push(k), v);
+      return {
+        get s() { return read('s', 'text') },
+        get n() { return read('n', null) },
+        get d() { return read('d', new Date(5)) },
+        list: [{ get iso() { return read('iso', '2020-01-01T00:00:00.000Z') } }],
+      };
+    });
+    expect(out.output.json).toBe('{"s":"text","n":null,"d":5,"list":[{"iso":"2020-01-01T00:00:00.000Z"}]}');
+    // (a getter answering a string in the form of a Date's JSON is read once more, to tell the two apart)
+    expect(sb.evaluate('reads')).toEqual(['s', 'n', 'd', 'd', 'iso', 'iso']);
+    const v = await sb.probe(() => {
+      let n = 0;
+      const json = platform.utils.toJSON({ get a() { n++; return 'x' }, get b() { n++; return null } });
+      return [json, n];
+    });
+    expect(v).toEqual(['{"a":"x","b":null}', 2]);
+  });
+
   test('JSON: undefined gives "null" and hasValue false; null gives "null" and hasValue true', async () => {
     const sb = sandbox();
     const u = await sb.run(() => undefined);

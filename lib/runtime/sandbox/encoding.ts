@@ -6,7 +6,7 @@
  * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
  * byte, 0..255).
  */
-import { charCodeAt, fromCharCode, getTime, isArray, isNil, jsonStringify, mathTrunc, nameCache, objToString, objectKeys, reExec, strSlice } from './prelude';
+import { charCodeAt, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, jsonStringify, mathTrunc, nameCache, objToString, objectKeys, reExec, strSlice } from './prelude';
 
 // ---------------------------------------------------------------------------------------------
 // JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
@@ -52,13 +52,19 @@ export function dateValue(o: unknown): number | null | undefined {
   }
   return t === t ? t : null;
 }
+/** What Date.prototype.toJSON (toISOString) writes. */
+var DATE_JSON = /^(?:[+-]\d{6}|\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 export function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
   var d;
   if (v !== null && typeof v === 'object') {
     d = dateValue(v);
     if (d !== undefined) return d;
-  } else if (typeof v === 'string' || v === null) {
-    var o = this[key]; // a Date's toJSON already ran: look at the holder's original value
+  } else if (typeof v === 'string' && (v.length === 24 || v.length === 27) && reExec(DATE_JSON, v) !== null) {
+    // A string in the form of a Date's JSON: a Date's toJSON may have made it. Look at the
+    // holder's original value, from its descriptor, so that no getter runs twice (a getter runs
+    // again only here, to tell the two apart). (null needs no look: an invalid Date's ms are null)
+    var desc = getOwnDescriptor(this, key);
+    var o = desc === undefined ? undefined : hasOwn(desc, 'value') ? desc.value : this[key];
     if (o !== v && o !== null && typeof o === 'object') {
       d = dateValue(o);
       if (d !== undefined) return d;
