@@ -227,6 +227,39 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     });
   });
 
+  test('calls of one context resumed by host replies at the same moment each act for their own request', async () => {
+    const N = 6;
+    let release;
+    const gate = new Promise((resolve) => (release = resolve));
+    let asked = 0;
+    // every lookup answers at once when the last one is asked: the replies reach the worker together
+    const accounts = {
+      getAccountByToken: async (t) => {
+        if (++asked === N) setImmediate(release);
+        await gate;
+        return t.startsWith('good') ? { id: t } : null;
+      },
+    };
+    const logs = [];
+    const logger = { info: (msg, meta) => logs.push([msg, meta?.requestId]), warn() {}, error() {}, debug() {} };
+    fixture = oneApi(
+      `export function fn(ctx) {
+        var account = platform.system.getAccountByToken(ctx.query.t);
+        console.log('token ' + ctx.query.t);
+        try { if (account == null) platform.app.abort('bad token ' + ctx.query.t, 401) } catch (e) {}
+        return { id: account.id };
+      }`,
+      {},
+      { engine, accounts, logger },
+    );
+    const tokens = Array.from({ length: N }, (_, i) => (i % 2 ? 'good' : 'bad') + i);
+    const all = await Promise.all(tokens.map((t) => request(fixture.app).get(`/web0/api/app1/p?t=${t}`)));
+    expect(all.map((r) => [r.status, r.body.id ?? r.body.message])).toEqual(tokens.map((t) => (t.startsWith('good') ? [200, t] : [401, `bad token ${t}`])));
+    // each script's console line goes out under its own request's id
+    const ids = all.map((r) => r.headers['x-request-id']);
+    for (let i = 0; i < N; i++) expect(logs.find(([msg]) => msg.endsWith(`token ${tokens[i]}`))?.[1]).toBe(ids[i]);
+  });
+
   test('a stage sends back only the response fields it changed; the others keep what earlier stages set', async () => {
     fixture = oneApi(
       `export function fn(ctx) { return { status: ctx.response.getStatus(), type: ctx.response.getContentType() } }`,

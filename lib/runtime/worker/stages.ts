@@ -55,6 +55,8 @@ interface Pending {
   request: () => string;
   resolve(out: StageOutput): void;
   reject(e: unknown): void;
+  /** False while its start waits for the context's entries before it (see step). */
+  started: boolean;
 }
 
 interface Cached {
@@ -63,6 +65,8 @@ interface Cached {
   stages: Map<number, Pending>;
   used: number;
   dead: boolean;
+  /** The entries in line (jobsRunLater engines): the last one's end, null when none is in flight. */
+  entering: Promise<void> | null;
 }
 
 export class Stages {
@@ -105,8 +109,12 @@ export class Stages {
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
-      c.stages.set(id, { job, script, request: texts.request, resolve, reject });
-      void this.step(c, job, script, () => c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps));
+      const p: Pending = { job, script, request: texts.request, resolve, reject, started: false };
+      c.stages.set(id, p);
+      void this.step(c, job, script, () => {
+        p.started = true;
+        c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps);
+      });
     });
   }
 
@@ -184,7 +192,7 @@ export class Stages {
   }
 
   private async load(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
-    const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false };
+    const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false, entering: null };
     const host: HostFn = (stageId, op, argsJson, async) => this.hostCall(c, stageId, op, argsJson, async);
     this.entryJob = job;
     this.entryScript = script;
@@ -250,8 +258,29 @@ export class Stages {
     return new Promise((resolve) => setImmediate(resolve));
   }
 
-  /** One entry into a context for `job`, then the stages it settled. */
-  private async step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
+  /**
+   * One entry into a context for `job`, then the stages it settled. When the engine runs an
+   * entry's promise jobs only once the event loop turns (vm2), the context is entered again only
+   * after they ran: the adapter's platform helpers act for the stage entered last, so the
+   * continuations of two stages resumed in one turn would act for the second one's request.
+   */
+  private step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
+    if (!c.ctx.jobsRunLater) return this.entry(c, job, script, enter);
+    const before = c.entering;
+    const run = before === null ? this.entry(c, job, script, enter) : before.then(() => (c.dead ? undefined : this.entry(c, job, script, enter)));
+    const end: Promise<void> = run.then(
+      () => {
+        if (c.entering === end) c.entering = null;
+      },
+      () => {
+        if (c.entering === end) c.entering = null;
+      },
+    );
+    c.entering = end;
+    return run;
+  }
+
+  private async entry(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
     let inSlice = false;
     const begin = () => {
       this.slices.begin(job.id);
@@ -322,7 +351,7 @@ export class Stages {
     if (drained.waiting === 0) {
       // nothing in this context waits for the host: its pending stages can never settle
       for (const [id, p] of [...c.stages]) {
-        if (id > upTo) continue;
+        if (id > upTo || !p.started) continue;
         c.stages.delete(id);
         try {
           c.ctx.cancel(id);
