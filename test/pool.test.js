@@ -229,6 +229,8 @@ test.each([
   [{ graceMs: -5 }, 'graceMs'],
   [{ idleTimeoutMs: 3e9 }, 'idleTimeoutMs'],
   [{ logger: 'console' }, 'logger'],
+  [{ logger: {} }, 'logger'],
+  [{ logger: { info() {}, error() {} } }, 'logger'],
 ])('new WorkerPool(%j) is refused, naming %s', (options, field) => {
   let error;
   try {

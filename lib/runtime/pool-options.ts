@@ -86,7 +86,9 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
   int(o, 'idleTimeoutMs', 0, MAX_TIMER_MS);
   int(o, 'graceMs', 0, MAX_TIMER_MS);
   const logger = o.logger as Logger | undefined;
-  if (logger !== undefined && (typeof logger !== 'object' || logger === null)) throw new ConfigError('logger', 'must be an object with debug/info/warn/error methods');
+  if (logger !== undefined && (typeof logger !== 'object' || logger === null || (['info', 'warn', 'error'] as const).some((m) => typeof logger[m] !== 'function'))) {
+    throw new ConfigError('logger', 'must be an object with info, warn and error methods');
+  }
   const p = options ?? {};
   const size = p.size ?? Math.max(1, cpuCount() - 1);
   if (p.maxWorkers !== undefined && p.maxWorkers < size) throw new ConfigError('maxWorkers', `must be >= size (${size})`);
