@@ -114,3 +114,16 @@ test('a worker whose blocking call outlived its job is free again when the job e
     await pool.close({ force: true });
   }
 }, 30_000);
+
+test('close({ force: true }) answers the calls it stops SHUTTING_DOWN (503), not an engine failure', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1 });
+  await pool.ready();
+  let asked;
+  const called = new Promise((r) => (asked = r));
+  const waiting = { call: () => (asked(), new Promise(() => {})) }; // (an upstream that never answers)
+  const WAIT = "export function fn() { return platform.system.getAccountByToken('t') }";
+  const running = [pool.run(job('a', WAIT), waiting), pool.run(job('b', SPIN, { ms: '5000' }), host)];
+  await called;
+  await pool.close({ force: true });
+  for (const r of await Promise.all(running)) expect(r.outcome).toMatchObject({ kind: 'error', code: 270208, status: 503 });
+}, 30_000);

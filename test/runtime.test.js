@@ -231,7 +231,8 @@ describe('ready, close and drain', () => {
     await srv.router.close({ force: true });
     expect(Date.now() - t0).toBeLessThan(600);
     const res = await running;
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(503);
+    expect(res.body.code).toBe(270208); // SHUTTING_DOWN: stopped by the close, not an engine failure
     await srv.close();
   });
 

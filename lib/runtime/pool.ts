@@ -460,6 +460,8 @@ export class WorkerPool implements ScriptEngine {
       if (task.seq! > started && !this.closed) {
         this.unsend(task); // it never started: another worker takes it
         this.enqueue(task, true);
+      } else if (this.closed) {
+        this.finish(task, errorResult(task.job, 'SHUTTING_DOWN')); // (stopped by close(), not failed)
       } else if (task === w.killedFor) {
         this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
       } else if (oom) {
