@@ -90,3 +90,37 @@ describe('QuickJS memory between apps on one worker', () => {
     await agent.get('/web0/api/good/work').expect(200, { n: 6 * MiB, first: 2 });
   }, 60_000);
 });
+
+describe('vm2: a memory bomb ends its worker', () => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test("the bomb's call fails with 270201; another app's calls on that worker are not reported out of memory", async () => {
+    // app good's calls wait on the host (1.5 s) on the only worker while app evil's bomb fills its heap
+    const slow = { getAccountByToken: (token) => new Promise((resolve) => setTimeout(() => resolve({ id: token }), 1500)) };
+    fixture = makeApp({
+      router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptMemoryLimitMb: 16, scriptTimeoutMs: 30_000, accounts: slow },
+      apps: {
+        evil: {
+          scripts: { 'bomb.js': "export function fn() { platform.system.getAccountByToken('x'); const a = []; for (;;) a.push(new Array(100000).fill('x' + a.length)); }" },
+          apis: [{ path: 'bomb', call: { script: 'bomb.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+        good: {
+          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
+          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const calls = [agent.get('/web0/api/evil/bomb'), ...Array.from({ length: 6 }, () => agent.get('/web0/api/good/wait'))];
+    const [bomb, ...others] = await Promise.all(calls);
+    expect(bomb.status).toBe(500);
+    expect(bomb.body.code).toBe(OOM);
+    // (ended with the worker, or run to the end: never charged with the bomb's memory)
+    for (const r of others) {
+      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
+      else expect(r.body.code).toBe(270205);
+    }
+  }, 60_000);
+});

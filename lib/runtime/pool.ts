@@ -455,7 +455,10 @@ export class WorkerPool implements ScriptEngine {
     if (i >= 0) this.workers.splice(i, 1);
     for (const [app, home] of this.homes) if (home === w) this.homes.delete(app);
     const started = w.started();
+    // (the worker's heap filled up: the call whose slice was running asked for the memory; the
+    // others it was running end with it, as an engine failure)
     const oom = (err as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+    const hog = oom ? w.sliceJob() : undefined;
     for (const task of [...w.tasks.values()]) {
       if (task.seq! > started && !this.closed) {
         this.unsend(task); // it never started: another worker takes it
@@ -464,7 +467,7 @@ export class WorkerPool implements ScriptEngine {
         this.finish(task, errorResult(task.job, 'SHUTTING_DOWN')); // (stopped by close(), not failed)
       } else if (task === w.killedFor) {
         this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
-      } else if (oom) {
+      } else if (oom && task.id === hog) {
         this.finish(task, errorResult(task.job, 'SCRIPT_OUT_OF_MEMORY'));
       } else {
         this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', `The script engine failed${err ? `: ${err.message}` : ''}`));
