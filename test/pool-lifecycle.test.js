@@ -127,3 +127,20 @@ test('close({ force: true }) answers the calls it stops SHUTTING_DOWN (503), not
   await pool.close({ force: true });
   for (const r of await Promise.all(running)) expect(r.outcome).toMatchObject({ kind: 'error', code: 270208, status: 503 });
 }, 30_000);
+
+test('close({ force: true }) while a worker sends calls back answers them SHUTTING_DOWN at once', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1, queueTimeoutMs: 20_000 });
+  await pool.ready();
+  await Promise.all([pool.run(job('s', SPIN), host), pool.run(job('f', FAST), host)]); // (their contexts are loaded)
+  const t0 = Date.now();
+  const runs = [pool.run(job('s', SPIN, { ms: '3000' }), host), ...Array.from({ length: 5 }, () => pool.run(job('f', FAST), host))];
+  // hold this thread until the worker has computed long enough to send the fast calls back: their
+  // message waits here, unread, when close() stops the workers
+  const [w] = pool.workers;
+  while (w.sliceMs() === 0 && Date.now() - t0 < 10_000) await new Promise(setImmediate);
+  for (const until = Date.now() + 300; Date.now() < until; ); // (the worker sends them back 25 ms in)
+  await pool.close({ force: true });
+  const results = await Promise.all(runs);
+  expect(Date.now() - t0).toBeLessThan(10_000); // (not the 20 s of queueTimeoutMs)
+  for (const r of results) expect(r.outcome).toMatchObject({ kind: 'error', code: 270208, status: 503 });
+}, 30_000);

@@ -155,6 +155,8 @@ export class WorkerPool implements ScriptEngine {
   }
 
   private enqueue(task: Task, front = false): void {
+    // (a call a worker sent back after close() stopped the pool: no worker will take it)
+    if (this.closed) return this.finish(task, errorResult(task.job, 'SHUTTING_DOWN'));
     if (front) this.queue.unshift(task);
     else this.queue.push(task);
     clearTimeout(task.queueTimer);
