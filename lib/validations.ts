@@ -6,6 +6,8 @@
 import { MAX_TIMER_MS } from './timers';
 import { unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
+import { maxQuickJsMemoryLimitMb, QUICKJS_HEAP_NOTE } from './runtime/messages';
+import { POOL_DEFAULTS } from './runtime/pool-options';
 import { validateCors } from './cors';
 import { validateProductionOptions } from './production-options';
 import { checkSchema, dotted } from './definitions/schema';
@@ -120,6 +122,12 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   positiveInt(o.maxWorkersPerApp, 'maxWorkersPerApp');
   positiveInt(o.contextBudgetMb, 'contextBudgetMb', 8, 1024);
   timeoutMs(o.queueTimeoutMs, 'queueTimeoutMs');
+  if (engine === undefined || engine === 'quickjs') {
+    const budget = typeof o.contextBudgetMb === 'number' ? o.contextBudgetMb : POOL_DEFAULTS.contextBudgetMb;
+    if (typeof o.scriptMemoryLimitMb === 'number' && o.scriptMemoryLimitMb > maxQuickJsMemoryLimitMb(budget)) {
+      throw new ConfigError('scriptMemoryLimitMb', `must be at most ${maxQuickJsMemoryLimitMb(budget)} with contextBudgetMb ${budget}, got ${o.scriptMemoryLimitMb} (${QUICKJS_HEAP_NOTE})`);
+    }
+  }
   if (typeof o.workers === 'number' && typeof o.maxWorkers === 'number' && o.maxWorkers < o.workers) {
     throw new ConfigError('maxWorkers', `must be >= workers (${o.workers})`);
   }

@@ -230,6 +230,10 @@ test.each([
   [{ idleTimeoutMs: 3e9 }, 'idleTimeoutMs'],
   [{ logger: 'console' }, 'logger'],
   [{ logger: {} }, 'logger'],
+  // (a QuickJS worker's heap holds at most 2048 MiB: one call's limit, the contexts' budget and 32 MiB)
+  [{ memoryLimitMb: 2048 }, 'memoryLimitMb'],
+  [{ memoryLimitMb: 1761 }, 'memoryLimitMb'],
+  [{ memoryLimitMb: 1017, contextBudgetMb: 1000 }, 'memoryLimitMb'],
   [{ logger: { info() {}, error() {} } }, 'logger'],
 ])('new WorkerPool(%j) is refused, naming %s', (options, field) => {
   let error;
@@ -241,3 +245,21 @@ test.each([
   expect(error).toMatchObject({ name: 'ConfigError', field });
   expect(error.message).toContain(`invalid ${field}:`);
 });
+
+test("a QuickJS call's memory limit fits its worker's heap beside the contexts' budget: the router refuses one that does not, naming scriptMemoryLimitMb", async () => {
+  const { MemoryRegistry, createApiRouter } = require('scriptable-api');
+  const registry = new MemoryRegistry({ apps: {} });
+  expect(() => createApiRouter({ registry, scriptMemoryLimitMb: 4096 })).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'scriptMemoryLimitMb' }));
+  expect(() => createApiRouter({ registry, scriptMemoryLimitMb: 1500, contextBudgetMb: 600 })).toThrow(expect.objectContaining({ field: 'scriptMemoryLimitMb' }));
+  // the largest that fits works, and vm2 (no WebAssembly heap) takes more
+  for (const options of [{ memoryLimitMb: 1760 }, { engine: 'vm2', memoryLimitMb: 4096 }]) {
+    const pool = new WorkerPool({ size: 1, ...options });
+    try {
+      await pool.ready();
+      const res = await request(makeApp({ router: { engine: pool }, apps: { a: { scripts: { 'm.js': 'export function fn() { return 1 }' }, apis: [{ path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON' }] } } }).app).get('/web0/api/a/p');
+      expect(res.body).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  }
+}, 30_000);

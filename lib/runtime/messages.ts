@@ -143,6 +143,19 @@ export const SHARED_FLAG = 0;
 export const SHARED_SLICE_JOB = 1;
 export const SHARED_STARTED = 2;
 
+/** A QuickJS worker's WebAssembly heap: at most this many MiB (wasm32 emscripten builds address 2 GiB)... */
+export const QUICKJS_HEAP_MB = 2048;
+/** ...of which this many are room for the allocator's own use, beside one call's limit and the contexts' budget. */
+export const QUICKJS_HEAP_SLACK_MB = 32;
+
+/** Why a QuickJS call's memory limit has a maximum (see maxQuickJsMemoryLimitMb). */
+export const QUICKJS_HEAP_NOTE = `a QuickJS worker's heap holds at most ${QUICKJS_HEAP_MB} MiB: one call's limit, the contexts' budget and ${QUICKJS_HEAP_SLACK_MB} MiB for the allocator`;
+
+/** The largest memory limit of one QuickJS call beside a contexts' budget of `contextBudgetMb`. */
+export function maxQuickJsMemoryLimitMb(contextBudgetMb: number): number {
+  return QUICKJS_HEAP_MB - QUICKJS_HEAP_SLACK_MB - contextBudgetMb;
+}
+
 /** What a worker is started with (workerData). */
 export interface WorkerConfig {
   engine: 'quickjs' | 'vm2';

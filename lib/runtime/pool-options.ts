@@ -1,10 +1,11 @@
 /** Options of the built-in `WorkerPool`: defaults and checks, for pools made with `new WorkerPool(...)`. */
 import * as os from 'node:os';
 import { ConfigError } from '../errors';
-import { shown } from '../validations';
+import { shown } from '../definitions/names';
 import { MAX_TIMER_MS } from '../timers';
 import type { Logger } from '../types';
 import { assertOptionalInstalled } from '../optional-package';
+import { maxQuickJsMemoryLimitMb, QUICKJS_HEAP_NOTE } from './messages';
 
 export interface PoolOptions {
   /** The sandbox each worker runs. Default `'quickjs'`. */
@@ -16,7 +17,10 @@ export interface PoolOptions {
    * work or a blocking host call. Default: the larger of `size` and 32.
    */
   maxWorkers?: number;
-  /** Memory limit of one script call, in MiB (at least 8). Default 64. */
+  /**
+   * Memory limit of one script call, in MiB (at least 8). Default 64. On QuickJS, at most 2016
+   * minus `contextBudgetMb` (a worker's heap holds at most 2048 MiB).
+   */
   memoryLimitMb?: number;
   /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024). Default 256 (about a thousand small apps). */
   contextBudgetMb?: number;
@@ -92,12 +96,18 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
   const p = options ?? {};
   const size = p.size ?? Math.max(1, cpuCount() - 1);
   if (p.maxWorkers !== undefined && p.maxWorkers < size) throw new ConfigError('maxWorkers', `must be >= size (${size})`);
+  const memoryLimitMb = p.memoryLimitMb ?? POOL_DEFAULTS.memoryLimitMb;
+  const contextBudgetMb = p.contextBudgetMb ?? POOL_DEFAULTS.contextBudgetMb;
+  const quickjsLimit = maxQuickJsMemoryLimitMb(contextBudgetMb);
+  if ((p.engine ?? POOL_DEFAULTS.engine) === 'quickjs' && memoryLimitMb > quickjsLimit) {
+    throw new ConfigError('memoryLimitMb', `must be at most ${quickjsLimit} with contextBudgetMb ${contextBudgetMb}, got ${memoryLimitMb} (${QUICKJS_HEAP_NOTE})`);
+  }
   return {
     engine: p.engine ?? POOL_DEFAULTS.engine,
     size,
     maxWorkers: p.maxWorkers ?? Math.max(size, POOL_DEFAULTS.maxWorkers),
-    memoryLimitMb: p.memoryLimitMb ?? POOL_DEFAULTS.memoryLimitMb,
-    contextBudgetMb: p.contextBudgetMb ?? POOL_DEFAULTS.contextBudgetMb,
+    memoryLimitMb,
+    contextBudgetMb,
     maxConcurrentPerApp: p.maxConcurrentPerApp ?? POOL_DEFAULTS.maxConcurrentPerApp,
     maxWorkersPerApp: p.maxWorkersPerApp ?? defaultWorkersPerApp(),
     queueTimeoutMs: p.queueTimeoutMs ?? POOL_DEFAULTS.queueTimeoutMs,

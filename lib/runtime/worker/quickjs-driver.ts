@@ -31,11 +31,10 @@ import {
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { compileLocation } from '../../error-location';
 import { EngineError, type DriverOptions, type EngineContext, type HostFn, type SandboxDriver } from './driver';
+import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
 
 const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
-/** Heap room, beyond one call's limit and the contexts' budget, for the allocator's own use. */
-const HEAP_SLACK_MB = 32;
 /** Bytes a loaded module holds per character of its source (bytecode, atoms, functions): an estimate. */
 const CODE_BYTES_PER_CHAR = 4;
 /**
@@ -43,8 +42,6 @@ const CODE_BYTES_PER_CHAR = 4;
  * space between blocks): a context takes about 1.6 times its count of the WebAssembly heap.
  */
 const ALLOCATOR_FACTOR = 1.6;
-/** wasm32 emscripten builds address at most 2 GiB. */
-const MAX_HEAP_MB = 2048;
 
 /** The part of WebAssembly.Memory the driver uses (this package's TypeScript lib has no WebAssembly types). */
 interface WasmMemory {
@@ -105,7 +102,7 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   static async create(options: DriverOptions): Promise<QuickJsDriver> {
-    const capMb = Math.min(MAX_HEAP_MB, Math.max(1, options.memoryLimitMb) + options.contextBudgetMb + HEAP_SLACK_MB);
+    const capMb = Math.min(QUICKJS_HEAP_MB, Math.max(1, options.memoryLimitMb) + options.contextBudgetMb + QUICKJS_HEAP_SLACK_MB);
     const memory = new WasmMemoryCtor({ initial: 256, maximum: Math.ceil((capMb * MiB) / PAGE) });
     const wasm = await newQuickJSWASMModuleFromVariant(
       newVariant(releaseSync, {
@@ -163,7 +160,7 @@ export class QuickJsDriver implements SandboxDriver {
 
   /** The heap size allowed now: the contexts kept, one call's limit and the allocator's room. */
   heapRoom(): number {
-    return this.contextBytes + (this.options.memoryLimitMb + HEAP_SLACK_MB) * MiB;
+    return this.contextBytes + (this.options.memoryLimitMb + QUICKJS_HEAP_SLACK_MB) * MiB;
   }
 
   /** What the runtime's objects hold, in bytes (QuickJS's own count). */
