@@ -280,3 +280,52 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     }
   });
 });
+
+describe('a job that timed out while its automation ran', () => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test('runs none of its stages once the automation answers: the other calls of the hook script go on', async () => {
+    let automationCalled, answerAutomation, accountAsked, answerAccount;
+    const automationWaits = new Promise((r) => (automationCalled = r));
+    const accountWaits = new Promise((r) => (accountAsked = r));
+    const AFTER = 'var runs = 0; export function after(ctx, v) { runs++; var s = 0; for (var i = 0; i < 300000; i++) s += i; return { v: v, runs: runs, a: platform.system.getAccountByToken(ctx.query.t || "x") } }';
+    fixture = makeApp({
+      router: {
+        workers: 1,
+        maxWorkers: 1,
+        scriptTimeoutMs: 1000,
+        automations: { run: () => (automationCalled(), new Promise((r) => (answerAutomation = () => r(7)))) },
+        accounts: {
+          getAccountByToken: (t) => (t === 'slow' ? (accountAsked(), new Promise((r) => (answerAccount = () => r({ id: t })))) : { id: t }),
+        },
+      },
+      apps: {
+        app1: {
+          scripts: { 'after.js': AFTER, 'main.js': 'export function fn() { return 1 }' },
+          automations: [{ id: 'slow', steps: [{ type: 'return', value: '1' }] }],
+          apis: [
+            { path: 'auto', call: { automation: 'slow' }, after: { script: 'after.js', function: 'after' }, returnType: 'JSON' },
+            { path: 'plain', call: { script: 'main.js', function: 'fn' }, after: { script: 'after.js', function: 'after' }, returnType: 'JSON' },
+          ],
+        },
+      },
+    });
+    const agent = request(fixture.app);
+    await agent.get('/web0/api/app1/plain').expect(200, { v: 1, runs: 1, a: { id: 'x' } });
+    // a call whose automation outlives its deadline times out
+    const auto = agent.get('/web0/api/app1/auto').then((r) => r);
+    await automationWaits;
+    expect((await auto).body.code).toBe(270200);
+    // another call of the app, its after hook waiting on the host in after.js's context
+    const plain = agent.get('/web0/api/app1/plain?t=slow').then((r) => r);
+    await accountWaits;
+    // the automation answers at last; a call after it (the worker takes messages in order) runs
+    answerAutomation();
+    await agent.get('/web0/api/app1/plain').expect(200);
+    answerAccount();
+    const res = await plain;
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ v: 1, runs: 2, a: { id: 'slow' } }); // (the timed-out call's after hook never ran)
+  }, 30_000);
+});

@@ -97,6 +97,9 @@ export class Stages {
 
   /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
   async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, texts: Omit<StageTexts, 'head'>): Promise<StageOutput> {
+    // (a job that ended, at its deadline, while it waited on the host between two stages runs no more
+    // script code: started past its deadline, it would be interrupted and take its context with it)
+    if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
     const waitFrom = Date.now();
     let c = this.cache.get(key);
     if (c !== undefined) c.used = ++this.tick;
@@ -106,6 +109,7 @@ export class Stages {
       if (c.dead) c = await this.context(job, script, key, code);
     }
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
+    if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
