@@ -263,3 +263,23 @@ test("a QuickJS call's memory limit fits its worker's heap beside the contexts' 
     }
   }
 }, 30_000);
+
+test('a maxWorkers below the default size (CPUs - 1) is taken: the pool starts maxWorkers workers', async () => {
+  const os = require('node:os');
+  const real = os.availableParallelism;
+  os.availableParallelism = () => 8; // (a machine with more cores than maxWorkers)
+  let pool;
+  try {
+    pool = new WorkerPool({ maxWorkers: 2 });
+  } finally {
+    os.availableParallelism = real;
+  }
+  try {
+    await pool.ready();
+    expect(pool.workerCount).toBe(2);
+  } finally {
+    await pool.close();
+  }
+  // given both, size above maxWorkers is still refused
+  expect(() => new WorkerPool({ size: 3, maxWorkers: 2 })).toThrow(expect.objectContaining({ field: 'maxWorkers' }));
+}, 30_000);

@@ -10,7 +10,7 @@ import { maxQuickJsMemoryLimitMb, QUICKJS_HEAP_NOTE } from './messages';
 export interface PoolOptions {
   /** The sandbox each worker runs. Default `'quickjs'`. */
   engine?: 'quickjs' | 'vm2';
-  /** Workers kept running (started with the pool). Default: the number of CPUs minus one (at least 1). */
+  /** Workers kept running (started with the pool). Default: the number of CPUs minus one (at least 1, at most `maxWorkers`). */
   size?: number;
   /**
    * Most workers, counting those started to stand in for workers held by a long slice of script
@@ -94,7 +94,8 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
     throw new ConfigError('logger', 'must be an object with info, warn and error methods');
   }
   const p = options ?? {};
-  const size = p.size ?? Math.max(1, cpuCount() - 1);
+  // (the default size is the CPUs less one, within a maxWorkers given)
+  const size = p.size ?? Math.min(Math.max(1, cpuCount() - 1), p.maxWorkers ?? Infinity);
   if (p.maxWorkers !== undefined && p.maxWorkers < size) throw new ConfigError('maxWorkers', `must be >= size (${size})`);
   const memoryLimitMb = p.memoryLimitMb ?? POOL_DEFAULTS.memoryLimitMb;
   const contextBudgetMb = p.contextBudgetMb ?? POOL_DEFAULTS.contextBudgetMb;
