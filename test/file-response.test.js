@@ -86,6 +86,16 @@ describe('headers', () => {
     const both = await request(app).get(url({ path: 'docs/data.txt', storagePath: 'media/clip.mp4', name: 'x.txt' }));
     expect(both.headers['content-type']).toBe('text/plain; charset=utf-8');
   });
+
+  test.each([
+    ['INLINE', 'inline'],
+    [' Inline ', 'inline'],
+    ['Attachment', 'attachment'],
+    ['preview', 'attachment'],
+  ])('contentDisposition %j is read as RFC 6266 reads a disposition type (case-insensitive): %s', async (given, type) => {
+    const res = await request(app).get(url({ path: 'docs/data.txt', contentDisposition: given }));
+    expect(res.headers['content-disposition']).toBe(`${type}; filename=data.txt`);
+  });
 });
 
 describe('Content-Disposition (RFC 6266)', () => {

@@ -60,7 +60,8 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
   const name = file.name || path.posix.basename(rel);
   const headers: Record<string, string | number> = {
     'Content-Type': contentTypeOf(state) ?? scriptType(res) ?? mimeOf(name) ?? info.contentType ?? 'application/octet-stream',
-    'Content-Disposition': contentDisposition(file.contentDisposition === 'inline' ? 'inline' : 'attachment', name),
+    // (a disposition type is case-insensitive, RFC 6266 4.2: `INLINE` is inline; anything else, attachment)
+    'Content-Disposition': contentDisposition(file.contentDisposition?.trim().toLowerCase() === 'inline' ? 'inline' : 'attachment', name),
     'Last-Modified': info.modified.toUTCString(),
     ETag: info.etag,
     'X-Content-Type-Options': 'nosniff',
