@@ -163,6 +163,24 @@ test('any file name the file system holds saves (part.save, saveStorage, saveBod
   expect(fs.readFileSync(path.join(x.sandboxDir, 'app1', 'b', 'n'.repeat(250)), 'utf8')).toBe('downloaded');
 });
 
+test('a save onto a folder is a 400 error in the script, for part.save and saveBodyAsFile alike', async () => {
+  const body = http.createServer((_req, res) => res.end('downloaded'));
+  servers.push(body);
+  const bodyPort = await new Promise((r) => body.listen(0, '127.0.0.1', () => r(body.address().port)));
+  const x = setup(
+    `export function fn(ctx) {
+      const p = ctx.getParts()[0];
+      p.save('dir/inside.txt');
+      const tryIt = (f) => { try { return f().size } catch (e) { return e.code + ' ' + e.message } };
+      return [tryIt(() => p.save('dir')), tryIt(() => platform.http.request({ url: 'http://127.0.0.1:${bodyPort}/' }).saveBodyAsFile('dir'))];
+    }`,
+    { outbound: { allowPrivateNetworks: true } },
+  );
+  const res = await request(x.app).post('/web0/api/app1/p').attach('f', Buffer.from('uploaded'), 'f.txt');
+  expect(res.body).toEqual(['270302 the path "dir" names a directory', '270302 the path "dir" names a directory']);
+  expect(fs.readdirSync(path.join(x.sandboxDir, 'app1', 'dir'))).toEqual(['inside.txt']);
+});
+
 describe('saveAttachment', () => {
   test('without an attachments service: stored in storage under attachments/<table>/<field>/, a TableAttachment back', async () => {
     const x = setup(`export async function fn(ctx) {

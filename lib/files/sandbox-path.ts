@@ -45,6 +45,8 @@ function segmentsOf(userPath: string): string[] {
 const isInside = (real: string, rootReal: string) => real === rootReal || real.startsWith(rootReal + path.sep);
 const code = (err: unknown) => (err as NodeJS.ErrnoException)?.code;
 const tooLong = (userPath: string) => outside(`the path ${show(userPath)} is too long for the file system`);
+/** A write whose target is a directory (PATH_OUTSIDE_SANDBOX, 400). */
+export const namesDirectory = (userPath: string) => outside(`the path ${show(userPath)} names a directory`);
 /** An unexpected file-system failure, without the host path Node puts in its messages. */
 const hostFailure = (userPath: string, err: unknown) =>
   err instanceof ApiError ? err : new ApiError('HOST_ERROR', `file operation on ${show(userPath)} failed (${code(err) ?? 'error'})`);
@@ -132,7 +134,7 @@ async function writeAtomic(dest: string, userPath: string, write: (tmp: string) 
     return size;
   } catch (err) {
     await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
-    if (code(err) === 'EISDIR' || code(err) === 'ENOTEMPTY' || code(err) === 'EEXIST') throw outside(`the path ${show(userPath)} names a directory`);
+    if (code(err) === 'EISDIR' || code(err) === 'ENOTEMPTY' || code(err) === 'EEXIST') throw namesDirectory(userPath);
     if (code(err) === 'ENAMETOOLONG') throw tooLong(userPath);
     throw hostFailure(userPath, err);
   }

@@ -6,13 +6,14 @@
  * its outbound calls still in flight.
  */
 import { setMaxListeners } from 'node:events';
+import { stat } from 'node:fs/promises';
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { HostOp, HostOps } from '../runtime/messages';
 import type { OutboundClient, OutboundResponse } from '../outbound/client';
 import type { BodyAccount } from '../outbound/budget';
-import { normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
+import { namesDirectory, normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
 import { attachmentFileOf, checkPartFile, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
 import { nativeEncoding } from '../context/charset';
@@ -141,6 +142,8 @@ export class HostServices implements HostBridge {
       const target = str(args.path, 'path');
       const res = s.response(args.id); // (before any folder is made for it)
       const abs = await resolveAppPath(s.shared.options.sandboxDir, s.info.appId, target, { forWrite: true });
+      // (as part.save answers it: the script's mistake, not an outbound failure)
+      if ((await stat(abs).catch(() => undefined))?.isDirectory()) throw namesDirectory(target);
       const size = await res.saveTo(abs);
       return { path: normalizeAppPath(target), size };
     },
