@@ -13,7 +13,7 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      seen.push({ method: req.method, url: req.url, headers: req.headers, raw: req.rawHeaders, body });
       if (req.url.startsWith('/text')) {
         res.setHeader('content-type', 'text/plain');
         return res.end('plain words');
@@ -61,7 +61,7 @@ describe('step types', () => {
         id: 'http',
         steps: [
           { id: 'get', type: 'http', url: `${base} + '/orders/' + ctx.query.id` },
-          { id: 'post', type: 'http', method: 'POST', url: `${base} + '/orders'`, headers: { 'x-trace': "'t-' + ctx.query.id", 'x-literal': 5 }, body: "{'qty': state.steps.get.body.n + 1}" },
+          { id: 'post', type: 'http', method: 'POST', url: `${base} + '/orders'`, headers: JSON.parse(`{"x-trace": "'t-' + ctx.query.id", "x-literal": 5, "__proto__": "'own'"}`), body: "{'qty': state.steps.get.body.n + 1}" },
           { id: 'text', type: 'http', url: `${base} + '/text'` },
           { id: 'missing', type: 'http', url: `${base} + '/missing'` },
           { type: 'return', value: "{'get': state.steps.get.body, 'post': state.steps.post.body.echo, 'status': state.steps.post.status, 'text': state.steps.text.body, 'missing': state.steps.missing.status, 'ct': state.steps.get.headers['content-type']}" },
@@ -143,6 +143,8 @@ describe('step types', () => {
     });
     const post = seen.find((r) => r.method === 'POST');
     expect(post.headers).toMatchObject({ 'x-trace': 't-12', 'x-literal': '5', 'content-type': 'application/json' });
+    // (a header named as an Object.prototype member is an ordinary name, as for platform.http.request)
+    expect(post.raw[post.raw.indexOf('__proto__') + 1]).toBe('own');
   });
 
   test("http: request data in a URL is checked first (README's example): '..' in it would reach another path of the upstream", async () => {

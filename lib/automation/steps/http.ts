@@ -22,7 +22,8 @@ export const httpStep: StepKind = {
     return async (rt, scope) => {
       const u = rt.value(url, scope, 'url');
       if (typeof u !== 'string' || u === '') throw rt.failure(`url must be a non-empty string, got ${shown(u, SHOWN_MAX)}`);
-      const h: Record<string, string> = {};
+      // (no prototype: a header named `__proto__` or `constructor` is an ordinary name)
+      const h: Record<string, string> = Object.create(null);
       for (const [name, v] of headers) {
         const value = rt.value(v, scope, `headers.${name}`);
         if (value !== null) h[name.toLowerCase()] = typeof value === 'string' ? value : String(value);
