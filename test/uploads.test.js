@@ -141,10 +141,15 @@ describe('parts', () => {
   });
 });
 
-test('any file name the file system holds saves (part.save, saveStorage, saveBodyAsFile); a longer one is a 400 error in the script', async () => {
+/** A local server every request of which downloads the text `downloaded`; resolves with its port. */
+async function downloadServer() {
   const body = http.createServer((_req, res) => res.end('downloaded'));
   servers.push(body);
-  const bodyPort = await new Promise((r) => body.listen(0, '127.0.0.1', () => r(body.address().port)));
+  return new Promise((r) => body.listen(0, '127.0.0.1', () => r(body.address().port)));
+}
+
+test('any file name the file system holds saves (part.save, saveStorage, saveBodyAsFile); a longer one is a 400 error in the script', async () => {
+  const bodyPort = await downloadServer();
   const x = setup(
     `export function fn(ctx) {
       const p = ctx.getParts()[0];
@@ -164,9 +169,7 @@ test('any file name the file system holds saves (part.save, saveStorage, saveBod
 });
 
 test('a save onto a folder is a 400 error in the script, for part.save and saveBodyAsFile alike', async () => {
-  const body = http.createServer((_req, res) => res.end('downloaded'));
-  servers.push(body);
-  const bodyPort = await new Promise((r) => body.listen(0, '127.0.0.1', () => r(body.address().port)));
+  const bodyPort = await downloadServer();
   const x = setup(
     `export function fn(ctx) {
       const p = ctx.getParts()[0];

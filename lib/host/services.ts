@@ -42,6 +42,9 @@ export interface RequestInfo {
  * INLINE_BODY_BYTES not read yet): a new request releases the oldest kept one.
  */
 const MAX_OPEN_RESPONSES = 32;
+/** The end signal of a request disposed before any outbound call: calls made after that end at once. */
+const DISPOSED = new AbortController();
+DISPOSED.abort();
 /** Largest body sent to the script with its response; a larger one crosses only when read. */
 export const INLINE_BODY_BYTES = 1024 * 1024;
 /** Console lines one request may log; the rest are counted and reported in one line. */
@@ -80,17 +83,24 @@ export class HostServices implements HostBridge {
   private bodies: BodyAccount | undefined;
   /** `http.request` calls waiting for their response. */
   private opening = 0;
-  /** Aborted by `dispose()`: outbound calls still in flight end with the request. */
-  private readonly ended = new AbortController();
+  /** Aborted by `dispose()`: outbound calls still in flight end with the request (made by the first). */
+  private ended: AbortController | undefined;
   private nextId = 1;
   private logLines = 0;
 
   constructor(
     private readonly shared: HostShared,
     private readonly info: RequestInfo,
-  ) {
-    // (each request in flight listens for the end of its call: up to MAX_OPEN_RESPONSES at once)
-    setMaxListeners(MAX_OPEN_RESPONSES, this.ended.signal);
+  ) {}
+
+  /** The signal that ends this request's outbound calls (aborted already once it is disposed). */
+  private endSignal(): AbortSignal {
+    if (this.ended === undefined) {
+      this.ended = new AbortController();
+      // (each request in flight listens for the end of its call: up to MAX_OPEN_RESPONSES at once)
+      setMaxListeners(MAX_OPEN_RESPONSES, this.ended.signal);
+    }
+    return this.ended.signal;
   }
 
   /** The host operations (HostOps in lib/runtime/messages.ts), one handler each, for request `s`. */
@@ -122,7 +132,7 @@ export class HostServices implements HostBridge {
           headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
           body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
           timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
-          signal: s.ended.signal,
+          signal: s.endSignal(),
           account: (s.bodies ??= s.shared.outbound.account()),
         });
       } finally {
@@ -251,7 +261,8 @@ export class HostServices implements HostBridge {
 
   /** Drops the outbound responses of this request and ends its outbound calls still in flight. */
   dispose(): void {
-    this.ended.abort();
+    if (this.ended) this.ended.abort();
+    else this.ended = DISPOSED;
     if (this.logLines > MAX_LOG_LINES) {
       this.shared.logger?.warn(`[${this.info.appId}] ${this.logLines - MAX_LOG_LINES} more console lines of request ${this.info.requestId} were dropped`, {
         appId: this.info.appId,

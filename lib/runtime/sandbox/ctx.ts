@@ -59,26 +59,18 @@ type MapKey = 'headers' | 'cookies' | 'query';
 var MAP_KEYS: MapKey[] = ['headers', 'cookies', 'query'];
 /** The accessor of each map field, shared by every ctx of the context (they find theirs in ownMaps). */
 var LAZY: { [k in MapKey]: Descriptor } = { __proto__: null } as unknown as { [k in MapKey]: Descriptor };
-/** The data descriptor settle defines with, reused (as prelude.ts's OWN_DESC). */
-var DATA: Descriptor = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
 
 /**
  * Once read, the three fields become plain data properties of their ctx, so that sealing,
  * freezing, redefining or copying ctx by its descriptors acts on the values. A field the script
- * made non-configurable (Object.seal / freeze, defineProperty) before the first read stays an
- * accessor: its value is then held in the ctx's maps.
+ * redefined before the first read (sealed, frozen, made non-enumerable) stays an accessor; on a
+ * sealed ctx an assigned value is held in the ctx's maps.
  */
 function settle(o: object, fields: Fields): void {
-  try {
-    for (var i = 0; i < MAP_KEYS.length; i++) {
-      var d = getOwnDescriptor(o, MAP_KEYS[i]);
-      if (d === undefined || d.get !== LAZY[MAP_KEYS[i]].get || d.configurable !== true) continue;
-      DATA.value = fields[MAP_KEYS[i]];
-      DATA.enumerable = d.enumerable;
-      defineProperty(o, MAP_KEYS[i], DATA);
-    }
-  } finally {
-    DATA.value = undefined;
+  for (var i = 0; i < MAP_KEYS.length; i++) {
+    var k = MAP_KEYS[i];
+    var d = getOwnDescriptor(o, k);
+    if (d !== undefined && d.get === LAZY[k].get && d.configurable === true && d.enumerable === true) setOwn(o, k, fields[k]);
   }
 }
 
