@@ -216,27 +216,30 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       observer.jobDone(trace, performance.now() - t0, r);
       return r;
     };
-    try {
-      let result: JobResult;
-      if (limitAfterBefore) {
-        // The identifier reads attributes set by the before script: limit between before and call.
-        let state = job.state;
-        let beforeMs = 0; // (the before script's time counts against the call's limit too)
-        if (job.before) {
-          result = await run({ ...job, phase: 'before' });
-          if (result.outcome.kind !== 'continue') return await send(res, trace, appId, req, result);
-          state = result.state;
-          beforeMs = result.runMs ?? 0;
-        }
-        if (!admitted(res, trace, await limit(req, res, appId, def, stage, state.attributes))) return;
-        result = await run({ ...job, phase: 'rest', state, timeoutMs: Math.max(1, opts.scriptTimeoutMs - beforeMs) });
-      } else {
-        result = await run(job);
+    /** The job's stages; undefined: already answered (the rate limit between them did not admit it). */
+    const stages = async (): Promise<JobResult | undefined> => {
+      if (!limitAfterBefore) return run(job);
+      // The identifier reads attributes set by the before script: limit between before and call.
+      let state = job.state;
+      let beforeMs = 0; // (the before script's time counts against the call's limit too)
+      if (job.before) {
+        const before = await run({ ...job, phase: 'before' });
+        if (before.outcome.kind !== 'continue') return before;
+        state = before.state;
+        beforeMs = before.runMs ?? 0;
       }
-      await send(res, trace, appId, req, result);
+      if (!admitted(res, trace, await limit(req, res, appId, def, stage, state.attributes))) return undefined;
+      return run({ ...job, phase: 'rest', state, timeoutMs: Math.max(1, opts.scriptTimeoutMs - beforeMs) });
+    };
+    let result: JobResult | undefined;
+    try {
+      result = await stages();
     } finally {
+      // (before the answer is sent: the outbound bodies the scripts held, counted in the router's
+      // budget, go when they end, not once a slow client has read a File)
       services.dispose();
     }
+    if (result) await send(res, trace, appId, req, result);
   }
 
   async function send(res: Response, trace: RequestTrace, appId: string, req: Request, result: JobResult): Promise<void> {

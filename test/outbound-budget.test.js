@@ -9,7 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const request = require('supertest');
 const { createApiRouter, MemoryRegistry } = require('..');
-const { oneApi } = require('./helpers/app');
+const { makeApp, oneApi } = require('./helpers/app');
 
 const MiB = 1024 * 1024;
 const servers = [];
@@ -167,6 +167,51 @@ describe('outbound.maxBufferedBytes is checked at startup', () => {
     for (const outbound of [{ maxBufferedBytes: 10 * MiB }, { maxBodyBytes: MiB, maxBufferedBytes: MiB }, { maxBodyBytes: 512 * MiB }]) {
       const router = make(outbound)();
       await router.close();
+    }
+  });
+});
+
+describe('a call gives its bodies back when its script ends, not when its client has read the answer', () => {
+  test('a File answer a client is slow to read holds none of the budget', async () => {
+    const up = await upstream();
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-budget-'));
+    fs.mkdirSync(path.join(sandboxDir, 'app1'));
+    // larger than what the socket buffers take: the download waits for a client that reads nothing
+    fs.writeFileSync(path.join(sandboxDir, 'app1', 'big.bin'), '');
+    fs.truncateSync(path.join(sandboxDir, 'app1', 'big.bin'), 256 * MiB);
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url + '/big?n=1048576' });
+      let read;
+      try { read = res.body.length } catch (e) { read = e.code + ' ' + e.message }
+      return ctx.path === 'file' ? { path: 'big.bin' } : { read };
+    }`;
+    const { app, router } = makeApp({
+      router: { sandboxDir, outbound: { allowPrivateNetworks: true, maxBodyBytes: MiB, maxBufferedBytes: MiB } },
+      apps: {
+        app1: {
+          scripts: { 'main.js': script },
+          apis: [
+            { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' },
+            { path: 'file', call: { script: 'main.js', function: 'fn' }, returnType: 'File' },
+          ],
+        },
+      },
+    });
+    const server = http.createServer(app);
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    const file = `http://127.0.0.1:${server.address().port}/web0/api/app1/file?url=${encodeURIComponent(up.url)}`;
+    let slow;
+    try {
+      // the script read 1 MiB (all of the budget) and returned; its client reads nothing of the file
+      slow = await new Promise((resolve, reject) => http.get(file, resolve).on('error', reject));
+      expect(slow.statusCode).toBe(200);
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body).toEqual({ read: MiB });
+    } finally {
+      slow?.destroy();
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
     }
   });
 });
