@@ -291,6 +291,37 @@ describe('limits: 413 naming the limit, before any script runs', () => {
   });
 });
 
+describe('a limit or error right after a file: its temporary file is closed and removed', () => {
+  /** The descriptors this process holds open under `dir`. */
+  const openIn = (dir) =>
+    fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir + path.sep);
+      } catch {
+        return false; // (closed meanwhile)
+      }
+    });
+  // the file's last bytes are still buffered in its part when the next part's header fails the
+  // upload (busboy has ended the file's stream, the temp file has not been written to the end)
+  const file = Buffer.alloc(512 * 1024, 5);
+  test.each([
+    ['upload.files', { upload: { files: 1 } }, head('g', 'g.bin') + 'x', 413],
+    ['upload.fields', { upload: { fields: 0 } }, head('a') + '1', 413],
+    ['a part without a name', {}, `--${BOUNDARY}\r\nContent-Disposition: form-data\r\n\r\nx`, 400],
+  ])('%s', async (_name, routerOpts, next, status) => {
+    const x = setup(`export function fn(ctx) { console.log('ran'); return 1 }`, routerOpts);
+    const port = await listen(x.app);
+    for (let i = 0; i < 3; i++) {
+      const body = Buffer.concat([Buffer.from(head('f', 'f.bin')), file, Buffer.from(`\r\n${next}\r\n--${BOUNDARY}--\r\n`)]);
+      const res = await rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': body.length }, (req) => req.end(body));
+      expect(res.status).toBe(status);
+    }
+    expect(x.ran()).toBe(0);
+    await emptied(x.tmpDir);
+    expect(openIn(x.tmpDir)).toEqual([]);
+  });
+});
+
 describe('malformed multipart: 400 before any script runs', () => {
   test.each([
     ['no boundary', { 'content-type': 'multipart/form-data' }, 'x'],

@@ -57,7 +57,7 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
     const form: Record<string, string[]> = {};
     const parts: UploadedPart[] = [];
     const writes: Promise<void>[] = [];
-    const files = new Set<NodeJS.ReadableStream & { destroy(): void }>();
+    const files = new Set<NodeJS.ReadableStream & { destroy(err?: Error): void }>();
     let dir: Promise<string> | null = null;
     let settled = false;
     let fieldBytes = 0;
@@ -66,7 +66,9 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
       if (settled) return;
       settled = true;
       req.unpipe(bb);
-      for (const f of files) f.destroy();
+      // (with an error: a file stream busboy has ended, its last bytes not yet written, destroyed
+      // without one leaves pipeline() waiting for an 'end' that never comes, its temp file open)
+      for (const f of files) f.destroy(e);
       bb.destroy();
       // read (and drop) the rest, so the client gets the answer rather than a reset
       req.resume();
