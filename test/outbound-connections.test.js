@@ -308,6 +308,43 @@ describe('large bodies', () => {
 });
 
 describe('how many responses a call holds', () => {
+  test('a call has at most 32 requests at once, counting those whose body is still arriving', async () => {
+    // '/': headers at once, then a byte every 100 ms, never the end; '/fast': answered at once
+    let open = 0;
+    let most = 0;
+    const up = await serve((req, res) => {
+      if (req.url === '/fast') return res.end('f');
+      most = Math.max(most, ++open);
+      res.on('close', () => open--);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const trickle = setInterval(() => res.write('x'), 100);
+      res.on('close', () => clearInterval(trickle));
+    });
+    // a request in the background for each of 80 requests one after another
+    const script = `
+      async function slow(url, st) { try { platform.http.request({ url }); st.done++ } catch (e) { st.refused++ } }
+      export async function fn(ctx) {
+        const st = { done: 0, refused: 0 };
+        const pending = [];
+        for (let i = 0; i < 80; i++) {
+          pending.push(slow(ctx.query.url + '/', st));
+          try { platform.http.request({ url: ctx.query.url + '/fast' }) } catch (e) {}
+        }
+        await Promise.all(pending);
+        return st;
+      }`;
+    const { app, router } = oneApi(script, {}, { outbound: { allowPrivateNetworks: true, timeoutMs: 1500 } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.status).toBe(200);
+      expect(res.body.done + res.body.refused).toBe(80);
+      expect(res.body.refused).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(32);
+    } finally {
+      await router.close();
+    }
+  });
+
   test('a call may make any number of requests one after another; it keeps the last 32 responses', async () => {
     const fs = require('node:fs');
     const os = require('node:os');

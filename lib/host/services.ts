@@ -81,7 +81,7 @@ export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
   /** This request's part of the router's budget for response bodies (taken on the first request). */
   private bodies: BodyAccount | undefined;
-  /** `http.request` calls waiting for their response. */
+  /** `http.request` calls waiting for their response and its body. */
   private opening = 0;
   /** Aborted by `dispose()`: outbound calls still in flight end with the request (made by the first). */
   private ended: AbortController | undefined;
@@ -125,6 +125,7 @@ export class HostServices implements HostBridge {
       if (s.responses.size + s.opening >= MAX_OPEN_RESPONSES) s.release(s.responses.keys().next().value!);
       s.opening++;
       let res: OutboundResponse;
+      let body: string | undefined;
       try {
         res = await s.shared.outbound.request({
           url: str(args.url, 'url'),
@@ -135,12 +136,16 @@ export class HostServices implements HostBridge {
           signal: s.endSignal(),
           account: (s.bodies ??= s.shared.outbound.account()),
         });
+        // (in flight until its body is in: one released from the window while it arrives would
+        // go on reading, its connection open, beside 32 others)
+        body = await inlineBody(res);
       } finally {
         s.opening--;
       }
       const id = String(s.nextId++);
       s.responses.set(id, res);
-      return { id, status: res.status, headers: res.headers, url: res.url, body: await inlineBody(res) };
+      if (s.ended?.signal.aborted) s.release(id); // (the call ended while the body arrived)
+      return { id, status: res.status, headers: res.headers, url: res.url, body };
     },
     'http.body': (s, args) => s.response(args.id).text(),
     // an automation's http step has read the body: the handle goes
