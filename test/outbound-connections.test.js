@@ -9,7 +9,7 @@ const { OutboundClient } = require('../dist/cjs/outbound/client.js');
 const { createAgents } = require('../dist/cjs/outbound/connections.js');
 const { addressBlockReason } = require('../dist/cjs/outbound/address-policy.js');
 const { HostServices } = require('../dist/cjs/host/services.js');
-const { oneApi } = require('./helpers/app');
+const { makeApp, oneApi } = require('./helpers/app');
 
 const servers = [];
 
@@ -342,6 +342,67 @@ describe('how many responses a call holds', () => {
       expect(most).toBeLessThanOrEqual(32);
     } finally {
       await router.close();
+    }
+  });
+
+  test('a body saveBodyAsFile streams to its file counts among the 32 at once', async () => {
+    // '/big': 1 MiB at once; '/gate': answered when the test opens it; '/': 1 MiB declared, then a
+    // byte every 100 ms
+    let open = 0;
+    let most = 0;
+    let openGate;
+    const gate = new Promise((resolve) => (openGate = resolve));
+    const up = await serve((req, res) => {
+      if (req.url === '/big') return res.end(Buffer.alloc(1024 * 1024));
+      if (req.url === '/gate') return void gate.then(() => res.end('go'));
+      most = Math.max(most, ++open);
+      res.on('close', () => open--);
+      res.writeHead(200, { 'content-length': String(1024 * 1024) });
+      res.flushHeaders();
+      const trickle = setInterval(() => res.write('x'), 100);
+      res.on('close', () => clearInterval(trickle));
+    });
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-saving-'));
+    // 'hold' spends the router's budget for bodies and waits at the gate: the bodies of 'p' are
+    // left unread, so saveBodyAsFile streams each from its connection; 'p' saves 3 x 32 of them
+    const { app, router } = makeApp({
+      router: { sandboxDir, outbound: { allowPrivateNetworks: true, timeoutMs: 3000, maxBodyBytes: 1024 * 1024, maxBufferedBytes: 1024 * 1024 } },
+      apps: {
+        app1: {
+          scripts: {
+            'hold.js': `export function fn(ctx) { const n = platform.http.request({ url: ctx.query.url + '/big' }).body.length; platform.http.request({ url: ctx.query.url + '/gate' }); return n }`,
+            'main.js': `export async function fn(ctx) {
+              const saves = [];
+              for (let w = 0; w < 3; w++) {
+                const rs = [];
+                for (let i = 0; i < 32; i++) { try { rs.push(platform.http.request({ url: ctx.query.url + '/' })) } catch (e) {} }
+                saves.push(Promise.allSettled(rs.map(async (r, i) => r.saveBodyAsFile('w' + w + '-' + i))));
+              }
+              return (await Promise.all(saves)).flat().length;
+            }`,
+          },
+          apis: [
+            { path: 'hold', call: { script: 'hold.js', function: 'fn' }, returnType: 'JSON' },
+            { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' },
+          ],
+        },
+      },
+    });
+    try {
+      const held = request(app).get('/web0/api/app1/hold').query({ url: up.url }).then(() => undefined);
+      while (!up.stats.open.size || up.stats.requests < 2) await new Promise((r) => setTimeout(r, 20)); // (at the gate: /big then /gate)
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.status).toBe(200);
+      expect(most).toBeLessThanOrEqual(32);
+      openGate();
+      await held;
+    } finally {
+      openGate();
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
     }
   });
 

@@ -39,7 +39,8 @@ export interface RequestInfo {
 
 /**
  * Most outbound responses a call holds, in flight or kept (for `saveBodyAsFile`, or a body over
- * INLINE_BODY_BYTES not read yet): a new request releases the oldest kept one.
+ * INLINE_BODY_BYTES not read yet): a new request releases the oldest kept one that is not being
+ * saved, or is refused when there is none.
  */
 const MAX_OPEN_RESPONSES = 32;
 /** The end signal of a request disposed before any outbound call: calls made after that end at once. */
@@ -79,6 +80,8 @@ export const MAX_ENCODED_BYTES = 256 * 1024;
 
 export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
+  /** Responses with a `saveBodyAsFile` running (how many each): not released from the window meanwhile. */
+  private readonly saving = new Map<string, number>();
   /** This request's part of the router's budget for response bodies (taken on the first request). */
   private bodies: BodyAccount | undefined;
   /** `http.request` calls waiting for their response and its body. */
@@ -122,7 +125,12 @@ export class HostServices implements HostBridge {
     'http.request': async (s, args) => {
       // (requests in flight count: a script's calls at once must not each pass the check)
       if (s.opening >= MAX_OPEN_RESPONSES) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound requests at once per call`);
-      if (s.responses.size + s.opening >= MAX_OPEN_RESPONSES) s.release(s.responses.keys().next().value!);
+      if (s.responses.size + s.opening >= MAX_OPEN_RESPONSES) {
+        // (a body saveBodyAsFile is streaming to its file keeps its connection: it stays until saved)
+        const oldest = [...s.responses.keys()].find((id) => !s.saving.has(id));
+        if (oldest === undefined) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound requests at once per call`);
+        s.release(oldest);
+      }
       s.opening++;
       let res: OutboundResponse;
       let body: string | undefined;
@@ -159,8 +167,15 @@ export class HostServices implements HostBridge {
       const abs = await resolveAppPath(s.shared.options.sandboxDir, s.info.appId, target, { forWrite: true });
       // (as part.save answers it: the script's mistake, not an outbound failure)
       if ((await stat(abs).catch(() => undefined))?.isDirectory()) throw namesDirectory(target);
-      const size = await res.saveTo(abs);
-      return { path: normalizeAppPath(target), size };
+      const id = String(args.id);
+      s.saving.set(id, (s.saving.get(id) ?? 0) + 1);
+      try {
+        return { path: normalizeAppPath(target), size: await res.saveTo(abs) };
+      } finally {
+        const left = s.saving.get(id)! - 1;
+        if (left > 0) s.saving.set(id, left);
+        else s.saving.delete(id);
+      }
     },
     'part.save': (s, args) => s.savePartTo('part.save', s.shared.files.sandbox, args),
     'part.saveStorage': (s, args) => s.savePartTo('part.saveStorage', s.shared.files.storage, args),
