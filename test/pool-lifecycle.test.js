@@ -144,3 +144,24 @@ test('close({ force: true }) while a worker sends calls back answers them SHUTTI
   expect(Date.now() - t0).toBeLessThan(10_000); // (not the 20 s of queueTimeoutMs)
   for (const r of results) expect(r.outcome).toMatchObject({ kind: 'error', code: 270208, status: 503 });
 }, 30_000);
+
+test('vm2: calls a worker sent back while a blocking host call held it run there once it is free, and so do later ones', async () => {
+  const pool = new WorkerPool({ engine: 'vm2', size: 1, maxWorkers: 1, queueTimeoutMs: 5000 });
+  try {
+    await pool.ready();
+    const blocking = 'export function fn() { return ["t"].map((t) => platform.system.getAccountByToken(t))[0] }';
+    const quick = { call: async () => ({ id: 't' }) };
+    const slowHost = { call: () => new Promise((r) => setTimeout(() => r({ id: 't' }), 300)) };
+    // (contexts loaded: the blocking call is made as soon as its job starts)
+    await pool.run(job('a', blocking), quick);
+    await pool.run(job('b', FAST), quick);
+    // one turn: the four fast calls reach the worker with the blocking one and go back to the line
+    const runs = [pool.run(job('a', blocking), slowHost), ...Array.from({ length: 4 }, () => pool.run(job('b', FAST), quick))];
+    const results = await Promise.all(runs);
+    expect(results.map((r) => r.outcome.kind)).toEqual(['output', 'output', 'output', 'output', 'output']);
+    // (before, the worker counted them as sent and not started for good: no call ever reached it again)
+    expect((await pool.run(job('b', FAST), quick)).outcome.kind).toBe('output');
+  } finally {
+    await pool.close({ force: true });
+  }
+}, 30_000);

@@ -52,6 +52,8 @@ export class PoolWorker {
   /** Set when the pool terminates it: the task it was stuck on. */
   killedFor?: Task;
   private nextSeq = 1;
+  /** The `seq` of the last job the worker sent back: the jobs sent up to it have all started or come back. */
+  private sentBackSeq = 0;
   private referenced = false;
   private readonly outbox: Outbox<ToWorker>;
   /** The hashes of the sources the worker holds. */
@@ -150,9 +152,14 @@ export class PoolWorker {
     return Atomics.load(this.ints, SHARED_STARTED);
   }
 
-  /** Jobs sent that the worker has not started yet. */
+  /** The worker sent `task` back without starting it (call before the pool takes it back). */
+  sentBack(task: Task): void {
+    this.sentBackSeq = Math.max(this.sentBackSeq, task.seq ?? 0);
+  }
+
+  /** Jobs sent that the worker has neither started nor sent back yet. */
   unstarted(): boolean {
-    return this.nextSeq - 1 > this.started();
+    return this.nextSeq - 1 > Math.max(this.started(), this.sentBackSeq);
   }
 
   /** Holds the event loop while the pool has work in flight or in line (see WorkerPool.updateRefs). */

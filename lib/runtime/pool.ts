@@ -355,6 +355,7 @@ export class WorkerPool implements ScriptEngine {
         for (const id of msg.ids) {
           const task = w.tasks.get(id);
           if (!task) continue;
+          w.sentBack(task);
           this.unsend(task);
           this.enqueue(task, true);
         }
