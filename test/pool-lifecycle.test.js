@@ -165,3 +165,27 @@ test('vm2: calls a worker sent back while a blocking host call held it run there
     await pool.close({ force: true });
   }
 }, 30_000);
+
+test('a graceful close() replaces a worker that ends meanwhile: the calls in line run instead of waiting for QUEUE_TIMEOUT', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1, memoryLimitMb: 16, queueTimeoutMs: 20_000 });
+  let closing;
+  try {
+    await pool.ready();
+    const BOMB = 'export function fn() { const a = []; for (;;) a.push(new Array(50000).fill(7)) }';
+    await pool.run(job('f', FAST), host); // (its context is loaded)
+    const t0 = Date.now();
+    const bomb = pool.run(job('b', BOMB), host);
+    // the fast calls come while the bomb computes: they wait in line, or reach the worker and come back
+    const [w] = pool.workers;
+    while (w.sliceMs() === 0 && Date.now() - t0 < 10_000) await new Promise(setImmediate);
+    const fast = Array.from({ length: 3 }, () => pool.run(job('f', FAST), host));
+    closing = pool.close();
+    expect((await bomb).outcome).toMatchObject({ kind: 'error', code: 270201 });
+    // the bomb's worker is replaced once it ends (before, not while closing: no worker took them)
+    for (const r of await Promise.all(fast)) expect(r.outcome.kind).toBe('output');
+    await closing;
+    expect(Date.now() - t0).toBeLessThan(10_000); // (not the 20 s of queueTimeoutMs)
+  } finally {
+    await pool.close({ force: true });
+  }
+}, 40_000);

@@ -270,7 +270,7 @@ export class WorkerPool implements ScriptEngine {
    * and a job could run (or a worker is held by a long slice: a stand-in is ready before it is needed).
    */
   private grow(now: number, runnable: boolean): void {
-    if (this.closing || this.startFailures >= MAX_START_FAILURES) return;
+    if (this.closed || this.startFailures >= MAX_START_FAILURES) return;
     this.replenish();
     const live = this.live();
     if (live.length >= this.options.maxWorkers || live.some((w) => !w.ready)) return;
@@ -280,9 +280,9 @@ export class WorkerPool implements ScriptEngine {
     else if (runnable && !live.some((w) => this.available(w, now) || (!held(w) && w.unstarted()))) this.spawn();
   }
 
-  /** Keeps `size` workers (at creation, and as soon as one ends). */
+  /** Keeps `size` workers (at creation, and as soon as one ends, also while close() waits for the calls accepted). */
   private replenish(): void {
-    if (this.closing || this.startFailures >= MAX_START_FAILURES) return;
+    if (this.closed || this.startFailures >= MAX_START_FAILURES) return;
     for (let n = this.live().length; n < this.options.size; n++) this.spawn();
   }
 
