@@ -124,3 +124,30 @@ describe('vm2: a memory bomb ends its worker', () => {
     }
   }, 60_000);
 });
+
+describe('vm2: contexts kept within contextBudgetMb', () => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test("many apps' contexts fill no worker's heap: every call of 400 apps in turn succeeds on one worker", async () => {
+    // the contexts a vm2 worker keeps live in its V8 heap: up to half of contextBudgetMb (256 MiB)
+    // beside one call's room (before, the worker's heap was sized for the call alone, 64 MiB here:
+    // it ran out about every 170 apps, failing the calls it was running)
+    const apps = {};
+    for (let i = 0; i < 400; i++) {
+      apps[`t${i}`] = {
+        scripts: { 'main.js': `const table = []; for (let i = 0; i < 100; i++) table.push({ i, s: 'x' + i }); export function fn() { return { app: ${i}, n: table.length } }` },
+        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+      };
+    }
+    fixture = makeApp({ router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptMemoryLimitMb: 16 }, apps });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const failed = [];
+    for (let i = 0; i < 400; i++) {
+      const r = await agent.get(`/web0/api/t${i}/p`);
+      if (r.status !== 200) failed.push(`t${i}: ${r.status} ${r.body.message}`);
+    }
+    expect(failed).toEqual([]);
+  }, 120_000);
+});

@@ -151,6 +151,14 @@ export const QUICKJS_HEAP_SLACK_MB = 32;
 /** Why a QuickJS call's memory limit has a maximum (see maxQuickJsMemoryLimitMb). */
 export const QUICKJS_HEAP_NOTE = `a QuickJS worker's heap holds at most ${QUICKJS_HEAP_MB} MiB: one call's limit, the contexts' budget and ${QUICKJS_HEAP_SLACK_MB} MiB for the allocator`;
 
+/**
+ * The part of `contextBudgetMb` a vm2 worker's contexts may hold. They live in the worker's V8
+ * heap, next to the scripts' own data, so the heap has room for them beside one call's.
+ */
+export function vm2ContextBudgetMb(contextBudgetMb: number): number {
+  return contextBudgetMb / 2;
+}
+
 /** The largest memory limit of one QuickJS call beside a contexts' budget of `contextBudgetMb`. */
 export function maxQuickJsMemoryLimitMb(contextBudgetMb: number): number {
   return QUICKJS_HEAP_MB - QUICKJS_HEAP_SLACK_MB - contextBudgetMb;

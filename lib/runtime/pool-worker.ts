@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
-import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, HeldSources, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, HeldSources, vm2ContextBudgetMb, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
 export interface Task {
@@ -79,7 +79,8 @@ export class PoolWorker {
       workerData: config,
       transferList: [results.port2, replies.port2],
       resourceLimits: {
-        maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2),
+        // (a vm2 worker's heap also holds the contexts it keeps)
+        maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2) + (settings.engine === 'vm2' ? Math.ceil(vm2ContextBudgetMb(settings.contextBudgetMb)) : 0),
         maxYoungGenerationSizeMb: 16,
         stackSizeMb: 4,
       },

@@ -7,7 +7,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
-import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
@@ -307,8 +307,7 @@ async function main(): Promise<void> {
       wasmModule: config.wasmModule,
     });
   }
-  // vm2's contexts live in the worker's V8 heap, next to the scripts' own data: half the budget
-  const budgetMb = config.engine === 'vm2' ? config.contextBudgetMb / 2 : config.contextBudgetMb;
+  const budgetMb = config.engine === 'vm2' ? vm2ContextBudgetMb(config.contextBudgetMb) : config.contextBudgetMb;
   // (a job that drove half of one call's limit of the heap's growth can be ended as its hog)
   stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024, (config.memoryLimitMb * 1024 * 1024) / 2);
   await warmUp(driver);
