@@ -151,3 +151,31 @@ describe('vm2: contexts kept within contextBudgetMb', () => {
     expect(failed).toEqual([]);
   }, 120_000);
 });
+
+describe('a context kept between calls keeps nothing of the call that loaded it', () => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test('250 apps each first called with a 900 KB body all answer on one worker with default limits', async () => {
+    // before, each cached context held its first call's job (the request with its body, and the
+    // scripts' sources): the worker's heap filled after about 140 such apps and the worker died,
+    // failing the call it ran with 270201
+    const apps = {};
+    for (let i = 0; i < 250; i++) {
+      apps[`a${i}`] = {
+        scripts: { 'main.js': `export function fn(ctx) { return { app: ${i}, n: ctx.body.length } }` },
+        apis: [{ path: 'p', methods: ['POST'], call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+      };
+    }
+    fixture = makeApp({ router: { workers: 1, maxWorkers: 1 }, apps });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const body = 'b'.repeat(900 * 1024);
+    const failed = [];
+    for (let i = 0; i < 250; i++) {
+      const r = await agent.post(`/web0/api/a${i}/p`).set('Content-Type', 'text/plain').send(body);
+      if (r.status !== 200 || r.body.n !== body.length) failed.push(`a${i}: ${r.status} ${r.body.message}`);
+    }
+    expect(failed).toEqual([]);
+  }, 120_000);
+});

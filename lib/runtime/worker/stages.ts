@@ -197,7 +197,7 @@ export class Stages {
 
   private async load(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
     const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false, entering: null };
-    const host: HostFn = (stageId, op, argsJson, async) => this.hostCall(c, stageId, op, argsJson, async);
+    const host = this.hostFor(c);
     this.entryJob = job;
     this.entryScript = script;
     this.entryDeadline = Infinity;
@@ -221,6 +221,15 @@ export class Stages {
     this.cachedBytes += c.ctx.bytes;
     this.evict(c); // (not the new one: its first call has yet to start in it)
     return c;
+  }
+
+  /**
+   * The host function of context `c`: it lives as long as the context, so it is made here, where
+   * it can hold nothing else (made inside load, it would keep load's first job alive with it: its
+   * request and its scripts' sources, once per cached context).
+   */
+  private hostFor(c: Cached): HostFn {
+    return (stageId, op, argsJson, async) => this.hostCall(c, stageId, op, argsJson, async);
   }
 
   /** Drops the least recently used idle contexts (but `keep`) while the cache holds more than its budget. */
