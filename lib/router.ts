@@ -75,7 +75,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   /** While a graceful close() waits: resolves when no request is running. */
   let drained: Promise<void> | undefined;
   let idle: (() => void) | undefined;
-  const limiter = createRateLimiter(options.rateLimit, logger);
+  const limiter = createRateLimiter({ ...options.rateLimit, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
   const checked = new WeakMap<object, ApiDefinition | ConfigError>();
   const hashes = new Map<string, ScriptSource & { source: string }>();

@@ -6,7 +6,8 @@
  * (`"global"` is one bucket for every caller); braces outside these placeholders are refused when
  * the API is registered (a mistyped placeholder would otherwise be one bucket for everyone). A placeholder whose value is empty falls back to
  * the IP. `{ip}` is `req.ip` (so the host's `trust proxy` setting decides), with IPv6 addresses
- * grouped by subnet by express-rate-limit's `ipKeyGenerator`.
+ * grouped by subnet by express-rate-limit's `ipKeyGenerator`. A header whose name contains `_` is
+ * absent unless the router's `allowUnderscoreHeaders` is set, as it is for scripts.
  */
 import type { Request } from 'express';
 import { parse as parseCookie } from 'cookie';
@@ -81,6 +82,7 @@ export function resolveIdentifier(
   req: Request,
   attributes?: Record<string, unknown>,
   ipv6Subnet: number = DEFAULT_IPV6_SUBNET,
+  allowUnderscoreHeaders = false,
 ): string {
   const { parts } = parseTemplate(template);
   // Fast path for the default `{ip}`.
@@ -97,7 +99,7 @@ export function resolveIdentifier(
         value = ipKey(req, ipv6Subnet);
         break;
       case 'header':
-        value = toText(req.headers[part.name]);
+        value = !allowUnderscoreHeaders && part.name.includes('_') ? '' : toText(req.headers[part.name]);
         break;
       case 'query':
         value = toText(ownGet(queryOf(req), part.name));

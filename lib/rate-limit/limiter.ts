@@ -69,6 +69,8 @@ export interface RateLimiterOptions extends RateLimitOptions {
    * failure, so a hung store cannot hang requests. Default 2000; 0 disables.
    */
   storeTimeoutMs?: number;
+  /** The router's `allowUnderscoreHeaders`: without it, `{header.NAME}` with a `_` in NAME is absent. Default false. */
+  allowUnderscoreHeaders?: boolean;
 }
 
 /** Bucket keys longer than this are replaced by their SHA-256. */
@@ -82,7 +84,7 @@ function admitNoHeaders(): RateLimitDecision {
 const OPEN = null;
 type Outcome = Reservation | typeof OPEN;
 
-export function createRateLimiter(options: RateLimitOptions | undefined, logger: Logger | undefined): RateLimiter {
+export function createRateLimiter(options: RateLimiterOptions | undefined, logger: Logger | undefined): RateLimiter {
   return new Limiter(options ?? {}, logger);
 }
 
@@ -105,6 +107,7 @@ class Limiter implements RateLimiter {
   private readonly ipv6Subnet: number;
   private readonly storeRetryMs: number;
   private readonly storeTimeoutMs: number;
+  private readonly allowUnderscoreHeaders: boolean;
   private readonly logger: Logger | undefined;
   private fallback: MemoryRateLimitStore | undefined;
   /** Requests waiting, or about to learn whether they wait, for a slot. */
@@ -135,6 +138,7 @@ class Limiter implements RateLimiter {
     this.ipv6Subnet = ipv6Subnet;
     this.storeRetryMs = options.storeRetryMs ?? 1000;
     this.storeTimeoutMs = options.storeTimeoutMs ?? 2000;
+    this.allowUnderscoreHeaders = options.allowUnderscoreHeaders === true;
     this.logger = logger;
     this.store = store ?? new MemoryRateLimitStore();
     this.ownsStore = store === undefined;
@@ -163,7 +167,7 @@ class Limiter implements RateLimiter {
       if (!(rps > 0)) return Promise.resolve(admitNoHeaders());
       const intervalMs = 1000 / rps;
       const maxWaitMs = maxWaitFor(rule.timeoutMs);
-      const identifier = resolveIdentifier(rule.identifier, args.req, args.attributes, this.ipv6Subnet);
+      const identifier = resolveIdentifier(rule.identifier, args.req, args.attributes, this.ipv6Subnet, this.allowUnderscoreHeaders);
       const key = bucketKey(args.appId, args.apiPath, identifier, args.stage);
 
       // Claim a waiting place before reserving; without one, only an immediate slot is taken.

@@ -34,9 +34,9 @@ export function before(ctx) { if (ctx.query.u) ctx.request.setAttribute('user', 
 `;
 
 /** app1/p calling main.js#fn with `rateLimit: rule`; trust proxy on so X-Forwarded-For sets req.ip. */
-function limitedApp(rule, { before = false, rateLimit, engine = countingEngine() } = {}) {
+function limitedApp(rule, { before = false, rateLimit, engine = countingEngine(), allowUnderscoreHeaders } = {}) {
   const built = makeApp({
-    router: { engine, rateLimit },
+    router: { engine, rateLimit, allowUnderscoreHeaders },
     setup: (app) => app.set('trust proxy', true),
     apps: {
       app1: {
@@ -119,6 +119,19 @@ describe('rate limiting through the router', () => {
     expect((await get(app, '10.0.0.1', '', { 'X-User': 'bob' })).status).toBe(200);
     expect((await get(app, '10.0.0.9')).status).toBe(200);
     expect((await get(app, '10.0.0.9')).status).toBe(429);
+  });
+
+  test('{header.NAME} with an underscore in NAME: the header is not passed (as to scripts), so the key falls back to the IP, unless allowUnderscoreHeaders', async () => {
+    // spec: "Request header names that contain an underscore are not passed through unless the
+    // fronting web server is set to allow underscores in headers."
+    const dropped = limitedApp({ requestsPerSecond: 0.1, identifier: '{header.x_user}' });
+    expect((await get(dropped.app, '10.0.0.1', '', { 'X_User': 'alice' })).status).toBe(200);
+    expect((await get(dropped.app, '10.0.0.1', '', { 'X_User': 'bob' })).status).toBe(429); // one IP, one bucket
+    expect((await get(dropped.app, '10.0.0.2', '', { 'X_User': 'alice' })).status).toBe(200);
+    const allowed = limitedApp({ requestsPerSecond: 0.1, identifier: '{header.x_user}' }, { allowUnderscoreHeaders: true });
+    expect((await get(allowed.app, '10.0.0.1', '', { 'X_User': 'alice' })).status).toBe(200);
+    expect((await get(allowed.app, '10.0.0.1', '', { 'X_User': 'bob' })).status).toBe(200);
+    expect((await get(allowed.app, '10.0.0.2', '', { 'X_User': 'alice' })).status).toBe(429);
   });
 
   test('{attr.user} set by the before script: limited after the before script', async () => {
