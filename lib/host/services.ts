@@ -17,6 +17,7 @@ import { namesDirectory, normalizeAppPath, resolveAppPath } from '../files/sandb
 import { attachmentFileOf, checkPartFile, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
 import { nativeEncoding } from '../context/charset';
+import { hostJson } from '../runtime/serialize';
 import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
 
 /** What the router shares with every request's host services. */
@@ -116,7 +117,7 @@ export class HostServices implements HostBridge {
       const { accounts } = s.shared.options;
       if (!accounts || args.token == null || args.token === '') return null;
       try {
-        return (await accounts.getAccountByToken(String(args.token))) ?? null;
+        return hostJson(await accounts.getAccountByToken(String(args.token))) as HostOps['system.getAccountByToken']['result'];
       } catch (e) {
         s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${(e as Error)?.message}`, { appId: s.info.appId });
         throw new ApiError('HOST_ERROR', 'Account lookup failed');
@@ -186,7 +187,8 @@ export class HostServices implements HostBridge {
       const { attachments } = s.shared.options;
       if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part));
       await checkPartFile(part);
-      return (await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))())) ?? null;
+      const saved = await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))());
+      return s.fromService('attachments.save', saved);
     },
     'utils.stringToBytes': (s, args) => {
       const encoding = nativeEncoding(String(args.charset ?? 'utf-8').toLowerCase());
@@ -228,13 +230,24 @@ export class HostServices implements HostBridge {
     if (!options.registry.getAutomation) throw new ApiError('AUTOMATION_UNAVAILABLE', `The registry has no getAutomation: automation '${id}' cannot be loaded`);
     if (!def) throw new ApiError('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${this.info.appId}'`);
     if (!options.automations) throw new ApiError('AUTOMATION_UNAVAILABLE', 'This router has no `automations` runner');
-    return options.automations.run({
+    const result = await options.automations.run({
       appId: this.info.appId,
       requestId: this.info.requestId,
       automation: def,
       stage: args.stage === 'after' ? 'after' : 'call',
       input: args.input,
     });
+    return this.fromService('automations.run', result);
+  }
+
+  /** A service's answer as JSON (hostJson); one JSON cannot hold is logged, and the call gets a host error. */
+  private fromService(service: string, value: unknown): unknown {
+    try {
+      return hostJson(value);
+    } catch (e) {
+      this.shared.logger?.error(`scriptable-api: ${service} returned a value that is not JSON: ${(e as Error)?.message}`, { appId: this.info.appId, requestId: this.info.requestId });
+      throw new ApiError('HOST_ERROR', `${service} returned a value that is not JSON`);
+    }
   }
 
   /**

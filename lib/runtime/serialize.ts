@@ -15,6 +15,22 @@ function dateToMs(this: unknown, key: string, value: unknown): unknown {
   return value;
 }
 
+/** dateToMs, and BigInts as numbers (JSON.stringify has no text for them). */
+function hostValueToJson(this: unknown, key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? Number(value) : dateToMs.call(this, key, value);
+}
+
+/**
+ * A value from one of the host's own services (accounts, attachments, an automations runner) as
+ * the plain JSON value that crosses to the worker: its toJSON methods applied, Dates as ms
+ * timestamps (as in script results), BigInts as numbers, undefined as null. Throws a TypeError for
+ * what JSON cannot hold (a cycle), which would otherwise fail the message that carries it.
+ */
+export function hostJson(value: unknown): unknown {
+  const text = value === undefined ? undefined : JSON.stringify(value, hostValueToJson);
+  return text === undefined ? null : JSON.parse(text);
+}
+
 export function toJsonText(value: unknown): string {
   return value === undefined ? 'null' : (JSON.stringify(value, dateToMs) ?? 'null');
 }
