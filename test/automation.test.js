@@ -60,8 +60,8 @@ test("a runner's error keeps an error status (400-599) and an integer code; any 
   const kept = await request(app).get('/web0/api/app1/status?s=404&c=12');
   expect(kept.status).toBe(404);
   expect(kept.body).toEqual({ requestId: kept.headers['x-request-id'], message: 'upstream said no', code: 12 });
-  for (const s of [101, 204, 302, 304, 200]) {
-    const res = await request(app).get(`/web0/api/app1/status?s=${s}&c=NaN`).redirects(0);
+  for (const [s, c] of [[101, 'NaN'], [204, '1.5'], [302, 'NaN'], [304, '1.5'], [200, 'NaN']]) {
+    const res = await request(app).get(`/web0/api/app1/status?s=${s}&c=${c}`).redirects(0);
     expect({ s, status: res.status, type: res.headers['content-type'] }).toEqual({ s, status: 500, type: 'application/json;charset=UTF-8' });
     expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'upstream said no', code: 270000 });
   }

@@ -76,6 +76,11 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'boom', code: 270000 });
     const coded = await request(app).get('/web0/api/app1/c');
     expect(coded.body).toEqual({ requestId: coded.headers['x-request-id'], message: 'business', code: 4001 });
+    // (the spec's APIError.code is an Integer: a fractional code is not kept)
+    registry.putScript('app1', 'f.js', 'export function f() { const e = new Error("fraction"); e.code = 12.5; throw e }');
+    registry.putApi('app1', { path: 'f', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' });
+    const fraction = await request(app).get('/web0/api/app1/f');
+    expect(fraction.body).toEqual({ requestId: fraction.headers['x-request-id'], message: 'fraction', code: 270000 });
   });
 
   test('before: a returned value is the response and the call does not run', async () => {

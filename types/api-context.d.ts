@@ -464,7 +464,7 @@ interface APIError {
   /** Error message: the `message` of the thrown error, or the message given to `platform.app.abort`. */
   message: string;
   /**
-   * Error code: the numeric `code` property of the thrown error when it has one, 270001 for
+   * Error code: the integer `code` property of the thrown error when it has one, 270001 for
    * `platform.app.abort`, otherwise a service error code (270000 for a script error).
    */
   code: number;
@@ -498,7 +498,7 @@ interface FileResult {
  * An API function (the "Call Script" of an API). Its return value, or what its promise resolves
  * to, is the result, sent in the API's return type: JSON (an object, Dates as ms timestamps), Text
  * (`String(value)`, null gives ''), File (a {@link FileResult}) or Redirect (a URL string, status 302).
- * A thrown error gives status 500 with an {@link APIError} body; a numeric `code` property on the
+ * A thrown error gives status 500 with an {@link APIError} body; an integer `code` property on the
  * thrown error becomes the body's `code`.
  */
 type ApiFunction = (ctx: APIContext) => unknown;
