@@ -23,6 +23,9 @@ const accounts = {
 const runner = {
   async run(inv) {
     const q = inv.input.request.query.v;
+    if (q === 'objectMessage') throw { message: { detail: 'x' }, code: 5 };
+    if (q === 'bigintMessage') throw { message: 10n };
+    if (q === 'bare') throw Object.create(null);
     if (q === 'cycle') {
       const out = { n: 1 };
       out.self = out;
@@ -84,4 +87,15 @@ test("an attachments service's record: its Date as an integer timestamp", async 
   const res = await request(app).post('/web0/api/app1/attach').attach('f', Buffer.from('abc'), 'a.txt');
   expect(res.status).toBe(200);
   expect(res.body).toEqual({ a: { id: 'a1', name: 'a.txt', createTime: CREATED }, type: 'number' });
+});
+
+test("a runner's error that is not an Error: the body's message is a string, and the host and the calls beside it go on", async () => {
+  const [objectMessage, bigintMessage, bare, ok] = await Promise.all(
+    ['objectMessage', 'bigintMessage', 'bare', 'ok'].map((v) => request(app).get(`/web0/api/app1/auto?v=${v}`)),
+  );
+  expect([objectMessage.status, objectMessage.body]).toEqual([500, { requestId: objectMessage.headers['x-request-id'], message: '[object Object]', code: 5 }]);
+  expect([bigintMessage.status, bigintMessage.body]).toEqual([500, { requestId: bigintMessage.headers['x-request-id'], message: '10', code: 270000 }]);
+  expect(bare.status).toBe(500);
+  expect(typeof bare.body.message).toBe('string');
+  expect([ok.status, ok.body]).toEqual([200, { at: CREATED, n: 7 }]);
 });

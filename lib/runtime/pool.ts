@@ -20,7 +20,7 @@
 import { ERRORS, type ErrorName } from '../errors';
 import type { EngineStats, HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { FairQueue } from './fair-queue';
-import { clock, type FromWorker, type HostReply } from './messages';
+import { clock, hostErrorInfo, type FromWorker, type HostReply } from './messages';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 import { PoolWorker, type Task } from './pool-worker';
 
@@ -412,11 +412,7 @@ export class WorkerPool implements ScriptEngine {
     }
     task.host.call(msg.op, msg.args).then(
       (value) => send({ ok: true, value: value === undefined ? null : value }),
-      (e: unknown) => {
-        const err = e as { name?: string; message?: string; code?: unknown; status?: unknown };
-        const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
-        send({ ok: false, error: { name: err?.name ?? 'Error', message: err?.message ?? String(e), code: num(err?.code), status: num(err?.status) } });
-      },
+      (e: unknown) => send({ ok: false, error: hostErrorInfo(e) }),
     );
   }
 
