@@ -98,6 +98,20 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * The message of anything thrown, as text: its `message` when that is a string, else the thrown
+ * value's (or that message's) String(), or '' when it has none (an object without a prototype).
+ * Never throws, whatever host code threw.
+ */
+export function thrownText(e: unknown): string {
+  try {
+    const message = typeof e === 'object' && e !== null ? (e as { message?: unknown }).message : undefined;
+    return typeof message === 'string' ? message : String(message ?? e);
+  } catch {
+    return '';
+  }
+}
+
 /** The default error body of the spec: `{ requestId, message, code }`. */
 export interface ErrorBody {
   requestId: string;

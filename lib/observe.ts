@@ -4,7 +4,7 @@
  * carries what is known so far (app, API, stage).
  */
 import type { ServerResponse } from 'node:http';
-import { ApiError, ERRORS, type ErrorBody } from './errors';
+import { ApiError, ERRORS, thrownText, type ErrorBody } from './errors';
 import type { ErrorDetail } from './error-location';
 import { hostStage, logFailure } from './logging';
 import type { MetricsRecorder } from './metrics';
@@ -94,14 +94,14 @@ export class Observer {
       return;
     }
     const e = ERRORS.HOST_ERROR;
-    const message = (err as Error)?.message ?? String(err);
+    const message = thrownText(err);
     logFailure(this.logger, {
       ...this.where(trace),
       stage: trace.ran ? 'response' : 'host',
       code: e.code,
       status: e.status,
       message,
-      hostStack: (err as Error)?.stack,
+      hostStack: typeof (err as Error)?.stack === 'string' ? (err as Error).stack : undefined,
     });
   }
 

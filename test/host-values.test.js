@@ -99,3 +99,23 @@ test("a runner's error that is not an Error: the body's message is a string, and
   expect(typeof bare.body.message).toBe('string');
   expect([ok.status, ok.body]).toEqual([200, { at: CREATED, n: 7 }]);
 });
+
+test('a registry that throws something other than an Error (an object without a prototype): HOST_ERROR, and the host goes on', async () => {
+  const built = makeApp({
+    registry: {
+      getApi: (appId, path) => {
+        if (path === 'bare') throw Object.create(null);
+        return { path, call: { script: 'a.js', function: 'fn' }, returnType: 'JSON' };
+      },
+      getScript: () => 'export function fn() { return { ok: true } }',
+    },
+  });
+  try {
+    // (before, String() of the thrown value threw in the failure log: the request was never answered)
+    const [bare, ok] = await Promise.all([request(built.app).get('/web0/api/app1/bare').timeout(10000), request(built.app).get('/web0/api/app1/ok').timeout(10000)]);
+    expect([bare.status, bare.body]).toEqual([500, { requestId: bare.headers['x-request-id'], message: 'A host service failed', code: 270602 }]);
+    expect([ok.status, ok.body]).toEqual([200, { ok: true }]);
+  } finally {
+    await built.router.close({ force: true });
+  }
+});

@@ -12,6 +12,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { Account } from '../types';
+import { thrownText } from '../errors';
 import type { JobResult, ScriptJob } from './engine';
 
 /**
@@ -74,33 +75,19 @@ export interface HostErrorInfo {
   status?: number;
 }
 
-/** String(v), or '' when v has no text (an object without a prototype, a throwing toString). */
-function textOf(v: unknown): string {
-  try {
-    return String(v);
-  } catch {
-    return '';
-  }
-}
-
 /**
  * A host call's failure as the reply carries it, whatever was thrown (a host service may throw a
  * value that is not an Error): the name and message as strings, a numeric code and status. Never throws.
  */
 export function hostErrorInfo(e: unknown): HostErrorInfo {
-  let err: { name?: unknown; message?: unknown; code?: unknown; status?: unknown } | undefined;
+  let err: { name?: unknown; code?: unknown; status?: unknown } | undefined;
   try {
-    err = typeof e === 'object' && e !== null ? { name: (e as Error).name, message: (e as Error).message, code: (e as { code?: unknown }).code, status: (e as { status?: unknown }).status } : undefined;
+    err = typeof e === 'object' && e !== null ? { name: (e as Error).name, code: (e as { code?: unknown }).code, status: (e as { status?: unknown }).status } : undefined;
   } catch {
     err = undefined; // (a getter that throws)
   }
   const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
-  return {
-    name: typeof err?.name === 'string' ? err.name : 'Error',
-    message: typeof err?.message === 'string' ? err.message : textOf(err?.message ?? e),
-    code: num(err?.code),
-    status: num(err?.status),
-  };
+  return { name: typeof err?.name === 'string' ? err.name : 'Error', message: thrownText(e), code: num(err?.code), status: num(err?.status) };
 }
 
 export type ToWorker = JobMessage | ReplyMessage;
