@@ -405,3 +405,61 @@ test("a File response that fails (file not found) goes without the script's head
     await x.router.close();
   }
 });
+
+test('a source that ends before its length (a file truncated mid-download) or sends more ends that connection; the host goes on', async () => {
+  const { Readable } = require('node:stream');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-fileres-short-'));
+  fs.mkdirSync(path.join(dir, 'app1'));
+  const file = path.join(dir, 'app1', 'log.bin');
+  fs.writeFileSync(file, Buffer.alloc(16 * 1024 * 1024, 7));
+  const info = { size: 10, modified: new Date(0), etag: '"x"' };
+  // a storage whose stream does not hold the length it declared
+  const storage = { put: async () => ({ size: 0 }), delete: async () => {}, stat: async () => info, get: async () => ({ ...info, stream: Readable.from([Buffer.from('more than ten bytes')]) }) };
+  const x = oneApi('export function fn(ctx) { return ctx.query.s ? { storagePath: "f.bin" } : { path: "log.bin" } }', { returnType: 'File' }, { sandboxDir: dir, storage });
+  const srv = await new Promise((resolve) => { const s = x.app.listen(0, '127.0.0.1', () => resolve(s)); });
+  const get = (query, onData) => new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port: srv.address().port, path: `/web0/api/app1/p${query}`, agent: false }, (res) => {
+      let got = 0;
+      res.on('data', (c) => { got += c.length; onData?.(res, got); });
+      res.on('end', () => resolve({ status: res.statusCode, got, complete: res.complete }));
+      res.on('error', () => resolve({ status: res.statusCode, got, complete: false }));
+      res.on('aborted', () => undefined);
+    });
+    req.on('error', () => resolve({ error: true }));
+  });
+  try {
+    let truncated = false;
+    const short = await get('', (res, got) => {
+      if (truncated || got < 1024 * 1024) return;
+      truncated = true;
+      res.pause(); // (the server has read ahead of us, but not the 16 MiB)
+      fs.truncateSync(file, 2 * 1024 * 1024);
+      setTimeout(() => res.resume(), 100);
+    });
+    expect(truncated).toBe(true);
+    expect(short.complete).not.toBe(true);
+    expect(short.got).toBeLessThan(16 * 1024 * 1024);
+    const long = await get('?s=1');
+    expect(long.complete).not.toBe(true);
+    // the host is still up, and answers the next request whole
+    fs.writeFileSync(file, 'whole');
+    expect(await get('')).toEqual({ status: 200, got: 5, complete: true });
+  } finally {
+    await new Promise((resolve) => srv.close(resolve));
+    await x.router.close({ force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.each([['a BigInt', 5n], ['a negative number', -1], ['a fraction', 2.5]])('a storage whose stat gives %s as the size: HOST_ERROR, the host goes on', async (_what, size) => {
+  const { Readable } = require('node:stream');
+  const info = { size, modified: new Date(0), etag: '"x"' };
+  const storage = { put: async () => ({ size: 0 }), delete: async () => {}, stat: async () => info, get: async () => ({ ...info, stream: Readable.from([Buffer.from('hello')]) }) };
+  const x = oneApi('export function fn() { return { storagePath: "f.bin" } }', { returnType: 'File' }, { storage });
+  try {
+    const res = await request(x.app).get('/web0/api/app1/p').timeout(10000);
+    expect([res.status, res.body.code, res.body.message]).toEqual([500, 270602, "File 'f.bin' cannot be read: the storage gave no valid size"]);
+  } finally {
+    await x.router.close({ force: true });
+  }
+});

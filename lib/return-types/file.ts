@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { contentType as mimeContentType } from 'mime-types';
 import { ApiError } from '../errors';
@@ -33,7 +34,27 @@ async function statOf(store: FileStorage, appId: string, rel: string, userPath: 
     throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
   }
   if (!info) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
+  // (the length goes out as Content-Length: a BigInt or a negative one would fail the response after its headers)
+  if (!(Number.isSafeInteger(info.size) && info.size >= 0)) throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read: the storage gave no valid size`);
   return info;
+}
+
+/**
+ * Passes exactly `length` bytes, or fails the pipeline: a source that ends early (a file truncated
+ * while it is read) or sends more. The response is then destroyed before `end()` could meet a
+ * length it does not have (with strictContentLength, end() throws outside any handler).
+ */
+function exactly(length: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      done(seen > length ? new Error(`the source sent more than its ${length} bytes`) : null, chunk);
+    },
+    flush(done) {
+      done(seen === length ? null : new Error(`the source ended after ${seen} of its ${length} bytes`));
+    },
+  });
 }
 
 /** A Content-Type the script set as a plain header. */
@@ -132,7 +153,7 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
   }
   // backpressure from the client to the source; a client that goes away destroys the source,
   // which frees its file handle or connection
-  await pipeline(opened.stream, res).catch(() => {
+  await pipeline(opened.stream, exactly(headers['Content-Length'] as number), res).catch(() => {
     opened.stream.destroy();
     res.destroy();
   });
