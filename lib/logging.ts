@@ -26,16 +26,24 @@ function isMetaFirst(logger: object): boolean {
 
 /**
  * The logger the router uses: every method takes `(message, meta?)`. A meta-first logger is called
- * `(meta, message)` (or `(message)` without meta); `debug` falls back to `info` when missing.
+ * `(meta, message)` (or `(message)` without meta); `debug` falls back to `info` when missing. A
+ * logger that throws (a transport that is down) loses that line, never the request that logs it:
+ * the router logs inside its error paths, where a throw would leave the request unanswered.
  */
 export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
   const metaFirst = (style ?? (isMetaFirst(logger) ? 'meta-first' : 'message-first')) === 'meta-first';
   const target = logger as unknown as Record<Level, ((...args: unknown[]) => void) | undefined>;
   const method = (level: Level) => {
     const fn = target[level] ?? target.info!;
-    return metaFirst
-      ? (message: string, meta?: Record<string, unknown>) => (meta === undefined ? fn.call(logger, message) : fn.call(logger, meta, message))
-      : (message: string, meta?: Record<string, unknown>) => (meta === undefined ? fn.call(logger, message) : fn.call(logger, message, meta));
+    return (message: string, meta?: Record<string, unknown>) => {
+      try {
+        if (meta === undefined) fn.call(logger, message);
+        else if (metaFirst) fn.call(logger, meta, message);
+        else fn.call(logger, message, meta);
+      } catch {
+        // (the line is lost: see above)
+      }
+    };
   };
   return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
 }

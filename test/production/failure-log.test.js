@@ -196,3 +196,18 @@ describe('logger call shapes', () => {
     }
   });
 });
+
+test('a logger that throws (a transport down) fails no request: the error body and the next requests go out', async () => {
+  const failing = () => {
+    throw new Error('log transport is down');
+  };
+  const { app: a } = app('quickjs', { 'main.js': THROWS, 'ok.js': 'export function fn(ctx) { console.error("noted"); return { ok: true } }' }, [api('p', 'main.js'), api('ok', 'ok.js')], {
+    logger: { debug: failing, info: failing, warn: failing, error: failing },
+  });
+  const failed = await request(a).get('/web0/api/app1/p').timeout(10000);
+  expect([failed.status, failed.body.code]).toEqual([500, 270000]);
+  const unknown = await request(a).get('/web0/api/app1/nope').timeout(10000);
+  expect(unknown.status).toBe(404);
+  const ok = await request(a).get('/web0/api/app1/ok').timeout(10000);
+  expect([ok.status, ok.body]).toEqual([200, { ok: true }]);
+});
