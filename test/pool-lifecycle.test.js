@@ -189,3 +189,48 @@ test('a graceful close() replaces a worker that ends meanwhile: the calls in lin
     await pool.close({ force: true });
   }
 }, 40_000);
+
+/** Records the order in which the pool hands out app `appId`'s calls (their `n` query value). */
+function handedOut(pool, appId) {
+  const order = [];
+  const take = pool.queue.take.bind(pool.queue);
+  pool.queue.take = (allowed) => {
+    const t = take(allowed);
+    if (t && t.appId === appId) order.push(t.job.request.query.n);
+    return t;
+  };
+  return order;
+}
+
+test('calls a worker sends back (it computes long) go back in line in the order they came, not reversed', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 2, maxWorkers: 2, maxWorkersPerApp: 2 });
+  try {
+    await pool.ready();
+    await pool.run(job('a', SPIN), host);
+    const order = handedOut(pool, 'a');
+    // one turn: the six go to the worker of the first, which computes long and sends them back
+    const calls = [pool.run(job('a', SPIN, { ms: '1000', n: '0' }), host)];
+    for (let n = 1; n <= 6; n++) calls.push(pool.run(job('a', SPIN, { n: String(n) }), host));
+    for (const r of await Promise.all(calls)) expect(r.outcome.kind).toBe('output');
+    expect(order).toEqual(['0', '1', '2', '3', '4', '5', '6', '1', '2', '3', '4', '5', '6']);
+  } finally {
+    await pool.close();
+  }
+}, 30_000);
+
+test('vm2: calls a terminated worker had not started go back in line in the order they came', async () => {
+  const pool = new WorkerPool({ engine: 'vm2', size: 1, maxWorkers: 1, graceMs: 50 });
+  try {
+    await pool.ready();
+    const LOOP = 'export function fn(ctx) { if (ctx.query.loop) while (true) {} return 1 }';
+    await pool.run(job('a', LOOP), host);
+    const order = handedOut(pool, 'a');
+    const calls = [pool.run(job('a', LOOP, { loop: '1', n: '0' }, 300), host)];
+    for (let n = 1; n <= 6; n++) calls.push(pool.run(job('a', LOOP, { n: String(n) }), host));
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.outcome.kind)).toEqual(['error', 'output', 'output', 'output', 'output', 'output', 'output']);
+    expect(order).toEqual(['0', '1', '2', '3', '4', '5', '6', '1', '2', '3', '4', '5', '6']);
+  } finally {
+    await pool.close();
+  }
+}, 30_000);

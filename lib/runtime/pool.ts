@@ -352,7 +352,8 @@ export class WorkerPool implements ScriptEngine {
         return;
       }
       case 'bounce':
-        for (const id of msg.ids) {
+        // (back to the front of their lines in the order they came: the last one first)
+        for (const id of [...msg.ids].reverse()) {
           const task = w.tasks.get(id);
           if (!task) continue;
           w.sentBack(task);
@@ -458,7 +459,8 @@ export class WorkerPool implements ScriptEngine {
     // others it was running end with it, as an engine failure)
     const oom = (err as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
     const hog = oom ? w.sliceJob() : undefined;
-    for (const task of [...w.tasks.values()]) {
+    // (last sent first: those that go back to the front of their lines keep the order they came in)
+    for (const task of [...w.tasks.values()].reverse()) {
       if (task.seq! > started && !this.closed) {
         this.unsend(task); // it never started: another worker takes it
         this.enqueue(task, true);
