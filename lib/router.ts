@@ -71,6 +71,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           logger,
         });
   let closing = false;
+  /** Set by close({ force: true }): requests waiting for a rate-limit slot end at once (SHUTTING_DOWN). */
+  let stopped = false;
+  /** The waits of the requests at the rate limiter now (close({ force: true }) ends them). */
+  const limiting = new Set<AbortController>();
   let running = 0;
   /** While a graceful close() waits: resolves when no request is running. */
   let drained: Promise<void> | undefined;
@@ -127,9 +131,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     res.once('close', onClose);
     // (a client that left earlier, during the before script or the registry lookup, takes no slot)
     if (res.destroyed) onClose();
+    limiting.add(ac);
     try {
-      return await limiter.acquire({ appId, apiPath: def.path, stage, rule: def.rateLimit!, req, attributes, signal: ac.signal });
+      const decision = await limiter.acquire({ appId, apiPath: def.path, stage, rule: def.rateLimit!, req, attributes, signal: ac.signal });
+      if (stopped) throw new ApiError('SHUTTING_DOWN'); // (close({ force: true }) came while it waited)
+      return decision;
     } finally {
+      limiting.delete(ac);
       res.removeListener('close', onClose);
     }
   }
@@ -291,6 +299,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   router.close = async (closeOptions?: { force?: boolean }) => {
     closing = true;
     if (closeOptions?.force) {
+      stopped = true;
+      for (const ac of limiting) ac.abort();
       if (ownEngine) await engine.close(closeOptions);
     } else {
       // requests already running finish first (the engine bounds each by its limits; those that

@@ -314,6 +314,27 @@ describe('rate limiting through the router', () => {
     expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'Too many requests waiting', code: 270401 });
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
+
+  test('close({ force: true }) answers a request waiting for its slot 503 SHUTTING_DOWN at once; its script never runs', async () => {
+    // a store that tells when it has been asked (the request then waits for its slot, 10 s on)
+    const memory = new MemoryRateLimitStore({ sweepIntervalMs: 0 });
+    const asked = [];
+    const store = { reserve: (...args) => (asked.shift()?.(), memory.reserve(...args)) };
+    const { app, router, engine } = limitedApp({ requestsPerSecond: 0.1, timeoutMs: 20000, identifier: 'global' }, { rateLimit: { store } });
+    expect((await get(app, '10.0.0.1', '?n=first')).status).toBe(200);
+    const reserved = new Promise((r) => asked.push(r));
+    const waiting = get(app, '10.0.0.1', '?n=waits').then((res) => res);
+    await reserved;
+    await new Promise((r) => setImmediate(r)); // (the limiter holds it now)
+    const t0 = Date.now();
+    await router.close({ force: true });
+    const res = await waiting;
+    expect(Date.now() - t0).toBeLessThan(3000); // not the 10 s until its slot
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'The server is shutting down', code: 270208 });
+    expect(res.headers['retry-after']).toBe('1');
+    expect(engine.jobs.map((j) => j.query.n)).toEqual(['first']);
+  });
 });
 
 describeRedis('rate limiting through two routers sharing Redis', () => {
