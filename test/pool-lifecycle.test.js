@@ -234,3 +234,26 @@ test('vm2: calls a terminated worker had not started go back in line in the orde
     await pool.close();
   }
 }, 30_000);
+
+test('a flood of one app computing long, all in one turn, holds at most maxWorkersPerApp workers', async () => {
+  const { clock } = require('../dist/cjs/runtime/messages.js');
+  const pool = new WorkerPool({ engine: 'quickjs', size: 3, maxWorkers: 3, maxWorkersPerApp: 1, queueTimeoutMs: 1500 });
+  try {
+    await pool.ready();
+    await pool.run(job('hog', SPIN), host);
+    await pool.run(job('b', FAST), host);
+    let most = 0;
+    const watch = setInterval(() => (most = Math.max(most, pool.slowApps(clock()).get('hog') ?? 0)), 5);
+    // more calls than a worker takes before the pool looks at the next one (they all come in one turn)
+    const flood = Array.from({ length: 140 }, () => pool.run(job('hog', SPIN, { ms: '60000' }, 1000), host));
+    const other = await pool.run(job('b', FAST), host);
+    const results = await Promise.all(flood);
+    clearInterval(watch);
+    expect(other.outcome.kind).toBe('output');
+    expect(most).toBe(1);
+    // (one worker at a time: a few calls time out, the others wait in line past their 1.5 s)
+    expect(results.filter((r) => r.outcome.code === 270207).length).toBeGreaterThanOrEqual(130);
+  } finally {
+    await pool.close();
+  }
+}, 30_000);

@@ -231,20 +231,31 @@ export class WorkerPool implements ScriptEngine {
     }
     const slow = this.slowApps(now);
     const blockedCap = Math.max(this.options.maxWorkersPerApp, Math.floor(this.options.maxWorkers / 2));
-    const allowed = (app: string) =>
-      (this.inFlight.get(app) ?? 0) < this.options.maxConcurrentPerApp && (slow.get(app) ?? 0) < this.options.maxWorkersPerApp && (this.blockedApps.get(app) ?? 0) < blockedCap;
     const ready = this.workers.filter((w) => this.available(w, now));
+    // Per app: the workers its calls went to in this turn. Each of them may start a long slice, so
+    // an app whose calls went to as many workers as it may still hold that way keeps to those.
+    const spread = new Map<string, PoolWorker[]>();
+    const full = (app: string) => (slow.get(app) ?? 0) + (spread.get(app)?.length ?? 0) >= this.options.maxWorkersPerApp;
+    const allowed = (app: string) =>
+      (this.inFlight.get(app) ?? 0) < this.options.maxConcurrentPerApp &&
+      (slow.get(app) ?? 0) < this.options.maxWorkersPerApp &&
+      (this.blockedApps.get(app) ?? 0) < blockedCap &&
+      (!full(app) || spread.get(app)!.some((x) => ready.includes(x)));
     const batch = new Map<PoolWorker, number>();
     const sentTo = new Set<PoolWorker>();
     while (ready.length > 0 && this.queue.size > 0) {
       const task = this.queue.take(allowed);
       if (!task) break;
-      let w = ready[0];
-      for (const x of ready) if (x.tasks.size < w.tasks.size) w = x;
+      const mine = spread.get(task.appId);
+      const candidates = full(task.appId) ? ready.filter((x) => mine!.includes(x)) : ready;
+      let w = candidates[0];
+      for (const x of candidates) if (x.tasks.size < w.tasks.size) w = x;
       // an app's calls stay on the worker that holds its contexts while it is not much busier
       const home = this.homes.get(task.appId);
-      if (home && home !== w && ready.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK) w = home;
+      if (home && home !== w && candidates.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK) w = home;
       else this.homes.set(task.appId, w);
+      if (!mine) spread.set(task.appId, [w]);
+      else if (!mine.includes(w)) mine.push(w);
       if (this.options.engine === 'vm2') {
         const n = (batch.get(w) ?? 0) + 1;
         batch.set(w, n);
