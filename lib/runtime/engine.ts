@@ -67,8 +67,9 @@ export interface JobResult {
   outcome: JobOutcome;
   /**
    * How long the job ran (ms), from its first stage's start, without the time it waited for a
-   * worker; absent when it never started. The router's metrics count it as script time and the
-   * rest of the wait for the result as queue wait.
+   * worker; 0 when it never left the line (a queue timeout), absent when the engine does not
+   * measure it. The router's metrics count it as script time and the rest of the wait for the
+   * result as queue wait (without it, the whole wait as script time).
    */
   runMs?: number;
 }

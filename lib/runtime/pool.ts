@@ -42,6 +42,11 @@ function errorResult(job: ScriptJob, name: ErrorName, message?: string): JobResu
   return { state: job.state, outcome: { kind: 'error', code: e.code, status: e.status, message: message ?? e.message } };
 }
 
+/** The end of a call that never left the line: it ran 0 ms, so its whole wait counts as queue wait. */
+function lineResult(job: ScriptJob, name: ErrorName, message?: string): JobResult {
+  return { ...errorResult(job, name, message), runMs: 0 };
+}
+
 export class WorkerPool implements ScriptEngine {
   readonly name: string;
   private readonly options: ResolvedPoolOptions;
@@ -133,7 +138,7 @@ export class WorkerPool implements ScriptEngine {
   private async stop(): Promise<void> {
     this.closed = true;
     clearInterval(this.watch);
-    for (const t of this.queue.clear()) this.finish(t, errorResult(t.job, 'SHUTTING_DOWN'));
+    for (const t of this.queue.clear()) this.finish(t, lineResult(t.job, 'SHUTTING_DOWN'));
     for (const r of this.readyWaiters.splice(0)) r.reject(new Error('The script engine is closed'));
     await Promise.all(this.workers.slice().map((w) => this.terminate(w)));
   }
@@ -156,7 +161,7 @@ export class WorkerPool implements ScriptEngine {
 
   private enqueue(task: Task, front = false): void {
     // (a call a worker sent back after close() stopped the pool: no worker will take it)
-    if (this.closed) return this.finish(task, errorResult(task.job, 'SHUTTING_DOWN'));
+    if (this.closed) return this.finish(task, lineResult(task.job, 'SHUTTING_DOWN'));
     if (front) this.queue.unshift(task);
     else this.queue.push(task);
     clearTimeout(task.queueTimer);
@@ -165,7 +170,7 @@ export class WorkerPool implements ScriptEngine {
     task.queueTimer = setTimeout(() => {
       if (task.done || !this.queue.remove(task)) return;
       const message = `The call waited ${this.options.queueTimeoutMs} ms for a worker; try again later`;
-      this.finish(task, errorResult(task.job, 'QUEUE_TIMEOUT', message));
+      this.finish(task, lineResult(task.job, 'QUEUE_TIMEOUT', message));
       this.dispatch();
     }, Math.max(0, task.queuedAt + this.options.queueTimeoutMs - Date.now()));
   }
@@ -449,7 +454,7 @@ export class WorkerPool implements ScriptEngine {
     void this.terminate(w);
     if (this.startFailures < MAX_START_FAILURES) return;
     this.startError = `The script engine cannot start: ${reason}`;
-    for (const t of this.queue.clear()) this.finish(t, errorResult(t.job, 'ENGINE_FAILURE', this.startError));
+    for (const t of this.queue.clear()) this.finish(t, lineResult(t.job, 'ENGINE_FAILURE', this.startError));
     for (const r of this.readyWaiters.splice(0)) r.reject(new Error(this.startError));
   }
 

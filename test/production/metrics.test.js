@@ -112,6 +112,21 @@ test('queue wait counts time spent waiting for the one worker', async () => {
   expect(sample(text, 'scriptable_api_script_duration_seconds_sum', { app: 'a', api: 's' })).toBeGreaterThan(0.4);
 });
 
+test('a call that waited out queueTimeoutMs counts its wait as queue wait, not script time', async () => {
+  const slow = 'export function fn() { const end = Date.now() + 1500; while (Date.now() < end) {} return 1 }';
+  const registry = new MemoryRegistry({ apps: { a: { scripts: { 's.js': slow }, apis: [{ path: 's', call: { script: 's.js', function: 'fn' }, returnType: 'JSON' }] } } });
+  const router = createApiRouter({ registry, workers: 1, maxConcurrentPerApp: 1, queueTimeoutMs: 300 });
+  routers.push(router);
+  const app = express().use('/api', router);
+  const [first, second] = await Promise.all([request(app).get('/api/a/s'), request(app).get('/api/a/s')]);
+  expect([first.status, second.status].sort()).toEqual([200, 503]);
+  const text = await router.metrics.text();
+  expect(sample(text, 'scriptable_api_queue_wait_seconds_count', { app: 'a' })).toBe(2);
+  // (the timed-out call's ~300 ms in line are queue wait; only the one that ran has script time)
+  expect(sample(text, 'scriptable_api_queue_wait_seconds_sum', { app: 'a' })).toBeGreaterThanOrEqual(0.29);
+  expect(sample(text, 'scriptable_api_script_duration_seconds_sum', { app: 'a', api: 's' })).toBeLessThan(1.5 + 0.29);
+});
+
 test('the example server serves its metrics at /metrics', async () => {
   const { createServer } = require('../../examples/server');
   const { app, router } = createServer();
