@@ -2,7 +2,7 @@
 /**
  * Large files through the router against plain Express, in one run:
  *
- *   node bench/files.js [--size 1g] [--rounds 1] [--only download,upload] [--dir /tmp]
+ *   node bench/files.js [--size 1gb] [--rounds 1] [--only download,upload] [--dir /tmp]
  *
  * `--only` takes directions (`download`, `upload`) or one pair (`upload-sandbox`, `download-s3`).
  *
