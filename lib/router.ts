@@ -179,7 +179,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     if (isPreflight(req)) return cors.preflight(req, res, def); // (never the script's)
     cors.apply(req, res, def);
     if (def.methods && !def.methods.includes(req.method) && !(req.method === 'HEAD' && def.methods.includes('GET'))) {
-      res.setHeader('Allow', def.methods.join(', '));
+      // (HEAD is served wherever GET is: RFC 9110 §10.2.1 lists every method the resource supports)
+      res.setHeader('Allow', (def.methods.includes('GET') && !def.methods.includes('HEAD') ? [...def.methods, 'HEAD'] : def.methods).join(', '));
       throw new ApiError('METHOD_NOT_ALLOWED', `${req.method} is not allowed for this API (allowed: ${def.methods.join(', ')})`);
     }
 

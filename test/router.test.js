@@ -267,6 +267,14 @@ describe('routing errors', () => {
     expect(res.body.code).toBe(270101);
   });
 
+  test('a method outside `methods` that include GET: Allow lists HEAD too (it is served wherever GET is)', async () => {
+    await registry.putApi('app1', { path: 'g', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', methods: ['get', 'post'] });
+    const res = await request(app).delete('/web0/api/app1/g');
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('GET, POST, HEAD');
+    expect((await request(app).head('/web0/api/app1/g')).status).toBe(200);
+  });
+
   test('a body over bodyLimit: 413', async () => {
     const res = await request(app).post('/web0/api/app1/p').set('content-type', 'text/plain').send('x'.repeat(2000));
     expect(res.status).toBe(413);
