@@ -264,3 +264,65 @@ describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () =
     expect(openOnFile()).toEqual([]);
   });
 });
+
+describe('a storage that does not answer', () => {
+  const http = require('node:http');
+  const net = require('node:net');
+  // an endpoint that takes connections and requests and never answers (a hung service)
+  let hung;
+  const conns = new Set();
+  beforeAll(async () => {
+    hung = net.createServer((s) => {
+      conns.add(s);
+      s.on('close', () => conns.delete(s));
+      s.resume();
+    });
+    await new Promise((r) => hung.listen(0, '127.0.0.1', r));
+  });
+  afterAll(() => {
+    for (const s of conns) s.destroy();
+    hung.close();
+  });
+  const until = async (what, ms = 10_000) => {
+    for (const end = Date.now() + ms; !what() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    return what();
+  };
+  const hungStorage = () => s3.storage({ endpoint: `http://127.0.0.1:${hung.address().port}` });
+
+  test('File downloads whose clients left release their storage connections, and close() ends', async () => {
+    const x = oneApi(`export function down(ctx) { return { storagePath: 'f.bin' } }`, {}, { storage: hungStorage() }, {});
+    x.registry.putApi('app1', { path: 'down', call: { script: 'main.js', function: 'down' }, returnType: 'File' });
+    const server = x.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const reqs = Array.from({ length: 5 }, () => {
+      const req = http.get(`http://127.0.0.1:${server.address().port}/web0/api/app1/down`);
+      req.on('error', () => undefined);
+      return req;
+    });
+    try {
+      expect(await until(() => conns.size === 5)).toBe(true); // (each waits for the storage's stat)
+      for (const req of reqs) req.destroy();
+      // the clients are gone: their storage requests end, and the router has nothing left to wait for
+      expect(await until(() => conns.size === 0)).toBe(true);
+      await x.router.close();
+    } finally {
+      server.close();
+    }
+  }, 30_000);
+
+  test('saveStorage of a call that timed out releases its storage connection', async () => {
+    const x = oneApi(
+      `export function fn(ctx) { return ctx.getParts()[0].saveStorage('up.bin') }`,
+      {},
+      { storage: hungStorage(), scriptTimeoutMs: 1000 },
+      {},
+    );
+    try {
+      const res = await request(x.app).post('/web0/api/app1/p').attach('f', Buffer.alloc(1000, 7), 'up.bin');
+      expect([res.status, res.body.code]).toEqual([500, 270200]);
+      expect(await until(() => conns.size === 0)).toBe(true);
+    } finally {
+      await x.router.close();
+    }
+  }, 30_000);
+});

@@ -23,9 +23,9 @@ export async function checkPartFile(part: UploadedPart): Promise<void> {
 
 /**
  * Saves a part at `userPath` of the app's area in `target`. Returns the stored path (relative to
- * the app root, normalized) and the size.
+ * the app root, normalized) and the size. `signal`: the request's end (the storage stops waiting).
  */
-export async function savePart(target: FileStorage | undefined, appId: string, userPath: string, part: UploadedPart): Promise<SavedFile> {
+export async function savePart(target: FileStorage | undefined, appId: string, userPath: string, part: UploadedPart, signal?: AbortSignal): Promise<SavedFile> {
   if (!target) throw new ApiError('FILES_NOT_CONFIGURED');
   checkAppId(appId);
   const rel = normalizeAppPath(userPath);
@@ -35,7 +35,7 @@ export async function savePart(target: FileStorage | undefined, appId: string, u
   // left unread must not be an uncaught 'error' event)
   stream.on('error', () => undefined);
   try {
-    const saved = await target.put(appId, rel, stream, { contentType: part.contentType, size: part.size, localPath: part.path });
+    const saved = await target.put(appId, rel, stream, { contentType: part.contentType, size: part.size, localPath: part.path, signal });
     return { path: rel, size: saved.size };
   } finally {
     stream.destroy(); // (a storage that linked or copied `localPath` left it unread)
@@ -52,12 +52,12 @@ function segment(v: string, field: string): string {
  * The default of `saveAttachment(tableId, fieldId)`: stores the part in shared storage under
  * `attachments/<tableId>/<fieldId>/<id>/<name>` and returns its TableAttachment.
  */
-export async function saveAttachmentTo(storage: FileStorage | undefined, appId: string, tableId: string, fieldId: string, part: UploadedPart): Promise<TableAttachment> {
+export async function saveAttachmentTo(storage: FileStorage | undefined, appId: string, tableId: string, fieldId: string, part: UploadedPart, signal?: AbortSignal): Promise<TableAttachment> {
   if (!storage) throw new ApiError('FILES_NOT_CONFIGURED', 'saveAttachment needs shared storage (`storage` or `storageDir`) or an `attachments` service');
   const id = randomUUID();
   const name = safeFileName(part.fileName, 'file');
   const rel = `attachments/${segment(tableId, 'tableId')}/${segment(fieldId, 'fieldId')}/${id}/${name}`;
-  const saved = await savePart(storage, appId, rel, part);
+  const saved = await savePart(storage, appId, rel, part, signal);
   return { id, name, size: saved.size, contentType: part.contentType, tableId, fieldId, path: saved.path, createTime: Date.now() };
 }
 

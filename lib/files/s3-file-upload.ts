@@ -19,6 +19,8 @@ export interface FileUploadTarget {
   contentType?: string;
   partSize: number;
   queueSize: number;
+  /** Ends the requests in flight (the upload is then aborted, as after a failed part). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -54,16 +56,17 @@ export async function uploadFileToS3(t: FileUploadTarget, file: string, size: nu
 
 async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size: number): Promise<string | undefined> {
   const base = { Bucket: t.bucket, Key: t.key };
+  const sending = { abortSignal: t.signal };
   if (size <= t.partSize) {
     const body = rangeOf(handle, 0, size - 1);
     try {
-      const out = await t.client.send(new t.s3.PutObjectCommand({ ...base, Body: body, ContentLength: size, ContentType: t.contentType }));
+      const out = await t.client.send(new t.s3.PutObjectCommand({ ...base, Body: body, ContentLength: size, ContentType: t.contentType }), sending);
       return out?.ETag;
     } finally {
       body.destroy(); // (a failed send leaves it open: its descriptor, and the file with it)
     }
   }
-  const { UploadId } = await t.client.send(new t.s3.CreateMultipartUploadCommand({ ...base, ContentType: t.contentType }));
+  const { UploadId } = await t.client.send(new t.s3.CreateMultipartUploadCommand({ ...base, ContentType: t.contentType }), sending);
   const count = Math.ceil(size / t.partSize);
   const parts: Array<{ PartNumber: number; ETag: string }> = new Array(count);
   let next = 0;
@@ -75,7 +78,7 @@ async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size:
       const end = Math.min(size, start + t.partSize) - 1;
       const body = rangeOf(handle, start, end);
       try {
-        const out = await t.client.send(new t.s3.UploadPartCommand({ ...base, UploadId, PartNumber: i + 1, Body: body, ContentLength: end - start + 1 }));
+        const out = await t.client.send(new t.s3.UploadPartCommand({ ...base, UploadId, PartNumber: i + 1, Body: body, ContentLength: end - start + 1 }), sending);
         parts[i] = { PartNumber: i + 1, ETag: out.ETag };
       } catch (err) {
         failed = true;
@@ -90,9 +93,10 @@ async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size:
     const settled = await Promise.allSettled(Array.from({ length: Math.min(t.queueSize, count) }, worker));
     const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) throw failure.reason;
-    const out = await t.client.send(new t.s3.CompleteMultipartUploadCommand({ ...base, UploadId, MultipartUpload: { Parts: parts } }));
+    const out = await t.client.send(new t.s3.CompleteMultipartUploadCommand({ ...base, UploadId, MultipartUpload: { Parts: parts } }), sending);
     return out?.ETag;
   } catch (err) {
+    // (not given the signal: an upload abandoned by its request is aborted all the same)
     await t.client.send(new t.s3.AbortMultipartUploadCommand({ ...base, UploadId })).catch(() => undefined);
     throw err;
   }

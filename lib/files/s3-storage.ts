@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { uploadFileToS3 } from './s3-file-upload';
-import type { ByteRange, FileStorage, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
+import type { ByteRange, FileStorage, StorageOptions, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
 /** Options of S3FileStorage. Give `client`, or the settings to make one. */
 export interface S3FileStorageOptions {
@@ -112,7 +112,7 @@ export class S3FileStorage implements FileStorage {
     if (info?.localPath) {
       const { size } = await fs.promises.stat(info.localPath);
       const etag = await uploadFileToS3(
-        { client: this.client, s3: this.sdk.s3, bucket: this.bucket, key: this.keyOf(appId, path), contentType: info.contentType, partSize: this.partSize, queueSize: this.queueSize },
+        { client: this.client, s3: this.sdk.s3, bucket: this.bucket, key: this.keyOf(appId, path), contentType: info.contentType, partSize: this.partSize, queueSize: this.queueSize, signal: info.signal },
         info.localPath,
         size,
       );
@@ -133,6 +133,9 @@ export class S3FileStorage implements FileStorage {
       leavePartsOnError: false,
     });
     const piping = pipeline(stream, counter);
+    const onAbort = () => void upload.abort().catch(() => undefined);
+    info?.signal?.addEventListener('abort', onAbort, { once: true });
+    if (info?.signal?.aborted) onAbort();
     try {
       const [result] = await Promise.all([upload.done(), piping]);
       return { size, etag: typeof result?.ETag === 'string' ? result.ETag : undefined };
@@ -141,15 +144,18 @@ export class S3FileStorage implements FileStorage {
       await upload.abort().catch(() => undefined);
       await piping.catch(() => undefined);
       throw err;
+    } finally {
+      info?.signal?.removeEventListener('abort', onAbort);
     }
   }
 
-  async get(appId: string, path: string, options?: { range?: ByteRange }): Promise<StoredFile | null> {
+  async get(appId: string, path: string, options?: StorageOptions & { range?: ByteRange }): Promise<StoredFile | null> {
     const range = options?.range;
     let out: any;
     try {
       out = await this.client.send(
         new this.sdk.s3.GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+        { abortSignal: options?.signal },
       );
     } catch (err) {
       if (isMissing(err)) return null;
@@ -161,9 +167,9 @@ export class S3FileStorage implements FileStorage {
     return { ...this.infoOf(out, size), stream: out.Body as Readable };
   }
 
-  async stat(appId: string, path: string): Promise<StoredFileInfo | null> {
+  async stat(appId: string, path: string, options?: StorageOptions): Promise<StoredFileInfo | null> {
     try {
-      const out = await this.client.send(new this.sdk.s3.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }));
+      const out = await this.client.send(new this.sdk.s3.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }), { abortSignal: options?.signal });
       return this.infoOf(out, Number(out.ContentLength ?? 0));
     } catch (err) {
       if (isMissing(err)) return null;
@@ -171,8 +177,8 @@ export class S3FileStorage implements FileStorage {
     }
   }
 
-  async delete(appId: string, path: string): Promise<void> {
-    await this.client.send(new this.sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }));
+  async delete(appId: string, path: string, options?: StorageOptions): Promise<void> {
+    await this.client.send(new this.sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }), { abortSignal: options?.signal });
   }
 
   /** Closes the connections of the client this storage made (not of a `client` given to it). */

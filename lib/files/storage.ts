@@ -48,6 +48,20 @@ export interface StoragePutInfo {
    * destroys a stream left unread.
    */
   localPath?: string;
+  /**
+   * Aborted when the result is no longer wanted (the request's scripts ended, its client left):
+   * stop waiting on the service and release its connection.
+   */
+  signal?: AbortSignal;
+}
+
+/** What `get`, `stat` and `delete` are given besides the path. */
+export interface StorageOptions {
+  /**
+   * Aborted when the result is no longer wanted (a client that left a download): stop waiting on
+   * the service and release its connection (rejecting is fine).
+   */
+  signal?: AbortSignal;
 }
 
 /** What `put` stored. */
@@ -68,6 +82,10 @@ export interface StoragePutResult {
  *
  * Errors: return `null` (get, stat) for a missing file. Anything thrown is logged and answered
  * as a host error (500) unless it is an `ApiError`, which is answered as it is.
+ *
+ * Every method may be given a `signal` (`info.signal` for put): once it is aborted nobody waits
+ * for the answer, so a storage over a network service passes it on (the AWS SDK's `abortSignal`)
+ * and a hung service holds no connection past the request. A local one may ignore it.
  */
 export interface FileStorage {
   /**
@@ -80,11 +98,11 @@ export interface FileStorage {
    * Opens a stored file for reading, the whole of it or `options.range` (within the size the
    * caller got from `stat`). Resolves to null when the file does not exist.
    */
-  get(appId: string, path: string, options?: { range?: ByteRange }): Promise<StoredFile | null>;
+  get(appId: string, path: string, options?: StorageOptions & { range?: ByteRange }): Promise<StoredFile | null>;
   /** Size, time, ETag and type of a stored file, or null when it does not exist. */
-  stat(appId: string, path: string): Promise<StoredFileInfo | null>;
+  stat(appId: string, path: string, options?: StorageOptions): Promise<StoredFileInfo | null>;
   /** Removes a stored file; resolves also when there was none. */
-  delete(appId: string, path: string): Promise<void>;
+  delete(appId: string, path: string, options?: StorageOptions): Promise<void>;
 }
 
 /** True when `v` has the four methods of a FileStorage. */

@@ -97,7 +97,7 @@ export class HostServices implements HostBridge {
     private readonly info: RequestInfo,
   ) {}
 
-  /** The signal that ends this request's outbound calls (aborted already once it is disposed). */
+  /** The signal that ends this request's outbound and storage calls (aborted already once it is disposed). */
   private endSignal(): AbortSignal {
     if (this.ended === undefined) {
       this.ended = new AbortController();
@@ -185,7 +185,7 @@ export class HostServices implements HostBridge {
       const tableId = str(args.tableId, 'tableId');
       const fieldId = str(args.fieldId, 'fieldId');
       const { attachments } = s.shared.options;
-      if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part));
+      if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part, s.endSignal()));
       await checkPartFile(part);
       const saved = await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))());
       return s.fromService('attachments.save', saved);
@@ -219,7 +219,7 @@ export class HostServices implements HostBridge {
   }
 
   private async savePartTo(op: 'part.save' | 'part.saveStorage', target: FileStorage | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {
-    const saved = await this.storing(op, savePart(target, this.info.appId, str(args.path, 'path'), this.part(args.id)));
+    const saved = await this.storing(op, savePart(target, this.info.appId, str(args.path, 'path'), this.part(args.id), this.endSignal()));
     return { path: saved.path, size: saved.size };
   }
 
@@ -259,6 +259,8 @@ export class HostServices implements HostBridge {
       return await work;
     } catch (e) {
       if (e instanceof ApiError) throw e;
+      // (ended by the request's end, dispose(): nothing failed in the storage, and nobody waits for the answer)
+      if (this.ended?.signal.aborted) throw new ApiError('HOST_ERROR', 'The file could not be stored: the request has ended');
       this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
       throw new ApiError('HOST_ERROR', 'The file could not be stored');
     }

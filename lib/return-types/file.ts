@@ -16,7 +16,7 @@ import { contentTypeOf } from '../response/apply';
 import { endWithBody, sendErrorBody } from '../response/error';
 import { contentDisposition } from './disposition';
 import { evaluateConditions } from './conditional';
-import type { ReturnTypeHandler } from './index';
+import type { ReturnTypeHandler, SendContext } from './index';
 
 export { contentDisposition };
 
@@ -25,10 +25,10 @@ export function mimeOf(name: string): string | null {
   return mimeContentType(path.extname(name) || name) || null;
 }
 
-async function statOf(store: FileStorage, appId: string, rel: string, userPath: string): Promise<StoredFileInfo> {
+async function statOf(store: FileStorage, appId: string, rel: string, userPath: string, signal: AbortSignal): Promise<StoredFileInfo> {
   let info: StoredFileInfo | null;
   try {
-    info = await store.stat(appId, rel);
+    info = await store.stat(appId, rel, { signal });
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
@@ -67,7 +67,32 @@ function setAll(res: ServerResponse, headers: Record<string, string | number>): 
   for (const k in headers) res.setHeader(k, headers[k]);
 }
 
-export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, requestId, state, appId, files, method, headers: reqHeaders }) => {
+/** A signal aborted when the response closes before it is sent (its client left). */
+function clientGone(res: ServerResponse): { signal: AbortSignal; done(): void } {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) ac.abort();
+  };
+  res.once('close', onClose);
+  if (res.destroyed) onClose();
+  return { signal: ac.signal, done: () => res.removeListener('close', onClose) };
+}
+
+export const sendFile: ReturnTypeHandler<'File'> = async (output, ctx) => {
+  // (a client that leaves while the storage is asked ends the storage's request: a hung service
+  // holds no connection, and the router nothing to wait for, past the client)
+  const gone = clientGone(ctx.res);
+  try {
+    await send(output, ctx, gone.signal);
+  } catch (err) {
+    if (!gone.signal.aborted) throw err;
+    ctx.res.destroy(); // (nobody to answer)
+  } finally {
+    gone.done();
+  }
+};
+
+const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, requestId, state, appId, files, method, headers: reqHeaders }: SendContext, signal: AbortSignal) => {
   const { file } = output;
   const local = file.path !== null && file.path !== '';
   const userPath = local ? file.path! : file.storagePath;
@@ -76,7 +101,7 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
   if (!store) throw new ApiError('FILES_NOT_CONFIGURED', local ? 'A File result with `path` needs the router option `sandboxDir`' : 'A File result with `storagePath` needs shared storage (`storage` or `storageDir`)');
   checkAppId(appId);
   const rel = normalizeAppPath(userPath);
-  const info = await statOf(store, appId, rel, userPath);
+  const info = await statOf(store, appId, rel, userPath, signal);
 
   const name = file.name || path.posix.basename(rel);
   const headers: Record<string, string | number> = {
@@ -129,7 +154,7 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, { res, request
     return;
   }
   // (a zero-byte file has no range to ask a storage for)
-  const opened = info.size === 0 ? null : await store.get(appId, rel, range ? { range } : undefined).catch((err: unknown) => {
+  const opened = info.size === 0 ? null : await store.get(appId, rel, range ? { range, signal } : { signal }).catch((err: unknown) => {
     if (err instanceof ApiError) throw err;
     throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
   });
