@@ -56,6 +56,32 @@ describe('S3FileStorage', () => {
     expect((await text(tail.stream)).toString()).toBe('9');
   });
 
+  test('a service that ignores Range (answers 200 with the whole object): get fails, never passing the whole file off as the range', async () => {
+    const bytes = crypto.randomBytes(200_000);
+    await storage.put('app1', 'norange.bin', Readable.from([bytes]), {});
+    // the real client and server, with the Range header lost on the way (a proxy, a service that ignores it)
+    const real = storage.client;
+    const client = {
+      send(cmd, opts) {
+        if (cmd.constructor.name === 'GetObjectCommand') delete cmd.input.Range;
+        return real.send(cmd, opts);
+      },
+    };
+    const s = new S3FileStorage({ bucket: s3.bucket, prefix: 'files', client });
+    await expect(s.get('app1', 'norange.bin', { range: { start: 65536, end: 131071 } })).rejects.toThrow(/range/i);
+    // (without a range, the whole object is what was asked for)
+    expect(Buffer.compare(await text((await s.get('app1', 'norange.bin')).stream), bytes)).toBe(0);
+
+    // through the router: a JSON 500 before any header, never a 206 holding other bytes
+    const x = oneApi(`export function fn(ctx) { return { storagePath: 'norange.bin' } }`, { returnType: 'File' }, { storage: s }, {});
+    try {
+      const res = await request(x.app).get('/web0/api/app1/p').set('Range', 'bytes=65536-131071');
+      expect([res.status, res.body.code]).toEqual([500, 270602]);
+    } finally {
+      await x.router.close();
+    }
+  });
+
   test('a missing key: get and stat give null, delete resolves', async () => {
     expect(await storage.get('app1', 'nope/none.txt')).toBeNull();
     expect(await storage.stat('app1', 'nope/none.txt')).toBeNull();

@@ -163,6 +163,11 @@ export class S3FileStorage implements FileStorage {
     }
     // with a range, the whole size is the number after the slash of `Content-Range: bytes s-e/size`
     const total = typeof out.ContentRange === 'string' ? Number(/\/(\d+)$/.exec(out.ContentRange)?.[1]) : NaN;
+    if (range && !(typeof out.ContentRange === 'string' && out.ContentRange.startsWith(`bytes ${range.start}-${range.end}/`))) {
+      // a service (or a proxy before it) that ignored the Range: its body is not the bytes asked for
+      (out.Body as Readable | undefined)?.destroy?.();
+      throw new Error(`S3 answered a request for bytes ${range.start}-${range.end} of ${this.keyOf(appId, path)} with ${out.ContentRange ? `Content-Range ${out.ContentRange}` : 'the whole object'}`);
+    }
     const size = Number.isFinite(total) ? total : Number(out.ContentLength ?? 0);
     return { ...this.infoOf(out, size), stream: out.Body as Readable };
   }
