@@ -82,6 +82,23 @@ describe('S3FileStorage', () => {
     }
   });
 
+  test('downloads held open by clients that do not read (paused videos) leave the storage usable', async () => {
+    await storage.put('app1', 'held.bin', Readable.from([crypto.randomBytes(1024 * 1024)]), {});
+    // each open download holds its connection to S3 until its client reads it to the end
+    const held = [];
+    const open = async () => {
+      for (let i = 0; i < 60; i++) held.push(await storage.get('app1', 'held.bin'));
+      return storage.stat('app1', 'held.bin');
+    };
+    try {
+      const timeout = new Promise((_r, reject) => setTimeout(() => reject(new Error(`no connection for call ${held.length + 1}`)), 10_000).unref());
+      const info = await Promise.race([open(), timeout]);
+      expect(info.size).toBe(1024 * 1024);
+    } finally {
+      for (const got of held) got.stream.destroy();
+    }
+  }, 30_000);
+
   test('a missing key: get and stat give null, delete resolves', async () => {
     expect(await storage.get('app1', 'nope/none.txt')).toBeNull();
     expect(await storage.stat('app1', 'nope/none.txt')).toBeNull();

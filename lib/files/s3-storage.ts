@@ -28,7 +28,8 @@ export interface S3FileStorageOptions {
   /**
    * Any other `S3ClientConfig` field, laid over the defaults. The defaults set
    * `requestChecksumCalculation` and `responseChecksumValidation` to `WHEN_REQUIRED`, which
-   * S3-compatible services that predate the SDK's default checksums need.
+   * S3-compatible services that predate the SDK's default checksums need, and a `requestHandler`
+   * whose connections are not pooled to a maximum (a download holds one while its client reads).
    */
   clientOptions?: Record<string, unknown>;
   /** Bytes per part of a multipart upload (at least 5 MiB; at most 10,000 parts per file). Default 5 MiB. */
@@ -94,6 +95,9 @@ export class S3FileStorage implements FileStorage {
         credentials: options.credentials,
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
+        // a download holds its connection for as long as its client takes to read it: with the
+        // SDK's pool of 50, 50 slow or paused clients left no connection for any other call
+        requestHandler: { httpAgent: { maxSockets: Infinity }, httpsAgent: { maxSockets: Infinity } },
         ...options.clientOptions,
       });
   }
