@@ -99,6 +99,30 @@ describe('S3FileStorage', () => {
     }
   }, 30_000);
 
+  test('a HEAD answer without Content-Length: stat fails, never a size of 0 (an empty download of a full file)', async () => {
+    await storage.put('app1', 'nolength.bin', Readable.from([Buffer.alloc(5000, 1)]), {});
+    // the real client and server, with the length lost on the way (a proxy that drops it from HEAD answers)
+    const real = storage.client;
+    const client = {
+      async send(cmd, opts) {
+        const out = await real.send(cmd, opts);
+        if (cmd.constructor.name === 'HeadObjectCommand') delete out.ContentLength;
+        return out;
+      },
+    };
+    const s = new S3FileStorage({ bucket: s3.bucket, prefix: 'files', client });
+    await expect(s.stat('app1', 'nolength.bin')).rejects.toThrow(/Content-Length/);
+    expect(await s.stat('app1', 'none.bin')).toBeNull();
+
+    const x = oneApi(`export function fn(ctx) { return { storagePath: 'nolength.bin' } }`, { returnType: 'File' }, { storage: s }, {});
+    try {
+      const res = await request(x.app).get('/web0/api/app1/p');
+      expect([res.status, res.body.code]).toEqual([500, 270602]);
+    } finally {
+      await x.router.close();
+    }
+  });
+
   test('a missing key: get and stat give null, delete resolves', async () => {
     expect(await storage.get('app1', 'nope/none.txt')).toBeNull();
     expect(await storage.stat('app1', 'nope/none.txt')).toBeNull();

@@ -179,7 +179,9 @@ export class S3FileStorage implements FileStorage {
   async stat(appId: string, path: string, options?: StorageOptions): Promise<StoredFileInfo | null> {
     try {
       const out = await this.client.send(new this.sdk.s3.HeadObjectCommand({ Bucket: this.bucket, Key: this.keyOf(appId, path) }), { abortSignal: options?.signal });
-      return this.infoOf(out, Number(out.ContentLength ?? 0));
+      // (no length is no size: 0 would send the file as an empty one)
+      if (typeof out.ContentLength !== 'number') throw new Error(`S3 gave no Content-Length for ${this.keyOf(appId, path)}`);
+      return this.infoOf(out, out.ContentLength);
     } catch (err) {
       if (isMissing(err)) return null;
       throw err;
