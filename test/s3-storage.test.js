@@ -377,6 +377,54 @@ describe('a storage that does not answer', () => {
     }
   }, 30_000);
 
+  test('a multipart upload abandoned while the service hangs closes its file at once and settles', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    // a service that starts multipart uploads, then answers nothing (parts, abort)
+    const sockets = new Set();
+    const half = http.createServer((req, res) => {
+      if (req.method === 'POST' && req.url.includes('uploads')) {
+        res.setHeader('Content-Type', 'application/xml');
+        res.end('<?xml version="1.0" encoding="UTF-8"?><InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>u1</UploadId></InitiateMultipartUploadResult>');
+      } else req.resume();
+    });
+    half.on('connection', (sock) => {
+      sockets.add(sock);
+      sock.on('close', () => sockets.delete(sock));
+    });
+    await new Promise((r) => half.listen(0, '127.0.0.1', r));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-s3-hang-'));
+    const file = path.join(dir, 'up.bin');
+    fs.writeFileSync(file, Buffer.alloc(12 * 1024 * 1024, 1));
+    const s = s3.storage({ endpoint: `http://127.0.0.1:${half.address().port}` });
+    const openOnFile = () =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
+        } catch {
+          return false;
+        }
+      }).length;
+    try {
+      const ac = new AbortController();
+      // (as the router gives it: a stream over the file too, which a storage that reads localPath leaves unread)
+      const unread = fs.createReadStream(file);
+      unread.on('error', () => undefined);
+      const put = s.put('app1', 'hang.bin', unread, { localPath: file, signal: ac.signal });
+      const settled = put.then(() => 'stored', (e) => e.name);
+      expect(await until(() => sockets.size >= 2)).toBe(true); // (the parts are on their way)
+      ac.abort(); // the request ended
+      expect(await until(() => openOnFile() === 0, 5000)).toBe(true);
+      const t0 = Date.now();
+      expect(await settled).not.toBe('stored');
+      expect(Date.now() - t0).toBeLessThan(20_000);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      half.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
+
   test('saveStorage of a call that timed out releases its storage connection', async () => {
     const x = oneApi(
       `export function fn(ctx) { return ctx.getParts()[0].saveStorage('up.bin') }`,

@@ -9,6 +9,11 @@ import { Readable } from 'node:stream';
 
 /** Bytes read at once from the file. */
 const CHUNK = 256 * 1024;
+/**
+ * Longest wait for S3 to abort a failed multipart upload (a small request it answers at once): a
+ * service that hangs holds no request past it (the upload is then left to the bucket's lifecycle rules).
+ */
+const ABORT_WAIT_MS = 10_000;
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export interface FileUploadTarget {
@@ -47,14 +52,15 @@ function rangeOf(handle: fs.promises.FileHandle, start: number, end: number): Re
 /** Resolves to the stored object's ETag (when S3 gave one). */
 export async function uploadFileToS3(t: FileUploadTarget, file: string, size: number): Promise<string | undefined> {
   const handle = await fs.promises.open(file, 'r');
+  const close = () => handle.close().catch(() => undefined);
   try {
-    return await upload(t, handle, size);
+    return await upload(t, handle, size, close);
   } finally {
-    await handle.close().catch(() => undefined);
+    await close();
   }
 }
 
-async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size: number): Promise<string | undefined> {
+async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size: number, close: () => Promise<void>): Promise<string | undefined> {
   const base = { Bucket: t.bucket, Key: t.key };
   const sending = { abortSignal: t.signal };
   if (size <= t.partSize) {
@@ -91,13 +97,14 @@ async function upload(t: FileUploadTarget, handle: fs.promises.FileHandle, size:
   try {
     // every part settles before a failure aborts the upload (a part stored after the abort would stay)
     const settled = await Promise.allSettled(Array.from({ length: Math.min(t.queueSize, count) }, worker));
+    await close(); // (every part is read: completing or aborting needs no file, which may be a deleted temporary file's space)
     const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failure) throw failure.reason;
     const out = await t.client.send(new t.s3.CompleteMultipartUploadCommand({ ...base, UploadId, MultipartUpload: { Parts: parts } }), sending);
     return out?.ETag;
   } catch (err) {
     // (not given the signal: an upload abandoned by its request is aborted all the same)
-    await t.client.send(new t.s3.AbortMultipartUploadCommand({ ...base, UploadId })).catch(() => undefined);
+    await t.client.send(new t.s3.AbortMultipartUploadCommand({ ...base, UploadId }), { abortSignal: AbortSignal.timeout(ABORT_WAIT_MS) }).catch(() => undefined);
     throw err;
   }
 }

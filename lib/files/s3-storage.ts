@@ -114,6 +114,7 @@ export class S3FileStorage implements FileStorage {
    */
   async put(appId: string, path: string, stream: Readable, info: StoragePutInfo): Promise<StoragePutResult> {
     if (info?.localPath) {
+      stream.destroy(); // (read from the file instead: its descriptor goes now, not when the upload ends)
       const { size } = await fs.promises.stat(info.localPath);
       const etag = await uploadFileToS3(
         { client: this.client, s3: this.sdk.s3, bucket: this.bucket, key: this.keyOf(appId, path), contentType: info.contentType, partSize: this.partSize, queueSize: this.queueSize, signal: info.signal },
