@@ -33,6 +33,8 @@ export interface StageJob {
   done: boolean;
   /** Heap growth charged to the job's entries, bytes (QuickJS; see heapGrowth). */
   grown?: number;
+  /** Its async host calls not answered yet (see forget). */
+  calls?: number;
 }
 
 export interface StageHost {
@@ -127,6 +129,7 @@ export class Stages {
     const call = this.calls.get(callId);
     if (!call) return;
     this.calls.delete(callId);
+    call.job.calls!--;
     if (call.c.dead || call.job.done) return;
     void this.step(call.c, call.job, '', () => call.c.ctx.reply(callId, json));
   }
@@ -160,6 +163,17 @@ export class Stages {
     if (hog.done) return;
     const err = new EngineError('SCRIPT_OUT_OF_MEMORY', "The script ran out of memory (it grew its worker's shared heap the most, and another call needed room)");
     for (const c of [...this.cache.values()]) if ([...c.stages.values()].some((p) => p.job === hog)) this.fail(c, hog, err);
+  }
+
+  /**
+   * The job ended: the replies to its async host calls still out will be ignored. Their entries go
+   * now, not when the reply comes: a service that never answers (an accounts lookup that hangs)
+   * would keep the job, and its request, here for good.
+   */
+  forget(job: StageJob): void {
+    if (!job.calls) return;
+    for (const [id, call] of this.calls) if (call.job === job) this.calls.delete(id);
+    job.calls = 0;
   }
 
   /** The job ended (its deadline passed): its stages are forgotten, their host replies ignored. */
@@ -263,6 +277,7 @@ export class Stages {
     if (!async) return this.host.callSync(job, p ? p.script : this.entryScript, op, argsJson);
     const callId = this.host.callAsync(job, op, argsJson);
     this.calls.set(callId, { c, job });
+    job.calls = (job.calls ?? 0) + 1;
     return callId;
   }
 

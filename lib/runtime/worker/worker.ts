@@ -25,12 +25,16 @@ interface RunningJob extends StageJob {
   job: ScriptJob;
   startedAt: number;
   timer?: NodeJS.Timeout;
+  /** Its host calls made by the worker itself (ownCalls) not answered yet. */
+  ownCalls: number;
 }
 
 const jobs = new Map<number, RunningJob>();
 /** Async host calls made by the worker itself (automations), by call id. */
-const ownCalls = new Map<number, (reply: HostReply) => void>();
+const ownCalls = new Map<number, { job: RunningJob; settle: (reply: HostReply) => void }>();
 let nextCall = 1;
+/** The answer to a host call of a job that ended first (a service that never answers leaves nothing waiting). */
+const CALL_OVER: HostReply = { ok: false, error: { name: 'Error', message: 'The call is over' } };
 
 // ---- slices: the pool reads how long this thread has been busy ------------------------------
 let depth = 0;
@@ -197,6 +201,16 @@ function finish(running: RunningJob, result: JobResult): void {
   running.done = true;
   clearTimeout(running.timer);
   jobs.delete(running.id);
+  // (host calls still out, e.g. to an automations runner that never answers, would keep the job
+  // and its request here for good: their late replies are ignored)
+  if (running.ownCalls > 0) {
+    for (const [callId, call] of ownCalls) {
+      if (call.job !== running) continue;
+      ownCalls.delete(callId);
+      call.settle(CALL_OVER);
+    }
+  }
+  stages!.forget(running);
   post({ type: 'result', id: running.id, result: { ...result, runMs: Date.now() - running.startedAt } });
   if (driver.poisoned && !poisonReported) {
     poisonReported = true;
@@ -207,7 +221,7 @@ function finish(running: RunningJob, result: JobResult): void {
 function start(id: number, seq: number, job: ScriptJob): void {
   Atomics.store(shared.ints, SHARED_STARTED, seq);
   const now = Date.now();
-  const running: RunningJob = { id, appId: job.appId, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now };
+  const running: RunningJob = { id, appId: job.appId, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now, ownCalls: 0 };
   jobs.set(id, running);
   // the deadline moves while contexts load: the timer checks it again when it fires
   const check = (): void => {
@@ -231,8 +245,15 @@ function start(id: number, seq: number, job: ScriptJob): void {
     },
     callHost: (op, args) =>
       new Promise((resolve, reject) => {
+        const settle = (reply: HostReply) => {
+          running.ownCalls--;
+          if (reply.ok) resolve(reply.value);
+          else reject(Object.assign(new Error(reply.error.message), reply.error));
+        };
+        running.ownCalls++;
+        if (running.done) return settle(CALL_OVER);
         const callId = nextCall++;
-        ownCalls.set(callId, (reply) => (reply.ok ? resolve(reply.value) : reject(Object.assign(new Error(reply.error.message), reply.error))));
+        ownCalls.set(callId, { job: running, settle });
         post({ type: 'host', jobId: id, callId, op, args, blocking: false });
       }),
     deadline: () => running.deadline,
@@ -286,7 +307,7 @@ function onMessage(msg: ToWorker): void {
   const own = ownCalls.get(msg.callId);
   if (own) {
     ownCalls.delete(msg.callId);
-    own(msg.reply);
+    own.settle(msg.reply);
   } else stages!.reply(msg.callId, JSON.stringify(msg.reply));
 }
 

@@ -1,0 +1,61 @@
+'use strict';
+// A host service that never answers (the `automations` runner, `accounts.getAccountByToken`):
+// each call ends at scriptTimeoutMs with SCRIPT_TIMEOUT, and once it has, nothing of it stays in
+// the worker (the pending host call held the job and its request until a reply that never comes:
+// the worker's heap grew with every such call until it died, failing every call it ran).
+const request = require('supertest');
+const { WorkerPool } = require('..');
+const { makeApp } = require('./helpers/app');
+
+/** How many strings `MARK-<n>-` the worker's heap holds (a snapshot collects garbage first). */
+async function marksInWorker(pool) {
+  const snapshot = await pool.workers[0].worker.getHeapSnapshot();
+  const seen = new Set();
+  let tail = '';
+  for await (const chunk of snapshot) {
+    const text = tail + chunk.toString('latin1');
+    for (const m of text.matchAll(/MARK-(\d+)-/g)) seen.add(m[1]);
+    tail = text.slice(-16);
+  }
+  return seen.size;
+}
+
+const never = () => new Promise(() => {});
+const N = 40;
+
+describe.each([
+  ['an automations runner', { automation: 'x' }],
+  ['an accounts lookup in a script', { script: 's.js', function: 'lookup' }],
+])('%s that never answers', (_name, call) => {
+  let pool;
+  let app;
+  let router;
+  beforeAll(async () => {
+    pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1 });
+    ({ app, router } = makeApp({
+      apps: {
+        a: {
+          scripts: { 's.js': 'export function lookup(ctx) { return platform.system.getAccountByToken(ctx.body.slice(0, 8)) }' },
+          automations: [{ id: 'x', steps: [{ type: 'return', value: '1' }] }],
+          apis: [{ path: 'p', methods: ['POST'], call, returnType: 'JSON' }],
+        },
+      },
+      router: { engine: pool, scriptTimeoutMs: 100, automations: { run: never }, accounts: { getAccountByToken: never } },
+    }));
+    await router.ready();
+  });
+  afterAll(async () => {
+    await router.close();
+    await pool.close({ force: true });
+  });
+
+  test('each call ends with SCRIPT_TIMEOUT, and the worker keeps none of their requests', async () => {
+    for (let i = 0; i < N; i++) {
+      const res = await request(app).post('/web0/api/a/p').set('content-type', 'text/plain').send(`MARK-${i}-${'x'.repeat(2000)}`);
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'The script timed out', code: 270200 });
+    }
+    // (the last call's request may still be referenced as the worker's latest: not one per call)
+    expect(await marksInWorker(pool)).toBeLessThanOrEqual(1);
+  }, 60_000);
+});
