@@ -247,3 +247,35 @@ describe('a forEach whose rounds have no steps', () => {
     expect(turnedFirst).toBe(true);
   }, 30_000);
 });
+
+describe('a value that grows step after step (the interpreter’s values live on the worker’s own heap)', () => {
+  const rounds = '[' + Array.from({ length: 30 }, (_, i) => i).join(',') + ']';
+  const automations = [
+    // a list doubled 30 times: copying it whole aborted the whole process (V8's heap limit, inside a builtin)
+    { id: 'list', steps: [{ type: 'set', vars: { l: '[1, 2, 3, 4, 5, 6, 7, 8]' } }, { id: 'grow', type: 'forEach', items: rounds, steps: [{ id: 'double', type: 'set', vars: { l: 'state.vars.l + state.vars.l' } }] }] },
+    // texts that fit one by one (4 MiB, 8 MiB, 8 MiB), sent to a script step together as its state
+    { id: 'text', steps: [{ type: 'set', vars: { s: "'abcdefgh'" } }, { type: 'forEach', items: '[' + Array.from({ length: 19 }, (_, i) => i).join(',') + ']', steps: [{ type: 'set', vars: { s: 'state.vars.s + state.vars.s' } }] }, { type: 'set', vars: { t: 'state.vars.s + state.vars.s', u: 'state.vars.s + state.vars.s' } }, { id: 'use', type: 'script', script: 's.js', function: 'plain' }] },
+    { id: 'fine', steps: [{ type: 'return', value: "{'ok': true}" }] },
+  ];
+  const apis = automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON' }));
+  // another app's call, waiting on the host on the same (only) worker meanwhile
+  const other = { scripts: { 'w.js': "export function who(ctx) { return platform.system.getAccountByToken('ada') }" }, apis: [{ path: 'who', call: { script: 'w.js', function: 'who' }, returnType: 'JSON' }] };
+  const accounts = { getAccountByToken: (name) => new Promise((r) => setTimeout(() => r({ name }), 3000)) };
+  const { app, router } = makeApp({ apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis }, b: other }, router: { accounts, maxWorkers: 1 } });
+  afterAll(() => router.close());
+
+  test('fails its own call with AUTOMATION_STEP_FAILED past 16 MiB, naming where; the host and other calls go on', async () => {
+    const waiting = request(app).get('/web0/api/b/who').then((r) => r);
+    await new Promise((r) => setTimeout(r, 500));
+    const list = await request(app).get('/web0/api/a/list');
+    expect(list.status).toBe(500);
+    expect(list.body).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'list' step '(grow|double)' \(\w+\): .*a value larger than 16 MiB/) });
+    const text = await request(app).get('/web0/api/a/text');
+    expect(text.status).toBe(500);
+    expect(text.body).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'text' step 'use' \(script\): state: a value larger than 16 MiB/) });
+    const fine = await request(app).get('/web0/api/a/fine');
+    expect(fine.body).toEqual({ ok: true });
+    const who = await waiting;
+    expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { name: 'ada' } });
+  }, 60_000);
+});

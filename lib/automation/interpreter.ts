@@ -9,7 +9,7 @@ import { ERRORS } from '../errors';
 import { ExpressionError } from './cel';
 import type { AutomationExecutors, CompiledAutomation, CompiledStep, Scope, StepRuntime } from './compiled';
 import { ReturnSignal, StepFailure } from './errors';
-import { celView, setOwn, toJson } from './json';
+import { celView, measure, setOwn, toJson } from './json';
 import type { AutomationState } from './types';
 
 export interface AutomationInput {
@@ -110,10 +110,19 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   };
 
   const scope: Scope = { ctx: input.ctx, state };
+  let result: unknown;
   try {
-    return await rt.runSteps(automation.steps, scope);
+    result = await rt.runSteps(automation.steps, scope);
   } catch (e) {
     if (e instanceof ReturnSignal) return e.value;
     throw e;
   }
+  // (the last step's result, a forEach's list of results, say, is serialized as one text next)
+  try {
+    measure(result);
+  } catch (e) {
+    if (e instanceof RangeError) throw StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: its result: ${e.message}`);
+    throw e;
+  }
+  return result;
 }

@@ -8,6 +8,48 @@
  */
 
 const MAX_DEPTH = 100;
+/**
+ * Largest value an automation holds, as counted by toJson / measure: a byte per character of its
+ * strings and keys, ITEM_BYTES per list element or map entry. The interpreter's values live on
+ * the worker's own heap, outside any script's memory limit: a value doubled step after step
+ * would fill that heap, and one copy of it made at once (a list copied, a string flattened to be
+ * sent) aborts the whole process instead of failing its worker.
+ */
+export const MAX_VALUE_BYTES = 16 * 1024 * 1024;
+const ITEM_BYTES = 8;
+
+/** What is left of a value's MAX_VALUE_BYTES while it is walked. */
+interface Room {
+  left: number;
+}
+
+function use(room: Room, bytes: number): void {
+  room.left -= bytes;
+  if (room.left < 0) throw new RangeError(`a value larger than ${MAX_VALUE_BYTES / (1024 * 1024)} MiB (a byte a character, ${ITEM_BYTES} a list item or map entry)`);
+}
+
+/**
+ * Walks `v` (plain JSON, celView Maps) counting its size into `room` (a fresh MAX_VALUE_BYTES
+ * by default); throws RangeError when it does not fit. Nothing is copied.
+ */
+export function measure(v: unknown, room: Room = { left: MAX_VALUE_BYTES }, depth = 0): void {
+  if (typeof v === 'string') return use(room, v.length);
+  if (typeof v !== 'object' || v === null || depth > MAX_DEPTH) return;
+  if (Array.isArray(v)) {
+    use(room, v.length * ITEM_BYTES);
+    for (const x of v) measure(x, room, depth + 1);
+  } else if (v instanceof Map) {
+    for (const [k, x] of v) {
+      use(room, ITEM_BYTES + String(k).length);
+      measure(x, room, depth + 1);
+    }
+  } else {
+    for (const k of Object.keys(v)) {
+      use(room, ITEM_BYTES + k.length);
+      measure((v as Record<string, unknown>)[k], room, depth + 1);
+    }
+  }
+}
 
 /** The class of a cel-js value (`UnsignedInt`, `Duration`, `Type`), by its prototype: never a key of the data. */
 function celClass(v: object): unknown {
@@ -19,14 +61,19 @@ function isOptional(v: object): v is { hasValue(): boolean; value(): unknown } {
   return typeof o.hasValue === 'function' && typeof o.value === 'function' && o.constructor?.name === 'Optional';
 }
 
-/** The JSON value of `v` (see the file comment); throws RangeError past 100 levels of nesting. */
-export function toJson(v: unknown, depth = 0): unknown {
+/**
+ * The JSON value of `v` (see the file comment); throws RangeError past 100 levels of nesting or
+ * past MAX_VALUE_BYTES (counted as it goes: no list is copied whole before it is counted).
+ */
+export function toJson(v: unknown, depth = 0, room: Room = { left: MAX_VALUE_BYTES }): unknown {
   switch (typeof v) {
     case 'bigint':
       return Number(v);
     case 'number':
       return Number.isFinite(v) ? v : null;
     case 'string':
+      use(room, v.length);
+      return v;
     case 'boolean':
       return v;
     case 'undefined':
@@ -36,15 +83,28 @@ export function toJson(v: unknown, depth = 0): unknown {
   }
   if (v === null) return null;
   if (depth > MAX_DEPTH) throw new RangeError(`a value nested more than ${MAX_DEPTH} levels deep`);
-  if (Array.isArray(v)) return v.map((x) => toJson(x, depth + 1));
-  if (v instanceof Date) return Number.isNaN(v.getTime()) ? null : v.getTime();
-  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
-  if (v instanceof Map) {
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of v) setOwn(out, String(k), toJson(x, depth + 1));
+  if (Array.isArray(v) || v instanceof Set) {
+    const out: unknown[] = [];
+    for (const x of v) {
+      use(room, ITEM_BYTES);
+      out.push(toJson(x, depth + 1, room));
+    }
     return out;
   }
-  if (v instanceof Set) return [...v].map((x) => toJson(x, depth + 1));
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? null : v.getTime();
+  if (v instanceof Uint8Array) {
+    use(room, Math.ceil(v.byteLength / 3) * 4);
+    return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+  }
+  if (v instanceof Map) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of v) {
+      const key = String(k);
+      use(room, ITEM_BYTES + key.length);
+      setOwn(out, key, toJson(x, depth + 1, room));
+    }
+    return out;
+  }
   const obj = v as object;
   switch (celClass(obj)) {
     case 'UnsignedInt':
@@ -54,9 +114,12 @@ export function toJson(v: unknown, depth = 0): unknown {
     case 'Type':
       return String((obj as { name: string }).name);
   }
-  if (isOptional(obj)) return obj.hasValue() ? toJson(obj.value(), depth + 1) : null;
+  if (isOptional(obj)) return obj.hasValue() ? toJson(obj.value(), depth + 1, room) : null;
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(obj)) setOwn(out, k, toJson((obj as Record<string, unknown>)[k], depth + 1));
+  for (const k of Object.keys(obj)) {
+    use(room, ITEM_BYTES + k.length);
+    setOwn(out, k, toJson((obj as Record<string, unknown>)[k], depth + 1, room));
+  }
   return out;
 }
 

@@ -4,12 +4,22 @@
  * `state` is a copy: what the next steps need comes back as the return value (the step's result).
  */
 import type { StepKind } from '../compiled';
+import { measure } from '../json';
 
 export const scriptStep: StepKind = {
   type: 'script',
   compile(step, c) {
     const ref = { script: String(step.script), function: String(step.function) };
     c.useScript(ref.script);
-    return (rt, scope) => rt.executors.runScript(ref, scope, rt.state);
+    return (rt, scope) => {
+      // (the state goes to the sandbox as one JSON text: its values together, not only each, must fit)
+      try {
+        measure(rt.state);
+      } catch (e) {
+        if (e instanceof RangeError) throw rt.failure(`state: ${e.message}`);
+        throw e;
+      }
+      return rt.executors.runScript(ref, scope, rt.state);
+    };
   },
 };
