@@ -83,3 +83,26 @@ test('without a runner, the built-in interpreter runs the same definitions', asy
   const unknown = await request(builtIn.app).get('/web0/api/app1/unknown');
   expect(unknown.body).toMatchObject({ code: 270603, message: "Automation 'nope' not found in app 'app1'" });
 });
+
+test("a registry whose getAutomation fails: HOST_ERROR without its message (logged), with the host's runner as with the built-in interpreter", async () => {
+  const failing = {
+    getApi: (_app, path) => ({ path, call: { automation: 'report' }, returnType: 'JSON' }),
+    getScript: () => undefined,
+    getAutomation: async () => {
+      throw new Error('connect ECONNREFUSED 10.1.2.3:5432 (db tenants)');
+    },
+  };
+  const logged = [];
+  const logger = { info() {}, warn() {}, error: (m) => logged.push(String(m)) };
+  for (const router of [{ automations: runner, logger }, { logger }]) {
+    const host = makeApp({ registry: failing, router });
+    try {
+      const res = await request(host.app).get('/web0/api/a/p');
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'A host service failed', code: 270602 });
+    } finally {
+      await host.router.close();
+    }
+  }
+  expect(logged.filter((m) => m.includes('ECONNREFUSED 10.1.2.3')).length).toBe(2);
+});

@@ -18,7 +18,7 @@ import { attachmentFileOf, checkPartFile, saveAttachmentTo, savePart } from '../
 import type { FileStorage } from '../files/storage';
 import { nativeEncoding } from '../context/charset';
 import { hostJson } from '../runtime/serialize';
-import type { ApiRouterOptions, Logger, RegistryStage } from '../types';
+import type { ApiRouterOptions, AutomationDefinition, Logger, RegistryStage } from '../types';
 
 /** What the router shares with every request's host services. */
 export interface HostShared {
@@ -226,7 +226,14 @@ export class HostServices implements HostBridge {
   private async runAutomation(args: HostOps['automation.run']['args']): Promise<unknown> {
     const { options } = this.shared;
     const id = str(args.automation, 'automation');
-    const def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
+    let def: AutomationDefinition | null | undefined;
+    try {
+      def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
+    } catch (e) {
+      // (as when the router looks a definition up: logged, and the caller gets no internals)
+      this.shared.logger?.error(`scriptable-api: registry.getAutomation failed: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      throw new ApiError('HOST_ERROR');
+    }
     if (!options.registry.getAutomation) throw new ApiError('AUTOMATION_UNAVAILABLE', `The registry has no getAutomation: automation '${id}' cannot be loaded`);
     if (!def) throw new ApiError('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${this.info.appId}'`);
     if (!options.automations) throw new ApiError('AUTOMATION_UNAVAILABLE', 'This router has no `automations` runner');
