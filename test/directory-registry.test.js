@@ -266,3 +266,38 @@ describe('links out of an app', () => {
     expect(registry.listApps()).toEqual(['evil', 'other', 'secret']);
   });
 });
+
+describe('many apps', () => {
+  const files = {};
+  for (let i = 0; i < 300; i++) {
+    files[`app${i}/apis/hello.json`] = api('hello');
+    files[`app${i}/scripts/main.js`] = `export function hello() { return "app${i}" }`;
+  }
+  const root = tree(files);
+  const registry = open({ root, logger: false });
+
+  test("reloading one app reads and watches only that app's folders, not every app's (a stall per change with thousands)", async () => {
+    // the file system calls one reload makes: a few for its own folders, whatever the number of apps
+    const calls = { n: 0 };
+    const spies = ['statSync', 'lstatSync', 'readdirSync', 'existsSync', 'watch'].map((m) => {
+      const real = fs[m];
+      return jest.spyOn(fs, m).mockImplementation((...args) => {
+        calls.n++;
+        return real.apply(fs, args);
+      });
+    });
+    try {
+      registry.reload('app7');
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
+    expect(calls.n).toBeLessThan(60);
+    // and the watching still works: for that app, a new folder of it, and the others
+    write(root, { 'app7/scripts/lib/util.js': 'export const x = 1' });
+    await eventually(registry, () => registry.getScript('app7', 'lib/util.js') !== undefined);
+    fs.writeFileSync(path.join(root, 'app7/scripts/lib/util.js'), 'export const x = 2');
+    await eventually(registry, () => registry.getScript('app7', 'lib/util.js').includes('2'));
+    fs.writeFileSync(path.join(root, 'app250/scripts/main.js'), 'export function hello() { return "edited" }');
+    await eventually(registry, () => registry.getScript('app250', 'main.js').includes('edited'));
+  });
+});

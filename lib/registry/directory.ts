@@ -112,12 +112,14 @@ class AppTree {
 
   /** Reloads one app, or (null) re-reads the root: apps added, removed, or all of them. */
   reload(appId: string | null): void {
-    if (appId !== null) this.load(appId, true);
-    else {
-      const now = new Set(this.appIds());
-      for (const id of [...this.apps.keys()]) if (!now.has(id)) this.load(id, true);
-      for (const id of now) this.load(id, true);
+    if (appId !== null) {
+      this.load(appId, true);
+      this.watch?.syncApp(appId, this.apps.has(appId));
+      return;
     }
+    const now = new Set(this.appIds());
+    for (const id of [...this.apps.keys()]) if (!now.has(id)) this.load(id, true);
+    for (const id of now) this.load(id, true);
     this.watch?.sync(this.apps.keys());
   }
 

@@ -12,7 +12,7 @@ export class FolderWatch {
    * By folder, with the folder's identity (inode and birth time: a file system may give a folder
    * made again the inode of the one deleted): a folder deleted and made again needs a new watcher.
    */
-  private readonly watchers = new Map<string, { w: fs.FSWatcher; id: string }>();
+  private readonly watchers = new Map<string, { w: fs.FSWatcher; id: string; appId: string | null }>();
   private closed = false;
 
   /** `onChange(appId)`: something in that app changed; `onChange(null)`: re-read the root. */
@@ -67,7 +67,7 @@ export class FolderWatch {
       if (this.watchers.get(dir)?.w === w) this.watchers.delete(dir);
       this.onChange(appId);
     });
-    this.watchers.set(dir, { w, id });
+    this.watchers.set(dir, { w, id, appId });
   }
 
   /** Watches the root and exactly the folders of `appIds` as they are now. */
@@ -82,6 +82,22 @@ export class FolderWatch {
       }
     }
     for (const [dir, appId] of wanted) this.watch(dir, appId);
+  }
+
+  /**
+   * Watches exactly the folders of one app as they are now (none when it is gone): a reload of
+   * one app touches only its own folders, not every app's (thousands of apps: a stall per change).
+   */
+  syncApp(appId: string, present: boolean): void {
+    if (this.closed) return;
+    const wanted = new Set(present ? this.folders(appId) : []);
+    for (const [dir, { w, appId: owner }] of this.watchers) {
+      if (owner === appId && !wanted.has(dir)) {
+        w.close();
+        this.watchers.delete(dir);
+      }
+    }
+    for (const dir of wanted) this.watch(dir, appId);
   }
 
   close(): void {
