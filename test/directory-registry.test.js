@@ -300,4 +300,19 @@ describe('many apps', () => {
     fs.writeFileSync(path.join(root, 'app250/scripts/main.js'), 'export function hello() { return "edited" }');
     await eventually(registry, () => registry.getScript('app250', 'main.js').includes('edited'));
   });
+
+  test('a file in the root that cannot be an app (.DS_Store, a dot file) reloads no app', async () => {
+    const reloaded = [];
+    const onReload = (r) => reloaded.push(r.appId);
+    registry.on('reload', onReload);
+    try {
+      fs.writeFileSync(path.join(root, '.DS_Store'), 'x');
+      // (an edit after it, as the witness: its reload comes after any the dot file would cause)
+      fs.writeFileSync(path.join(root, 'app3/scripts/main.js'), 'export function hello() { return "witness" }');
+      await eventually(registry, () => registry.getScript('app3', 'main.js').includes('witness'));
+    } finally {
+      registry.off('reload', onReload);
+    }
+    expect(new Set(reloaded)).toEqual(new Set(['app3']));
+  });
 });

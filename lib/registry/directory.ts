@@ -99,8 +99,10 @@ class AppTree {
     this.owner.emit('reload', { stage: this.stage, appId, present: state !== undefined, problems: state?.problems ?? [] } satisfies DirectoryReload);
   }
 
+  /** `appId` null: re-read the root. A name in the root that cannot be an app (`.DS_Store`) is no change. */
   private schedule(appId: string | null): void {
-    const key = appId !== null && isAppId(appId) ? appId : null;
+    if (appId !== null && !isAppId(appId)) return;
+    const key = appId;
     clearTimeout(this.timers.get(key));
     const timer = setTimeout(() => {
       this.timers.delete(key);
