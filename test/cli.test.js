@@ -149,6 +149,31 @@ test('SIGTERM while a request is in flight: it finishes, then the process exits 
   upstream.close();
 });
 
+test('SIGTERM with a script still running after shutdownTimeoutMs: its connection closes, the script stops, the process exits 0', async () => {
+  let onArrival;
+  const arrived = new Promise((resolve) => (onArrival = resolve));
+  const upstream = http.createServer(() => onArrival()); // never answers
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  upstream.url = `http://127.0.0.1:${upstream.address().port}/`;
+  // the script's own limits (and the upstream's) are far past the shutdown limit
+  write('config-shutdown.json', { outbound: { allowPrivateNetworks: true, timeoutMs: 120000 }, scriptTimeoutMs: 120000, shutdownTimeoutMs: 500, workers: 1 });
+
+  try {
+    const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'config-shutdown.json')]);
+    const url = await run.ready;
+    const pending = get(`${url}/demo/slow?upstream=${encodeURIComponent(upstream.url)}`).then(() => 'answered', (e) => e.code);
+    await arrived;
+    run.child.kill('SIGTERM');
+    const exited = await Promise.race([run.exited, new Promise((r) => setTimeout(() => r('still running after 15 s'), 15000).unref())]);
+    expect(exited).toEqual({ code: 0, signal: null });
+    expect(await pending).toBe('ECONNRESET');
+    expect(run.out.stderr + run.out.stdout).toMatch(/1 request\(s\) still open after 500 ms: closing their connections and stopping their scripts/);
+  } finally {
+    upstream.closeAllConnections();
+    upstream.close();
+  }
+});
+
 test('a port in use: a clear message and exit code 1', async () => {
   const blocker = http.createServer();
   await new Promise((r) => blocker.listen(0, '127.0.0.1', r));

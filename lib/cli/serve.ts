@@ -1,7 +1,8 @@
 /**
  * `scriptable-api serve <root>`: an Express app with the router over a DirectoryRegistry.
  * Prints where it listens (a line with http://HOST:PORT), one line per request, and on SIGTERM /
- * SIGINT stops accepting connections, lets the requests in flight finish, closes the router,
+ * SIGINT stops accepting connections, lets the requests in flight finish (for at most
+ * shutdownTimeoutMs: then their connections close and their scripts stop), closes the router,
  * the registry and the rate-limit store, then exits. A second signal exits at once.
  */
 import * as http from 'node:http';
@@ -104,15 +105,21 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
       server.closeIdleConnections();
-      // a request that never ends (a client stalling an upload) does not hold the exit forever
+      // a request that never ends (a client stalling an upload, a script running to its own
+      // timeout, also one whose client left) does not hold the exit past the limit
       const limit = setTimeout(() => {
-        logger.warn(`scriptable-api: ${inFlight.size} request(s) still open after ${config.shutdownTimeoutMs} ms: closing their connections`);
+        logger.warn(`scriptable-api: ${inFlight.size} request(s) still open after ${config.shutdownTimeoutMs} ms: closing their connections and stopping their scripts`);
         server.closeAllConnections();
+        // (the graceful router.close() below, waiting for them, then ends too)
+        router.close({ force: true }).catch((e: unknown) => logger.error(`scriptable-api: error while stopping the scripts: ${(e as Error)?.message ?? e}`));
       }, config.shutdownTimeoutMs);
       limit.unref();
-      await closed;
-      clearTimeout(limit);
-      await closeAll();
+      try {
+        await closed;
+        await closeAll();
+      } finally {
+        clearTimeout(limit);
+      }
     })());
   return { server, router, registry, url, shutdown };
 }
