@@ -219,6 +219,26 @@ describe('watching an app folder made again', () => {
   });
 });
 
+describe('the apps folder replaced', () => {
+  const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }' });
+  roots.push(`${root}.old`);
+  const registry = open({ root, logger: false });
+  const script = () => registry.getScript('shop', 'main.js') ?? '';
+
+  test('the apps folder removed and made again, or renamed away with another moved in (as deploys do), is read and watched again', async () => {
+    fs.rmSync(root, { recursive: true });
+    write(root, { 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v2" }' });
+    await eventually(registry, () => script().includes('v2'));
+    fs.renameSync(root, `${root}.old`);
+    write(root, { 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v3" }' });
+    await eventually(registry, () => script().includes('v3'));
+    // the new folder is the one watched: an edit in it is live, one in the folder moved away is not
+    fs.writeFileSync(path.join(root, 'shop/scripts/main.js'), 'export function hello() { return "v4" }');
+    await eventually(registry, () => script().includes('v4'));
+    expect(registry.listApps()).toEqual(['shop']);
+  });
+});
+
 describe('links out of an app', () => {
   test('a linked file in apis/, scripts/ or automations/ is not read, and is reported as a problem naming it', () => {
     const root = tree({

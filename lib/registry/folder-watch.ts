@@ -7,6 +7,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+/** How often the root's identity is checked, ms. */
+const ROOT_POLL_MS = 1000;
+
 export class FolderWatch {
   /**
    * By folder, with the folder's identity (inode and birth time: a file system may give a folder
@@ -20,7 +23,19 @@ export class FolderWatch {
     private readonly root: string,
     private readonly onChange: (appId: string | null) => void,
     private readonly onError: (message: string) => void,
-  ) {}
+  ) {
+    fs.watchFile(root, { persistent: false, interval: ROOT_POLL_MS }, this.rootPoll);
+  }
+
+  /**
+   * A watcher follows its folder, not its path: the root removed and made again, renamed away
+   * with another put in its place, or a link moved to another folder (how deploys swap a
+   * release) would leave the registry on a folder no longer at the path. Polling the root's
+   * identity sees that, and the root is read again (sync then watches the new folders).
+   */
+  private readonly rootPoll = (now: fs.Stats, before: fs.Stats): void => {
+    if (now.ino !== before.ino || now.birthtimeMs !== before.birthtimeMs) this.onChange(null);
+  };
 
   private folders(appId: string): string[] {
     const app = path.join(this.root, appId);
@@ -102,6 +117,7 @@ export class FolderWatch {
 
   close(): void {
     this.closed = true;
+    fs.unwatchFile(this.root, this.rootPoll);
     for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
   }
