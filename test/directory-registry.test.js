@@ -285,6 +285,27 @@ describe('links out of an app', () => {
     await eventually(registry, () => registry.listApps().includes('other'));
     expect(registry.listApps()).toEqual(['evil', 'other', 'secret']);
   });
+
+  test('a linked scripts/ or apis/ folder is not watched either: the tree it points to is not walked', () => {
+    // (a scripts/ linked to / was walked 16 folders deep: one watcher per folder, seconds per reload)
+    const outside = tree({ 'a/b/c/d/x.js': 'export const x = 1', 'e/f/y.js': 'export const y = 1', 'g/h.json': '{}' });
+    const root = tree({ 'linked/apis/hello.json': api('hello') });
+    fs.mkdirSync(path.join(root, 'other'));
+    fs.symlinkSync(outside, path.join(root, 'linked', 'scripts'));
+    fs.symlinkSync(path.join(outside, 'g'), path.join(root, 'other', 'apis'));
+    const watched = [];
+    const real = fs.watch;
+    const spy = jest.spyOn(fs, 'watch').mockImplementation((dir, ...rest) => {
+      watched.push(String(dir));
+      return real.call(fs, dir, ...rest);
+    });
+    try {
+      open({ root, logger: false });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(watched.sort()).toEqual([root, path.join(root, 'linked'), path.join(root, 'linked', 'apis'), path.join(root, 'other')].sort());
+  });
 });
 
 describe('many apps', () => {

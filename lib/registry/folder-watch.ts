@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isRealFolder } from './app-folder';
 
 /** How often the root's identity is checked, ms. */
 const ROOT_POLL_MS = 1000;
@@ -42,7 +43,7 @@ export class FolderWatch {
     const out = [app, path.join(app, 'apis'), path.join(app, 'automations')];
     const walk = (dir: string, depth: number): void => {
       out.push(dir);
-      if (depth > 16) return;
+      if (depth > 16 || !isRealFolder(dir)) return;
       let list: fs.Dirent[] = [];
       try {
         list = fs.readdirSync(dir, { withFileTypes: true });
@@ -52,7 +53,8 @@ export class FolderWatch {
       for (const e of list) if (e.isDirectory() && !e.name.startsWith('.')) walk(path.join(dir, e.name), depth + 1);
     };
     walk(path.join(app, 'scripts'), 0);
-    return out.filter((d) => fs.existsSync(d));
+    // (a link is not read, so not watched: a scripts/ linked to / would be walked to depth 16)
+    return out.filter((d) => isRealFolder(d));
   }
 
   private watch(dir: string, appId: string | null): void {
