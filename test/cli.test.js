@@ -291,6 +291,29 @@ test('--preview-root without a preview option in the config file: exit 1 saying 
   expect(typeof ok.router.preview.authorize).toBe('function');
 });
 
+test('a request whose client leaves before the answer is logged without a status (none was sent)', async () => {
+  let onArrival;
+  const arrived = new Promise((resolve) => (onArrival = resolve));
+  const upstream = http.createServer(() => onArrival()); // never answers
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  try {
+    const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'config.json')]);
+    const url = await run.ready;
+    const req = http.get(`${url}/demo/slow?upstream=${encodeURIComponent(`http://127.0.0.1:${upstream.address().port}/`)}`);
+    req.on('error', () => undefined);
+    await arrived;
+    req.destroy();
+    await waitFor(run, 'stdout', /GET \/web0\/api\/demo\/slow\S* .*\(client closed\)/);
+    const line = run.out.stdout.split('\n').find((l) => l.includes('(client closed)'));
+    expect(line).toMatch(/ - \(client closed\) [\d.]+ms [0-9a-f-]{36}$/);
+    run.child.kill('SIGKILL');
+    await run.exited;
+  } finally {
+    upstream.closeAllConnections();
+    upstream.close();
+  }
+});
+
 test('a request cannot forge a line of the log: line breaks in logged values are escaped', async () => {
   const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0']);
   const base = await run.ready;

@@ -1,7 +1,9 @@
 /**
  * One line per request, when its response ends (or the client goes away first):
  *   2026-01-05T10:00:00.000Z GET /web0/api/shop/hello?name=Ada 200 3.1ms 6f0c1d2e-…
- * The last field is the request id the router sent in X-Request-Id ('-' for other routes).
+ * The last field is the request id the router sent in X-Request-Id ('-' for other routes). A
+ * request whose client left first ends in `(client closed)`, after its status if one was sent
+ * (`- (client closed)` when none was).
  */
 import type { NextFunction, Request, Response } from 'express';
 
@@ -14,7 +16,8 @@ export function requestLog(write: (line: string) => void) {
       done = true;
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const id = res.getHeader('x-request-id');
-      const status = aborted && !res.writableFinished ? `${res.statusCode} (client closed)` : String(res.statusCode);
+      // (a client that left before the answer: its status, if it was sent, else '-')
+      const status = aborted && !res.writableFinished ? `${res.headersSent ? res.statusCode : '-'} (client closed)` : String(res.statusCode);
       write(`${new Date().toISOString()} ${req.method} ${req.originalUrl} ${status} ${ms.toFixed(1)}ms ${typeof id === 'string' ? id : '-'}`);
     };
     res.once('finish', () => end(false));
