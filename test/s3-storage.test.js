@@ -13,6 +13,19 @@ const { startS3 } = require('./helpers/s3');
 
 let s3;
 let storage;
+
+/** This process's open descriptors on `file` (/proc/self/fd). */
+function descriptorsOn(file) {
+  const fs = require('node:fs');
+  return fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
+    } catch {
+      return false;
+    }
+  });
+}
+
 beforeAll(async () => {
   s3 = await startS3();
   storage = s3.storage({ prefix: 'files' });
@@ -318,14 +331,7 @@ describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () =
     const client = { send: () => Promise.reject(new Error('no service')) };
     const s = new S3FileStorage({ bucket: s3.bucket, client });
     for (let i = 0; i < 5; i++) await expect(s.put('app1', 'y.bin', Readable.from([]), { localPath: file })).rejects.toThrow('no service');
-    const openOnFile = () =>
-      fs.readdirSync('/proc/self/fd').filter((fd) => {
-        try {
-          return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
-        } catch {
-          return false;
-        }
-      });
+    const openOnFile = () => descriptorsOn(file);
     // (a destroyed stream closes its descriptor once its open has completed: wait for that, not longer)
     for (const end = Date.now() + 3000; openOnFile().length > 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
     expect(openOnFile()).toEqual([]);
@@ -397,14 +403,7 @@ describe('a storage that does not answer', () => {
     const file = path.join(dir, 'up.bin');
     fs.writeFileSync(file, Buffer.alloc(12 * 1024 * 1024, 1));
     const s = s3.storage({ endpoint: `http://127.0.0.1:${half.address().port}` });
-    const openOnFile = () =>
-      fs.readdirSync('/proc/self/fd').filter((fd) => {
-        try {
-          return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
-        } catch {
-          return false;
-        }
-      }).length;
+    const openOnFile = () => descriptorsOn(file).length;
     try {
       const ac = new AbortController();
       // (as the router gives it: a stream over the file too, which a storage that reads localPath leaves unread)
