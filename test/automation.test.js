@@ -9,6 +9,7 @@ const runner = {
     calls.push(inv);
     if (inv.automation.id === 'broken') throw Object.assign(new Error('automation failed'), { code: 777 });
     if (inv.automation.id === 'status') throw Object.assign(new Error('upstream said no'), { status: Number(inv.input.request.query.s), code: Number(inv.input.request.query.c) });
+    if (inv.automation.id === 'keep') return inv.input.request.query.v === 'null' ? null : undefined;
     if (inv.stage === 'after') return { audited: inv.input.result, user: inv.input.attributes.user };
     return { automation: inv.automation.id, q: inv.input.request.query.q, at: inv.input.request.path };
   },
@@ -19,10 +20,11 @@ const steps = [{ type: 'return', value: "'built-in'" }];
 const apps = {
   app1: {
     scripts: { 'h.js': 'export function b(ctx) { ctx.request.setAttribute("user", "ada") }\nexport function main() { return { fromScript: true } }' },
-    automations: [{ id: 'report', steps }, { id: 'broken', steps }, { id: 'status', steps }],
+    automations: [{ id: 'report', steps }, { id: 'broken', steps }, { id: 'status', steps }, { id: 'keep', steps }],
     apis: [
       { path: 'auto', call: { automation: 'report' }, returnType: 'JSON' },
       { path: 'auto-after', call: { script: 'h.js', function: 'main' }, after: { automation: 'report' }, before: { script: 'h.js', function: 'b' }, returnType: 'JSON' },
+      { path: 'keep-after', call: { script: 'h.js', function: 'main' }, after: { automation: 'keep' }, returnType: 'JSON' },
       { path: 'broken', call: { automation: 'broken' }, returnType: 'JSON' },
       { path: 'status', call: { automation: 'status' }, returnType: 'JSON' },
       { path: 'unknown', call: { automation: 'nope' }, returnType: 'JSON' },
@@ -48,6 +50,13 @@ test('an automation as the call: the host runner gets the definition and its res
 test('an automation as the after hook sees the result and the attributes', async () => {
   const res = await request(app).get('/web0/api/app1/auto-after');
   expect(res.body).toEqual({ audited: { fromScript: true }, user: 'ada' });
+});
+
+test("as the after hook, a runner's undefined or null keeps the call's result (undefined crosses as JSON null)", async () => {
+  for (const v of ['undefined', 'null']) {
+    const res = await request(app).get(`/web0/api/app1/keep-after?v=${v}`);
+    expect({ v, status: res.status, body: res.body }).toEqual({ v, status: 200, body: { fromScript: true } });
+  }
 });
 
 test('a failing runner gives the error body with its code', async () => {
