@@ -98,6 +98,11 @@ export class ApiError extends Error {
   }
 }
 
+/** A thrown value's `code` for the error body: kept when it is an integer (APIError.code), else SCRIPT_ERROR's. */
+export function thrownCode(code: unknown): number {
+  return typeof code === 'number' && Number.isInteger(code) ? code : ERRORS.SCRIPT_ERROR.code;
+}
+
 /**
  * The message of anything thrown, as text: its `message` when that is a string, else the thrown
  * value's (or that message's) String(), or '' when it has none (an object without a prototype).

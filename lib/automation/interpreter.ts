@@ -5,7 +5,7 @@
  * it is checked before every step and bounds each outbound request; a script step runs under it
  * in the sandbox. A run that only computes lets its thread's event loop turn every TURN_MS.
  */
-import { ERRORS } from '../errors';
+import { ERRORS, thrownCode } from '../errors';
 import { ExpressionError } from './cel';
 import type { AutomationExecutors, CompiledAutomation, CompiledStep, Scope, StepRuntime } from './compiled';
 import { ReturnSignal, StepFailure } from './errors';
@@ -23,7 +23,7 @@ export interface AutomationInput {
 function asFailure(e: unknown): StepFailure | ReturnSignal {
   if (e instanceof StepFailure || e instanceof ReturnSignal) return e;
   const err = e as { message?: unknown; code?: unknown; status?: unknown; fatal?: unknown } | undefined;
-  const code = typeof err?.code === 'number' && Number.isInteger(err.code) ? err.code : ERRORS.SCRIPT_ERROR.code;
+  const code = thrownCode(err?.code);
   const status = typeof err?.status === 'number' ? err.status : ERRORS.SCRIPT_ERROR.status;
   const message = typeof err?.message === 'string' && err.message !== '' ? err.message : ERRORS.SCRIPT_ERROR.message;
   return new StepFailure(message, code, status, err?.fatal === true);

@@ -8,7 +8,7 @@
  * A response written by a script (body, sendError, sendRedirect) is sent as written.
  */
 import type { AutomationRef, ScriptRef } from '../../types';
-import { ERRORS } from '../../errors';
+import { ERRORS, thrownCode } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
 import { ctxFields, ctxMaps, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
 import { serializeForReturnType } from '../serialize';
@@ -70,7 +70,7 @@ function fromThrown(e: ThrownError): Fail {
   return {
     kind: 'error',
     message: e.message || ERRORS.SCRIPT_ERROR.message,
-    code: typeof e.code === 'number' && Number.isInteger(e.code) ? e.code : ERRORS.SCRIPT_ERROR.code,
+    code: thrownCode(e.code),
     status: ERRORS.SCRIPT_ERROR.status,
   };
 }
@@ -217,7 +217,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         fail: {
           kind: 'error',
           message: err.message || ERRORS.AUTOMATION_UNAVAILABLE.message,
-          code: typeof err.code === 'number' && Number.isInteger(err.code) ? err.code : ERRORS.SCRIPT_ERROR.code,
+          code: thrownCode(err.code),
           // (an error status only: a 1xx, 2xx or 3xx from the runner's own dependencies would frame the error body as something else)
           status: typeof err.status === 'number' && Number.isInteger(err.status) && err.status >= 400 && err.status <= 599 ? err.status : ERRORS.SCRIPT_ERROR.status,
         },
