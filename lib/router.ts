@@ -16,6 +16,7 @@ import { createRateLimiter, type RateLimitDecision } from './rate-limit';
 import { WorkerPool } from './runtime/pool';
 import { newResponseState } from './runtime/protocol';
 import type { JobResult, ScriptEngine, ScriptJob, ScriptSource } from './runtime/engine';
+import { clientGone, type ClientGone } from './response/client-gone';
 import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
@@ -74,7 +75,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   /** Set by close({ force: true }): requests waiting for a rate-limit slot end at once (SHUTTING_DOWN). */
   let stopped = false;
   /** The waits of the requests at the rate limiter now (close({ force: true }) ends them). */
-  const limiting = new Set<AbortController>();
+  const limiting = new Set<ClientGone>();
   let running = 0;
   /** While a graceful close() waits: resolves when no request is running. */
   let drained: Promise<void> | undefined;
@@ -124,21 +125,16 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   }
 
   async function limit(req: Request, res: Response, appId: string, def: ApiDefinition, stage: RegistryStage, attributes?: Record<string, unknown>): Promise<RateLimitDecision> {
-    const ac = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) ac.abort();
-    };
-    res.once('close', onClose);
     // (a client that left earlier, during the before script or the registry lookup, takes no slot)
-    if (res.destroyed) onClose();
-    limiting.add(ac);
+    const gone = clientGone(res);
+    limiting.add(gone);
     try {
-      const decision = await limiter.acquire({ appId, apiPath: def.path, stage, rule: def.rateLimit!, req, attributes, signal: ac.signal });
+      const decision = await limiter.acquire({ appId, apiPath: def.path, stage, rule: def.rateLimit!, req, attributes, signal: gone.signal });
       if (stopped) throw new ApiError('SHUTTING_DOWN'); // (close({ force: true }) came while it waited)
       return decision;
     } finally {
-      limiting.delete(ac);
-      res.removeListener('close', onClose);
+      limiting.delete(gone);
+      gone.done();
     }
   }
 
@@ -301,7 +297,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     closing = true;
     if (closeOptions?.force) {
       stopped = true;
-      for (const ac of limiting) ac.abort();
+      for (const wait of limiting) wait.abort();
       if (ownEngine) await engine.close(closeOptions);
     } else {
       // requests already running finish first (the engine bounds each by its limits; those that

@@ -13,6 +13,7 @@ import { ApiError } from '../errors';
 import { checkAppId, normalizeAppPath } from '../files/sandbox-path';
 import type { ByteRange, FileStorage, StoredFileInfo } from '../files/storage';
 import { contentTypeOf } from '../response/apply';
+import { clientGone } from '../response/client-gone';
 import { endWithBody, sendErrorBody } from '../response/error';
 import { contentDisposition } from './disposition';
 import { evaluateConditions } from './conditional';
@@ -65,17 +66,6 @@ function scriptType(res: ServerResponse): string | null {
 
 function setAll(res: ServerResponse, headers: Record<string, string | number>): void {
   for (const k in headers) res.setHeader(k, headers[k]);
-}
-
-/** A signal aborted when the response closes before it is sent (its client left). */
-function clientGone(res: ServerResponse): { signal: AbortSignal; done(): void } {
-  const ac = new AbortController();
-  const onClose = () => {
-    if (!res.writableFinished) ac.abort();
-  };
-  res.once('close', onClose);
-  if (res.destroyed) onClose();
-  return { signal: ac.signal, done: () => res.removeListener('close', onClose) };
 }
 
 export const sendFile: ReturnTypeHandler<'File'> = async (output, ctx) => {
