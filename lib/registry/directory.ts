@@ -102,14 +102,13 @@ class AppTree {
   /** `appId` null: re-read the root. A name in the root that cannot be an app (`.DS_Store`) is no change. */
   private schedule(appId: string | null): void {
     if (appId !== null && !isAppId(appId)) return;
-    const key = appId;
-    clearTimeout(this.timers.get(key));
+    clearTimeout(this.timers.get(appId));
     const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.reload(key);
+      this.timers.delete(appId);
+      this.reload(appId);
     }, this.debounceMs);
     timer.unref();
-    this.timers.set(key, timer);
+    this.timers.set(appId, timer);
   }
 
   /** Reloads one app, or (null) re-reads the root: apps added, removed, or all of them. */

@@ -40,10 +40,12 @@ export class FolderWatch {
 
   private folders(appId: string): string[] {
     const app = path.join(this.root, appId);
-    const out = [app, path.join(app, 'apis'), path.join(app, 'automations')];
+    // (a link is not read, so not watched: a scripts/ linked to / would be walked to depth 16;
+    // below scripts/, a Dirent of a link is no directory)
+    const out = [app, path.join(app, 'apis'), path.join(app, 'automations')].filter(isRealFolder);
     const walk = (dir: string, depth: number): void => {
       out.push(dir);
-      if (depth > 16 || !isRealFolder(dir)) return;
+      if (depth > 16) return;
       let list: fs.Dirent[] = [];
       try {
         list = fs.readdirSync(dir, { withFileTypes: true });
@@ -52,9 +54,9 @@ export class FolderWatch {
       }
       for (const e of list) if (e.isDirectory() && !e.name.startsWith('.')) walk(path.join(dir, e.name), depth + 1);
     };
-    walk(path.join(app, 'scripts'), 0);
-    // (a link is not read, so not watched: a scripts/ linked to / would be walked to depth 16)
-    return out.filter((d) => isRealFolder(d));
+    const scripts = path.join(app, 'scripts');
+    if (isRealFolder(scripts)) walk(scripts, 0);
+    return out;
   }
 
   private watch(dir: string, appId: string | null): void {
