@@ -195,8 +195,11 @@ describe('one expression computing past the limit', () => {
 
 describe('an automation of many quick steps', () => {
   // a billion `set` steps, each expression quick: no one slice is long, the run as a whole is
+  // (each round ends with a `set`, so no round's result is a list of a thousand results)
   const xs = '[' + Array.from({ length: 1000 }, (_, i) => i).join(',') + ']';
-  const automations = [{ id: 'loop', steps: [{ type: 'set', vars: { xs } }, { type: 'forEach', items: 'state.vars.xs', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'x', steps: [{ type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] }] }] }] }];
+  const inner = { type: 'forEach', items: 'state.vars.xs', as: 'y', steps: [{ type: 'set', vars: { last: 'y' } }] };
+  const middle = { type: 'forEach', items: 'state.vars.xs', as: 'x', steps: [inner, { type: 'set', vars: { x: 'x' } }] };
+  const automations = [{ id: 'loop', steps: [{ type: 'set', vars: { xs } }, { type: 'forEach', items: 'state.vars.xs', steps: [middle, { type: 'set', vars: { i: 'index' } }] }] }];
   const LIMIT = 5000;
   let app, router;
   beforeAll(() => {
@@ -278,4 +281,46 @@ describe('a value that grows step after step (the interpreter’s values live on
     const who = await waiting;
     expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { name: 'ada' } });
   }, 60_000);
+});
+
+describe('a forEach collecting large http bodies (its list lives on the worker’s own heap)', () => {
+  let upstream;
+  const body = 'x'.repeat(4 * 1024 * 1024);
+  beforeAll(async () => {
+    upstream = http.createServer((req, res) => {
+      res.setHeader('content-type', 'text/plain');
+      res.end(body);
+    });
+    await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  });
+  afterAll(() => new Promise((r) => upstream.close(r)));
+
+  const base = "ctx.headers['x-upstream']";
+  // 60 rounds of a 4 MiB body each: 240 MiB in one list, past the worker's whole heap
+  const items = '[' + Array.from({ length: 60 }, (_, i) => i).join(',') + ']';
+  const automations = [
+    { id: 'bodies', steps: [{ id: 'all', type: 'forEach', items, steps: [{ type: 'http', url: `${base} + '/big'` }] }] },
+    { id: 'few', steps: [{ type: 'forEach', items: '[1, 2]', steps: [{ type: 'http', url: `${base} + '/big'` }] }, { type: 'return', value: "{'ok': true}" }] },
+  ];
+  const apis = automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON' }));
+  const other = { scripts: { 'w.js': "export function who(ctx) { return platform.system.getAccountByToken('ada') }" }, apis: [{ path: 'who', call: { script: 'w.js', function: 'who' }, returnType: 'JSON' }] };
+  const accounts = { getAccountByToken: (name) => new Promise((r) => setTimeout(() => r({ name }), 3000)) };
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis }, b: other },
+    router: { accounts, maxWorkers: 1, scriptTimeoutMs: 60_000, outbound: { allowPrivateNetworks: true } },
+  });
+  afterAll(() => router.close());
+
+  test('fails its own call with AUTOMATION_STEP_FAILED past 16 MiB; the worker and another app’s call go on', async () => {
+    const up = `http://127.0.0.1:${upstream.address().port}`;
+    const waiting = request(app).get('/web0/api/b/who').then((r) => r);
+    await new Promise((r) => setTimeout(r, 500));
+    const all = await request(app).get('/web0/api/a/bodies').set('x-upstream', up);
+    expect(all.status).toBe(500);
+    expect(all.body).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'bodies' step 'all' \(forEach\): .*a value larger than 16 MiB/) });
+    const few = await request(app).get('/web0/api/a/few').set('x-upstream', up);
+    expect({ status: few.status, body: few.body }).toEqual({ status: 200, body: { ok: true } });
+    const who = await waiting;
+    expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { name: 'ada' } });
+  }, 90_000);
 });
