@@ -324,3 +324,45 @@ describe('a forEach collecting large http bodies (its list lives on the workerâ€
     expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { name: 'ada' } });
   }, 90_000);
 });
+
+// (QuickJS: 128 MiB beside the scripts' heap; vm2, whose heap is its scripts' limit: half of scriptMemoryLimitMb)
+describe.each([
+  ['quickjs', 128, 20],
+  ['vm2', 32, 8],
+])('many automations at once, each holding large values (their values share their %s workerâ€™s heap)', (engine, budgetMb, calls) => {
+  let upstream;
+  const body = 'x'.repeat(4 * 1024 * 1024);
+  beforeAll(async () => {
+    // /big: 4 MiB at once; /hold: a small answer after 3 s, so that every call holds its bodies meanwhile
+    upstream = http.createServer((req, res) => {
+      res.setHeader('content-type', 'text/plain');
+      if (req.url === '/big') res.end(body);
+      else setTimeout(() => res.end('ok'), 3000);
+    });
+    await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  });
+  afterAll(() => new Promise((r) => upstream.close(r)));
+
+  // each call keeps three 4 MiB bodies (12 MiB, within its own 16 MiB), more such calls at once on one worker than fit
+  const get = (path) => ({ type: 'http', url: `ctx.headers['x-upstream'] + '${path}'`, timeoutMs: 60_000 });
+  const automations = [{ id: 'three', steps: [{ id: 'all', type: 'forEach', items: '[1, 2, 3]', steps: [get('/big')] }, get('/hold'), { type: 'return', value: "{'n': size(state.steps.all)}" }] }];
+  const apis = [{ path: 'three', call: { automation: 'three' }, returnType: 'JSON' }];
+  const { app, router } = makeApp({
+    apps: { a: { automations, apis }, b: { scripts: { 'f.js': 'export function f() { return { fast: true } }' }, apis: [{ path: 'fast', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' }] } },
+    router: { engine, workers: 1, maxWorkers: 1, scriptTimeoutMs: 90_000, queueTimeoutMs: 60_000, outbound: { allowPrivateNetworks: true, timeoutMs: 60_000 } },
+  });
+  afterAll(() => router.close());
+
+  test('the calls that would take the worker past its budget for them fail (SCRIPT_OUT_OF_MEMORY); the worker and the others go on', async () => {
+    const up = `http://127.0.0.1:${upstream.address().port}`;
+    const rs = await Promise.all(Array.from({ length: calls }, () => request(app).get('/web0/api/a/three').set('x-upstream', up)));
+    const outcomes = rs.map((r) => (r.status === 200 ? JSON.stringify(r.body) : `${r.status} ${r.body.code} ${r.body.message}`));
+    const ok = outcomes.filter((o) => o === '{"n":3}').length;
+    const full = outcomes.filter((o) => o === `500 270201 automation 'three' step 'all' (forEach): the automations running on this worker would hold more than ${budgetMb} MiB of values`).length;
+    // (on a worker whose heap filled, every call failed: 270201 'The script ran out of memory' or 270205)
+    expect({ ok: ok >= 2, full: full >= 2, other: outcomes.filter((o) => o !== '{"n":3}' && !o.includes(`${budgetMb} MiB`)) }).toEqual({ ok: true, full: true, other: [] });
+    // what they held was given back: calls one after another all succeed, on the same worker
+    for (let i = 0; i < 2; i++) expect((await request(app).get('/web0/api/a/three').set('x-upstream', up)).body).toEqual({ n: 3 });
+    expect((await request(app).get('/web0/api/b/fast')).body).toEqual({ fast: true });
+  }, 120_000);
+});

@@ -64,6 +64,12 @@ export interface StepRuntime {
    * (naming `before`, else the current step).
    */
   checkpoint(before?: string): Promise<void>;
+  /**
+   * Counts `bytes` as what `slot` of this run holds now (a variable, a step's result, a list being
+   * built; 0 gives it back), against the thread's budget for automations' values (held.ts); past
+   * it, fails the run with SCRIPT_OUT_OF_MEMORY.
+   */
+  hold(slot: unknown, bytes: number): void;
 }
 
 export interface CompiledStep {

@@ -9,7 +9,8 @@ import { ERRORS, thrownCode } from '../errors';
 import { ExpressionError } from './cel';
 import type { AutomationExecutors, CompiledAutomation, CompiledStep, Scope, StepRuntime } from './compiled';
 import { ReturnSignal, StepFailure } from './errors';
-import { celView, measure, setOwn, toJson } from './json';
+import { byteSize, celView, measure, setOwn, toJson } from './json';
+import { Holdings } from './held';
 import type { AutomationState } from './types';
 
 export interface AutomationInput {
@@ -58,6 +59,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   const state: AutomationState = { steps: {}, vars: {}, result: celView(jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`))) };
   let current: CompiledStep | undefined;
   let turnStarted = Date.now();
+  const holdings = new Holdings();
 
   const rt: StepRuntime = {
     state,
@@ -87,6 +89,14 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
         throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) ${before !== undefined ? `before ${before}` : `in ${current?.label ?? 'its steps'}`}`, true);
       }
     },
+    hold(slot, bytes) {
+      try {
+        holdings.set(slot, bytes);
+      } catch (e) {
+        if (e instanceof RangeError) throw StepFailure.of('SCRIPT_OUT_OF_MEMORY', `${name} ${current?.label ?? ''}: ${e.message}`, true);
+        throw e;
+      }
+    },
     async runSteps(steps, scope) {
       const outer = current;
       let last: unknown;
@@ -99,7 +109,11 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
           } catch (e) {
             throw asFailure(e);
           }
-          if (step.id !== undefined) setOwn(state.steps, step.id, celView(jsonOf(last, (m) => rt.failure(`its result: ${m}`))));
+          if (step.id !== undefined) {
+            const value = jsonOf(last, (m) => rt.failure(`its result: ${m}`));
+            rt.hold(`steps.${step.id}`, byteSize(value));
+            setOwn(state.steps, step.id, celView(value));
+          }
           current = step;
         }
       } finally {
@@ -112,10 +126,13 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   const scope: Scope = { ctx: input.ctx, state };
   let result: unknown;
   try {
+    rt.hold('result', byteSize(state.result));
     result = await rt.runSteps(automation.steps, scope);
   } catch (e) {
     if (e instanceof ReturnSignal) return e.value;
     throw e;
+  } finally {
+    holdings.releaseAll();
   }
   // (the last step's result, a forEach's list of results, say, is serialized as one text next)
   try {

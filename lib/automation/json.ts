@@ -51,6 +51,13 @@ export function measure(v: unknown, room: Room = { left: MAX_VALUE_BYTES }, dept
   }
 }
 
+/** The size of `v` as measure counts it, in bytes; throws RangeError past MAX_VALUE_BYTES. */
+export function byteSize(v: unknown): number {
+  const room = { left: MAX_VALUE_BYTES };
+  measure(v, room);
+  return MAX_VALUE_BYTES - room.left;
+}
+
 /** The class of a cel-js value (`UnsignedInt`, `Duration`, `Type`), by its prototype: never a key of the data. */
 function celClass(v: object): unknown {
   return (Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null)?.constructor?.name;

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
+import { AUTOMATION_HELD_MB } from '../automation/held';
 import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, HeldSources, vm2ContextBudgetMb, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
@@ -79,8 +80,10 @@ export class PoolWorker {
       workerData: config,
       transferList: [results.port2, replies.port2],
       resourceLimits: {
-        // (a vm2 worker's heap also holds the contexts it keeps)
-        maxOldGenerationSizeMb: Math.max(64, settings.memoryLimitMb * 2) + (settings.engine === 'vm2' ? Math.ceil(vm2ContextBudgetMb(settings.contextBudgetMb)) : 0),
+        // (a vm2 worker's heap also holds the contexts it keeps; a QuickJS worker's, the values of
+        // the automations it runs: twice their budget, for two-byte strings and the objects around them)
+        maxOldGenerationSizeMb:
+          Math.max(64, settings.memoryLimitMb * 2) + (settings.engine === 'vm2' ? Math.ceil(vm2ContextBudgetMb(settings.contextBudgetMb)) : 2 * AUTOMATION_HELD_MB),
         maxYoungGenerationSizeMb: 16,
         stackSizeMb: 4,
       },

@@ -19,23 +19,29 @@ export const forEachStep: StepKind = {
     const problem = variableProblem(as);
     if (problem !== undefined) throw c.error('as', `cannot name the item: ${problem}`);
     const steps = c.steps(step.steps, 'steps', [as, 'index']);
+    const listSlot = {}; // (what the list being built holds, this step's slot in the run's holdings)
     return async (rt, scope) => {
       const value = rt.value(items, scope, 'items');
       if (!Array.isArray(value)) throw rt.failure(`items must be a list, got ${shown(value, SHOWN_MAX)}`);
       const list = celView(value) as unknown[];
       const results: unknown[] = [];
       const room = { left: MAX_VALUE_BYTES };
-      for (let i = 0; i < list.length; i++) {
-        if (i > 0) await rt.checkpoint(); // (a round may have no steps to check before)
-        const inner = { ...scope, [as]: list[i], index: i };
-        const r = await rt.runSteps(steps, inner);
-        try {
-          measure([r], room); // (its slot in the list and its value)
-        } catch (e) {
-          if (e instanceof RangeError) throw rt.failure(`its result: ${e.message}`);
-          throw e;
+      try {
+        for (let i = 0; i < list.length; i++) {
+          if (i > 0) await rt.checkpoint(); // (a round may have no steps to check before)
+          const inner = { ...scope, [as]: list[i], index: i };
+          const r = await rt.runSteps(steps, inner);
+          try {
+            measure([r], room); // (its slot in the list and its value)
+          } catch (e) {
+            if (e instanceof RangeError) throw rt.failure(`its result: ${e.message}`);
+            throw e;
+          }
+          rt.hold(listSlot, MAX_VALUE_BYTES - room.left);
+          results.push(r === undefined ? null : r);
         }
-        results.push(r === undefined ? null : r);
+      } finally {
+        rt.hold(listSlot, 0);
       }
       return results;
     };

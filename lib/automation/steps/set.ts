@@ -4,7 +4,7 @@
  * assigned values.
  */
 import type { StepKind } from '../compiled';
-import { celView, setOwn } from '../json';
+import { byteSize, celView, setOwn } from '../json';
 
 export const setStep: StepKind = {
   type: 'set',
@@ -15,6 +15,7 @@ export const setStep: StepKind = {
       const assigned: Record<string, unknown> = {};
       for (const [name, v] of entries) {
         const value = rt.value(v, scope, `vars.${name}`);
+        rt.hold(`vars.${name}`, byteSize(value));
         setOwn(rt.state.vars, name, celView(value));
         setOwn(assigned, name, value);
       }

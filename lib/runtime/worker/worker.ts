@@ -4,6 +4,7 @@
  * host (async mode) the thread runs the others. Messages: lib/runtime/messages.ts.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { setHeldBudgetMb } from '../../automation/held';
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
@@ -315,6 +316,8 @@ const endTurn = (): void => turns.end();
 
 async function main(): Promise<void> {
   if (config.engine === 'vm2') {
+    // (the heap is the scripts' memory limit: automations' values get a share of it, see held.ts)
+    setHeldBudgetMb(Math.max(8, config.memoryLimitMb / 2));
     const { Vm2Driver } = await import('./vm2-driver');
     driver = new Vm2Driver(config.adapterSource, () => (stages && Number.isFinite(stages.entryDeadline) ? stages.entryDeadline - Date.now() : 10_000));
   } else {
