@@ -36,3 +36,26 @@ test('`now` sends at once, with what the turn held before it', async () => {
   await turn();
   expect(sent).toHaveLength(1);
 });
+
+test('a message carrying a long text goes at once as itself (a structured clone, not JSON), after what was held before it', async () => {
+  const { CLONE_TEXT_CHARS } = require('../dist/cjs/runtime/messages');
+  const sent = [];
+  const box = new Outbox((data) => sent.push(data));
+  const body = 'x'.repeat(CLONE_TEXT_CHARS);
+  const short = { type: 'reply', callId: 1, reply: { ok: true, value: 'short' } };
+  const long = { type: 'reply', callId: 2, reply: { ok: true, value: { id: 'r1', status: 200, headers: {}, url: 'u', body } } };
+  const result = { type: 'result', id: 3, result: { state: {}, outcome: { kind: 'output', output: { type: 'JSON', json: JSON.stringify(body) } } } };
+  box.post(short);
+  box.post(long);
+  box.post(result);
+  box.post({ type: 'reply', callId: 4, reply: { ok: true, value: body.slice(1) } }); // one character short of long
+  // the held message first, as JSON text; each long one on its own, as the object itself
+  expect(sent).toHaveLength(3);
+  expect(typeof sent[0]).toBe('string');
+  expect(sent[1]).toBe(long);
+  expect(sent[2]).toBe(result);
+  await turn();
+  expect(sent).toHaveLength(4);
+  // decode takes both forms, in the order sent
+  expect(sent.flatMap((d) => decode(d)).map((m) => m.callId ?? m.id)).toEqual([1, 2, 3, 4]);
+});

@@ -3,7 +3,9 @@
  * the table of host operations a script can reach. Messages travel as JSON text, the messages
  * of one turn of the sender's event loop together (encode / decode below: one flat string
  * crosses threads much faster than a structured clone of the same nested objects, and each
- * crossing costs both threads); the sandbox boundary inside a worker is lib/runtime/protocol.ts.
+ * crossing costs both threads); a message carrying a long text (a response body, a large
+ * result) crosses alone as a structured clone, which copies the text where JSON would escape
+ * and unescape it. The sandbox boundary inside a worker is lib/runtime/protocol.ts.
  *
  *   pool -> worker, job port:     JobMessage, ReplyMessage (async host calls) (worker.postMessage)
  *   pool -> worker, reply port:   ReplyMessage (blocking host calls; read with receiveMessageOnPort
@@ -198,13 +200,44 @@ export interface WorkerConfig {
   wasmModule?: object;
 }
 
-/** Messages as they cross between threads. */
+/** Messages as they cross between threads: the JSON text of a batch, or one message cloned (see longText). */
 export function encode(msgs: Array<ToWorker | FromWorker>): string {
   return JSON.stringify(msgs);
 }
 
-export function decode<T extends ToWorker | FromWorker>(text: string): T[] {
-  return JSON.parse(text) as T[];
+export function decode<T extends ToWorker | FromWorker>(data: unknown): T[] {
+  return typeof data === 'string' ? (JSON.parse(data) as T[]) : [data as T];
+}
+
+/** A text at least this long makes its message cross as a structured clone of its own. */
+export const CLONE_TEXT_CHARS = 64 * 1024;
+
+const isLong = (v: unknown): boolean => typeof v === 'string' && v.length >= CLONE_TEXT_CHARS;
+
+/**
+ * Whether `msg` carries a long text where texts grow with the traffic: a host reply's value (a
+ * body) or the `body` in it, a host call's `body` argument, a result's JSON or text output.
+ */
+export function longText(msg: ToWorker | FromWorker): boolean {
+  switch (msg.type) {
+    case 'reply': {
+      const v = msg.reply.ok ? msg.reply.value : undefined;
+      return isLong(v) || (typeof v === 'object' && v !== null && isLong((v as { body?: unknown }).body));
+    }
+    case 'host':
+      return isLong(msg.args.body);
+    case 'result': {
+      const o = msg.result.outcome;
+      return o.kind === 'output' && (isLong((o.output as { json?: unknown }).json) || isLong((o.output as { text?: unknown }).text));
+    }
+    default:
+      return false;
+  }
+}
+
+/** `msg` as it crosses on its own (a blocking call's reply). */
+export function crossing(msg: ToWorker | FromWorker): unknown {
+  return longText(msg) ? msg : encode([msg]);
 }
 
 /**
@@ -214,13 +247,21 @@ export function decode<T extends ToWorker | FromWorker>(text: string): T[] {
  */
 export const OUTBOX_BATCH = 16;
 
-/** Messages to send together at the end of this turn of the event loop (or at once with `now`). */
+/**
+ * Messages to send together at the end of this turn of the event loop (or at once with `now`);
+ * one carrying a long text goes at once as a clone of its own, after the ones held before it.
+ */
 export class Outbox<T extends ToWorker | FromWorker> {
   private held: T[] = [];
   private scheduled = false;
-  constructor(private readonly send: (text: string) => void) {}
+  constructor(private readonly send: (data: unknown) => void) {}
 
   post(msg: T, now = false): void {
+    if (longText(msg)) {
+      this.flush();
+      this.send(msg);
+      return;
+    }
     this.held.push(msg);
     if (now || this.held.length >= OUTBOX_BATCH) this.flush();
     else if (!this.scheduled) {

@@ -8,7 +8,7 @@ import type { HostBridge, JobResult, ScriptJob } from './engine';
 import { adapterSource } from './adapter-source';
 import { quickjsWasmModule } from './quickjs-wasm';
 import { AUTOMATION_HELD_MB } from '../automation/held';
-import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, encode, HeldSources, vm2ContextBudgetMb, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
+import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, crossing, decode, HeldSources, vm2ContextBudgetMb, type FromWorker, type ToWorker, type JobMessage, type ReplyMessage, type WorkerConfig } from './messages';
 
 /** A call in the pool: in line, or sent to a worker. */
 export interface Task {
@@ -93,9 +93,9 @@ export class PoolWorker {
     this.replies = replies.port1;
     this.clock = new Float64Array(shared.clock);
     this.ints = new Int32Array(shared.ints);
-    this.outbox = new Outbox<ToWorker>((text) => this.worker.postMessage(text));
-    this.results.on('message', (text: string) => {
-      for (const msg of decode<FromWorker>(text)) onMessage(this, msg);
+    this.outbox = new Outbox<ToWorker>((data) => this.worker.postMessage(data));
+    this.results.on('message', (data: unknown) => {
+      for (const msg of decode<FromWorker>(data)) onMessage(this, msg);
     });
     this.results.unref();
     this.worker.on('error', (err) => onExit(this, err));
@@ -129,7 +129,7 @@ export class PoolWorker {
       this.outbox.post(msg);
       return;
     }
-    this.replies.postMessage(encode([msg]));
+    this.replies.postMessage(crossing(msg));
     Atomics.store(this.ints, SHARED_FLAG, 1);
     Atomics.notify(this.ints, SHARED_FLAG);
   }
@@ -177,7 +177,7 @@ export class PoolWorker {
   /** Messages the worker posted before it ended. */
   leftovers(): FromWorker[] {
     const out: FromWorker[] = [];
-    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(...decode<FromWorker>(m.message as string));
+    for (let m = receiveMessageOnPort(this.results); m; m = receiveMessageOnPort(this.results)) out.push(...decode<FromWorker>(m.message));
     return out;
   }
 

@@ -17,7 +17,7 @@ import { compileLocation } from '../../error-location';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
-const outbox = new Outbox<FromWorker>((text) => config.results.postMessage(text));
+const outbox = new Outbox<FromWorker>((data) => config.results.postMessage(data));
 /** Sends at the end of this turn, with the turn's other messages (`now`: at once, with them). */
 const post = (m: FromWorker, now = false): void => outbox.post(m, now);
 const shared = { clock: new Float64Array(config.shared.clock), ints: new Int32Array(config.shared.ints) };
@@ -89,7 +89,7 @@ function bounce(): void {
 function bounceJobs(): void {
   const ids: number[] = arrived.splice(0).map((a) => a.msg.id);
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
-    for (const msg of decode<ToWorker>(m.message as string)) {
+    for (const msg of decode<ToWorker>(m.message)) {
       if (msg.type === 'job') {
         withSources(msg);
         ids.push(msg.id);
@@ -124,7 +124,7 @@ function callBlocking(jobId: number, callId: number, op: string, args: Record<st
       Atomics.wait(shared.ints, SHARED_FLAG, 0, Math.min(remaining, BLOCKED_POLL_MS));
       // every queued reply is read: stale ones (of a call that timed out earlier) are dropped
       for (let m = receiveMessageOnPort(config.replies); m; m = receiveMessageOnPort(config.replies)) {
-        for (const msg of decode<ToWorker>(m.message as string)) if (msg.type === 'reply' && msg.callId === callId) return msg.reply;
+        for (const msg of decode<ToWorker>(m.message)) if (msg.type === 'reply' && msg.callId === callId) return msg.reply;
       }
       Atomics.store(shared.ints, SHARED_FLAG, 0);
     }
@@ -337,12 +337,12 @@ async function main(): Promise<void> {
   await warmUp(driver);
   // the thread is busy from a message until its event loop turns again (the messages queued with
   // it, and the promise jobs they leave, run in between)
-  port.on('message', (text: string) => {
+  port.on('message', (data: unknown) => {
     // a vm2 slice cannot be interrupted to send what earlier jobs posted: send it before each
     if (config.engine === 'vm2') outbox.flush();
     turns.begin();
     setImmediate(endTurn);
-    const msgs = decode<ToWorker>(text);
+    const msgs = decode<ToWorker>(data);
     // every job of the message joins `arrived` before any script code runs
     for (const msg of msgs) if (msg.type === 'job') onMessage(msg);
     for (const msg of msgs) if (msg.type !== 'job') onMessage(msg);
