@@ -59,3 +59,27 @@ describe.each([
     expect(await marksInWorker(pool)).toBeLessThanOrEqual(1);
   }, 60_000);
 });
+
+test('the automations runner gets a signal that aborts when its call ends (here at scriptTimeoutMs)', async () => {
+  const seen = [];
+  const runner = {
+    run: ({ signal, requestId }) => {
+      seen.push({ requestId, signal, abortedAtStart: signal.aborted });
+      return new Promise((resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    },
+  };
+  const { app, router } = makeApp({
+    apps: { a: { automations: [{ id: 'x', steps: [{ type: 'return', value: '1' }] }], apis: [{ path: 'p', call: { automation: 'x' }, returnType: 'JSON' }] } },
+    router: { scriptTimeoutMs: 300, automations: runner },
+  });
+  try {
+    const res = await request(app).get('/web0/api/a/p');
+    expect(res.body).toMatchObject({ code: 270200 });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ requestId: res.headers['x-request-id'], abortedAtStart: false });
+    if (!seen[0].signal.aborted) await new Promise((r) => seen[0].signal.addEventListener('abort', r));
+    expect(seen[0].signal.aborted).toBe(true);
+  } finally {
+    await router.close();
+  }
+});

@@ -243,6 +243,7 @@ export class HostServices implements HostBridge {
       automation: def,
       stage: args.stage === 'after' ? 'after' : 'call',
       input: args.input,
+      signal: this.endSignal(),
     });
     return this.fromService('automations.run', result);
   }
