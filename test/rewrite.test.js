@@ -535,6 +535,20 @@ export function f(ctx) {
     expect(rewrite(src)).toEqual({ code: src, async: true });
   });
 
+  test('a host object, platform or globalThis read by a computed name: what it reaches cannot be seen', () => {
+    expectFallback(`export function f(o, m) {\n  const get = platform.http[m];\n  return get(o).status }`, /^`platform\.http` read by a computed name at line 2 \(read host objects and their helpers by name\)$/);
+    expectFallback(`export function f(o, k, m) {\n  return platform[k][m](o).status }`, /^`platform` read by a computed name at line 2/);
+    expectFallback(`export function f(o, k) {\n  const p = platform;\n  return p[k].request(o).status }`, /^`p` read by a computed name at line 3/);
+    expectFallback(`export function f(s, k) {\n  return globalThis[k](s) }`, /^`globalThis` read by a computed name at line 2/);
+    expectFallback(`export function f(o, k, m) {\n  const { [k]: h } = platform;\n  return h[m](o).status }`, /^host object `platform` passed on or stored at line 2/);
+    expectFallback(`export function f(o, k, m) {\n  const { app, ...rest } = platform;\n  return rest[k][m](o).status }`, /^host object `platform` passed on or stored at line 2/);
+    expectFallback(`function go(p, o) { return p['ht' + 'tp']['req' + 'uest'](o).status }\nexport function f(o) {\n  return go(platform, o) }`, /^host object `platform` passed on or stored at line 3/);
+    expectFallback(`export function f(k) {\n  return Object.values(globalThis).length }`, /^host object `globalThis` passed on or stored at line 2/);
+    // read by name, aliased, destructured by name, tested: in sight
+    const src = `export function f(ctx) { const p = platform, g = globalThis; const { http, app } = p; if (!g.platform || typeof platform !== 'object') app.abort('x'); return [http.request(ctx).status, g.Math.max(1, 2), globalThis.JSON.stringify(1)] }`;
+    expect(rewrite(src).async).toBe(true);
+  });
+
   test('defining a method of a host method name, testing it with typeof, deleting it: not a value use', () => {
     const src = `export function f(o) { o.save = (x) => x; if (typeof o.request === 'function') delete o.saveStorage; return 1 }`;
     expect(rewrite(src)).toEqual({ code: src, async: true });

@@ -2,10 +2,11 @@
  * The host objects whose helpers are host calls: `platform.http` and `platform.system`, and the
  * variables a script keeps them in (`const h = platform.http`, `const { http: net } = platform`).
  * Their helpers are recognised on any of those names; an object passed on or stored anywhere
- * else could have its helpers called out of sight, so that is a fallback.
+ * else, or read by a computed name (`platform[k]`), could have its helpers called out of sight,
+ * so that is a fallback. So is `platform` itself, and `globalThis`, which holds it.
  */
 import type { ScopeManager } from 'eslint-scope';
-import { lastName, quote, type AstIndex, type Node } from './ast';
+import { lastName, propertyName, quote, type AstIndex, type Node } from './ast';
 import type { Failure } from './queries';
 
 const OBJECTS = ['http', 'system'];
@@ -29,7 +30,7 @@ export interface HostObjectNames {
   owners: ReadonlySet<string>;
   /** The variables set from a host object (`h` of `const h = platform.http`), `http` / `system` when destructured. */
   aliases: ReadonlySet<string>;
-  /** `platform` and the variables set from it. */
+  /** `platform`, `globalThis` (which holds it) and the variables set from them. */
   platform: ReadonlySet<string>;
 }
 
@@ -40,7 +41,7 @@ export interface HostObjectNames {
 export function hostObjectNames(index: AstIndex): HostObjectNames {
   const owners = new Set(OBJECTS);
   const aliases = new Set<string>();
-  const platform = new Set(['platform']);
+  const platform = new Set(['platform', 'globalThis']);
   for (let size = -1; size !== owners.size + platform.size; ) {
     size = owners.size + platform.size;
     for (const node of index.parent.keys()) {
@@ -68,16 +69,31 @@ export function hostObjectNames(index: AstIndex): HostObjectNames {
   return { owners, aliases, platform };
 }
 
+/** Whether a destructuring takes each property by its name (no computed name, no rest element). */
+function byNames(pattern: Node): boolean {
+  if (pattern.type !== 'ObjectPattern') return true;
+  const staticKey = (key: Node) => key.type === 'Literal' || (key.type === 'TemplateLiteral' && key.expressions.length === 0);
+  return (pattern.properties as Node[]).every((p) => p.type === 'Property' && (!p.computed || staticKey(p.key as Node)));
+}
+
+/** Whether a member read of a host object (`member`) names what it reads. */
+function readByName(member: Node, parentOf: Map<Node, Node>, owners: ReadonlySet<string>): boolean {
+  if (propertyName(member) !== null) return true;
+  // a helper of `http` or `system` called by a computed name is reported with the calls
+  const call = parentOf.get(member);
+  return call?.type === 'CallExpression' && call.callee === member && owners.has(lastName(member.object as Node) as string);
+}
+
 /** Whether a use of a host object (`use`, whose parent is `up`) keeps its helpers' calls in sight. */
-function inSight(use: Node, up: Node | undefined): boolean {
+function inSight(use: Node, up: Node | undefined, parentOf: Map<Node, Node>, owners: ReadonlySet<string>): boolean {
   if (up === undefined) return false;
   switch (up.type) {
     case 'MemberExpression':
-      return up.object === use; // its helpers (a computed one is checked with the calls)
+      return up.object === use && readByName(up, parentOf, owners);
     case 'VariableDeclarator':
-      return up.init === use; // a name of it, or a destructuring of its helpers (both checked)
+      return up.init === use && byNames(up.id as Node); // a name of it, or a destructuring of its helpers (both checked)
     case 'AssignmentExpression':
-      return up.right === use && up.operator === '=' && ((up.left as Node).type === 'Identifier' || (up.left as Node).type === 'ObjectPattern');
+      return up.right === use && up.operator === '=' && ((up.left as Node).type === 'Identifier' || ((up.left as Node).type === 'ObjectPattern' && byNames(up.left as Node)));
     case 'UnaryExpression':
       return up.operator === 'typeof' || up.operator === '!';
     case 'IfStatement':
@@ -90,13 +106,16 @@ function inSight(use: Node, up: Node | undefined): boolean {
   }
 }
 
-/** The first place a host object is passed on or stored (`go(platform.http)`, `return h`, `{ h }`), or null. */
+/**
+ * The first place a host object, `platform` or `globalThis` is passed on or stored (`go(platform.http)`,
+ * `return h`, `{ h }`) or read by a computed name (`platform[k]`), or null.
+ */
 export function escapedHostObject(source: string, index: AstIndex, scopes: ScopeManager, names: HostObjectNames, at: (n: Node) => string): Failure | null {
   const uses: Node[] = index.members.filter((m) => OBJECTS.includes(lastName(m) as string) && holds(m.object as Node, names.platform));
   for (const scope of scopes.scopes) {
     for (const ref of scope.references) {
       const id = ref.identifier as unknown as Node;
-      if (ref.isRead() && names.aliases.has(id.name)) uses.push(id);
+      if (ref.isRead() && (names.aliases.has(id.name) || names.platform.has(id.name))) uses.push(id);
     }
   }
   let first: Failure | null = null;
@@ -104,8 +123,11 @@ export function escapedHostObject(source: string, index: AstIndex, scopes: Scope
     let node = use;
     let up = index.parent.get(node);
     while (up?.type === 'ChainExpression') (node = up), (up = index.parent.get(up)); // (`platform?.http`)
-    if (inSight(node, up) || (first !== null && first.pos < use.start)) continue;
-    first = { pos: use.start, message: `host object \`${quote(source, use)}\` passed on or stored at ${at(use)} (call its helpers on it by name)` };
+    if (inSight(node, up, index.parent, names.owners) || (first !== null && first.pos < use.start)) continue;
+    first =
+      up?.type === 'MemberExpression' && up.object === node
+        ? { pos: use.start, message: `\`${quote(source, use)}\` read by a computed name at ${at(use)} (read host objects and their helpers by name)` }
+        : { pos: use.start, message: `host object \`${quote(source, use)}\` passed on or stored at ${at(use)} (call its helpers on it by name)` };
   }
   return first;
 }

@@ -36,7 +36,7 @@ const HOST_SET: ReadonlySet<string> = new Set(HOST_METHODS);
  * Text every host call or hazard must contain (a name, or a `\u` escape spelling one): a source
  * without any is parsed (syntax errors still fall back) but needs no analysis.
  */
-const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|http|system|eval|Function|constructor|import|\\\\u`);
+const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|http|system|eval|Function|constructor|import|platform|globalThis|\\\\u`);
 
 function isHostCall(node: Node): boolean {
   const callee = (node.type === 'CallExpression' ? node.callee : node.tag) as Node;

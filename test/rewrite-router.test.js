@@ -1,0 +1,66 @@
+'use strict';
+// The host-call rewrite through the real router, on both engines: each script runs as written
+// (rewritten into async mode where the rewrite can) and forced into blocking mode (a copy with a
+// function using `eval`), against a real upstream on 127.0.0.1; the two must answer alike and make
+// the same upstream requests.
+const http = require('node:http');
+const request = require('supertest');
+const { rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
+const { makeApp } = require('./helpers/app');
+
+const BLOCKING = '\nexport function forceBlocking() { return typeof eval }\n';
+
+/** [name, source ($U is the upstream's URL)]: scripts whose `main(ctx)` the two modes must run alike. */
+const CASES = [
+  ['a host object read by a computed name', `export function main(ctx) { const k = 'ht' + 'tp', m = 'req' + 'uest'; return platform[k][m]({ url: '$U/a' }).status }`],
+  ['a helper of platform.http read by a computed name', `export function main(ctx) { const get = platform.http['req' + 'uest']; return get({ url: '$U/b' }).status }`],
+];
+
+let upstream;
+const seen = [];
+const engines = {};
+
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    seen.push(req.url);
+    res.writeHead(201, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ path: req.url }));
+  });
+  await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${upstream.address().port}`;
+  const scripts = {};
+  const apis = [];
+  CASES.forEach(([, source], i) => {
+    scripts[`c${i}.js`] = source.replaceAll('$U', base);
+    scripts[`c${i}b.js`] = source.replaceAll('$U', base) + BLOCKING;
+    apis.push({ path: `c${i}`, call: { script: `c${i}.js`, function: 'main' }, returnType: 'JSON' });
+    apis.push({ path: `c${i}b`, call: { script: `c${i}b.js`, function: 'main' }, returnType: 'JSON' });
+  });
+  for (const engine of ['quickjs', 'vm2']) {
+    engines[engine] = makeApp({ apps: { app1: { scripts, apis } }, router: { engine, workers: 1, logger: false, outbound: { allowPrivateNetworks: true } } });
+  }
+  await Promise.all(Object.values(engines).map((e) => e.router.ready()));
+});
+
+afterAll(async () => {
+  await Promise.all(Object.values(engines).map((e) => e.router.close()));
+  await new Promise((resolve) => upstream.close(resolve));
+});
+
+/** What a client and the upstream see of one call. */
+async function observe(app, path) {
+  seen.length = 0;
+  const res = await request(app).get(`/web0/api/app1/${path}`);
+  const body = res.text.replace(/"requestId":"[^"]*",?/, '').replace(/c\d+b?\.js/g, 'main.js');
+  return { status: res.status, type: res.headers['content-type'], body, upstream: [...seen] };
+}
+
+describe.each(['quickjs', 'vm2'])('%s: as written and in blocking mode, the same answer', (engine) => {
+  test.each(CASES.map(([name], i) => [name, i]))('%s', async (_name, i) => {
+    expect(rewriteHostCalls(CASES[i][1] + BLOCKING).async).toBe(false);
+    const { app } = engines[engine];
+    const blocking = await observe(app, `c${i}b`);
+    expect(blocking.status).toBe(200);
+    expect(await observe(app, `c${i}`)).toEqual(blocking);
+  });
+});
