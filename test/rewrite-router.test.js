@@ -14,6 +14,18 @@ const BLOCKING = '\nexport function forceBlocking() { return typeof eval }\n';
 const CASES = [
   ['a host object read by a computed name', `export function main(ctx) { const k = 'ht' + 'tp', m = 'req' + 'uest'; return platform[k][m]({ url: '$U/a' }).status }`],
   ['a helper of platform.http read by a computed name', `export function main(ctx) { const get = platform.http['req' + 'uest']; return get({ url: '$U/b' }).status }`],
+  [
+    'an async function that waits on the host, its promise chained with catch and dropped',
+    `async function keep(tag) { log.push(tag); const r = platform.http.request({ url: '$U/' + tag }); log.push(r.status) }
+const log = [];
+export function main(ctx) { log.length = 0; keep('c').catch(() => log.push('failed')); log.push('after'); return log.slice() }`,
+  ],
+  [
+    'an async method that waits on the host, called as a statement',
+    `const store = { async keep(tag) { log.push(tag); const r = platform.http.request({ url: '$U/' + tag }); log.push(r.status) } };
+const log = [];
+export function main(ctx) { log.length = 0; store.keep('d'); log.push('after'); return log.slice() }`,
+  ],
 ];
 
 let upstream;

@@ -444,6 +444,15 @@ export function f(ctx) {
     expectFallback(`${saveAll}export function f(ctx) {\n  ctx.query.go && saveAll(ctx);\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
     expectFallback(`${saveAll}export function f(ctx) {\n  ctx.query.go ? saveAll(ctx) : null, 1;\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
     expectFallback(`${saveAll}async function outer(ctx) { await saveAll(ctx) }\nexport function f(ctx) {\n  outer(ctx);\n  return 1 }`, /^call of async `outer` at line 4 is not awaited/);
+    // chained with then/catch/finally as a statement, tested as a condition, kept in a variable never read
+    expectFallback(`${saveAll}export function f(ctx) {\n  saveAll(ctx).catch(() => null);\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`${saveAll}export function f(ctx) {\n  saveAll(ctx).then((x) => x).finally(() => 0);\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`${saveAll}export function f(ctx) {\n  if (saveAll(ctx)) return 1;\n  return 2 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`${saveAll}export function f(ctx) {\n  const pending = saveAll(ctx);\n  return 1 }`, /^call of async `saveAll` at line 3 is not awaited/);
+    expectFallback(`export function f(ctx) {\n  const ps = ctx.getParts().map(async (p) => p.save(p.name));\n  return 1 }`, /^async callback at line 2 waits on the host, but the call it is passed to is not awaited$/);
+    // an async method that waits on the host, called as a statement
+    expectFallback(`const store = { async keep(ctx) { await ctx.getParts()[0].save('a') } };\nexport function f(ctx) {\n  store.keep(ctx);\n  return 1 }`, /^call of async method `keep` at line 3 is not awaited, but it waits on the host$/);
+    expectFallback(`class Store { async keep(p) { return p.save('a') } }\nexport function f(ctx) {\n  new Store().keep(ctx.getParts()[0]).catch(() => 0);\n  return 1 }`, /^call of async method `keep` at line 3 is not awaited/);
     // awaited, returned or collected: fine
     const ok = `${saveAll}export async function f(ctx) { await saveAll(ctx); return saveAll(ctx) }\nexport function g(ctx) { const all = [saveAll(ctx)]; return Promise.all(all) }`;
     expect(rewrite(ok)).toEqual({ code: ok, async: true });

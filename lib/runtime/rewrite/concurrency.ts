@@ -6,11 +6,25 @@
 import { FUNCTION_TYPES, propertyName, quote, type Node } from './ast';
 import type { Failure, TreeQueries } from './queries';
 
+/** Methods of a promise that return a promise of the same work. */
+const CHAINS: ReadonlySet<string> = new Set(['then', 'catch', 'finally']);
+
+/** Statements and expressions that only test their `test`. */
+const TESTS: ReadonlySet<string> = new Set(['IfStatement', 'WhileStatement', 'DoWhileStatement', 'ForStatement', 'ConditionalExpression']);
+
+/** The name an object or class member is defined with (`keep` of `{ async keep() {} }`), or null. */
+function memberName(member: Node): string | null {
+  const key = member.key as Node;
+  if (!member.computed) return key.type === 'Identifier' ? (key.name as string) : key.type === 'Literal' ? String(key.value) : null;
+  return key.type === 'Literal' && typeof key.value === 'string' ? key.value : null;
+}
+
 /**
  * An async function that waits on the host must not be left running. Flags the usual ways of
  * dropping its promise: `forEach(async ...)`, an async callback passed to a call whose value is
- * dropped (`xs.map(async ...);`), and a call of it (by name or where it is written) as a
- * statement of its own or under `void`.
+ * dropped (`xs.map(async ...);`), and a call of it (by name, as a method by its name, or where it
+ * is written) as a statement of its own, under `void` or `!`, as a condition, chained with
+ * `then` / `catch` / `finally` whose promise is dropped, or kept in a variable never read.
  */
 export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
   const up = q.parent(fn) as Node;
@@ -18,7 +32,13 @@ export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
   const dropped = (node: Node): boolean => {
     const use = q.parent(node);
     if (use === undefined) return false;
-    if (use.type === 'ExpressionStatement' || (use.type === 'UnaryExpression' && use.operator === 'void')) return true;
+    if (use.type === 'ExpressionStatement' || (use.type === 'UnaryExpression' && (use.operator === 'void' || use.operator === '!'))) return true;
+    if (TESTS.has(use.type) && use.test === node) return true; // only tested: a promise is always true
+    if (use.type === 'VariableDeclarator' && use.init === node) return q.neverRead(use);
+    if (use.type === 'MemberExpression' && use.object === node && CHAINS.has(propertyName(use) as string)) {
+      const chained = q.parent(use) as Node;
+      return chained.type === 'CallExpression' && chained.callee === use && dropped(chained);
+    }
     if (use.type === 'LogicalExpression' && use.right === node) return dropped(use);
     if (use.type === 'ConditionalExpression' && use.test !== node) return dropped(use);
     if (use.type === 'SequenceExpression') return (use.expressions as Node[]).at(-1) !== node || dropped(use);
@@ -43,6 +63,15 @@ export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
     return [{ pos: up.start, message: `async function called at ${q.at(up)} waits on the host, but its promise is not awaited` }];
   }
   const found: Failure[] = [];
+  const method = up.type === 'MethodDefinition' || up.type === 'PropertyDefinition' || (up.type === 'Property' && up.value === fn) ? memberName(up) : null;
+  if (method !== null) {
+    for (const call of q.calls) {
+      const callee = (call.type === 'CallExpression' ? call.callee : call.tag) as Node;
+      if (callee.type === 'MemberExpression' && propertyName(callee) === method && dropped(call)) {
+        found.push({ pos: call.start, message: `call of async method \`${method}\` at ${q.at(call)} is not awaited, but it waits on the host` });
+      }
+    }
+  }
   for (const v of q.namingVariables(fn)) {
     for (const ref of v.references) {
       const id = ref.identifier as unknown as Node;

@@ -60,6 +60,17 @@ export class TreeQueries {
     return variables;
   }
 
+  /** CallExpression and TaggedTemplateExpression nodes of the whole script. */
+  get calls(): readonly Node[] {
+    return this.index.calls;
+  }
+
+  /** Whether the variables a declarator (`const p = ...`) declares are never read. */
+  neverRead(declarator: Node): boolean {
+    const variables = this.scopes.getDeclaredVariables(declarator as never);
+    return variables.length > 0 && variables.every((v) => v.references.every((ref) => !ref.isRead()));
+  }
+
   /** The reference an identifier node makes, if it makes one (index built on first use). */
   reference(id: Node): Reference | undefined {
     if (this.referenceMap === null) {
