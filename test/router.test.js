@@ -41,6 +41,15 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect((await request(app).post('/web0/api/app1/d')).body).toEqual({ def: 'POST' });
   });
 
+  test('a script starting with a hashbang line runs, and its errors keep their line numbers', async () => {
+    const { app } = api('#!/usr/bin/env node\nexport function fn(ctx) {\n  if (ctx.query.fail) null.x;\n  return { ok: 1 }\n}\n', {}, { exposeErrorLocation: true });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect([res.status, res.body]).toEqual([200, { ok: 1 }]);
+    const failed = await request(app).get('/web0/api/app1/p?fail=1');
+    expect(failed.status).toBe(500);
+    expect(failed.body.location).toMatch(/^main\.js:3:\d+$/);
+  });
+
   test('Text: toString of objects, empty for null, text/plain content type', async () => {
     const { app, registry } = api('export function fn() { return { toString() { return "custom text" } } }', { returnType: 'Text' });
     registry.putScript('app1', 'n.js', 'export function f() { return null }');

@@ -69,9 +69,11 @@ export class Vm2Driver implements SandboxDriver {
 
   async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
     let script: VMScript;
+    // a hashbang is allowed only at the very start of a script: inside the wrapper it becomes a comment
+    const body = code.startsWith('#!') ? `//${code.slice(2)}` : code;
     try {
       script = new VMScript(
-        `(function () { 'use strict'; var module = { exports: {} }; var exports = module.exports;\n${code}\n;return module.exports; })()`,
+        `(function () { 'use strict'; var module = { exports: {} }; var exports = module.exports;\n${body}\n;return module.exports; })()`,
         { filename: name, lineOffset: -1 }, // (the wrapper's first line: the script's lines keep their numbers)
       ).compile();
     } catch (e) {
