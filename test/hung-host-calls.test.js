@@ -83,3 +83,32 @@ test('the automations runner gets a signal that aborts when its call ends (here 
     await router.close();
   }
 });
+
+describe.each(['quickjs', 'vm2'])('%s: a blocking-mode script that catches the timeout of its host call', (engine) => {
+  // a host call in a callback handed to a built-in cannot become an await: blocking mode
+  const SOURCE = `export function lookup(ctx) {
+  let caught = 0;
+  for (let i = 0; i < 50; i++) {
+    try { [i].map((n) => platform.system.getAccountByToken('t' + n)) } catch (e) { caught++ }
+  }
+  return { caught };
+}`;
+  let router;
+  let app;
+  const asked = [];
+  beforeAll(async () => {
+    ({ app, router } = makeApp({
+      apps: { a: { scripts: { 's.js': SOURCE }, apis: [{ path: 'p', call: { script: 's.js', function: 'lookup' }, returnType: 'JSON' }] } },
+      router: { engine, workers: 1, scriptTimeoutMs: 300, accounts: { getAccountByToken: (t) => (asked.push(t), never()) } },
+    }));
+    await router.ready();
+  });
+  afterAll(() => router.close({ force: true }));
+
+  test('still ends with SCRIPT_TIMEOUT, and makes no host call past its deadline', async () => {
+    const res = await request(app).get('/web0/api/a/p');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'The script timed out', code: 270200 });
+    expect(asked).toEqual(['t0']);
+  }, 30_000);
+});

@@ -35,6 +35,8 @@ export interface StageJob {
   grown?: number;
   /** Its async host calls not answered yet (see forget). */
   calls?: number;
+  /** A blocking host call of it ran into its deadline: its entry ends as a timeout, whatever the script did with that error. */
+  hostTimedOut?: boolean;
 }
 
 export interface StageHost {
@@ -347,8 +349,9 @@ export class Stages {
       try {
         const drained = JSON.parse(text) as { waiting: number; outputs: StageOutput[] };
         // the engine stopped script code past the job's deadline (the script may have seen it as a
-        // rejected promise, or a promise chain that stopped)
-        if (this.driver.takeInterrupted?.()) {
+        // rejected promise, or a promise chain that stopped), or a blocking host call ran into it
+        // (the script may have caught that error and gone on)
+        if (this.driver.takeInterrupted?.() || job.hostTimedOut === true) {
           this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) }, upTo);
           return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
         }

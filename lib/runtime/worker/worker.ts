@@ -110,6 +110,7 @@ const BLOCKED_POLL_MS = 10;
  * Jobs that arrive meanwhile go back to the pool, to start on another worker.
  */
 function callBlocking(jobId: number, callId: number, op: string, args: Record<string, unknown>, deadline: number): HostReply {
+  if (deadline <= Date.now()) throw new HostTimeout(); // (never asked: the call is over)
   Atomics.store(shared.ints, SHARED_FLAG, 0);
   post({ type: 'host', jobId, callId, op: op as never, args, blocking: true }, true);
   const since = shared.clock[0];
@@ -145,6 +146,7 @@ const host = {
       return JSON.stringify(callBlocking(job.id, nextCall++, op, args, stages!.entryJob === job ? stages!.entryDeadline : job.deadline));
     } catch (e) {
       if (!(e instanceof HostTimeout)) throw e;
+      job.hostTimedOut = true;
       return JSON.stringify({ ok: false, error: { name: 'TimeoutError', message: 'The script timed out while waiting for a host call', code: ERRORS.SCRIPT_TIMEOUT.code } });
     }
   },
