@@ -275,6 +275,26 @@ test('a total summed by parallel async callbacks, read after each wait', async (
   );
 });
 
+test('promise callbacks the script queued run during a host call in async mode, after the calling code in blocking mode (docs/script-engine.md)', async () => {
+  const src = `export function main(ctx) {
+  const log = [];
+  Promise.resolve().then(() => log.push('then'));
+  platform.http.request({ url: 'https://a' });
+  log.push('after the call');
+  return log;
+}`;
+  const r = rewrite(src);
+  expect(r.async).toBe(true);
+  const settle = async (value) => {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    return value;
+  };
+  const blocking = await run(src, 'sync', 'main');
+  const rewritten = await run(r.code, 'async', 'main');
+  expect(await settle(blocking.outcome.value)).toEqual(['after the call', 'then']);
+  expect(await settle(rewritten.outcome.value)).toEqual(['then', 'after the call']);
+});
+
 describe('every form of host call in every context', () => {
   test.each(corpus())('context %i, form %i', async (_i, _j, src, fallback) => {
     if (fallback) {
