@@ -570,6 +570,15 @@ export function f(ctx) {
     expectFallback(`export function f(s) {\n  return (() => 1).constructor(s)() }`, /^`\(\(\) => 1\)\.constructor\(\.\.\.\)` at line 2: code built at run time/);
   });
 
+  test('a constructor taken as a value or newed: Function reached without its name', () => {
+    expectFallback(`export function f(s) {\n  return new ((() => 1).constructor)(s)() }`, /^`\(\(\) => 1\)\.constructor` at line 2: code built at run time cannot be rewritten$/);
+    expectFallback(`export function f(s) {\n  const F = Object.getPrototypeOf(async () => {}).constructor;\n  return F(s)() }`, /^`Object\.getPrototypeOf\(async \(\) => \{\}\)\.constru\.\.\.` at line 2: code built at run time/);
+    expectFallback(`export function f(s) {\n  return (() => 1).constructor.call(null, s)() }`, /^`\(\(\) => 1\)\.constructor` at line 2: code built at run time/);
+    // compared, named, typeof, or defined: not code built at run time
+    const src = `export function f(o, C) { C.prototype.constructor = C; return [o.constructor === Object, o.constructor.name, typeof o.constructor, platform.http.request(o).status] }`;
+    expect(rewrite(src).async).toBe(true);
+  });
+
   test('a local binding named eval or Function is just a binding', () => {
     const src = `export function f(Function) { const ev = { eval: 1 }; return Function + ev.x; }`;
     expect(rewrite(src)).toEqual({ code: src, async: true });

@@ -20,6 +20,25 @@ function isHostMethodValue(member: Node, name: string, parent: Node, owners: Rea
   return name !== 'request' || owners.has(lastName(member.object as Node) as string);
 }
 
+/**
+ * Whether `x.constructor` (`member`, whose parent is `parent`) is taken as a value that could be
+ * `Function` (newed, stored, passed, called through `call` / `apply` / `bind`); a direct call
+ * `x.constructor(...)` is reported with the calls. Comparing it, reading its `name`, `typeof` and
+ * assigning it are fine.
+ */
+function isConstructorValue(member: Node, parent: Node, parentOf: Map<Node, Node>): boolean {
+  if ((parent.type === 'CallExpression' && parent.callee === member) || (parent.type === 'TaggedTemplateExpression' && parent.tag === member)) return false;
+  if (parent.type === 'AssignmentExpression' && parent.left === member) return false;
+  if (parent.type === 'BinaryExpression' || (parent.type === 'UnaryExpression' && parent.operator === 'typeof')) return false;
+  if (parent.type === 'MemberExpression' && parent.object === member) {
+    const name = propertyName(parent);
+    if (name === null || name === 'call' || name === 'apply' || name === 'bind') return true;
+    const up = parentOf.get(parent);
+    return up?.type === 'CallExpression' && up.callee === parent; // (`x.constructor.foo()` calls a static of it)
+  }
+  return true;
+}
+
 /** Whether an object pattern reads its properties from a host object. */
 function destructuresHttp(pattern: Node, parentOf: Map<Node, Node>, owners: ReadonlySet<string>): boolean {
   const up = parentOf.get(pattern);
@@ -52,7 +71,7 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
   }
   for (const member of index.members) {
     const name = propertyName(member) as string;
-    if (name === 'eval' || name === 'Function') {
+    if (name === 'eval' || name === 'Function' || (name === 'constructor' && isConstructorValue(member, index.parent.get(member) as Node, index.parent))) {
       found.push({ pos: member.start, message: `\`${quote(source, member)}\` at ${at(member)}: code built at run time cannot be rewritten` });
     } else if (hostMethods.has(name) && isHostMethodValue(member, name, index.parent.get(member) as Node, names.owners)) {
       found.push({
