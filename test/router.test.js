@@ -232,6 +232,20 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(noscript.body.code).toBe(270202);
   });
 
+  test('a script that is no ES module (await as a name, a top-level return, an HTML comment) fails to compile', async () => {
+    const notModules = ['export function fn() {\n  var await = 1; return await }', 'export function fn() { return 1 }\nreturn 2', 'export function fn() { return 1 }\nvar x = 1 <!-- 2\n'];
+    const { app, registry } = api(notModules[0], {}, { exposeErrorLocation: true });
+    registry.putScript('app1', 'ret.js', notModules[1]);
+    registry.putScript('app1', 'html.js', notModules[2]);
+    registry.putApi('app1', { path: 'ret', call: { script: 'ret.js', function: 'fn' }, returnType: 'JSON' });
+    registry.putApi('app1', { path: 'html', call: { script: 'html.js', function: 'fn' }, returnType: 'JSON' });
+    for (const path of ['p', 'ret', 'html']) {
+      const res = await request(app).get(`/web0/api/app1/${path}`);
+      expect({ path, status: res.status, code: res.body.code }).toEqual({ path, status: 500, code: 270204 });
+      if (path !== 'html') expect(res.body.location).toMatch(/:2:\d+$/); // (QuickJS places that one at the end)
+    }
+  });
+
   test('TypeScript scripts are type-stripped', async () => {
     const { app } = api('', { call: { script: 'typed.ts', function: 'fn' } }, {}, {
       scripts: { 'typed.ts': 'interface R { n: number }\nexport function fn(ctx: any): R { const n: number = 3; return { n } }' },

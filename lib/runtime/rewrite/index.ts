@@ -21,6 +21,8 @@ export interface RewriteResult {
   async: boolean;
   /** Why the script falls back to blocking mode, naming the line (only when `async` is false). */
   reason?: string;
+  /** The parser's message, ending in `(line:column)`, when the source is no ES module (a syntax error). */
+  syntaxError?: string;
 }
 
 /**
@@ -61,7 +63,7 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
     const e = err as SyntaxError & { loc?: { line: number } };
     const message = String(e.message).replace(/\s*\(\d+:\d+\)$/, '');
     if (/stack space/i.test(message)) return fallback('the script is nested too deeply to analyze');
-    return fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`);
+    return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError: String(e.message) };
   }
   if (!CANDIDATE_TEXT.test(source)) return { code: source, async: true };
   try {

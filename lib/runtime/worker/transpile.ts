@@ -24,10 +24,15 @@ export interface PreparedScript {
   reason?: string;
 }
 
-/** Throws the transform's SyntaxError for a source that does not parse. */
+/**
+ * Throws the transform's SyntaxError for a source that does not parse; for CommonJS, also one for
+ * a source that is no ES module (`await` as a name, a top-level `return`), which a CommonJS
+ * wrapper would accept.
+ */
 export function prepareScript(name: string, source: string, toCommonJs: boolean): PreparedScript {
   const esm = sucrase(name, source, isTypeScript(name) ? ['typescript'] : []);
   // the one place the mode is chosen
   const mode = rewriteHostCalls(esm, { filename: name });
+  if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(mode.syntaxError);
   return { code: sucrase(name, mode.code, toCommonJs ? ['imports'] : []), async: mode.async, reason: mode.reason };
 }
