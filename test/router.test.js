@@ -246,6 +246,12 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     }
   });
 
+  test('code built from strings: QuickJS runs it, vm2 refuses it with an EvalError (README)', async () => {
+    const { app } = api('export function fn() { try { return { value: new Function("return 6 * 7")() } } catch (e) { return { refused: e.name } } }');
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body).toEqual(engine === 'vm2' ? { refused: 'EvalError' } : { value: 42 });
+  });
+
   test('TypeScript scripts are type-stripped', async () => {
     const { app } = api('', { call: { script: 'typed.ts', function: 'fn' } }, {}, {
       scripts: { 'typed.ts': 'interface R { n: number }\nexport function fn(ctx: any): R { const n: number = 3; return { n } }' },
