@@ -252,6 +252,20 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(res.body).toEqual(engine === 'vm2' ? { refused: 'EvalError' } : { value: 42 });
   });
 
+  test('a script declaring module or exports at its top level: runs on QuickJS, a clear compile error on vm2 (README)', async () => {
+    const { app, registry } = api("var module = 'm';\nexport function fn() { return module }");
+    registry.putScript('app1', 'e.js', "export function fn() { return exports }\nconst { a, ...exports } = { a: 1, b: 2 };");
+    registry.putApi('app1', { path: 'e', call: { script: 'e.js', function: 'fn' }, returnType: 'JSON' });
+    const m = await request(app).get('/web0/api/app1/p');
+    const e = await request(app).get('/web0/api/app1/e');
+    if (engine === 'quickjs') {
+      expect([m.status, m.body, e.status, e.body]).toEqual([200, 'm', 200, { b: 2 }]);
+    } else {
+      expect([m.status, m.body.code, m.body.message]).toEqual([500, 270204, "main.js: 'module' is declared at the top level (line 1): the vm2 engine runs scripts as CommonJS, where that name is taken (rename it)"]);
+      expect([e.status, e.body.code, e.body.message]).toEqual([500, 270204, "e.js: 'exports' is declared at the top level (line 2): the vm2 engine runs scripts as CommonJS, where that name is taken (rename it)"]);
+    }
+  });
+
   test('TypeScript scripts are type-stripped', async () => {
     const { app } = api('', { call: { script: 'typed.ts', function: 'fn' } }, {}, {
       scripts: { 'typed.ts': 'interface R { n: number }\nexport function fn(ctx: any): R { const n: number = 3; return { n } }' },

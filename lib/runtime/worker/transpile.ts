@@ -6,6 +6,7 @@
  */
 import { transform, type Transform } from 'sucrase';
 import { rewriteHostCalls } from '../rewrite';
+import { commonJsNameClash } from './commonjs-names';
 
 export function isTypeScript(name: string): boolean {
   return /\.(ts|mts|cts)$/i.test(name);
@@ -27,12 +28,14 @@ export interface PreparedScript {
 /**
  * Throws the transform's SyntaxError for a source that does not parse; for CommonJS, also one for
  * a source that is no ES module (`await` as a name, a top-level `return`), which a CommonJS
- * wrapper would accept.
+ * wrapper would accept, and for one declaring `module` or `exports` at its top level.
  */
 export function prepareScript(name: string, source: string, toCommonJs: boolean): PreparedScript {
   const esm = sucrase(name, source, isTypeScript(name) ? ['typescript'] : []);
   // the one place the mode is chosen
   const mode = rewriteHostCalls(esm, { filename: name });
   if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(mode.syntaxError);
+  const clash = toCommonJs ? commonJsNameClash(esm) : null;
+  if (clash !== null) throw new SyntaxError(clash);
   return { code: sucrase(name, mode.code, toCommonJs ? ['imports'] : []), async: mode.async, reason: mode.reason };
 }
