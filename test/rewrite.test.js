@@ -453,6 +453,9 @@ export function f(ctx) {
     // an async method that waits on the host, called as a statement
     expectFallback(`const store = { async keep(ctx) { await ctx.getParts()[0].save('a') } };\nexport function f(ctx) {\n  store.keep(ctx);\n  return 1 }`, /^call of async method `keep` at line 3 is not awaited, but it waits on the host$/);
     expectFallback(`class Store { async keep(p) { return p.save('a') } }\nexport function f(ctx) {\n  new Store().keep(ctx.getParts()[0]).catch(() => 0);\n  return 1 }`, /^call of async method `keep` at line 3 is not awaited/);
+    // an async method named like a host method: its calls are awaited like host calls
+    const named = `const store = { async save(p) { await p.save('x') } };\nexport function f(p) { p.save('a'); store.save(p); return 1 }`;
+    expect(rewrite(named).async).toBe(true);
     // awaited, returned or collected: fine
     const ok = `${saveAll}export async function f(ctx) { await saveAll(ctx); return saveAll(ctx) }\nexport function g(ctx) { const all = [saveAll(ctx)]; return Promise.all(all) }`;
     expect(rewrite(ok)).toEqual({ code: ok, async: true });

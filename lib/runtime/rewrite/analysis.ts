@@ -40,7 +40,7 @@ export class Planner extends TreeQueries {
     }
     for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
     this.asyncCallers();
-    for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn));
+    for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn, (call) => this.wraps.has(call)));
     // Functions written async that wait on the host may run at the same time (Promise.all over
     // async callbacks): an inserted await must not split a read-modify-write of shared state.
     if (this.waitingAsync.size > 0) {

@@ -22,11 +22,11 @@ function memberName(member: Node): string | null {
 /**
  * An async function that waits on the host must not be left running. Flags the usual ways of
  * dropping its promise: `forEach(async ...)`, an async callback passed to a call whose value is
- * dropped (`xs.map(async ...);`), and a call of it (by name, as a method by its name, or where it
- * is written) as a statement of its own, under `void` or `!`, as a condition, chained with
+ * dropped (`xs.map(async ...);`), and a call of it (by name, as a method by its name unless the
+ * rewrite awaits that call, or where it is written) as a statement of its own, under `void` or `!`, as a condition, chained with
  * `then` / `catch` / `finally` whose promise is dropped, or kept in a variable never read.
  */
-export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
+export function droppedPromises(q: TreeQueries, fn: Node, awaited: (call: Node) => boolean): Failure[] {
   const up = q.parent(fn) as Node;
   /** Whether the value of `node` is dropped: a statement, under `void`, in `&&` / `?:` / `,` whose value is, or returned by a callback whose value is. */
   const dropped = (node: Node): boolean => {
@@ -67,7 +67,8 @@ export function droppedPromises(q: TreeQueries, fn: Node): Failure[] {
   if (method !== null) {
     for (const call of q.calls) {
       const callee = (call.type === 'CallExpression' ? call.callee : call.tag) as Node;
-      if (callee.type === 'MemberExpression' && propertyName(callee) === method && dropped(call)) {
+      // (a method named like a host method is awaited wherever it is called)
+      if (callee.type === 'MemberExpression' && propertyName(callee) === method && !awaited(call) && dropped(call)) {
         found.push({ pos: call.start, message: `call of async method \`${method}\` at ${q.at(call)} is not awaited, but it waits on the host` });
       }
     }
