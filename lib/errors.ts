@@ -4,7 +4,7 @@
  * The README's "Errors" section lists the same table.
  */
 export const ERRORS = {
-  /** A script threw an error without a numeric `code`. */
+  /** A script threw an error without an integer `code`. */
   SCRIPT_ERROR: { code: 270000, status: 500, message: 'The script failed' },
   /** `platform.app.abort(message[, status])` ended the call. */
   ABORTED: { code: 270001, status: 500, message: 'The call was aborted' },
