@@ -149,7 +149,8 @@ declare const platform: Platform;
 /**
  * The sandbox console: every call becomes one log line in the host's logger, tagged with the
  * level and the script name. Arguments are joined with spaces; objects are shown as JSON-like
- * text; a line is cut at 8192 characters.
+ * text; a line is cut at 8192 characters. A request logs at most 200 lines: the rest are dropped
+ * and counted in one warning when the request ends.
  */
 interface Console {
   /** Logs at level `log`. */
