@@ -112,6 +112,21 @@ describe('loading', () => {
   });
 });
 
+test('a file over 5 MiB is not read: it is reported, and an API naming it loads with a warning (README)', () => {
+  const root = tree({
+    'big/apis/x.json': { path: 'x', call: { script: 'big.js', function: 'f' }, returnType: 'JSON' },
+    'big/scripts/big.js': 'export function f() { return 1; }\n' + ' '.repeat(5 * 1024 * 1024),
+    'big/scripts/small.js': 'export function f() { return 1; }\n',
+  });
+  const registry = open({ root, logger: false, watch: false });
+  expect(registry.getScript('big', 'big.js')).toBeUndefined();
+  expect(registry.getScript('big', 'small.js')).toMatch(/export function f/);
+  expect(registry.problems()).toEqual([
+    { level: 'error', file: 'big/scripts/big.js', message: 'could not be read: is larger than 5242880 bytes' },
+    { level: 'warning', file: 'big/apis/x.json', message: "refers to the script 'big.js', which is not in big/scripts/" },
+  ]);
+});
+
 describe('watching', () => {
   const root = tree({
     'shop/apis/hello.json': api('hello'),
