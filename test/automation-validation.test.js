@@ -142,6 +142,21 @@ test('step lists nested past 50 levels are refused naming where (not a stack ove
   expect(refusal(nested('a', 1500))).toMatch(/: steps are nested more than 50 levels deep$/);
 });
 
+test('expressions past the documented limits are refused naming the field (README: 10,000 characters, 2,000 nodes, 50 levels, 1,000 list items or map entries, 32 arguments)', () => {
+  const value = (v) => refusal({ id: 'a', steps: [{ type: 'return', value: v }] });
+  const ok = (v) => expect(() => validateAutomation({ id: 'a', steps: [{ type: 'return', value: v }] })).not.toThrow();
+  expect(value("'" + 'x'.repeat(9999) + "'")).toBe("scriptable-api: invalid automation 'a'.steps[0].value: the expression is longer than 10000 characters");
+  ok("'" + 'x'.repeat(9998) + "'");
+  expect(value('1' + '+1'.repeat(1500))).toMatch(/^scriptable-api: invalid automation 'a'\.steps\[0\]\.value: bad expression .*Exceeded maxAstNodes \(2000\)/);
+  ok('1' + '+1'.repeat(900));
+  expect(value('('.repeat(51) + '1' + ')'.repeat(51))).toMatch(/Exceeded maxDepth \(50\)/);
+  ok('('.repeat(45) + '1' + ')'.repeat(45));
+  expect(value('[' + Array(1001).fill(1).join(',') + ']')).toMatch(/Exceeded maxListElements \(1000\)/);
+  ok('[' + Array(1000).fill(1).join(',') + ']');
+  expect(value('{' + Array.from({ length: 1001 }, (_, i) => `'k${i}': 1`).join(',') + '}')).toMatch(/Exceeded max(MapEntries \(1000\)|AstNodes \(2000\))/);
+  expect(value('f(' + Array(33).fill(1).join(',') + ')')).toMatch(/Exceeded maxCallArguments \(32\)/);
+});
+
 describe('from a custom registry', () => {
   let reads = 0;
   const invalid = { id: 'bad', steps: [{ id: 'ask', type: 'confirm' }] };
