@@ -273,6 +273,18 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ n: 3 });
   });
 
+  test('a script is one module: an import of another script or a package is SCRIPT_COMPILE_ERROR (README, Scripts)', async () => {
+    const { app, registry } = api("import { one } from './util.js';\nexport function fn() { return { n: one() } }");
+    registry.putScript('app1', 'util.js', 'export function one() { return 1 }');
+    registry.putScript('app1', 'pkg.js', "import _ from 'lodash';\nexport function fn() { return {} }");
+    registry.putApi('app1', { path: 'pkg', call: { script: 'pkg.js', function: 'fn' }, returnType: 'JSON' });
+    for (const p of ['p', 'pkg']) {
+      const res = await request(app).get(`/web0/api/app1/${p}`);
+      expect(res.status).toBe(500);
+      expect(res.body.code).toBe(270204);
+    }
+  });
+
   test('a script past scriptTimeoutMs fails with 270200 while other requests are served', async () => {
     const { app, registry } = api('export function fn() { while (true) {} }', {}, { scriptTimeoutMs: 600, workers: 2 });
     registry.putScript('app1', 'fast.js', 'export function f() { return { fast: true } }');
