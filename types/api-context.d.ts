@@ -345,7 +345,9 @@ interface PlatformHttpResponse {
   encodeRedirectUrl(url: string): string;
   /**
    * Sends an error response with status `sc` (100-999) and optional message, clearing the
-   * buffered body. The response becomes committed; later writes are dropped.
+   * buffered body: the default error body `{ requestId, message, code }` with `msg` (else the
+   * status's reason phrase, e.g. `Not Found`) as its message and `sc` as its code. The response
+   * becomes committed; later writes are dropped.
    * Throws an `IllegalStateException` error when the response is already committed.
    * The host sends only statuses 200-599: another one ends the call with a 500 (code 270304).
    */
