@@ -80,7 +80,8 @@ export function compileLocation(name: string, message: string | undefined, stack
       return at(name, Number(head[2]), caret >= 0 ? caret + 1 : undefined);
     }
   }
+  // (sucrase's `(line:column)` counts columns from 1, as locations do)
   const sucrase = typeof message === 'string' ? /\((\d+):(\d+)\)\s*$/.exec(message) : null;
-  if (sucrase) return at(name, Number(sucrase[1]), Number(sucrase[2]) + 1);
+  if (sucrase) return at(name, Number(sucrase[1]), Number(sucrase[2]));
   return undefined;
 }

@@ -83,6 +83,16 @@ describe.each(['quickjs', 'vm2'])('%s engine', (engine) => {
     ]);
   });
 
+  test("a syntax error's column is the offending token's: `const b = ;` points at the ';' (column 13), in JavaScript and TypeScript", async () => {
+    const scripts = {
+      'syntax.js': 'export function fn() {\n  let a = 1;\n  const b = ;\n  return b;\n}',
+      'types.ts': 'export function fn(): number {\n  let a: number = 1;\n  const b = ;\n  return b;\n}',
+    };
+    const { app: server } = app(engine, scripts, [api('s', 'syntax.js'), api('t', 'types.ts')], { exposeErrorLocation: true });
+    expect((await request(server).get('/web0/api/app1/s')).body.location).toBe('syntax.js:3:13');
+    expect((await request(server).get('/web0/api/app1/t')).body.location).toBe('types.ts:3:13');
+  });
+
   test('a hook failure names its stage and script', async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'hooks.js': 'export function before(ctx) {\n  undefinedThing();\n}' };
