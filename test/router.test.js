@@ -50,6 +50,37 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(failed.body.location).toMatch(/^main\.js:3:\d+$/);
   });
 
+  test('export forms: several declarators in one export, an export list before its bindings, an export list over lines', async () => {
+    const { app, registry } = api(
+      [
+        'export { fn, helper as named };',
+        '// a comma, in a comment',
+        'export const A = 1 /* , */, B = [2, 3], { c: C } = { c: 4 };',
+        'export let n = 0, m;',
+        'const fn = (ctx) => ({ A, B, C, n: ++n, m: m ?? null, v: value() });',
+        'const helper = () => "named";',
+        'function value() { return V; }',
+        'export {',
+        '  V, // the value',
+        '  fn as default',
+        '}',
+        'const V = "v";',
+      ].join('\n'),
+    );
+    registry.putApi('app1', { path: 'named', call: { script: 'main.js', function: 'named' }, returnType: 'Text' });
+    registry.putApi('app1', { path: 'def', call: { script: 'main.js', function: 'default' }, returnType: 'JSON' });
+    expect((await request(app).get('/web0/api/app1/p')).body).toEqual({ A: 1, B: [2, 3], C: 4, n: 1, m: null, v: 'v' });
+    expect((await request(app).get('/web0/api/app1/named')).text).toBe('named');
+    expect((await request(app).get('/web0/api/app1/def')).body).toMatchObject({ A: 1, v: 'v' });
+  });
+
+  test('an error in a script with rewritten exports names its own line', async () => {
+    const { app } = api('export const a = 1, b = 2;\nexport { fn };\nconst fn = () => {\n  return a + b + missing;\n};', {}, { exposeErrorLocation: true });
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body.code).toBe(270000);
+    expect(res.body.location).toMatch(/^main\.js:4:\d+$/);
+  });
+
   test('Text: toString of objects, empty for null, text/plain content type', async () => {
     const { app, registry } = api('export function fn() { return { toString() { return "custom text" } } }', { returnType: 'Text' });
     registry.putScript('app1', 'n.js', 'export function f() { return null }');

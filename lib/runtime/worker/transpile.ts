@@ -6,6 +6,7 @@
  */
 import { transform, type Transform } from 'sucrase';
 import { rewriteHostCalls } from '../rewrite';
+import { fixExportsForCommonJs } from './cjs-exports';
 import { commonJsNameClash } from './commonjs-names';
 
 export function isTypeScript(name: string): boolean {
@@ -37,5 +38,6 @@ export function prepareScript(name: string, source: string, toCommonJs: boolean)
   if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(mode.syntaxError);
   const clash = toCommonJs ? commonJsNameClash(esm) : null;
   if (clash !== null) throw new SyntaxError(clash);
-  return { code: sucrase(name, mode.code, toCommonJs ? ['imports'] : []), async: mode.async, reason: mode.reason };
+  const code = toCommonJs ? sucrase(name, fixExportsForCommonJs(mode.code), ['imports']) : mode.code;
+  return { code, async: mode.async, reason: mode.reason };
 }
