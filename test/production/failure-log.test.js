@@ -93,6 +93,21 @@ describe.each(['quickjs', 'vm2'])('%s engine', (engine) => {
     expect((await request(server).get('/web0/api/app1/t')).body.location).toBe('types.ts:3:13');
   });
 
+  test('a column on a line that starts with export points inside that line (vm2 lowers exports to CommonJS)', async () => {
+    const scripts = { 'one.js': 'export function fn() { return null.x; }', 'two.js': 'const a = 1; export class K { m() { return null.y; } }\nexport function fn() { return new K().m(); }' };
+    const { app: server } = app(engine, scripts, [api('one', 'one.js'), api('two', 'two.js')], { exposeErrorLocation: true });
+    const one = await request(server).get('/web0/api/app1/one');
+    const column = Number(one.body.location.split(':')[2]);
+    expect(one.body.location).toMatch(/^one\.js:1:/);
+    expect(column).toBeGreaterThanOrEqual(scripts['one.js'].indexOf('null.x') + 1);
+    expect(column).toBeLessThanOrEqual(scripts['one.js'].indexOf('null.x') + 'null.x'.length);
+    const two = await request(server).get('/web0/api/app1/two');
+    const col2 = Number(two.body.location.split(':')[2]);
+    expect(two.body.location).toMatch(/^two\.js:1:/);
+    expect(col2).toBeGreaterThanOrEqual(scripts['two.js'].indexOf('null.y') + 1);
+    expect(col2).toBeLessThanOrEqual(scripts['two.js'].indexOf('null.y') + 'null.y'.length);
+  });
+
   test('a hook failure names its stage and script', async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'hooks.js': 'export function before(ctx) {\n  undefinedThing();\n}' };

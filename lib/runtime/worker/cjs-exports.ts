@@ -9,13 +9,18 @@
  *   moves to the end of the module, where every binding it names is set (an export list may
  *   stand anywhere in a module).
  *
+ *
+ * And one it lowers off-column: `export function f` / `export class C` lose their `export ` (the
+ * rest of the line moved 6 columns left, so an error's column pointed elsewhere). The keyword is
+ * blanked here and the name exported at the end (a function is hoisted; a class is set by then).
+ *
  * Every line keeps its number (error locations name the script's own lines). Source that does
  * not parse is returned unchanged: sucrase then reports the syntax error.
  */
 import { parseModule, type Node } from '../rewrite/ast';
 
 /** The statements this looks at; without them the source is not parsed. */
-const CANDIDATE = /\bexport\s*(?:\{|(?:const|let|var)\b)/;
+const CANDIDATE = /\bexport\s*(?:\{|(?:const|let|var|function|async|class)\b)/;
 
 /** `text` with everything but its line breaks turned into spaces (same lines, same columns). */
 function blank(text: string): string {
@@ -45,6 +50,9 @@ export function fixExportsForCommonJs(source: string): string {
         const at = declarators[i - 1].end + comma;
         edits.push({ start: at, end: at + 1, text: `; export ${declaration.kind as string} ` });
       }
+    } else if ((declaration?.type === 'FunctionDeclaration' || declaration?.type === 'ClassDeclaration') && declaration.id) {
+      edits.push({ start: statement.start, end: declaration.start, text: blank(source.slice(statement.start, declaration.start)) });
+      moved.push(`export { ${(declaration.id as Node).name as string} };`);
     } else if (declaration === null && statement.source === null) {
       edits.push({ start: statement.start, end: statement.end, text: blank(source.slice(statement.start, statement.end)) });
       moved.push(source.slice(statement.start, statement.end));

@@ -18,6 +18,19 @@ function sucrase(name: string, source: string, transforms: Transform[]): string 
   return transform(source, { transforms, filePath: name, disableESTransforms: true, production: true }).code;
 }
 
+/**
+ * sucrase's `imports` transform starts line 1 with `"use strict";` and the `__esModule` flag:
+ * the module runs in a strict wrapper and nothing reads the flag, and on line 1 they moved every
+ * column an error names about 70 to the right.
+ */
+const PREAMBLE = ['"use strict";', 'Object.defineProperty(exports, "__esModule", {value: true});'];
+
+function withoutPreamble(code: string): string {
+  let out = code;
+  for (const p of PREAMBLE) if (out.startsWith(p)) out = out.slice(p.length);
+  return out;
+}
+
 export interface PreparedScript {
   code: string;
   /** Async mode: I/O host calls return promises (the code awaits them). False: blocking mode. */
@@ -38,6 +51,6 @@ export function prepareScript(name: string, source: string, toCommonJs: boolean)
   if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(mode.syntaxError);
   const clash = toCommonJs ? commonJsNameClash(esm) : null;
   if (clash !== null) throw new SyntaxError(clash);
-  const code = toCommonJs ? sucrase(name, fixExportsForCommonJs(mode.code), ['imports']) : mode.code;
+  const code = toCommonJs ? withoutPreamble(sucrase(name, fixExportsForCommonJs(mode.code), ['imports'])) : mode.code;
   return { code, async: mode.async, reason: mode.reason };
 }
