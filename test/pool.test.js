@@ -246,6 +246,20 @@ test.each([
   expect(error.message).toContain(`invalid ${field}:`);
 });
 
+test('new WorkerPool refuses a key that is not an option, naming the one meant (a typo would keep the default)', () => {
+  const refused = (options) => {
+    try {
+      new WorkerPool(options);
+    } catch (e) {
+      return e;
+    }
+    throw new Error('accepted: ' + JSON.stringify(options));
+  };
+  expect(refused({ memoryLimitMB: 8 })).toMatchObject({ name: 'ConfigError', field: 'memoryLimitMB', message: "scriptable-api: invalid memoryLimitMB: is not an option (did you mean 'memoryLimitMb'?)" });
+  expect(refused({ sise: 2 })).toMatchObject({ field: 'sise', message: "scriptable-api: invalid sise: is not an option (did you mean 'size'?)" });
+  expect(refused({ workers: 2 }).message).toMatch(/^scriptable-api: invalid workers: is not an option; the options are engine, size, maxWorkers, /);
+});
+
 test("a QuickJS call's memory limit fits its worker's heap beside the contexts' budget: the router refuses one that does not, naming scriptMemoryLimitMb", async () => {
   const { MemoryRegistry, createApiRouter } = require('scriptable-api');
   const registry = new MemoryRegistry({ apps: {} });

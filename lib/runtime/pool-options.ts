@@ -1,7 +1,7 @@
 /** Options of the built-in `WorkerPool`: defaults and checks, for pools made with `new WorkerPool(...)`. */
 import * as os from 'node:os';
 import { ConfigError } from '../errors';
-import { shown } from '../definitions/names';
+import { nearestName, shown } from '../definitions/names';
 import { MAX_TIMER_MS } from '../timers';
 import type { Logger } from '../types';
 import { assertOptionalInstalled } from '../optional-package';
@@ -44,6 +44,12 @@ export interface PoolOptions {
 
 export type ResolvedPoolOptions = Required<Omit<PoolOptions, 'logger'>> & { logger?: Logger };
 
+/** The keys of PoolOptions (the build fails when they and the interface drift apart). */
+const POOL_KEYS = ['engine', 'size', 'maxWorkers', 'memoryLimitMb', 'contextBudgetMb', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'idleTimeoutMs', 'graceMs', 'logger'] as const;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const keysMatch: Same<keyof PoolOptions, (typeof POOL_KEYS)[number]> = true;
+void keysMatch;
+
 export const POOL_DEFAULTS = {
   engine: 'quickjs',
   maxWorkers: 32,
@@ -76,6 +82,12 @@ function int(o: Record<string, unknown>, field: string, min: number, max = Numbe
 export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPoolOptions {
   const o = (options ?? {}) as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new ConfigError('options', 'WorkerPool options must be an object');
+  // (an unknown key is a typo: `memoryLimitMB` would silently keep the default)
+  for (const k of Object.keys(o)) {
+    if ((POOL_KEYS as readonly string[]).includes(k)) continue;
+    const near = nearestName(k, POOL_KEYS);
+    throw new ConfigError(k, `is not an option${near ? ` (did you mean '${near}'?)` : `; the options are ${POOL_KEYS.join(', ')}`}`);
+  }
   if (o.engine !== undefined && o.engine !== 'quickjs' && o.engine !== 'vm2') {
     throw new ConfigError('engine', `must be 'quickjs' or 'vm2', got ${JSON.stringify(o.engine)}`);
   }
