@@ -93,6 +93,12 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(empty.text).toBe('');
   });
 
+  test('Redirect: a 302 also when the script set another status (the spec: status 302); its headers go out', async () => {
+    const { app } = api('export function fn(ctx) { ctx.response.setStatus(301); ctx.response.setHeader("X-Kept", "1"); return "https://example.com/moved" }', { returnType: 'Redirect' });
+    const res = await request(app).get('/web0/api/app1/p').redirects(0);
+    expect([res.status, res.headers.location, res.headers['x-kept']]).toEqual([302, 'https://example.com/moved', '1']);
+  });
+
   test('Redirect: a string gives a 302; anything else is a 500 error body', async () => {
     const { app, registry } = api('export function fn(ctx) { return "https://example.com/next?q=" + ctx.query.q }', { returnType: 'Redirect' });
     registry.putScript('app1', 'bad.js', 'export function f() { return { url: "x" } }');
