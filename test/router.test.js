@@ -224,6 +224,29 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     }
   });
 
+  test('onError that only sets headers gives the default error (README: it answers with a status, content type or body it writes); a status alone is its answer', async () => {
+    const { app } = api(
+      'export function fn(ctx) { throw new Error("failed") }',
+      { onError: { script: 'hooks.js', function: 'onError' } },
+      {},
+      {
+        scripts: {
+          'hooks.js': `export function onError(ctx, error) {
+            ctx.response.setHeader('X-Error-Id', error.requestId);
+            if (ctx.query.m === 'status') ctx.response.setStatus(503);
+            if (ctx.query.m === 'type') ctx.response.setContentType('text/plain');
+          }`,
+        },
+      },
+    );
+    const headerOnly = await request(app).get('/web0/api/app1/p');
+    expect([headerOnly.status, headerOnly.body]).toEqual([500, { requestId: headerOnly.headers['x-request-id'], message: 'failed', code: 270000 }]);
+    const status = await request(app).get('/web0/api/app1/p?m=status');
+    expect([status.status, status.text, status.headers['x-error-id']]).toEqual([503, '', status.headers['x-request-id']]);
+    const type = await request(app).get('/web0/api/app1/p?m=type');
+    expect([type.status, type.headers['content-type'], type.text]).toEqual([200, 'text/plain', '']);
+  });
+
   test('onError does not run for an error in before', async () => {
     const { app } = api('export function fn() { return 1 }', { before: { script: 'h.js', function: 'b' }, onError: { script: 'h.js', function: 'e' } }, {}, {
       scripts: { 'h.js': 'export function b() { throw new Error("in before") }\nexport function e(ctx) { ctx.response.getWriter().write("handled") }' },

@@ -242,14 +242,16 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     if (!job.onError || call.fatal) return result(call.fail);
     const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
     const before = JSON.stringify(state.response);
+    const { status, contentType } = state.response;
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
     if (r.fail) return result(r.fail);
     // (what the failed call wrote, redirected or sent is not onError's answer: only a change it made is)
     const changed = JSON.stringify(state.response) !== before;
     if (changed && wrote(state)) return result({ kind: 'written' });
     if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
-    // Status or headers changed without a body: send them with an empty body.
-    if (changed) return result({ kind: 'written' });
+    // A status or content type set without a body is its answer, sent with an empty body; headers
+    // alone (an audit header) are not: the default error response goes out, never a bare 200.
+    if (state.response.status !== status || state.response.contentType !== contentType) return result({ kind: 'written' });
     return result(call.fail);
   }
 
