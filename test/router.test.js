@@ -247,6 +247,16 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([type.status, type.headers['content-type'], type.text]).toEqual([200, 'text/plain', '']);
   });
 
+  test("platform.app.abort() without a message answers the error table's ABORTED message, as an automation's abort step does", async () => {
+    const { app, registry } = api('export function fn() { platform.app.abort() }');
+    registry.putAutomation('app1', { id: 'stop', steps: [{ type: 'abort' }] });
+    registry.putApi('app1', { path: 'step', call: { automation: 'stop' }, returnType: 'JSON' });
+    const script = await request(app).get('/web0/api/app1/p');
+    const step = await request(app).get('/web0/api/app1/step');
+    expect([script.status, script.body.message, script.body.code]).toEqual([500, 'The call was aborted', 270001]);
+    expect([step.status, step.body.message, step.body.code]).toEqual([500, 'The call was aborted', 270001]);
+  });
+
   test('onError does not run for an error in before', async () => {
     const { app } = api('export function fn() { return 1 }', { before: { script: 'h.js', function: 'b' }, onError: { script: 'h.js', function: 'e' } }, {}, {
       scripts: { 'h.js': 'export function b() { throw new Error("in before") }\nexport function e(ctx) { ctx.response.getWriter().write("handled") }' },

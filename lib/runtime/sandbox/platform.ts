@@ -9,13 +9,13 @@
  * blocking-mode one (see host.ts). They act for the active stage; a response's own operations
  * act for the stage that made the request.
  */
-import { ABORT_CODE, G, Num, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
+import { ABORT_CODE, ABORT_MESSAGE, G, Num, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
 import { stringifyUser, utf8Binary } from './encoding';
 import { active, hostIo, hostSync } from './host';
 import type { StageRecord } from './types';
 
 export function abort(message: unknown, status: unknown): never {
-  var msg = isNil(message) ? 'Aborted' : safeString(message);
+  var msg = isNil(message) ? ABORT_MESSAGE : safeString(message);
   // (a status from 400 to 599, else the default 500: types/platform.d.ts)
   var sc = typeof status === 'number' && status >= 400 && status < 600 ? mathTrunc(status) : undefined;
   var err = makeError('AbortError', msg, ABORT_CODE, sc);

@@ -121,6 +121,8 @@ export var SymIterator = Symbol.iterator;
 export var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
 
 export var ABORT_CODE = 270001;
+/** ERRORS.ABORTED's message (lib/errors.ts): an abort without a message, as an automation's abort step answers it. */
+export var ABORT_MESSAGE = 'The call was aborted';
 export var CONSOLE_CAP = 8192;
 
 // ---------------------------------------------------------------------------------------------
