@@ -257,6 +257,17 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([step.status, step.body.message, step.body.code]).toEqual([500, 'The call was aborted', 270001]);
   });
 
+  test('platform.app.abort takes a status only when it is a whole number from 400 to 599, as an automation abort step does (404.5 is no status: 500)', async () => {
+    const { app, registry } = api('export function fn(ctx) { platform.app.abort("m", Number(ctx.query.s)) }');
+    registry.putAutomation('app1', { id: 'stop', steps: [{ type: 'abort', message: "'m'", status: 'double(ctx.query.s)' }] });
+    registry.putApi('app1', { path: 'step', call: { automation: 'stop' }, returnType: 'JSON' });
+    for (const [s, status] of [['404', 404], ['404.5', 500], ['599.9', 500], ['400', 400]]) {
+      const script = await request(app).get(`/web0/api/app1/p?s=${s}`);
+      const step = await request(app).get(`/web0/api/app1/step?s=${s}`);
+      expect([s, script.status, step.status]).toEqual([s, status, status]);
+    }
+  });
+
   test('onError does not run for an error in before', async () => {
     const { app } = api('export function fn() { return 1 }', { before: { script: 'h.js', function: 'b' }, onError: { script: 'h.js', function: 'e' } }, {}, {
       scripts: { 'h.js': 'export function b() { throw new Error("in before") }\nexport function e(ctx) { ctx.response.getWriter().write("handled") }' },

@@ -85,8 +85,9 @@ interface PlatformHttpResponseData {
 /** `platform.app`: control of the current call. */
 interface PlatformApp {
   /**
-   * Ends the call with an error: the caller gets the default error body with `message` and code
-   * 270001, and HTTP status `status` when it is 400-599 (otherwise 500). Typical use: rejecting a
+   * Ends the call with an error: the caller gets the default error body with `message` (without
+   * one, `The call was aborted`) and code 270001, and HTTP status `status` when it is a whole
+   * number from 400 to 599 (otherwise 500). Typical use: rejecting a
    * request in the preprocessing hook. The abort is recorded before the error is thrown, so
    * catching the error does not cancel it.
    */

@@ -16,8 +16,8 @@ import type { StageRecord } from './types';
 
 export function abort(message: unknown, status: unknown): never {
   var msg = isNil(message) ? ABORT_MESSAGE : safeString(message);
-  // (a status from 400 to 599, else the default 500: types/platform.d.ts)
-  var sc = typeof status === 'number' && status >= 400 && status < 600 ? mathTrunc(status) : undefined;
+  // (a whole status from 400 to 599, else the default 500: types/platform.d.ts; as the automation abort step)
+  var sc = typeof status === 'number' && mathTrunc(status) === status && status >= 400 && status <= 599 ? status : undefined;
   var err = makeError('AbortError', msg, ABORT_CODE, sc);
   var st = active;
   if (st !== null && st.abort === null) {
