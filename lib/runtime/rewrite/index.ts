@@ -21,7 +21,7 @@ export interface RewriteResult {
   async: boolean;
   /** Why the script falls back to blocking mode, naming the line (only when `async` is false). */
   reason?: string;
-  /** The parser's message, ending in `(line:column)`, when the source is no ES module (a syntax error). */
+  /** The parser's message, ending in `(line:column)` (the column from 1, as sucrase's and locations count), when the source is no ES module (a syntax error). */
   syntaxError?: string;
 }
 
@@ -63,7 +63,9 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
     const e = err as SyntaxError & { loc?: { line: number } };
     const message = String(e.message).replace(/\s*\(\d+:\d+\)$/, '');
     if (/stack space/i.test(message)) return fallback('the script is nested too deeply to analyze');
-    return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError: String(e.message) };
+    // (acorn counts columns from 0)
+    const syntaxError = String(e.message).replace(/\((\d+):(\d+)\)$/, (_m, line: string, column: string) => `(${line}:${Number(column) + 1})`);
+    return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError };
   }
   if (!CANDIDATE_TEXT.test(source)) return { code: source, async: true };
   try {
