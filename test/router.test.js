@@ -347,6 +347,15 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     }
   });
 
+  test("a function name the module does not export itself ('toString', 'constructor'...) is FUNCTION_NOT_FOUND naming it", async () => {
+    const { app, registry } = api('export function fn() { return 1 }');
+    for (const name of ['toString', 'constructor', 'hasOwnProperty', 'valueOf']) {
+      registry.putApi('app1', { path: name, call: { script: 'main.js', function: name }, returnType: 'JSON' });
+      const res = await request(app).get(`/web0/api/app1/${name}`);
+      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270203, `The script does not export a function named '${name}'`]);
+    }
+  });
+
   test('TypeScript scripts are type-stripped', async () => {
     const { app } = api('', { call: { script: 'typed.ts', function: 'fn' } }, {}, {
       scripts: { 'typed.ts': 'interface R { n: number }\nexport function fn(ctx: any): R { const n: number = 3; return { n } }' },

@@ -106,7 +106,8 @@ export class Vm2Driver implements SandboxDriver {
     return {
       bytes,
       jobsRunLater: true,
-      hasFunction: (fn) => typeof exportsObj[fn] === 'function',
+      // (its own exports only, as the adapter calls them: not what the object inherits, `toString`...)
+      hasFunction: (fn) => Object.prototype.hasOwnProperty.call(exportsObj, fn) && typeof exportsObj[fn] === 'function',
       start: (id, fn, head, request, attributes, response, value, ctx, maps) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx, maps)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
