@@ -70,13 +70,17 @@ export function oneLine(text: string): string {
 }
 
 /**
- * One line per message on the console, `scriptable-api <message> <meta as JSON>`: the request id,
- * app and script of a console line stay with it. Nothing under NODE_ENV=test.
+ * `<message> <meta as JSON>` as one line (control characters escaped): the request id, app and
+ * script of a console line, and a failure's script frames, stay with it.
  */
+export function logLine(message: string, meta?: Record<string, unknown>): string {
+  return oneLine(meta === undefined ? message : `${message} ${metaText(meta)}`);
+}
+
+/** One line per message on the console, `scriptable-api <message> <meta as JSON>`. Nothing under NODE_ENV=test. */
 export function defaultLogger(env: string | undefined = process.env.NODE_ENV): Logger | undefined {
   if (env === 'test') return undefined;
-  const line = (fn: (s: string) => void) => (message: string, meta?: Record<string, unknown>) =>
-    fn(oneLine(meta === undefined ? `scriptable-api ${message}` : `scriptable-api ${message} ${metaText(meta)}`));
+  const line = (fn: (s: string) => void) => (message: string, meta?: Record<string, unknown>) => fn(logLine(`scriptable-api ${message}`, meta));
   /* eslint-disable no-console */
   return { debug: line(console.debug), info: line(console.info), warn: line(console.warn), error: line(console.error) };
   /* eslint-enable no-console */

@@ -24,7 +24,7 @@ write('apps/demo/apis/hello.json', { path: 'hello', call: { script: 'main.js', f
 write('apps/demo/apis/slow.json', { path: 'slow', call: { script: 'main.js', function: 'slow' }, returnType: 'JSON' });
 write('apps/demo/apis/broken.json', { path: 'broken', call: { script: 'main.js', function: 'broken' }, returnType: 'JSON' });
 write('apps/demo/scripts/main.js', `
-export function broken(ctx) { const x = null; return x.field }
+export function broken(ctx) { console.log('broken: about to fail'); const x = null; return x.field }
 export function hello(ctx) { return 'hello ' + (ctx.query.name || 'world') }
 // waits on the test's upstream: the request is in flight until the test lets the upstream answer
 export function slow(ctx) { return { upstream: platform.http.request({ url: ctx.query.upstream }).json() } }
@@ -97,6 +97,24 @@ test('serves a folder: an index at the mount point, the APIs, one log line per r
   await waitFor(run, 'stdout', new RegExp(`GET /api/demo/hello\\?name=cli 200 [\\d.]+ms ${hello.headers['x-request-id']}`));
   run.child.kill('SIGINT');
   expect(await run.exited).toEqual({ code: 0, signal: null });
+});
+
+test("the log keeps each line's fields: a console line names its request, a failure line the script's frames", async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'config.json')]);
+  const url = await run.ready;
+  const failed = await get(`${url}/demo/broken`);
+  const id = failed.headers['x-request-id'];
+  await waitFor(run, 'stdout', /broken: about to fail/);
+  await waitFor(run, 'stderr', new RegExp(`${id}[^\\n]*`));
+  // (calls of many requests interleave: a console line without its request id cannot be told apart)
+  const said = run.out.stdout.split('\n').find((l) => l.includes('broken: about to fail'));
+  expect(said).toContain(`"requestId":"${id}"`);
+  expect(said).toContain('"script":"main.js"');
+  const line = run.out.stderr.split('\n').find((l) => l.includes(id));
+  expect(line).toContain('"errorName":"TypeError"');
+  expect(line).toMatch(/"stack":"at broken \(main\.js:2:\d+\)"/);
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
 });
 
 test('a failed call is logged with its place, and /metrics counts it', async () => {

@@ -11,7 +11,7 @@ import type { ApiRouterOptions, Logger } from '../types';
 import { MOUNT_RULE, PLAIN_MOUNT, type CliArgs } from './args';
 import { nearestName, shown } from '../definitions/names';
 import { ROUTER_KEYS } from '../validations';
-import { oneLine } from '../logging';
+import { logLine } from '../logging';
 
 /** What `serve` runs with. */
 export interface ServeConfig {
@@ -157,8 +157,8 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   };
 }
 
-/** The CLI's logger: info to stdout, warnings and errors to stderr, one line each (control characters escaped). */
+/** The CLI's logger: info to stdout, warnings and errors to stderr, one line each with its meta as JSON (control characters escaped). */
 export function consoleLogger(): Logger {
-  const line = (stream: NodeJS.WriteStream) => (message: string) => void stream.write(`${oneLine(message)}\n`);
+  const line = (stream: NodeJS.WriteStream) => (message: string, meta?: Record<string, unknown>) => void stream.write(`${logLine(message, meta)}\n`);
   return { info: line(process.stdout), debug: line(process.stdout), warn: line(process.stderr), error: line(process.stderr) };
 }
