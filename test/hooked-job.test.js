@@ -186,6 +186,20 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     expect(lines).toEqual(['hooks.js: [app1/hooks.js] before', 'main.js: [app1/main.js] call', 'hooks.js: [app1/hooks.js] after']);
   });
 
+  test("a module's top-level console lines go to the logger, attributed to the request that loaded it", async () => {
+    const lines = [];
+    const logger = { info: (m, meta) => lines.push([m, meta.requestId, meta.script]), warn: () => {}, error: () => {} };
+    fixture = hooked(engine, 'console.log("loading main");\nexport function fn(ctx) { console.log("call"); return { ok: true } }', '', {}, { logger });
+    const first = await request(fixture.app).get('/web0/api/app1/p').expect(200);
+    const second = await request(fixture.app).get('/web0/api/app1/p').expect(200);
+    // (the module loads once per context: the second request finds it loaded)
+    expect(lines).toEqual([
+      ['[app1/main.js] loading main', first.headers['x-request-id'], 'main.js'],
+      ['[app1/main.js] call', first.headers['x-request-id'], 'main.js'],
+      ['[app1/main.js] call', second.headers['x-request-id'], 'main.js'],
+    ]);
+  });
+
   test('after gets the call result for each return type: a JSON value, null, nothing, a Text string', async () => {
     const main = `export function fn(ctx) {
       const mode = ctx.request.getHeader('x-mode');

@@ -93,7 +93,8 @@ export function formatArgs(args: ArrayLike<unknown>): string {
 export function logger(level: ConsoleLevel): (...args: unknown[]) => void {
   return function () {
     try {
-      if (active !== null) hostSync(active, 'console', { level: level, message: formatArgs(arguments) });
+      // (no active stage: the module's top-level code, logged for the call that loads it)
+      hostSync(active, 'console', { level: level, message: formatArgs(arguments) });
     } catch (e) {
       /* console output is best effort */
     }

@@ -87,8 +87,8 @@ export class Stages {
   entryDeadline = Infinity;
   /** A job in flight to end as out of memory once the entry running now is over (see heapGrowth). */
   private hog: StageJob | null = null;
-  /** The job whose context is loading: its module's top-level code makes host calls as stage 0. */
-  private loadingFor: StageJob | null = null;
+  /** The context loading and its job: that module's top-level code makes host calls (console...) as stage 0. */
+  private loadingFor: { c: Cached; job: StageJob } | null = null;
 
   constructor(
     private readonly driver: SandboxDriver & { takeHeapFull?(): boolean; takeInterrupted?(): boolean },
@@ -224,7 +224,7 @@ export class Stages {
       this.slices.begin(job.id);
       this.entryDeadline = Date.now() + job.timeoutMs;
     };
-    this.loadingFor = job;
+    this.loadingFor = { c, job };
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {
@@ -268,9 +268,9 @@ export class Stages {
 
   private hostCall(c: Cached, stageId: number, op: string, argsJson: string, async: boolean): string | number {
     const p = stageId === 0 ? undefined : c.stages.get(stageId);
-    // (stage 0: the module's own code while it loads; at any other time no stage is acting, e.g. a
-    // callback of another context's code that the runtime ran during this entry)
-    const job = p ? p.job : stageId === 0 ? this.loadingFor : null;
+    // (stage 0: the module's own code while it loads; at any other time, or from another context,
+    // no stage is acting, e.g. a callback of another context's code that the runtime ran then)
+    const job = p ? p.job : stageId === 0 && this.loadingFor?.c === c ? this.loadingFor.job : null;
     if (!job || job.done) {
       if (async) return '';
       return JSON.stringify({ ok: false, error: { name: 'Error', message: 'The call is over' } });
