@@ -83,6 +83,29 @@ describe.each(['quickjs', 'vm2'])('%s engine', (engine) => {
     ]);
   });
 
+  test('a host call that fails is located at its call in the script, also where the rewrite awaits it', async () => {
+    const { lines, logger } = recorder();
+    const scripts = {
+      // async mode (the rewrite awaits the call), uncaught; then caught, its stack read by the script
+      'out.js': 'export function fn(ctx) {\n  const x = 1;\n  const r = platform.http.request({ url: "http://127.0.0.1:1/" });\n  return r.status;\n}',
+      'caught.js': 'export function fn(ctx) {\n  try {\n    platform.http.request({ url: "http://127.0.0.1:1/" });\n  } catch (e) {\n    return { name: e.name, code: e.code, stack: e.stack };\n  }\n}',
+      // blocking mode (a host call in a callback): the same place
+      'cb.js': 'export function fn(ctx) {\n  const x = 1;\n  [1].forEach(() => platform.http.request({ url: "http://127.0.0.1:1/" }));\n}',
+    };
+    const { app: server } = app(engine, scripts, [api('o', 'out.js'), api('c', 'caught.js'), api('b', 'cb.js')], { logger, exposeErrorLocation: true });
+    const o = await request(server).get('/web0/api/app1/o');
+    expect([o.status, o.body.code]).toEqual([500, 270500]);
+    expect(o.body.location).toMatch(/^out\.js:3:\d+$/);
+    const c = await request(server).get('/web0/api/app1/c');
+    expect(c.body).toMatchObject({ name: 'ApiError', code: 270500 });
+    expect(c.body.stack).toMatch(/at fn \(caught\.js:3:\d+\)/);
+    const b = await request(server).get('/web0/api/app1/b');
+    expect(b.body.location).toMatch(/^cb\.js:3:\d+$/);
+    const [meta] = lines.filter((x) => x.meta && x.meta.stage === 'call').map((x) => x.meta);
+    expect(meta).toMatchObject({ script: 'out.js', errorName: 'ApiError', location: o.body.location });
+    expect(meta.stack).toMatch(/^at fn \(out\.js:3:\d+\)$/);
+  });
+
   test("a syntax error's column is the offending token's: `const b = ;` points at the ';' (column 13), in JavaScript and TypeScript", async () => {
     const scripts = {
       'syntax.js': 'export function fn() {\n  let a = 1;\n  const b = ;\n  return b;\n}',

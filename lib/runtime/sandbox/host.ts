@@ -10,16 +10,16 @@
  *                                blocking-mode stage the value now. `then` maps the value.
  * hostReply / hostCancel / hostWaiting serve entry.ts.
  */
-import { PromiseCtor, Str, getOwn, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
+import { ErrorCtor, PromiseCtor, Str, getOwn, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
 import { enc } from './encoding';
 import type { PendingCall, StageRecord } from './types';
 
 export var active: StageRecord | null = null;
-/** Async host calls in flight: call id -> { st, ok, fail }. */
+/** Async host calls in flight: call id -> { st, op, ok, fail, at }. */
 export var pendingCalls: { [id: string]: PendingCall } = objectCreate(null);
 export var waitingCalls = 0;
 
-export function replyValue(op: string, raw: unknown): unknown {
+export function replyValue(op: string, raw: unknown, at?: Error): unknown {
   var res: unknown;
   try {
     res = jsonParse(Str(raw));
@@ -35,6 +35,8 @@ export function replyValue(op: string, raw: unknown): unknown {
     typeof name === 'string' && name ? name : 'Error',
     isNil(message) ? 'Host operation ' + op + ' failed' : Str(message),
     typeof code === 'number' ? code : undefined,
+    undefined,
+    at,
   );
 }
 
@@ -56,10 +58,12 @@ export function hostIo(st: StageRecord | null, op: string, args: unknown, then?:
     var v = hostSync(st, op, args);
     return then === undefined ? v : then(v);
   }
+  // (made now, under the script's frames: a failure is located at the call, not in the reply)
+  var at = new ErrorCtor();
   var promise = new PromiseCtor(function (ok: (value: unknown) => void, fail: (error: unknown) => void) {
     var id = bridge(st, op, args, true);
     if (typeof id !== 'number') throw makeError('HostError', 'Host operation ' + op + ' could not start');
-    pendingCalls[id] = { st: st, op: op, ok: ok, fail: fail };
+    pendingCalls[id] = { st: st, op: op, ok: ok, fail: fail, at: at };
     waitingCalls++;
     st.waiting++;
   });
@@ -77,7 +81,7 @@ export function hostReply(id: number, raw: unknown): void {
   active = c.st;
   var value;
   try {
-    value = replyValue(c.op, raw);
+    value = replyValue(c.op, raw, c.at);
   } catch (e) {
     c.fail(e);
     return;

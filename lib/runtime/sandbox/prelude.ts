@@ -236,8 +236,13 @@ export function unionKeys(a: object, b: object): string[] {
   }
   return out;
 }
-export function makeError(name: string, message: string, code?: number, status?: number): Error {
-  var e = new ErrorCtor(message);
+/**
+ * An Error `name: message`. `at`: an Error made earlier, taken instead (its stack is read where it
+ * was made): an async host call's failure is made where the script called, not in the reply.
+ */
+export function makeError(name: string, message: string, code?: number, status?: number, at?: Error): Error {
+  var e = at === undefined ? new ErrorCtor(message) : at;
+  if (at !== undefined) defineProperty(e, 'message', { __proto__: null, value: message, writable: true, enumerable: false, configurable: true });
   defineProperty(e, 'name', { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
   if (code !== undefined) setOwn(e, 'code', code);
   if (status !== undefined) setOwn(e, 'status', status);

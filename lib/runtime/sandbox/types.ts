@@ -102,6 +102,8 @@ export interface PendingCall {
   op: string;
   ok(value: unknown): void;
   fail(error: unknown): void;
+  /** Made at the call: the error a failed reply throws, so its stack holds the script's frames. */
+  at: Error;
 }
 
 export type { PartInfo };
