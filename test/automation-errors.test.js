@@ -101,6 +101,24 @@ describe('errors in the call reach onError', () => {
   });
 });
 
+describe.each(['quickjs', 'vm2'])('a script step that throws, on %s', (engine) => {
+  const lines = [];
+  const logger = { info: () => {}, warn: () => {}, error: (message, meta) => lines.push({ message, meta }) };
+  const automations = [{ id: 'reserve', steps: [{ type: 'set', vars: { item: "'pen'" } }, { id: 'stock', type: 'script', script: 's.js', function: 'fail' }] }];
+  const apis = [{ path: 'r', call: { automation: 'reserve' }, returnType: 'JSON' }];
+  const { app, router } = makeApp({ router: { engine, logger, exposeErrorLocation: true }, apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis } } });
+  afterAll(() => router.close());
+
+  test("is logged (and located) at the script's line, as a script call is", async () => {
+    const res = await request(app).get('/web0/api/a/r');
+    expect(res.body).toMatchObject({ code: 4009, location: expect.stringMatching(/^s\.js:2:\d+$/) });
+    const [{ message, meta }] = lines.filter((l) => l.meta && l.meta.requestId === res.body.requestId);
+    expect(meta).toMatchObject({ stage: 'call', script: 'reserve', errorName: 'Error', location: res.body.location });
+    expect(meta.stack).toMatch(/^at fail \(s\.js:2:\d+\)$/);
+    expect(message).toContain(`at ${res.body.location}`);
+  });
+});
+
 describe('scriptTimeoutMs covers the whole automation', () => {
   const LIMIT = 1500;
   let hang;

@@ -1,5 +1,6 @@
 /** How an automation run ends other than by finishing its steps. */
 import { ERRORS, type ErrorName } from '../errors';
+import type { ErrorDetail } from '../error-location';
 
 /** The most characters of a value a step's failure message shows (the value may be a request's body). */
 export const SHOWN_MAX = 200;
@@ -14,6 +15,8 @@ export class StepFailure extends Error {
     readonly code: number,
     readonly status: number,
     readonly fatal = false,
+    /** A script step's failure: where its script failed (error name, location, stack). */
+    readonly detail?: ErrorDetail,
   ) {
     super(message);
     this.name = 'StepFailure';

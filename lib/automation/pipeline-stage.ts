@@ -5,6 +5,7 @@
  * calls runAutomationStage where the API's call or after hook is an automation.
  */
 import { ConfigError, ERRORS } from '../errors';
+import type { ErrorDetail } from '../error-location';
 import type { ReturnType, ScriptRef } from '../types';
 import type { RequestSnapshot, StageOutput } from '../runtime/protocol';
 import { serializeForReturnType } from '../runtime/serialize';
@@ -15,7 +16,7 @@ import { StepFailure } from './errors';
 import { runAutomation } from './interpreter';
 import { mapsAsObjects } from './json';
 
-type Fail = { kind: 'error'; message: string; code: number; status: number };
+type Fail = { kind: 'error'; message: string; code: number; status: number; detail?: ErrorDetail };
 
 /** What the pipeline's script stage gives back (the fields read here). */
 export interface ScriptStageResult {
@@ -68,7 +69,7 @@ function executors(env: AutomationStageEnv): AutomationExecutors {
     compute: env.compute,
     async runScript(ref, _ctx, state) {
       const r = await env.runScript(ref, JSON.stringify(state, mapsAsObjects));
-      if (r.fail) throw new StepFailure(r.fail.message, r.fail.code, r.fail.status, r.fatal === true);
+      if (r.fail) throw new StepFailure(r.fail.message, r.fail.code, r.fail.status, r.fatal === true, r.fail.detail);
       return r.out?.hasValue ? r.out.value : undefined;
     },
     async http(request): Promise<AutomationHttpResponse> {
@@ -119,6 +120,6 @@ export async function runAutomationStage(
     return { out };
   } catch (e) {
     const f = e instanceof StepFailure ? e : StepFailure.of('AUTOMATION_STEP_FAILED', String((e as Error)?.message ?? e));
-    return { fail: { kind: 'error', message: f.message, code: f.code, status: f.status }, fatal: f.fatal };
+    return { fail: { kind: 'error', message: f.message, code: f.code, status: f.status, ...(f.detail ? { detail: f.detail } : {}) }, fatal: f.fatal };
   }
 }

@@ -168,7 +168,8 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
 
   const runAutomation = async (ref: AutomationRef, stage: 'call' | 'after', value?: unknown): Promise<StageResult> => {
     const r = await runAutomationStage(ref, stage, value);
-    if (r.fail) r.fail.detail = { stage, script: ref.automation };
+    // (a script step's failure keeps where its script failed: its error name, location and stack)
+    if (r.fail) r.fail.detail = { ...r.fail.detail, stage, script: ref.automation };
     return r;
   };
 
