@@ -352,7 +352,7 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     for (const name of ['toString', 'constructor', 'hasOwnProperty', 'valueOf']) {
       registry.putApi('app1', { path: name, call: { script: 'main.js', function: name }, returnType: 'JSON' });
       const res = await request(app).get(`/web0/api/app1/${name}`);
-      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270203, `The script does not export a function named '${name}'`]);
+      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270203, `Script 'main.js' does not export a function named '${name}'`]);
     }
   });
 

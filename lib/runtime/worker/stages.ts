@@ -114,7 +114,7 @@ export class Stages {
     }
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
-    if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `The script does not export a function named '${fn}'`);
+    if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `Script '${script}' does not export a function named '${fn}'`);
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
       const p: Pending = { job, script, request: texts.request, resolve, reject, started: false };
