@@ -128,12 +128,28 @@ export interface FailureLog {
 }
 
 /**
+ * Most characters of a script's own text (a thrown message or name) a failure line holds, as a
+ * script's console message (CONSOLE_CAP, lib/runtime/sandbox/prelude.ts): a tenant must not write
+ * megabytes into the host's log with each request. The error body keeps the whole message.
+ */
+const LOGGED_TEXT_MAX = 8 * 1024;
+
+function clip(text: string): string {
+  if (text.length <= LOGGED_TEXT_MAX) return text;
+  let cut = LOGGED_TEXT_MAX - 1;
+  const last = text.charCodeAt(cut - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut--; // (not half a surrogate pair)
+  return `${text.slice(0, cut)}…`;
+}
+
+/**
  * Logs one line for a failed call: `error` for a 5xx, `info` for a 4xx (unknown paths, rate
  * limits and bad requests are the client's doing; they are counted by the metrics too).
  */
 export function logFailure(logger: Logger | undefined, f: FailureLog): void {
   if (!logger) return;
   const d = f.detail ?? {};
+  const message = clip(f.message);
   const meta: Record<string, unknown> = {
     requestId: f.requestId,
     appId: f.appId ?? null,
@@ -141,17 +157,17 @@ export function logFailure(logger: Logger | undefined, f: FailureLog): void {
     stage: d.stage ?? f.stage,
     code: f.code,
     status: f.status,
-    message: f.message,
+    message,
   };
   if (f.preview) meta.preview = true;
   if (d.script !== undefined) meta.script = d.script;
-  if (d.name !== undefined) meta.errorName = d.name;
+  if (d.name !== undefined) meta.errorName = clip(d.name);
   if (d.location !== undefined) meta.location = d.location;
   if (d.stack !== undefined) meta.stack = d.stack;
   if (f.hostStack !== undefined) meta.hostStack = f.hostStack;
   const where = f.appId === undefined ? '' : ` ${f.preview ? 'preview/' : ''}${f.appId}/${f.apiPath ?? ''}`;
   const at = d.location === undefined ? '' : ` at ${d.location}`;
-  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${f.message}${at}`;
+  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${message}${at}`;
   if (f.status >= 500) logger.error(text, meta);
   else logger.info(text, meta);
 }

@@ -131,6 +131,20 @@ describe.each(['quickjs', 'vm2'])('%s engine', (engine) => {
     expect(col2).toBeLessThanOrEqual(scripts['two.js'].indexOf('null.y') + 'null.y'.length);
   });
 
+  test("a thrown message or name longer than a console line is cut in the log, as console lines are; the error body keeps the message", async () => {
+    // (a tenant's throw must not write megabytes into the host's log per request: console.* is capped at 8 KiB)
+    const { lines, logger } = recorder();
+    const script = 'export function fn() {\n  const e = new Error("m".repeat(50000));\n  e.name = "N".repeat(10000);\n  throw e;\n}';
+    const { app: server } = app(engine, { 'big.js': script }, [api('big', 'big.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/big');
+    expect(res.body.message === "m".repeat(50000)).toBe(true);
+    const [{ message, meta }] = lines.filter((l) => l.meta && l.meta.stage);
+    // (lengths, not the texts: a failure would print them whole)
+    expect([meta.message.length, meta.message === `${'m'.repeat(8191)}…`]).toEqual([8192, true]);
+    expect([meta.errorName.length, meta.errorName === `${'N'.repeat(8191)}…`]).toEqual([8192, true]);
+    expect(message.length).toBeLessThan(9000);
+  });
+
   test('a hook failure names its stage and script', async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'hooks.js': 'export function before(ctx) {\n  undefinedThing();\n}' };
