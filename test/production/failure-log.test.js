@@ -145,6 +145,16 @@ describe.each(['quickjs', 'vm2'])('%s engine', (engine) => {
     expect(message.length).toBeLessThan(9000);
   });
 
+  test('an error with a long message (V8 heads its stack with it) is still located', async () => {
+    const { lines, logger } = recorder();
+    const script = 'export function fn(ctx) {\n  throw new Error("a response body: " + "b".repeat(20000));\n}';
+    const { app: server } = app(engine, { 'long.js': script }, [api('long', 'long.js')], { logger });
+    await request(server).get('/web0/api/app1/long');
+    const [{ meta }] = lines.filter((l) => l.meta && l.meta.stage);
+    expect(meta.location).toMatch(/^long\.js:2:\d+$/);
+    expect(meta.stack).toMatch(/^at fn \(long\.js:2:\d+\)$/);
+  });
+
   test('a hook failure names its stage and script', async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'hooks.js': 'export function before(ctx) {\n  undefinedThing();\n}' };

@@ -36,7 +36,12 @@ export function thrownInfo(e: unknown): ThrownError {
       message = isNil(m) ? safeString(e) : safeString(m); // throw {code: 1} -> '[object Object]'
       if (typeof c === 'number' && c - c === 0) code = c; // (finite)
       if (typeof s === 'number' && s - s === 0) status = s;
-      if (typeof k === 'string') stack = k.length > MAX_STACK ? strSlice(k, 0, MAX_STACK) : k;
+      if (typeof k === 'string') {
+        // (V8 heads a stack with `name: message`: past the limit, what is kept is the frames after it)
+        var head = name + (message === '' ? '' : ': ' + message);
+        var frames: string = k.length > MAX_STACK && indexOf(k, head) === 0 ? strSlice(k, head.length) : k;
+        stack = frames.length > MAX_STACK ? strSlice(frames, 0, MAX_STACK) : frames;
+      }
     } else {
       message = safeString(e); // throw 'text'
     }
