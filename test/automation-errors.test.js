@@ -384,3 +384,34 @@ describe.each([
     expect((await request(app).get('/web0/api/b/fast')).body).toEqual({ fast: true });
   }, 120_000);
 });
+
+// A run that ends at its deadline while a script step waits on the host (an accounts lookup that
+// never answers): what it held goes back to its worker's budget (the stage was dropped unsettled,
+// the run never ended, and its values stayed counted: after a few such calls every automation
+// holding a value on that worker failed with SCRIPT_OUT_OF_MEMORY)
+describe.each([
+  ['quickjs', 12, 14],
+  ['vm2', 4, 10],
+])('automations ended at their deadline inside a script step (%s)', (engine, mb, rounds) => {
+  const automations = [
+    { id: 'stuck', steps: [{ type: 'set', vars: { big: 'ctx.body' } }, { type: 'script', script: 'w.js', function: 'lookup' }] },
+    { id: 'hold', steps: [{ type: 'set', vars: { big: 'ctx.body' } }, { type: 'return', value: 'size(state.vars.big)' }] },
+  ];
+  const apis = automations.map(({ id }) => ({ path: id, methods: ['POST'], call: { automation: id }, returnType: 'JSON' }));
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 'w.js': "export function lookup(ctx) { return platform.system.getAccountByToken('t') }" }, automations, apis } },
+    router: { engine, workers: 1, maxWorkers: 1, scriptTimeoutMs: 1000, bodyLimit: '16mb', accounts: { getAccountByToken: () => new Promise(() => {}) } },
+  });
+  afterAll(() => router.close());
+
+  test('give back what they held: later calls on the worker holding as much still succeed', async () => {
+    const body = 'x'.repeat(mb * 1024 * 1024);
+    const post = (path) => request(app).post(`/web0/api/a/${path}`).set('content-type', 'text/plain').send(body);
+    for (let i = 0; i < rounds; i++) {
+      const stuck = await post('stuck');
+      expect({ status: stuck.status, code: stuck.body.code }).toEqual({ status: 500, code: 270200 });
+    }
+    const held = await post('hold');
+    expect({ status: held.status, body: held.body }).toEqual({ status: 200, body: mb * 1024 * 1024 });
+  }, 120_000);
+});

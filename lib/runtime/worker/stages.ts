@@ -178,7 +178,11 @@ export class Stages {
     job.calls = 0;
   }
 
-  /** The job ended (its deadline passed): its stages are forgotten, their host replies ignored. */
+  /**
+   * The job ended (its deadline passed): its stages are forgotten, their host replies ignored, and
+   * their promises rejected (SCRIPT_TIMEOUT): what awaits one (an automation's script step) ends
+   * and gives back what it holds (lib/automation/held.ts).
+   */
   cancel(job: StageJob): void {
     for (const c of this.cache.values()) {
       for (const [id, p] of c.stages) {
@@ -189,6 +193,7 @@ export class Stages {
         } catch {
           // nothing runs there: a failure leaves the stage unreachable all the same
         }
+        p.reject(new EngineError('SCRIPT_TIMEOUT', 'The call is over'));
       }
     }
   }
