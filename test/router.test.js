@@ -347,6 +347,20 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     }
   });
 
+  test('a var named module or exports inside a top-level block or loop (it is the module scope\'s): runs on QuickJS, the same compile error on vm2', async () => {
+    const { app, registry } = api('for (var module of [1]) {}\nexport function fn() { return module }');
+    registry.putScript('app1', 'e.js', 'if (true) {\n  try { var exports = 2 } finally {}\n}\nexport function fn() { return exports }');
+    registry.putApi('app1', { path: 'e', call: { script: 'e.js', function: 'fn' }, returnType: 'JSON' });
+    const m = await request(app).get('/web0/api/app1/p');
+    const e = await request(app).get('/web0/api/app1/e');
+    if (engine === 'quickjs') {
+      expect([m.status, m.body, e.status, e.body]).toEqual([200, 1, 200, 2]);
+    } else {
+      expect([m.status, m.body.code, m.body.message]).toEqual([500, 270204, "main.js: 'module' is declared at the top level (line 1): the vm2 engine runs scripts as CommonJS, where that name is taken (rename it)"]);
+      expect([e.status, e.body.code, e.body.message]).toEqual([500, 270204, "e.js: 'exports' is declared at the top level (line 2): the vm2 engine runs scripts as CommonJS, where that name is taken (rename it)"]);
+    }
+  });
+
   test("a function name the module does not export itself ('toString', 'constructor'...) is FUNCTION_NOT_FOUND naming it", async () => {
     const { app, registry } = api('export function fn() { return 1 }');
     for (const name of ['toString', 'constructor', 'hasOwnProperty', 'valueOf']) {
