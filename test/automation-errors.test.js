@@ -415,3 +415,21 @@ describe.each([
     expect({ status: held.status, body: held.body }).toEqual({ status: 200, body: mb * 1024 * 1024 });
   }, 120_000);
 });
+
+describe.each(['quickjs', 'vm2'])('a script step returning a text past 16 MiB (%s)', (engine) => {
+  const automations = [{ id: 'blob', steps: [{ id: 'big', type: 'script', script: 'b.js', function: 'big' }, { type: 'return', value: '1' }] }];
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 'b.js': 'export function big(ctx) { return "x".repeat(+ctx.query.mb * 1024 * 1024) }' }, automations, apis: [{ path: 'blob', call: { automation: 'blob' }, returnType: 'JSON' }] } },
+    router: { engine },
+  });
+  afterAll(() => router.close());
+
+  test('fails its call as too large (out of memory on QuickJS), not as an engine failure; 8 MiB goes through', async () => {
+    expect((await request(app).get('/web0/api/a/blob?mb=8')).body).toBe(1);
+    const res = await request(app).get('/web0/api/a/blob?mb=17');
+    expect(res.status).toBe(500);
+    // (QuickJS: the stage's output and its copy out pass the call's 64 MiB; vm2: the interpreter's 16 MiB)
+    if (engine === 'quickjs') expect(res.body).toMatchObject({ code: 270201, message: expect.stringMatching(/^The script ran out of memory/) });
+    else expect(res.body).toMatchObject({ code: 270605, message: expect.stringMatching(/a value larger than 16 MiB/) });
+  }, 60_000);
+});

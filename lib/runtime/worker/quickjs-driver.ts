@@ -350,7 +350,11 @@ class QuickJsContext implements EngineContext {
   }
 
   drain(): string {
-    return this.enter(this.entry!.drain, []);
+    const text = this.enter(this.entry!.drain, []);
+    // (drain always answers a JSON text: none comes back when the context's heap had no room for
+    // it, or for its copy out, and QuickJS could not even make the error)
+    if (text === '') throw this.driver.failure({ name: 'InternalError', message: 'out of memory' });
+    return text;
   }
 
   dispose(): void {
