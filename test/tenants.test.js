@@ -119,3 +119,33 @@ test.each([[4], [2048], ['64'], [12.5]])('createApiRouter({ contextBudgetMb: %j 
   const { createApiRouter, MemoryRegistry } = require('..');
   expect(() => createApiRouter({ registry: new MemoryRegistry(), contextBudgetMb })).toThrow(/invalid contextBudgetMb: must be/);
 });
+
+test.each(['vm2', 'quickjs'])('%s: calls arriving together for more contexts than the budget holds all run (a context loaded for a call is not dropped before it starts there)', async (engine) => {
+  // 41 scripts, new versions each round, called all at once on one worker whose budget keeps a
+  // few contexts: before, a context loaded for a call could be dropped (to make room for the next
+  // one loading) twice before its call started in it; the call then went into the dropped
+  // context and, on vm2, waited there until its time limit (270200 after scriptTimeoutMs)
+  const registry = new (require('..').MemoryRegistry)();
+  const put = (round) => {
+    for (let n = 0; n <= 40; n++) registry.putScript('a', `s${n}.js`, `const round = ${round}; export function fn() { return { n: ${n}, round } }`);
+  };
+  put(0);
+  for (let n = 0; n <= 40; n++) registry.putApi('a', { path: `p${n}`, call: { script: `s${n}.js`, function: 'fn' }, returnType: 'JSON' });
+  const fixture = makeApp({ registry, router: { engine, workers: 1, maxWorkers: 1, contextBudgetMb: 8, scriptTimeoutMs: 20_000 } });
+  const server = fixture.app.listen(0);
+  try {
+    await fixture.router.ready();
+    const agent = request(server);
+    for (const round of [0, 1]) {
+      put(round);
+      const calls = [];
+      for (let i = 0; i < 10; i++) calls.push(agent.get('/web0/api/a/p0'));
+      for (let n = 1; n <= 40; n++) calls.push(agent.get(`/web0/api/a/p${n}`));
+      const failed = (await Promise.all(calls)).filter((r) => r.status !== 200 || r.body.round !== round).map((r) => `${r.status} ${JSON.stringify(r.body)}`);
+      expect(failed).toEqual([]);
+    }
+  } finally {
+    await fixture.router.close();
+    server.close();
+  }
+}, 120_000);

@@ -76,6 +76,8 @@ interface Cached {
 export class Stages {
   private readonly cache = new Map<string, Cached>();
   private readonly loading = new Map<string, Promise<Cached>>();
+  /** Per context key: calls waiting for its context to load, before their stage is in it (see evict). */
+  private readonly awaited = new Map<string, number>();
   private readonly calls = new Map<number, { c: Cached; job: StageJob }>();
   private cachedBytes = 0;
   private nextStage = 1;
@@ -108,9 +110,19 @@ export class Stages {
     let c = this.cache.get(key);
     if (c !== undefined) c.used = ++this.tick;
     else {
-      c = await this.context(job, script, key, code);
-      // (dropped again before this call could start in it, to make room for another: load it anew)
-      if (c.dead) c = await this.context(job, script, key, code);
+      // (until its stage is in the context, the context is not idle: the loads of other calls
+      // finishing meanwhile must not drop it to make room)
+      this.awaited.set(key, (this.awaited.get(key) ?? 0) + 1);
+      try {
+        // (failed by another call of it before this one could start in it: load it anew)
+        do {
+          c = await this.context(job, script, key, code);
+        } while (c.dead && !job.done);
+      } finally {
+        const n = this.awaited.get(key)! - 1;
+        if (n > 0) this.awaited.set(key, n);
+        else this.awaited.delete(key);
+      }
     }
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
@@ -256,7 +268,7 @@ export class Stages {
   /** Drops the least recently used idle contexts (but `keep`) while the cache holds more than its budget. */
   private evict(keep?: Cached): void {
     if (this.cachedBytes <= this.budgetBytes) return;
-    const idle = [...this.cache.values()].filter((c) => c.stages.size === 0 && c !== keep).sort((a, b) => a.used - b.used);
+    const idle = [...this.cache.values()].filter((c) => c.stages.size === 0 && c !== keep && !this.awaited.has(c.key)).sort((a, b) => a.used - b.used);
     for (const c of idle) {
       if (this.cachedBytes <= this.budgetBytes * 0.9) break;
       this.drop(c);
