@@ -21,13 +21,16 @@ import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
 import { resolveAutomations, runsAutomation } from './automation/resolve';
-import type { ApiDefinition, ApiRouter, ApiRouterOptions, AutomationRef, ScriptRef } from './types';
+import type { ApiDefinition, ApiRouter, ApiRouterOptions, Awaitable, AutomationRef, ScriptRef } from './types';
 import { Cors, isPreflight } from './cors';
 import { Preview, type RegistryStage } from './preview';
 import { createMetrics } from './metrics';
 import { Observer, type RequestTrace } from './observe';
 import { logOnce } from './logging';
 import { passOn } from './fallthrough';
+
+/** Thrown where a request stops waiting for a lookup because its client left (see lookup). */
+const CLIENT_LEFT = Symbol('the client left');
 
 function scriptNames(def: ApiDefinition): string[] {
   const names = new Set<string>();
@@ -74,8 +77,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   let closing = false;
   /** Set by close({ force: true }): requests waiting for a rate-limit slot end at once (SHUTTING_DOWN). */
   let stopped = false;
-  /** The waits of the requests at the rate limiter now (close({ force: true }) ends them). */
-  const limiting = new Set<ClientGone>();
+  /** The waits of the requests at the rate limiter or on a registry lookup now (close({ force: true }) ends them). */
+  const waiting = new Set<ClientGone>();
   let running = 0;
   /** While a graceful close() waits: resolves when no request is running. */
   let drained: Promise<void> | undefined;
@@ -124,16 +127,36 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     return entry;
   }
 
+  /**
+   * A lookup the request waits for (the registry, preview.authorize): one that never answers holds
+   * its request only until the client leaves (CLIENT_LEFT) or close({ force: true }) comes
+   * (SHUTTING_DOWN), not for good (nor a graceful close() with it). A value is passed on as it is.
+   */
+  function lookup<T>(res: Response, value: Awaitable<T>): Awaitable<T> {
+    if (!(value instanceof Promise)) return value;
+    const gone = clientGone(res);
+    waiting.add(gone);
+    return new Promise<T>((resolve, reject) => {
+      const stop = () => reject(stopped ? new ApiError('SHUTTING_DOWN') : CLIENT_LEFT);
+      if (gone.signal.aborted) stop();
+      else gone.signal.addEventListener('abort', stop, { once: true });
+      value.then(resolve, reject);
+    }).finally(() => {
+      waiting.delete(gone);
+      gone.done();
+    });
+  }
+
   async function limit(req: Request, res: Response, appId: string, def: ApiDefinition, stage: RegistryStage, attributes?: Record<string, unknown>): Promise<RateLimitDecision> {
     // (a client that left earlier, during the before script or the registry lookup, takes no slot)
     const gone = clientGone(res);
-    limiting.add(gone);
+    waiting.add(gone);
     try {
       const decision = await limiter.acquire({ appId, apiPath: def.path, stage, rule: def.rateLimit!, req, attributes, signal: gone.signal });
       if (stopped) throw new ApiError('SHUTTING_DOWN'); // (close({ force: true }) came while it waited)
       return decision;
     } finally {
-      limiting.delete(gone);
+      waiting.delete(gone);
       gone.done();
     }
   }
@@ -162,8 +185,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     trace.stage = stage;
     const target = splitPath(path);
     if (target) Object.assign(trace, target);
-    if (stage === 'preview' && !isPreflight(req)) await preview.authorize(req);
-    const def0 = target ? await registry.getApi(target.appId, target.apiPath, stage) : null;
+    if (stage === 'preview' && !isPreflight(req)) await lookup(res, preview.authorize(req));
+    const def0 = target ? await lookup(res, registry.getApi(target.appId, target.apiPath, stage)) : null;
     if (!target || !def0 || def0.enabled === false) {
       throw new ApiError('API_NOT_FOUND', target ? `No API '${target.apiPath}' in app '${target.appId}'` : 'The path needs an app id and an API path');
     }
@@ -183,10 +206,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     // [automation] definitions (and the scripts their steps call) travel with the job, unless the host
     // runs them. Read right after the definition, before any wait (rate limit, body), so that a
     // request runs one version of its app, not a definition and the scripts of a later one.
-    const auto = options.automations || !runsAutomation(def) ? undefined : await resolveAutomations(registry, appId, def, logger, stage);
+    const auto = options.automations || !runsAutomation(def) ? undefined : await lookup(res, resolveAutomations(registry, appId, def, logger, stage));
     const scripts: Record<string, ScriptSource> = {};
     for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
-      const source = await registry.getScript(appId, name, stage);
+      const source = await lookup(res, registry.getScript(appId, name, stage));
       if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
     }
 
@@ -276,6 +299,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const trace = observer.begin(res, requestId, performance.now());
     running++;
     serve(req, res, trace).catch((err: unknown) => {
+      if (err === CLIENT_LEFT) return void res.destroy(); // (it left while a lookup waited: no one to answer)
       if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next);
       observer.hostFailed(trace, err);
       if (res.headersSent) {
@@ -297,7 +321,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     closing = true;
     if (closeOptions?.force) {
       stopped = true;
-      for (const wait of limiting) wait.abort();
+      for (const wait of waiting) wait.abort();
       if (ownEngine) await engine.close(closeOptions);
     } else {
       // requests already running finish first (the engine bounds each by its limits; those that

@@ -112,3 +112,68 @@ describe.each(['quickjs', 'vm2'])('%s: a blocking-mode script that catches the t
     expect(asked).toEqual(['t0']);
   }, 30_000);
 });
+
+describe.each([
+  ['getApi', (r) => ({ ...r, getApi: never })],
+  ['getScript', (r) => ({ ...r, getScript: never })],
+  ['getAutomation', (r) => ({ ...r, getAutomation: never })],
+  ['preview.authorize', (r) => r, { authorize: never }],
+])('a registry lookup that never answers (%s)', (_name, hang, preview) => {
+  const { createApiRouter, MemoryRegistry } = require('..');
+  const express = require('express');
+  const http = require('node:http');
+  function setUp() {
+    const mem = new MemoryRegistry({
+      apps: {
+        a: {
+          scripts: { 's.js': 'export function f() { return { ok: true } }' },
+          automations: [{ id: 'x', steps: [{ type: 'script', script: 's.js', function: 'f' }] }],
+          apis: [{ path: 'p', call: { automation: 'x' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    const registry = hang({ getApi: (...a) => mem.getApi(...a), getScript: (...a) => mem.getScript(...a), getAutomation: (...a) => mem.getAutomation(...a) });
+    const router = createApiRouter({ registry, workers: 1, preview });
+    const app = express();
+    app.use('/web0/api', router);
+    const server = app.listen(0);
+    const url = `http://127.0.0.1:${server.address().port}/web0/api/${preview ? 'preview/' : ''}a/p`;
+    /** `{ answer }` once the request has reached the router (its lookup is waiting). */
+    const sent = (signal) =>
+      new Promise((arrived) => {
+        const answer = fetch(url, { signal }).then(async (r) => ({ status: r.status, body: await r.json() }), (e) => e.name);
+        setTimeout(() => arrived({ answer }), 300);
+      });
+    return { router, server, sent };
+  }
+
+  test('its request ends when its client leaves: a graceful close() then resolves', async () => {
+    const { router, server, sent } = setUp();
+    try {
+      const ac = new AbortController();
+      const { answer } = await sent(ac.signal);
+      ac.abort();
+      expect(await answer).toBe('AbortError');
+      const closed = await Promise.race([router.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 5000))]);
+      expect(closed).toBe('closed');
+    } finally {
+      await router.close({ force: true });
+      server.closeAllConnections();
+      server.close();
+    }
+  }, 20_000);
+
+  test('close({ force: true }) answers it 503 SHUTTING_DOWN', async () => {
+    const { router, server, sent } = setUp();
+    try {
+      const { answer } = await sent();
+      await router.close({ force: true });
+      const res = await Promise.race([answer, new Promise((r) => setTimeout(() => r('no answer'), 5000))]);
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe(270208);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  }, 20_000);
+});
