@@ -6,7 +6,7 @@
  * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
  * byte, 0..255).
  */
-import { charCodeAt, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, jsonStringify, mathTrunc, nameCache, objToString, objectKeys, reExec, strSlice } from './prelude';
+import { Num, U8, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, jsonStringify, mathMin, mathTrunc, nameCache, objToString, objectKeys, push, reExec, setOwn, strSlice } from './prelude';
 
 // ---------------------------------------------------------------------------------------------
 // JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
@@ -80,6 +80,12 @@ export function stringifyUser(v: unknown): string | undefined {
 // ---------------------------------------------------------------------------------------------
 // UTF-8 and base64 by hand. Bytes travel as "binary strings" (one char per byte, 0..255).
 // ---------------------------------------------------------------------------------------------
+/**
+ * Long texts are built in pieces of this many characters, joined once: appending one character
+ * (or four) at a time to the whole text makes V8 keep a node per append (about 20 times the
+ * text's size: an 8 MiB body runs out of a call's memory) and QuickJS copy the text as it grows.
+ */
+var PIECE = 8192;
 export var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 export function isHigh(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
@@ -89,9 +95,14 @@ export function isLow(c: number): boolean {
 }
 /** UTF-8 bytes of s as a binary string; lone surrogates become U+FFFD, as with TextEncoder. */
 export function utf8Binary(s: string): string {
+  var pieces: string[] = [];
   var out = '';
   var n = s.length;
   for (var i = 0; i < n; ) {
+    if (out.length >= PIECE) {
+      push(pieces, out);
+      out = '';
+    }
     var start = i;
     while (i < n && charCodeAt(s, i) < 0x80) i++;
     if (i > start) out += strSlice(s, start, i); // ASCII run
@@ -107,7 +118,8 @@ export function utf8Binary(s: string): string {
       out += fromCharCode(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
     }
   }
-  return out;
+  push(pieces, out);
+  return arrJoin(pieces, '');
 }
 export function utf8Length(s: string): number {
   var n = 0;
@@ -120,7 +132,21 @@ export function utf8Length(s: string): number {
   }
   return n;
 }
+/** The binary string of `b[start..end)`, each element as a byte (ToNumber, low 8 bits). */
+export function binaryString(b: ArrayLike<unknown>, start: number, end: number): string {
+  var pieces: string[] = [];
+  for (var i = start; i < end; ) {
+    var m = mathMin(PIECE, end - i);
+    var codes: ArrayLike<number> & { [i: number]: number } = U8 !== undefined ? new U8(m) : [];
+    // (its own length: fromCharCode's arguments are counted without the prototype's getter)
+    setOwn(codes, 'length', m);
+    for (var k = 0; k < m; k++) codes[k] = Num(b[i++]) & 255;
+    push(pieces, fnApply(fromCharCode, null, codes) as string);
+  }
+  return arrJoin(pieces, '');
+}
 export function base64(bin: string): string {
+  var pieces: string[] = [];
   var out = '';
   var n = bin.length;
   var i = 0;
@@ -128,6 +154,10 @@ export function base64(bin: string): string {
   for (; i + 2 < n; i += 3) {
     x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8) | charCodeAt(bin, i + 2);
     out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + B64[x & 63];
+    if (out.length >= PIECE) {
+      push(pieces, out);
+      out = '';
+    }
   }
   if (n - i === 1) {
     x = charCodeAt(bin, i) << 16;
@@ -136,7 +166,8 @@ export function base64(bin: string): string {
     x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8);
     out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + '=';
   }
-  return out;
+  push(pieces, out);
+  return arrJoin(pieces, '');
 }
 export function base64ByteLength(b64: string): number {
   var n = b64.length;

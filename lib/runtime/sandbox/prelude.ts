@@ -82,6 +82,7 @@ export var setPrototypeOf = Object.setPrototypeOf;
 export var getPrototypeOf = Object.getPrototypeOf;
 export var hasOwn: (o: unknown, k: PropertyKey) => boolean = uncurry(Object.prototype.hasOwnProperty);
 export var objToString: (o: unknown) => string = uncurry(Object.prototype.toString);
+export var arrJoin: (a: unknown[], sep: string) => string = uncurry(Array.prototype.join);
 export var isArray = Array.isArray;
 export var jsonStringify = JSON.stringify;
 export var jsonParse = JSON.parse;

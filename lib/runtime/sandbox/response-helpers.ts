@@ -5,7 +5,7 @@
  * Writer.printf / format) and bytesOf (the bytes of an OutputStream.write argument).
  */
 import { DateCtor, Num, Str, U8, fromCharCode, getTime, getUTCDate, getUTCDay, getUTCFullYear, getUTCHours, getUTCMinutes, getUTCMonth, getUTCSeconds, illegalArgument, isObj, jstr, makeError, mathMin, objToString, safeString, strSlice, toFixed, toInt, toUpperCase } from './prelude';
-import { utf8Binary } from './encoding';
+import { binaryString, utf8Binary } from './encoding';
 
 export var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 export var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -67,7 +67,5 @@ export function bytesOf(b: unknown, off?: unknown, len?: unknown): string {
     end = len === undefined ? n : start + toInt(len);
     if (!(start >= 0 && end >= start && end <= n)) throw makeError('IndexOutOfBoundsException', 'Invalid offset or length');
   }
-  var out = '';
-  for (var i = start; i < end; i++) out += fromCharCode(Num((b as ArrayLike<unknown>)[i]) & 255);
-  return out;
+  return binaryString(b as ArrayLike<unknown>, start, end);
 }
