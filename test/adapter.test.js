@@ -955,6 +955,26 @@ describe('ctx.response', () => {
     expect(out.state.response.status).toBe(201);
   });
 
+  test('the buffer counts a written text by its UTF-8 bytes: an ASCII one by its length, others by their bytes', async () => {
+    const sb = sandbox();
+    // (the two texts come as the request body, split at `|`)
+    const fill = (first, second) => sb.run(function (ctx) {
+      var r = ctx.response;
+      var texts = ctx.body.split('|');
+      r.setBufferSize(1000);
+      r.getWriter().write(texts[0]);
+      var before = r.isCommitted();
+      r.getWriter().write(texts[1]);
+      return [before, r.isCommitted()];
+    }, { request: { ...baseRequest(), body: first + '|' + second } });
+    expect((await fill('a'.repeat(999), 'b')).value).toEqual([false, false]); // 1000 bytes
+    expect((await fill('a'.repeat(1000), 'b')).value).toEqual([false, true]);
+    // 998 bytes, then a lone surrogate (U+FFFD, 3 bytes) or a pair (4 bytes)
+    expect((await fill('\u00e9'.repeat(499), 'x\u00e9')).value).toEqual([false, true]);
+    expect((await fill('\u00e9'.repeat(499), '\ud83d')).value).toEqual([false, true]);
+    expect((await fill('\u00e9'.repeat(498), '\u{1F600}')).value).toEqual([false, false]);
+  });
+
   test('sendError(sc, msg) clears the buffer, records the error and commits', async () => {
     const sb = sandbox();
     const out = await sb.run(function (ctx) {

@@ -121,7 +121,10 @@ export function utf8Binary(s: string): string {
   push(pieces, out);
   return arrJoin(pieces, '');
 }
+/** A character past ASCII (one native scan tells that a text's UTF-8 length is its length). */
+var NON_ASCII = /[^\u0000-\u007f]/;
 export function utf8Length(s: string): number {
+  if (reExec(NON_ASCII, s) === null) return s.length;
   var n = 0;
   for (var i = 0; i < s.length; i++) {
     var c = charCodeAt(s, i);
