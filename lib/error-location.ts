@@ -23,6 +23,8 @@ export interface ErrorDetail {
   location?: string;
   /** The script frames of the stack, one `at …` line each (never a host frame). */
   stack?: string;
+  /** The call's own failure, when this is the failure of the onError hook that ran for it (logged, never sent). */
+  callFailure?: { code: number; message: string; script?: string; location?: string };
 }
 
 const FRAME = /^\s*at (?:(.*?) \()?(.+?):(\d+)(?::(\d+))?\)?\s*$/;

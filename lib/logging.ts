@@ -165,9 +165,12 @@ export function logFailure(logger: Logger | undefined, f: FailureLog): void {
   if (d.location !== undefined) meta.location = d.location;
   if (d.stack !== undefined) meta.stack = d.stack;
   if (f.hostStack !== undefined) meta.hostStack = f.hostStack;
+  const cause = d.callFailure;
+  if (cause !== undefined) meta.callFailure = { ...cause, message: clip(cause.message) };
   const where = f.appId === undefined ? '' : ` ${f.preview ? 'preview/' : ''}${f.appId}/${f.apiPath ?? ''}`;
   const at = d.location === undefined ? '' : ` at ${d.location}`;
-  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${message}${at}`;
+  const after = cause === undefined ? '' : ` (handling the call's failure: ${cause.code} ${clip(cause.message)}${cause.location === undefined ? '' : ` at ${cause.location}`})`;
+  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${message}${at}${after}`;
   if (f.status >= 500) logger.error(text, meta);
   else logger.info(text, meta);
 }

@@ -283,3 +283,21 @@ test('a logger that throws (a transport down) fails no request: the error body a
   const ok = await request(a).get('/web0/api/app1/ok').timeout(10000);
   expect([ok.status, ok.body]).toEqual([200, { ok: true }]);
 });
+
+describe.each(['quickjs', 'vm2'])('%s: an onError hook that throws', (engine) => {
+  test("the client gets onError's failure; the log line keeps the call's own failure it was handling", async () => {
+    const { lines, logger } = recorder();
+    const scripts = {
+      'c.js': 'export function fn(ctx) {\n  const x = 1;\n  throw new Error("the call broke");\n}',
+      'h.js': 'export function onError(ctx, error) {\n  null.handled;\n}',
+    };
+    const { app: server } = app(engine, scripts, [api('p', 'c.js', 'fn', { onError: { script: 'h.js', function: 'onError' } })], { logger });
+    const res = await request(server).get('/web0/api/app1/p');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: expect.stringMatching(/null/), code: 270000 });
+    const [line] = lines.filter((l) => l.meta && l.meta.stage === 'onError');
+    expect(line.meta).toMatchObject({ script: 'h.js', location: expect.stringMatching(/^h\.js:2:\d+$/), callFailure: { code: 270000, message: 'the call broke', script: 'c.js', location: expect.stringMatching(/^c\.js:3:\d+$/) } });
+    expect(line.message).toMatch(/failed in onError: 500 270000 .* at h\.js:2:\d+ \(handling the call's failure: 270000 the call broke at c\.js:3:\d+\)$/);
+    expect(JSON.stringify(res.body)).not.toMatch(/the call broke/);
+  });
+});

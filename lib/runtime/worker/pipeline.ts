@@ -245,7 +245,12 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     const before = JSON.stringify(state.response);
     const { status, contentType } = state.response;
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
-    if (r.fail) return result(r.fail);
+    if (r.fail) {
+      // (the client gets onError's failure; the log keeps what it was handling)
+      const d = call.fail.detail;
+      r.fail.detail = { ...r.fail.detail, callFailure: { code: call.fail.code, message: call.fail.message, script: d?.script, location: d?.location } };
+      return result(r.fail);
+    }
     // (what the failed call wrote, redirected or sent is not onError's answer: only a change it made is)
     const changed = JSON.stringify(state.response) !== before;
     if (changed && wrote(state)) return result({ kind: 'written' });
