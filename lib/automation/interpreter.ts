@@ -9,7 +9,7 @@ import { ERRORS, thrownCode } from '../errors';
 import { ExpressionError } from './cel';
 import type { AutomationExecutors, CompiledAutomation, CompiledStep, Scope, StepRuntime } from './compiled';
 import { ReturnSignal, StepFailure } from './errors';
-import { byteSize, celView, measure, setOwn, toJson } from './json';
+import { celView, measure, setOwn, sizedJson, toJson } from './json';
 import { Holdings } from './held';
 import type { AutomationState } from './types';
 
@@ -38,10 +38,13 @@ function asFailure(e: unknown): StepFailure | ReturnSignal {
 const TURN_MS = 10;
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** `v` as plain JSON (toJson); a value nested too deep is `fail`'s failure (naming where it was), not a bare RangeError. */
-function jsonOf(v: unknown, fail: (message: string) => Error): unknown {
+/**
+ * `v` as plain JSON (toJson) and its size (for the run's holdings); a value nested too deep or too
+ * large is `fail`'s failure (naming where it was), not a bare RangeError.
+ */
+function jsonOf(v: unknown, fail: (message: string) => Error): { value: unknown; bytes: number } {
   try {
-    return toJson(v);
+    return sizedJson(v);
   } catch (e) {
     if (e instanceof RangeError) throw fail(e.message);
     throw e;
@@ -56,7 +59,8 @@ function jsonOf(v: unknown, fail: (message: string) => Error): unknown {
 export async function runAutomation(automation: CompiledAutomation, input: AutomationInput, executors: AutomationExecutors, deadline: () => number): Promise<unknown> {
   const name = `automation '${automation.id}'`;
   // (state holds what expressions read: celView; what leaves it, toJson turns back into plain JSON)
-  const state: AutomationState = { steps: {}, vars: {}, result: celView(jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`))) };
+  const result0 = jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`));
+  const state: AutomationState = { steps: {}, vars: {}, result: celView(result0.value) };
   let current: CompiledStep | undefined;
   let turnStarted = Date.now();
   const holdings = new Holdings();
@@ -110,8 +114,8 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
             throw asFailure(e);
           }
           if (step.id !== undefined) {
-            const value = jsonOf(last, (m) => rt.failure(`its result: ${m}`));
-            rt.hold(`steps.${step.id}`, byteSize(value));
+            const { value, bytes } = jsonOf(last, (m) => rt.failure(`its result: ${m}`));
+            rt.hold(`steps.${step.id}`, bytes);
             setOwn(state.steps, step.id, celView(value));
           }
           current = step;
@@ -126,7 +130,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   const scope: Scope = { ctx: input.ctx, state };
   let result: unknown;
   try {
-    rt.hold('result', byteSize(state.result));
+    rt.hold('result', result0.bytes);
     result = await rt.runSteps(automation.steps, scope);
   } catch (e) {
     if (e instanceof ReturnSignal) return e.value;

@@ -58,6 +58,13 @@ export function byteSize(v: unknown): number {
   return MAX_VALUE_BYTES - room.left;
 }
 
+/** toJson of `v` and that value's byteSize, in one walk (toJson counts what measure would). */
+export function sizedJson(v: unknown): { value: unknown; bytes: number } {
+  const room = { left: MAX_VALUE_BYTES };
+  const value = toJson(v, 0, room);
+  return { value, bytes: MAX_VALUE_BYTES - room.left };
+}
+
 /** The class of a cel-js value (`UnsignedInt`, `Duration`, `Type`), by its prototype: never a key of the data. */
 function celClass(v: object): unknown {
   return (Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
