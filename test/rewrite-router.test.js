@@ -76,3 +76,33 @@ describe.each(['quickjs', 'vm2'])('%s: as written and in blocking mode, the same
     expect(await observe(app, `c${i}`)).toEqual(blocking);
   });
 });
+
+test.each(['quickjs', 'vm2'])('%s: a script that runs in blocking mode is named in one warning with the reason, however often it runs', async (engine) => {
+  const lines = [];
+  const logger = { info: () => undefined, warn: (message, meta) => lines.push({ message, meta }), error: () => undefined };
+  const blocking = `export function fn(ctx) { return ['t'].map((t) => platform.system.getAccountByToken(t))[0] }`;
+  const { app, router } = makeApp({
+    apps: {
+      app1: {
+        scripts: { 'slow.js': blocking, 'fine.js': `export function fn(ctx) { return platform.system.getAccountByToken('t') }` },
+        apis: [
+          { path: 'slow', call: { script: 'slow.js', function: 'fn' }, returnType: 'JSON' },
+          { path: 'fine', call: { script: 'fine.js', function: 'fn' }, returnType: 'JSON' },
+        ],
+      },
+    },
+    router: { engine, workers: 2, logger, accounts: { getAccountByToken: (t) => ({ id: t }) } },
+  });
+  try {
+    for (let i = 0; i < 6; i++) {
+      await request(app).get('/web0/api/app1/slow').expect(200, { id: 't' });
+      await request(app).get('/web0/api/app1/fine').expect(200, { id: 't' });
+    }
+    const notices = lines.filter((l) => /blocking mode/.test(l.message));
+    expect(notices).toHaveLength(1);
+    expect(notices[0].message).toMatch(/app 'app1'.*slow\.js.*`platform\.system\.getAccountByToken\(\.\.\.\)` inside a callback.*line 1/);
+    expect(notices[0].meta).toEqual(expect.objectContaining({ appId: 'app1', script: 'slow.js', reason: expect.stringContaining('callback') }));
+  } finally {
+    await router.close();
+  }
+});

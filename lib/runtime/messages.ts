@@ -106,6 +106,8 @@ export type FromWorker =
   | { type: 'host'; jobId: number; callId: number; op: HostOp; args: Record<string, unknown>; blocking: boolean }
   /** Job `id` ended. */
   | { type: 'result'; id: number; result: JobResult }
+  /** A script of app `appId` runs in blocking mode (prepared for the first time on this worker): the pool logs why, once. */
+  | { type: 'blockingMode'; appId: string; script: string; reason: string }
   /** Jobs that arrived while a long slice held the worker: the pool gives them to another worker. */
   | { type: 'bounce'; ids: number[] }
   /** The worker's engine is unusable (a full WebAssembly heap): it takes no more jobs, and ends when its jobs have. */

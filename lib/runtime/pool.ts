@@ -59,6 +59,8 @@ export class WorkerPool implements ScriptEngine {
   private readonly blockedApps = new Map<string, number>();
   /** Per app: the worker its last call went to (it holds the app's contexts). */
   private readonly homes = new Map<string, PoolWorker>();
+  /** The scripts logged as running in blocking mode (see blockingMode). */
+  private readonly blockingLogged = new Set<string>();
   private nextId = 1;
   private closing = false;
   private closed = false;
@@ -367,6 +369,9 @@ export class WorkerPool implements ScriptEngine {
         this.dispatch();
         return;
       }
+      case 'blockingMode':
+        this.blockingMode(msg);
+        return;
       case 'bounce':
         // (back to the front of their lines in the order they came: the last one first)
         for (const id of [...msg.ids].reverse()) {
@@ -385,6 +390,19 @@ export class WorkerPool implements ScriptEngine {
         this.dispatch();
         return;
     }
+  }
+
+  /** Logs once (per app, script and reason, in this pool) that a script runs in blocking mode, and why. */
+  private blockingMode(msg: Extract<FromWorker, { type: 'blockingMode' }>): void {
+    const key = `${msg.appId}\u0000${msg.script}\u0000${msg.reason}`;
+    if (this.blockingLogged.has(key)) return;
+    if (this.blockingLogged.size >= 4096) this.blockingLogged.clear();
+    this.blockingLogged.add(key);
+    const { appId, script, reason } = msg;
+    this.options.logger?.warn(
+      `scriptable-api: app '${appId}', ${reason}: the script runs in blocking mode (each of its host calls holds a worker thread while it waits; see "What falls back to blocking mode" in docs/script-engine.md)`,
+      { appId, script, reason },
+    );
   }
 
   /** A job the worker never started goes back to being a job in line. */

@@ -178,11 +178,12 @@ let poisonReported = false;
 const prepared = new Map<string, PreparedScript | EngineError>();
 let preparedChars = 0;
 
-function prepare(name: string, hash: string, source: string): PreparedScript {
+function prepare(appId: string, name: string, hash: string, source: string): PreparedScript {
   let p = prepared.get(hash);
   if (p === undefined) {
     try {
       p = prepareScript(name, source, config.engine === 'vm2');
+      if (!p.async) post({ type: 'blockingMode', appId, script: name, reason: p.reason ?? `${name}: the rewrite left it unchanged` });
     } catch (e) {
       const message = String((e as Error)?.message ?? e);
       p = new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${message}`, { name: 'SyntaxError', location: compileLocation(name, message, undefined) });
@@ -241,7 +242,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
   runPipeline(job, {
     stage: (ref, source, hash, texts) => {
       const t0 = Date.now();
-      const p = prepare(ref.script, hash, source);
+      const p = prepare(job.appId, ref.script, hash, source);
       running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
       const head = JSON.stringify({ ...texts.head, async: p.async });
       return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts);
