@@ -100,10 +100,13 @@ function effective(router: CorsOptions | undefined, api: CorsOptions | false | u
 /**
  * The CORS of a router: `apply(req, res, def)` sets the headers for an actual response,
  * `preflight(req, res, def)` answers a preflight. `def` is the API (undefined for an unknown path:
- * the router's own settings). Middlewares are built once per API definition object.
+ * the router's own settings). Middlewares are built once per distinct API setting (`cors`, `methods`).
  */
+/** Distinct API CORS settings whose middleware is kept. */
+const MAX_CONFIGS = 1000;
+
 export class Cors {
-  private readonly byDef = new WeakMap<object, Middleware | null>();
+  private readonly byConfig = new Map<string, Middleware | null>();
   private readonly routerOnly: Middleware | null;
 
   constructor(private readonly defaults: CorsOptions | undefined) {
@@ -126,11 +129,14 @@ export class Cors {
   }
 
   private middleware(def: { cors?: CorsOptions | false; methods?: string[] } | undefined): Middleware | null {
-    if (!def) return this.routerOnly;
-    let m = this.byDef.get(def);
+    if (!def || (def.cors === undefined && !def.methods)) return this.routerOnly;
+    // by what the definition says now (a registry may change a definition in place)
+    const key = JSON.stringify([def.cors, def.methods]);
+    let m = this.byConfig.get(key);
     if (m === undefined) {
-      m = def.cors === undefined && !def.methods ? this.routerOnly : this.build(effective(this.defaults, def.cors), def.methods);
-      this.byDef.set(def, m);
+      m = this.build(effective(this.defaults, def.cors), def.methods);
+      if (this.byConfig.size >= MAX_CONFIGS) this.byConfig.clear();
+      this.byConfig.set(key, m);
     }
     return m;
   }

@@ -85,35 +85,30 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   let idle: (() => void) | undefined;
   const limiter = createRateLimiter({ ...options.rateLimit, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
-  const checked = new WeakMap<object, ApiDefinition | ConfigError>();
   const hashes = new Map<string, ScriptSource & { source: string }>();
   const cors = new Cors(options.cors);
   const preview = new Preview(options.preview);
   const observer = new Observer(logger, metrics, options.exposeErrorLocation === true);
   const warned = new Set<string>();
 
-  /** Definitions from the registry are validated once per object. */
+  /**
+   * A definition from the registry, validated each time it is served (under a microsecond for a
+   * typical one): a registry may hand back an object it changed in place.
+   */
   function checkDefinition(def: ApiDefinition): ApiDefinition {
+    let message: string;
     if (typeof def !== 'object' || def === null) {
       // (e.g. a registry handing back the JSON text it stored instead of the parsed object)
-      const message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
-      logger?.error(message);
-      throw new ApiError('INVALID_API_DEFINITION', message);
-    }
-    let v = checked.get(def);
-    if (v === undefined) {
+      message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
+    } else {
       try {
-        v = validateApiDefinition(def, `api '${def.path}'`);
+        return validateApiDefinition(def, `api '${def.path}'`);
       } catch (e) {
-        v = e as ConfigError;
+        message = (e as ConfigError).message;
       }
-      checked.set(def, v);
     }
-    if (v instanceof ConfigError) {
-      logger?.error(v.message);
-      throw new ApiError('INVALID_API_DEFINITION', v.message);
-    }
-    return v;
+    logger?.error(message);
+    throw new ApiError('INVALID_API_DEFINITION', message);
   }
 
   /** Hash per (stage, app, script name), recomputed only when the source text changes. */

@@ -468,6 +468,34 @@ describe('routing errors', () => {
     expect(res.body.code).toBe(270600);
     expect(res.body.message).toMatch(/call\.function/);
   });
+
+  test('a definition a custom registry changes in place is served as it is at each request', async () => {
+    const without = { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' };
+    const withMethods = { path: 'm', call: { script: 'a.js', function: 'f' }, returnType: 'JSON', methods: ['GET'] };
+    const reg = track(require('./helpers/app').makeApp({
+      registry: { getApi: (_app, path) => (path === 'p' ? without : withMethods), getScript: () => 'export function f() { return "x" }' },
+    }));
+    await request(reg.app).get('/web0/api/a/p').expect(200, '"x"');
+    await request(reg.app).get('/web0/api/a/m').expect(200, '"x"');
+    // a change in place: each is served as it is now, with and without `methods`
+    without.returnType = 'Text';
+    withMethods.returnType = 'Text';
+    for (const path of ['p', 'm']) {
+      const res = await request(reg.app).get(`/web0/api/a/${path}`);
+      expect([res.status, res.headers['content-type'], res.text]).toEqual([200, 'text/plain;charset=UTF-8', 'x']);
+    }
+    without.methods = ['post'];
+    withMethods.methods = ['POST'];
+    for (const path of ['p', 'm']) expect((await request(reg.app).get(`/web0/api/a/${path}`)).status).toBe(405);
+    // and an invalid change is caught, not served
+    without.returnType = 'XML';
+    withMethods.returnType = 'XML';
+    for (const path of ['p', 'm']) {
+      const res = await request(reg.app).post(`/web0/api/a/${path}`);
+      expect([res.status, res.body.code]).toEqual([500, 270600]);
+      expect(res.body.message).toMatch(/returnType/);
+    }
+  });
 });
 
 describe('response text in the charset the response declares', () => {

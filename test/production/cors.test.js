@@ -171,3 +171,18 @@ test("a script's Vary value that is not a list of header names goes out as set, 
     expect(res.body).toBe(1);
   }
 });
+
+test('a custom registry that changes an API definition in place: its CORS is what the definition says at each request', async () => {
+  const def = api('p', { cors: { origins: [ORIGIN] } });
+  const x = makeApp({ registry: { getApi: () => def, getScript: () => COUNTER } });
+  routers.push(x.router);
+  const first = await preflight(x.app, '/web0/api/app1/p');
+  expect([first.status, first.headers['access-control-allow-origin']]).toEqual([204, ORIGIN]);
+  def.cors = { origins: ['https://other.example.com'] };
+  const moved = await preflight(x.app, '/web0/api/app1/p', 'POST', 'content-type', 'https://other.example.com');
+  expect([moved.status, moved.headers['access-control-allow-origin']]).toEqual([204, 'https://other.example.com']);
+  expect((await request(x.app).get('/web0/api/app1/p').set('Origin', ORIGIN)).headers['access-control-allow-origin']).toBeUndefined();
+  def.methods = ['PUT'];
+  const put = await preflight(x.app, '/web0/api/app1/p', 'PUT', 'content-type', 'https://other.example.com');
+  expect([put.status, put.headers['access-control-allow-methods']]).toEqual([204, 'PUT']);
+});
