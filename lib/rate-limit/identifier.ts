@@ -102,7 +102,7 @@ export function resolveIdentifier(
         value = !allowUnderscoreHeaders && part.name.includes('_') ? '' : toText(req.headers[part.name]);
         break;
       case 'query':
-        value = toText(ownGet(queryOf(req), part.name));
+        value = toText(firstOf(ownGet(queryOf(req), part.name)));
         break;
       case 'cookie':
         if (cookies === undefined) {
@@ -130,11 +130,16 @@ function queryOf(req: Request): Record<string, unknown> {
   return Object.fromEntries(new URLSearchParams(url.slice(i + 1)));
 }
 
+/** A repeated query parameter counts by its first value. */
+function firstOf(value: unknown): unknown {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A value as key text: strings as they are, other scalars as text, objects and arrays as JSON. */
 function toText(value: unknown): string {
   if (value === undefined || value === null) return '';
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (Array.isArray(value)) return value.length > 0 ? toText(value[0]) : '';
   try {
     return JSON.stringify(value) ?? '';
   } catch {

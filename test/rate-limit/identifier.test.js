@@ -82,6 +82,7 @@ describe('identifier templates', () => {
     expect(resolveIdentifier('{attr.user}', req, { user: 'u42' })).toBe('u42');
     expect(resolveIdentifier('{attr.n}', req, { n: 7 })).toBe('7');
     expect(resolveIdentifier('{attr.o}', req, { o: { id: 1 } })).toBe('{"id":1}');
+    expect(resolveIdentifier('{attr.a}', req, { a: ['acme', 'alice'] })).toBe('["acme","alice"]');
   });
 
   test('an empty placeholder value falls back to the IP', () => {

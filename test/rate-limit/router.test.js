@@ -146,6 +146,27 @@ describe('rate limiting through the router', () => {
     expect(engine.jobs.map((j) => j.phase)).toEqual(['before', 'rest', 'before', 'before', 'rest']);
   });
 
+  test.each(['quickjs', 'vm2'])('{attr.NAME} holding an array (%s): the whole array is the key (JSON), not its first item', async (engine) => {
+    const built = makeApp({
+      router: { engine },
+      setup: (app) => app.set('trust proxy', true),
+      apps: {
+        app1: {
+          scripts: {
+            'main.js': `
+export function fn(ctx) { return { ok: true } }
+export function before(ctx) { ctx.request.setAttribute('user', [ctx.query.t, ctx.query.u]) }`,
+          },
+          apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', before: { script: 'main.js', function: 'before' }, rateLimit: { requestsPerSecond: 0.1, identifier: '{attr.user}' } }],
+        },
+      },
+    });
+    cleanup.push(() => built.router.close());
+    expect((await get(built.app, '10.0.0.1', '?t=acme&u=alice')).status).toBe(200);
+    expect((await get(built.app, '10.0.0.1', '?t=acme&u=bob')).status).toBe(200); // another user of the same tenant
+    expect((await get(built.app, '10.0.0.2', '?t=acme&u=alice')).status).toBe(429);
+  });
+
   test('a rejected request costs no script call', async () => {
     // one admission per 10 s: the four requests fall in one interval however slow the machine is
     const { app, engine } = limitedApp({ requestsPerSecond: 0.1 }, { before: true });
