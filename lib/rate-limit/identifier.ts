@@ -5,7 +5,8 @@
  * `{attr.NAME}` (a request attribute set by the before script). Any other text is literal
  * (`"global"` is one bucket for every caller); braces outside these placeholders are refused when
  * the API is registered (a mistyped placeholder would otherwise be one bucket for everyone). A placeholder whose value is empty falls back to
- * the IP. `{ip}` is `req.ip` (so the host's `trust proxy` setting decides), with IPv6 addresses
+ * the IP, marked so that no value a client sends can name the same bucket. `{ip}` is `req.ip`
+ * (so the host's `trust proxy` setting decides), with IPv6 addresses
  * grouped by subnet by express-rate-limit's `ipKeyGenerator`. A header whose name contains `_` is
  * absent unless the router's `allowUnderscoreHeaders` is set, as it is for scripts.
  */
@@ -115,9 +116,20 @@ export function resolveIdentifier(
         value = toText(attributes ? ownGet(attributes, part.name) : undefined);
         break;
     }
-    out += value === '' ? ipKey(req, ipv6Subnet) : value;
+    out += value === '' ? FALLBACK + ipKey(req, ipv6Subnet) : ownValue(value);
   }
   return out;
+}
+
+/**
+ * Marks the IP a missing value falls back to. Values never contain it (header values cannot;
+ * query, cookie and attribute values have it replaced), so a client sending an address as the
+ * value does not land in the bucket of that address's callers.
+ */
+const FALLBACK = '\u0000';
+
+function ownValue(value: string): string {
+  return value.includes(FALLBACK) ? value.replace(/\u0000/g, '\uFFFD') : value;
 }
 
 function queryOf(req: Request): Record<string, unknown> {

@@ -20,8 +20,8 @@ describe('identifier templates', () => {
 
   test('a query parameter or attribute named like an Object.prototype member falls back to the IP when absent', () => {
     const req = fakeReq({ query: {} });
-    expect(resolveIdentifier('{query.constructor}', req)).toBe('203.0.113.7');
-    expect(resolveIdentifier('{attr.toString}', req, {})).toBe('203.0.113.7');
+    expect(resolveIdentifier('{query.constructor}', req)).toBe('\u0000203.0.113.7');
+    expect(resolveIdentifier('{attr.toString}', req, {})).toBe('\u0000203.0.113.7');
     expect(resolveIdentifier('{query.constructor}', fakeReq({ query: { constructor: 'k' } }))).toBe('k');
   });
 
@@ -85,15 +85,20 @@ describe('identifier templates', () => {
     expect(resolveIdentifier('{attr.a}', req, { a: ['acme', 'alice'] })).toBe('["acme","alice"]');
   });
 
-  test('an empty placeholder value falls back to the IP', () => {
+  test('an empty placeholder value falls back to the IP, marked (\\0) so that no value names the same bucket', () => {
     const req = fakeReq({ headers: { 'x-empty': '' }, query: {} });
-    expect(resolveIdentifier('{header.x-user}', req)).toBe('203.0.113.7');
-    expect(resolveIdentifier('{header.x-empty}', req)).toBe('203.0.113.7');
-    expect(resolveIdentifier('{query.key}', req)).toBe('203.0.113.7');
-    expect(resolveIdentifier('{cookie.sid}', req)).toBe('203.0.113.7');
-    expect(resolveIdentifier('{attr.user}', req)).toBe('203.0.113.7');
-    expect(resolveIdentifier('{attr.user}', req, { user: null })).toBe('203.0.113.7');
-    expect(resolveIdentifier('user:{header.x-user}', req)).toBe('user:203.0.113.7');
+    const ip = '\u0000203.0.113.7';
+    expect(resolveIdentifier('{header.x-user}', req)).toBe(ip);
+    expect(resolveIdentifier('{header.x-empty}', req)).toBe(ip);
+    expect(resolveIdentifier('{query.key}', req)).toBe(ip);
+    expect(resolveIdentifier('{cookie.sid}', req)).toBe(ip);
+    expect(resolveIdentifier('{attr.user}', req)).toBe(ip);
+    expect(resolveIdentifier('{attr.user}', req, { user: null })).toBe(ip);
+    expect(resolveIdentifier('user:{header.x-user}', req)).toBe(`user:${ip}`);
+    // values carry no \0: it becomes U+FFFD
+    expect(resolveIdentifier('{query.key}', fakeReq({ query: { key: '\u0000203.0.113.7' } }))).toBe('\uFFFD203.0.113.7');
+    expect(resolveIdentifier('{attr.user}', req, { user: 'a\u0000b' })).toBe('a\uFFFDb');
+    expect(resolveIdentifier('{header.x-user}', fakeReq({ headers: { 'x-user': '203.0.113.7' } }))).toBe('203.0.113.7');
   });
 
   test('other text is literal', () => {

@@ -121,6 +121,21 @@ describe('rate limiting through the router', () => {
     expect((await get(app, '10.0.0.9')).status).toBe(429);
   });
 
+  test('the IP a missing value falls back to cannot be claimed: a client sending another caller\'s address as the value does not spend that caller\'s slot', async () => {
+    const byHeader = limitedApp({ requestsPerSecond: 0.1, identifier: 'user:{header.x-user}' });
+    expect((await get(byHeader.app, '10.0.0.5', '', { 'X-User': '10.0.0.9' })).status).toBe(200);
+    expect((await get(byHeader.app, '10.0.0.5', '', { 'X-User': '10.0.0.9' })).status).toBe(429);
+    expect((await get(byHeader.app, '10.0.0.9')).status).toBe(200); // no header: its own IP's bucket
+    expect((await get(byHeader.app, '10.0.0.9')).status).toBe(429);
+    // a query value can carry any character (%00 included): still not the fallback's bucket
+    const byQuery = limitedApp({ requestsPerSecond: 0.1, identifier: '{query.key}' });
+    for (const value of ['2001:db8:1::/56', '%002001:db8:1::/56']) {
+      expect((await get(byQuery.app, '10.0.0.5', `?key=${encodeURIComponent(value).replace('%25', '%')}`)).status).toBe(200);
+    }
+    expect((await get(byQuery.app, '2001:db8:1::7')).status).toBe(200); // the /56 of this address
+    expect((await get(byQuery.app, '2001:db8:1::8')).status).toBe(429);
+  });
+
   test('{header.NAME} with an underscore in NAME: the header is not passed (as to scripts), so the key falls back to the IP, unless allowUnderscoreHeaders', async () => {
     // spec: "Request header names that contain an underscore are not passed through unless the
     // fronting web server is set to allow underscores in headers."
