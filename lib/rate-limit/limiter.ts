@@ -9,8 +9,9 @@
  *   with a max wait of 0, so it still runs if its slot is free right now, and otherwise is rejected
  *   with RATE_LIMIT_QUEUE_FULL without consuming a slot (RATE_LIMITED if its wait would exceed the
  *   rule's timeout anyway).
- * - A client that disconnects while waiting (its `signal` aborts) is dropped: the decision is
- *   `{ ok: false, headers: {} }` and its waiting place is freed. Its reserved slot stays spent.
+ * - A client that disconnects while waiting (its `signal` aborts), for its slot or for the store's
+ *   answer, is dropped at once: the decision is `{ ok: false, headers: {} }` and its waiting place
+ *   is freed. Its reserved slot stays spent.
  * - Store failures never fail or hang a request: `onStoreError: 'memory'` (default) uses an
  *   in-memory store of this limiter for the outage, `'open'` admits. One warning per outage, one
  *   info line on recovery. During an outage the store is tried again by one request at a time,
@@ -195,9 +196,9 @@ class Limiter implements RateLimiter {
         return decision instanceof Promise ? decision : Promise.resolve(decision);
       }
       const c = ctx;
-      return this.reserveAsync(key, intervalMs, c.reserveWaitMs)
+      return untilAborted(this.reserveAsync(key, intervalMs, c.reserveWaitMs), signal)
         .then((outcome) => {
-          if (signal?.aborted) {
+          if (outcome === undefined || signal?.aborted) {
             this.release(c);
             return { ok: false, headers: {} };
           }
@@ -355,6 +356,29 @@ interface Ctx {
   /** Whether this request holds one of the `maxWaiting` places. */
   claimed: boolean;
   signal: AbortSignal | undefined;
+}
+
+/**
+ * The store's answer, or undefined as soon as the signal aborts (the client left, or a forced
+ * close): a slow store does not hold a request that is already over. A later answer is ignored
+ * (a slot it reserved stays spent, as for a client that leaves while waiting for its slot).
+ */
+function untilAborted<T>(answer: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (!signal) return answer;
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    answer.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 function checkReservation(r: Reservation): Reservation {

@@ -147,6 +147,21 @@ describe('createRateLimiter', () => {
     await l.close();
   });
 
+  test('a client that disconnects while the store has not answered is dropped at once and frees its waiting place', async () => {
+    const store = flakyStore(() => 0);
+    store.mode = 'hang';
+    const l = createRateLimiter({ store, storeTimeoutMs: 0 }, undefined);
+    const ac = new AbortController();
+    const p = l.acquire(args({ requestsPerSecond: 1, timeoutMs: 1000, identifier: 'global' }, { signal: ac.signal }));
+    await tick();
+    expect(store.calls).toBe(1);
+    expect(l.waitingCount).toBe(1);
+    ac.abort();
+    await expect(p).resolves.toEqual({ ok: false, headers: {} });
+    expect(l.waitingCount).toBe(0);
+    await l.close();
+  });
+
   test('a signal already aborted: dropped without reserving', async () => {
     const store = flakyStore(() => 0);
     const l = createRateLimiter({ store }, undefined);

@@ -371,6 +371,34 @@ export function before(ctx) { ctx.request.setAttribute('user', [ctx.query.t, ctx
     expect(res.headers['retry-after']).toBe('1');
     expect(engine.jobs.map((j) => j.query.n)).toEqual(['first']);
   });
+
+  test('close({ force: true }) answers a request whose store has not answered yet 503 SHUTTING_DOWN at once; its script never runs', async () => {
+    // a store that answers only when told (the limiter gives up on it after 2 s)
+    const memory = new MemoryRateLimitStore({ sweepIntervalMs: 0 });
+    let asked;
+    const reached = new Promise((r) => (asked = r));
+    const answers = [];
+    const store = {
+      reserve: (...args) => {
+        asked();
+        return new Promise((resolve) => answers.push(() => resolve(memory.reserve(...args))));
+      },
+    };
+    const { app, router, engine } = limitedApp({ requestsPerSecond: 10, timeoutMs: 5000, identifier: 'global' }, { rateLimit: { store } });
+    cleanup.push(async () => answers.forEach((a) => a()));
+    const waiting = get(app, '10.0.0.1', '?n=asking').then((res) => res);
+    await reached;
+    const t0 = Date.now();
+    await router.close({ force: true });
+    const res = await Promise.race([waiting, sleep(1500).then(() => 'still waiting for the store')]);
+    expect(res).not.toBe('still waiting for the store');
+    expect(Date.now() - t0).toBeLessThan(1500);
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'The server is shutting down', code: 270208 });
+    answers.forEach((a) => a()); // (the store's late answer changes nothing)
+    await sleep(50);
+    expect(engine.jobs).toEqual([]);
+  });
 });
 
 describeRedis('rate limiting through two routers sharing Redis', () => {
