@@ -4,7 +4,7 @@
  * custom registry are checked on first use and answered with INVALID_API_DEFINITION.
  */
 import { MAX_TIMER_MS } from './timers';
-import { unknownPlaceholder } from './rate-limit/identifier';
+import { badHeaderPlaceholder, unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
 import { maxQuickJsMemoryLimitMb, QUICKJS_HEAP_NOTE } from './runtime/messages';
 import { POOL_DEFAULTS } from './runtime/pool-options';
@@ -42,6 +42,13 @@ export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinitio
     throw new ConfigError(
       `${where}.rateLimit.identifier`,
       `${JSON.stringify(unknown)} is not a placeholder: use {ip}, {header.NAME}, {query.NAME}, {cookie.NAME} or {attr.NAME} (braces are not allowed in literal text)`,
+    );
+  }
+  const header = d.rateLimit?.identifier === undefined ? undefined : badHeaderPlaceholder(d.rateLimit.identifier);
+  if (header !== undefined) {
+    throw new ConfigError(
+      `${where}.rateLimit.identifier`,
+      `${JSON.stringify(header.placeholder)}: ${JSON.stringify(header.name)} is not a header name (letters, digits and !#$%&'*+-.^_\`|~ only), so the key would always be the IP`,
     );
   }
   if (d.cors !== undefined) validateCors(d.cors, `${where}.cors`);

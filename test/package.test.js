@@ -167,6 +167,10 @@ test('MemoryRegistry rejects invalid definitions at registration, naming the fie
     [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: 'k-{IP}' } }, /"\{IP\}" is not a placeholder/],
     [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{ip' } }, /"\{ip" is not a placeholder/],
     [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{ip}:{header.x}}' } }, /"\}" is not a placeholder/],
+    // a header name no request can carry: the key would always be the IP
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{header.x api-key}' } }, /rateLimit\.identifier: "\{header\.x api-key\}": "x api-key" is not a header name/],
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: 'k:{header. x-key}' } }, /" x-key" is not a header name/],
+    [{ ...base, rateLimit: { requestsPerSecond: 1, identifier: '{header.x-key:}' } }, /"x-key:" is not a header name/],
     [{ ...base, methods: ['GET', 'NOT A METHOD'] }, /methods\[1\]/],
   ];
   for (const [def, field] of bad) {

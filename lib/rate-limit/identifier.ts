@@ -41,6 +41,17 @@ export function unknownPlaceholder(template: string): string | undefined {
   return m ? m[0] : rest.slice(at, at + 1);
 }
 
+/** An HTTP field name is a token (RFC 9110 §5.1, §5.6.2). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** The first `{header.NAME}` whose NAME no request header can have (a space, a colon), if any. */
+export function badHeaderPlaceholder(template: string): { placeholder: string; name: string } | undefined {
+  for (const m of template.matchAll(PLACEHOLDER)) {
+    if (m[2] === 'header' && !HEADER_NAME.test(m[3])) return { placeholder: m[0], name: m[3] };
+  }
+  return undefined;
+}
+
 /** Parses a template once; later calls with the same string are a Map lookup. */
 export function parseTemplate(template: string | undefined): ParsedTemplate {
   const key = template === undefined || template === '' ? DEFAULT_IDENTIFIER : template;
