@@ -101,6 +101,7 @@ export function resolveIdentifier(
   if (parts.length === 1 && parts[0].kind === 'ip') return ipKey(req, ipv6Subnet);
   let out = '';
   let cookies: Record<string, string | undefined> | undefined;
+  let query: URLSearchParams | undefined;
   for (const part of parts) {
     let value: string;
     switch (part.kind) {
@@ -114,7 +115,8 @@ export function resolveIdentifier(
         value = !allowUnderscoreHeaders && part.name.includes('_') ? '' : toText(req.headers[part.name]);
         break;
       case 'query':
-        value = toText(firstOf(ownGet(queryOf(req), part.name)));
+        if (query === undefined) query = queryOf(req);
+        value = query.get(part.name) ?? '';
         break;
       case 'cookie':
         if (cookies === undefined) {
@@ -143,19 +145,14 @@ function ownValue(value: string): string {
   return value.includes(FALLBACK) ? value.replace(/\u0000/g, '\uFFFD') : value;
 }
 
-function queryOf(req: Request): Record<string, unknown> {
-  const q = (req as { query?: unknown }).query;
-  if (q && typeof q === 'object') return q as Record<string, unknown>;
-  // Not behind Express's query parser: read the URL's search parameters ourselves.
-  const url = req.url || '';
+/**
+ * The query of the request's URL, as scripts' `ctx.query` reads it: whatever query parser the
+ * host's Express uses (extended, simple, a custom one, or none) plays no part.
+ */
+function queryOf(req: Request): URLSearchParams {
+  const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '';
   const i = url.indexOf('?');
-  if (i < 0) return {};
-  return Object.fromEntries(new URLSearchParams(url.slice(i + 1)));
-}
-
-/** A repeated query parameter counts by its first value. */
-function firstOf(value: unknown): unknown {
-  return Array.isArray(value) ? value[0] : value;
+  return new URLSearchParams(i < 0 ? '' : url.slice(i + 1));
 }
 
 /** A value as key text: strings as they are, other scalars as text, objects and arrays as JSON. */

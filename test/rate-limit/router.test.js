@@ -136,6 +136,22 @@ describe('rate limiting through the router', () => {
     expect((await get(byQuery.app, '2001:db8:1::8')).status).toBe(429);
   });
 
+  test.each([4, 5])('{query.NAME} reads the query as scripts see it, also when the host turns Express %s\'s query parser off', async (express) => {
+    const engine = countingEngine();
+    const built = makeApp({
+      express,
+      router: { engine },
+      setup: (app) => app.set('query parser', false),
+      apps: { app1: { scripts: { 'main.js': SCRIPT }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 0.1, identifier: '{query.key}' } }] } },
+    });
+    cleanup.push(() => engine.close(), () => built.router.close());
+    const alice = await request(built.app).get('/web0/api/app1/p?key=alice&n=1');
+    expect(alice.status).toBe(200);
+    expect(alice.body).toEqual({ ok: true, n: '1' }); // (the script reads the query from the URL)
+    expect((await request(built.app).get('/web0/api/app1/p?key=bob')).status).toBe(200); // same IP, another key
+    expect((await request(built.app).get('/web0/api/app1/p?n=2&key=alice&key=carol')).status).toBe(429); // first value
+  });
+
   test('{header.NAME} with an underscore in NAME: the header is not passed (as to scripts), so the key falls back to the IP, unless allowUnderscoreHeaders', async () => {
     // spec: "Request header names that contain an underscore are not passed through unless the
     // fronting web server is set to allow underscores in headers."
