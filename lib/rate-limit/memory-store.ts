@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { MAX_TIMER_MS } from '../timers';
 import { reserveGcra } from './gcra';
+import { checkOptionKeys } from './option-keys';
 import type { RateLimitStore, Reservation } from './types';
 
 export interface MemoryRateLimitStoreOptions {
@@ -20,6 +21,8 @@ export interface MemoryRateLimitStoreOptions {
   now?: () => number;
 }
 
+const OPTION_KEYS: readonly (keyof MemoryRateLimitStoreOptions)[] = ['maxKeys', 'sweepIntervalMs', 'now'];
+
 /** A sweep forced by a full store runs at most this often (ms of the store's clock). */
 const FULL_SWEEP_EVERY_MS = 1000;
 
@@ -33,6 +36,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private closed = false;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
+    checkOptionKeys(options, OPTION_KEYS, 'MemoryRateLimitStore');
     const maxKeys = options.maxKeys ?? 100000;
     if (!(Number.isInteger(maxKeys) && maxKeys > 0)) {
       throw new TypeError('scriptable-api: MemoryRateLimitStore maxKeys must be a positive integer');

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { RateLimitStore, Reservation } from './types';
 import { withTimeout } from './with-timeout';
+import { checkOptionKeys } from './option-keys';
 import { MAX_TIMER_MS } from '../timers';
 import { requireOptional } from '../optional-package';
 
@@ -72,6 +73,8 @@ export interface RedisRateLimitStoreOptions {
   redisOptions?: Record<string, unknown>;
 }
 
+const OPTION_KEYS: readonly (keyof RedisRateLimitStoreOptions)[] = ['url', 'client', 'prefix', 'commandTimeoutMs', 'connectTimeoutMs', 'redisOptions'];
+
 export class RedisRateLimitStore implements RateLimitStore {
   readonly prefix: string;
   /** The ioredis client in use (created from `url`, or the one given). */
@@ -87,6 +90,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (!options || (!options.url && !options.client)) {
       throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
     }
+    checkOptionKeys(options, OPTION_KEYS, 'RedisRateLimitStore', ' (ioredis options go in redisOptions)');
     if (options.prefix !== undefined && typeof options.prefix !== 'string') {
       throw new TypeError(`scriptable-api: RedisRateLimitStore prefix must be a string, got ${JSON.stringify(options.prefix)}`);
     }

@@ -94,6 +94,11 @@ describe('MemoryRateLimitStore', () => {
     return Promise.all([0, 1, 2 ** 31 - 1].map((ok) => new MemoryRateLimitStore({ sweepIntervalMs: ok }).close()));
   });
 
+  test('refuses a key that is not an option, naming it and the nearest option', () => {
+    expect(() => new MemoryRateLimitStore({ maxkeys: 10 })).toThrow(/MemoryRateLimitStore maxkeys is not an option \(did you mean 'maxKeys'\?\)/);
+    expect(() => new MemoryRateLimitStore({ ttl: 10 })).toThrow(/ttl is not an option; the options are maxKeys, sweepIntervalMs, now/);
+  });
+
   test('close() clears buckets and is idempotent', async () => {
     const store = new MemoryRateLimitStore();
     store.reserveSync('a', 1000, 0);

@@ -50,6 +50,11 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     }
   });
 
+  test('refuses a key that is not an option, naming it (ioredis options belong in redisOptions)', () => {
+    expect(() => new RedisRateLimitStore({ url: redis.url, commandTimeout: 200 })).toThrow(/RedisRateLimitStore commandTimeout is not an option \(did you mean 'commandTimeoutMs'\?\)/);
+    expect(() => new RedisRateLimitStore({ url: redis.url, password: 'secret' })).toThrow(/RedisRateLimitStore password is not an option.*redisOptions/);
+  });
+
   test('commandTimeoutMs up to 2147483647 ms still reaches Redis', async () => {
     const s = store({ commandTimeoutMs: 2 ** 31 - 1 });
     expect(await s.reserve(uniq('long-timeout'), 1000, 0)).toEqual({ admitted: true, waitMs: 0 });
