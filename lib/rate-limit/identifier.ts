@@ -112,7 +112,7 @@ export function resolveIdentifier(
         value = ipKey(req, ipv6Subnet);
         break;
       case 'header':
-        value = !allowUnderscoreHeaders && part.name.includes('_') ? '' : toText(req.headers[part.name]);
+        value = !allowUnderscoreHeaders && part.name.includes('_') ? '' : toText(ownGet(req.headers, part.name));
         break;
       case 'query':
         if (query === undefined) query = queryOf(req);

@@ -152,6 +152,13 @@ describe('rate limiting through the router', () => {
     expect((await request(built.app).get('/web0/api/app1/p?n=2&key=alice&key=carol')).status).toBe(429); // first value
   });
 
+  test('{header.__proto__} (allowUnderscoreHeaders) reads no prototype: callers without the header are keyed by their IP, not all by "{}"', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 0.1, identifier: '{header.__proto__}' }, { allowUnderscoreHeaders: true });
+    expect((await get(app, '10.0.0.1')).status).toBe(200);
+    expect((await get(app, '10.0.0.2')).status).toBe(200);
+    expect((await get(app, '10.0.0.1')).status).toBe(429);
+  });
+
   test('{header.NAME} with an underscore in NAME: the header is not passed (as to scripts), so the key falls back to the IP, unless allowUnderscoreHeaders', async () => {
     // spec: "Request header names that contain an underscore are not passed through unless the
     // fronting web server is set to allow underscores in headers."
