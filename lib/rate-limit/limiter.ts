@@ -116,6 +116,8 @@ class Limiter implements RateLimiter {
   private storeDown = false;
   private probing = false;
   private nextProbeAt = 0;
+  /** close() was called: a store call still pending then belongs to a request a forced close ended. */
+  private closed = false;
 
   constructor(options: RateLimiterOptions, logger: Logger | undefined) {
     const onStoreError = options.onStoreError ?? 'memory';
@@ -218,6 +220,7 @@ class Limiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const closing: Promise<void>[] = [];
     if (this.ownsStore && this.store.close) closing.push(this.store.close());
     if (this.fallback) closing.push(this.fallback.close());
@@ -260,6 +263,8 @@ class Limiter implements RateLimiter {
   }
 
   private storeFailed(err: unknown, key: string, intervalMs: number, maxWaitMs: number): Outcome {
+    // (a call that outlived close(): its request was ended by a forced close; no outage to report)
+    if (this.closed) return OPEN;
     this.nextProbeAt = Date.now() + this.storeRetryMs;
     if (!this.storeDown) {
       this.storeDown = true;

@@ -333,6 +333,24 @@ describe('createRateLimiter', () => {
     await l.close();
   });
 
+  test('a store failing after close() (a request a forced close ended) starts no in-memory fallback and logs no outage', async () => {
+    const failures = [];
+    const store = { reserve: () => new Promise((_, reject) => failures.push(reject)) };
+    const log = logger();
+    const l = createRateLimiter({ store, storeTimeoutMs: 0 }, log);
+    const ac = new AbortController();
+    const p = l.acquire(args({ requestsPerSecond: 1, timeoutMs: 1000, identifier: 'global' }, { signal: ac.signal }));
+    await tick();
+    expect(failures).toHaveLength(1);
+    ac.abort();
+    await expect(p).resolves.toEqual({ ok: false, headers: {} });
+    await l.close();
+    failures[0](new Error('ECONNRESET'));
+    await tick();
+    expect(log.warn).not.toHaveBeenCalled();
+    expect(l.fallback).toBeUndefined(); // (its sweep timer would outlive the router)
+  });
+
   test('close() closes the stores the limiter created, not one passed in', async () => {
     const given = new MemoryRateLimitStore({ sweepIntervalMs: 0 });
     const spy = jest.spyOn(given, 'close');
