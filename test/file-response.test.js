@@ -74,6 +74,30 @@ describe('headers', () => {
     expect(res.headers['content-type']).toBe(type);
   });
 
+  test.each([
+    // a bare word is no extension (mime-types alone would take it for one)
+    ['html', 'application/octet-stream'],
+    ['pdf', 'application/octet-stream'],
+    ['.html', 'application/octet-stream'],
+    // a name with a `/` is no content type (mime-types alone would send it as one)
+    ['image/svg+xml', 'application/octet-stream'],
+    ['text/html; charset=utf-7', 'application/octet-stream'],
+    ['../../etc/passwd', 'application/octet-stream'],
+    ['reports/q1.pdf', 'application/pdf'],
+    // the name as it is sent: trimmed, without control characters
+    ['report.pdf ', 'application/pdf'],
+    ['page.ht\r\nml', 'text/html; charset=utf-8'],
+  ])('only the extension of the name %j gives the type: %s', async (name, type) => {
+    const res = await request(app).get(url({ path: 'docs/data.txt', name }));
+    expect([res.status, res.headers['content-type']]).toEqual([200, type]);
+  });
+
+  test.each(['dir/报告', 'x/y\r\nSet-Cookie: a=b'])('a name %j that is no header value as a type is sent (not a 500)', async (name) => {
+    const res = await request(app).get(url({ path: 'docs/data.txt', name }));
+    expect([res.status, res.headers['content-type'], res.body.toString()]).toEqual([200, 'application/octet-stream', content.toString()]);
+    expect(res.headers['set-cookie']).toBeUndefined();
+  });
+
   test("the script's content type wins over the name's", async () => {
     const res = await request(app).get(url({ path: 'docs/data.txt' }, { type: 'application/x-custom' }));
     expect(res.headers['content-type']).toBe('application/x-custom');

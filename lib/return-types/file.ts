@@ -10,6 +10,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { contentType as mimeContentType } from 'mime-types';
 import { ApiError } from '../errors';
+import { safeFileName } from '../files/file-name';
 import { checkAppId, normalizeAppPath } from '../files/sandbox-path';
 import type { ByteRange, FileStorage, StoredFileInfo } from '../files/storage';
 import { contentTypeOf } from '../response/apply';
@@ -21,9 +22,14 @@ import type { ReturnTypeHandler, SendContext } from './index';
 
 export { contentDisposition };
 
-/** `Content-Type` for a file name (`text/plain; charset=utf-8`), or null when unknown. */
+/**
+ * `Content-Type` for a file name's extension (`text/plain; charset=utf-8`), or null when it has
+ * none or an unknown one. The extension alone: mime-types takes a bare word (`pdf`) for an
+ * extension and a string with a `/` (`image/svg+xml`) for the type itself.
+ */
 export function mimeOf(name: string): string | null {
-  return mimeContentType(path.extname(name) || name) || null;
+  const ext = path.extname(name);
+  return ext === '' ? null : mimeContentType(ext) || null;
 }
 
 async function statOf(store: FileStorage, appId: string, rel: string, userPath: string, signal: AbortSignal): Promise<StoredFileInfo> {
@@ -95,7 +101,8 @@ const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, req
 
   const name = file.name || path.posix.basename(rel);
   const headers: Record<string, string | number> = {
-    'Content-Type': contentTypeOf(state) ?? scriptType(res) ?? mimeOf(name) ?? info.contentType ?? 'application/octet-stream',
+    // (the type of the name as Content-Disposition sends it: trimmed, no control characters or `/`)
+    'Content-Type': contentTypeOf(state) ?? scriptType(res) ?? mimeOf(safeFileName(name)) ?? info.contentType ?? 'application/octet-stream',
     // (a disposition type is case-insensitive, RFC 6266 4.2: `INLINE` is inline; anything else, attachment)
     'Content-Disposition': contentDisposition(file.contentDisposition?.trim().toLowerCase() === 'inline' ? 'inline' : 'attachment', name),
     'Last-Modified': info.modified.toUTCString(),
