@@ -215,6 +215,18 @@ describe('ranges', () => {
     expect([past.status, past.text, past.headers['content-range']]).toEqual([206, 'ij', 'bytes 18-19/20']);
   });
 
+  test('a suffix longer than the file is the whole file (RFC 9110 14.1.2); a zero-length suffix is unsatisfiable', async () => {
+    for (const range of ['bytes=-30', 'bytes=-20', 'bytes=-30,50-60', 'bytes=50-60, -999999']) {
+      const res = await ranged(range);
+      expect([range, res.status, res.headers['content-range'], res.text]).toEqual([range, 206, 'bytes 0-19/20', content.toString()]);
+    }
+    const none = await ranged('bytes=-0');
+    expect([none.status, none.headers['content-range']]).toEqual([416, 'bytes */20']);
+    // a zero-byte file: a non-zero suffix is satisfiable (RFC 9110 14.1.1), no 206 can carry it: the whole (empty) file
+    const empty = await request(app).get(url({ path: 'docs/empty.bin' })).set('Range', 'bytes=-5');
+    expect([empty.status, empty.headers['content-length'], empty.headers['content-range']]).toEqual([200, '0', undefined]);
+  });
+
   test('from the storage too', async () => {
     const res = await request(app).get(url({ storagePath: 'media/clip.mp4' })).set('Range', 'bytes=10-12');
     expect([res.status, res.headers['content-range']]).toEqual([206, 'bytes 10-12/20']);

@@ -1,8 +1,8 @@
 /**
  * Conditional and range requests for a file (RFC 9110 §13, §14), in the RFC's order:
  * If-Match / If-Unmodified-Since (412), If-None-Match / If-Modified-Since (304, via `fresh`),
- * then If-Range and Range (206 or 416, via `range-parser`). Several ranges at once, or a
- * malformed Range header, get the whole file.
+ * then If-Range and Range (206 or 416, via `range-parser`; a suffix longer than the file is the
+ * whole file). Several ranges at once, or a malformed Range header, get the whole file.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import fresh from 'fresh';
@@ -39,6 +39,20 @@ function rangeStillValid(ifRange: string | undefined, info: StoredFileInfo): boo
   return !Number.isNaN(d) && seconds(info.modified.getTime()) <= seconds(d);
 }
 
+/** A suffix range (`-N`) in a Range header's list, and its length. */
+const SUFFIX = /([=,]\s*)-(\d+)(?=\s*(?:,|$))/g;
+
+/**
+ * RFC 9110 14.1.2: a suffix longer than the file is the whole file (range-parser counts it
+ * unsatisfiable), so `-N` with N above the size becomes `0-`.
+ */
+function longSuffixesWhole(header: string, size: number): string {
+  return header.replace(SUFFIX, (spec, lead: string, n: string) => (Number(n) > size ? `${lead}0-` : spec));
+}
+
+/** RFC 9110 14.1.1: on a zero-length file, a suffix of non-zero length is satisfiable (no 206 can carry it). */
+const hasNonZeroSuffix = (header: string) => [...header.matchAll(SUFFIX)].some((m) => Number(m[2]) > 0);
+
 export function evaluateConditions(method: string, h: IncomingHttpHeaders, info: StoredFileInfo): Verdict {
   const lastModified = info.modified.toUTCString();
   const ifMatch = h['if-match'];
@@ -53,8 +67,8 @@ export function evaluateConditions(method: string, h: IncomingHttpHeaders, info:
   }
   const header = h.range;
   if (method !== 'GET' || header === undefined || !rangeStillValid(h['if-range'] as string | undefined, info)) return { kind: 'full' };
-  const ranges = rangeParser(info.size, header, { combine: true });
-  if (ranges === -1) return { kind: 'unsatisfiable' };
+  const ranges = rangeParser(info.size, longSuffixesWhole(header, info.size), { combine: true });
+  if (ranges === -1) return info.size === 0 && hasNonZeroSuffix(header) ? { kind: 'full' } : { kind: 'unsatisfiable' };
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return { kind: 'full' };
   return { kind: 'range', range: { start: ranges[0].start, end: ranges[0].end } };
 }
