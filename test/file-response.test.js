@@ -429,6 +429,44 @@ test('a file replaced between its stat and its read is not sent under the old le
   }
 });
 
+test('a file replaced between its stat and its read by one of the same size is not sent under the old ETag (a ranged read would splice two versions)', async () => {
+  const { LocalFileStorage } = require('..');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-fileres-race-'));
+  const local = new LocalFileStorage({ root: dir });
+  const file = path.join(dir, 'app1', 'f.txt');
+  fs.mkdirSync(path.join(dir, 'app1'), { recursive: true });
+  fs.writeFileSync(file, 'abcdefghij');
+  fs.utimesSync(file, new Date(1_000_000), new Date(1_000_000));
+  let replace = true;
+  // a storage whose file is replaced right after its stat by another of the same length
+  const storage = {
+    put: (...a) => local.put(...a),
+    delete: (...a) => local.delete(...a),
+    async stat(...a) {
+      const info = await local.stat(...a);
+      if (replace) {
+        fs.writeFileSync(`${file}.tmp`, 'ABCDEFGHIJ');
+        fs.utimesSync(`${file}.tmp`, new Date(2_000_000), new Date(2_000_000));
+        fs.renameSync(`${file}.tmp`, file);
+      }
+      return info;
+    },
+    get: (...a) => local.get(...a),
+  };
+  const x = oneApi('export function fn() { return { storagePath: "f.txt" } }', { returnType: 'File' }, { storage });
+  try {
+    const res = await request(x.app).get('/web0/api/app1/p').set('Range', 'bytes=5-');
+    expect([res.status, res.body.code, res.body.message]).toEqual([500, 270602, "File 'f.txt' changed while it was being sent; try again"]);
+    // the next request sends the file as it is now, under its own ETag
+    replace = false;
+    const next = await request(x.app).get('/web0/api/app1/p').set('Range', 'bytes=5-');
+    expect([next.status, next.text, next.headers.etag]).toEqual([206, 'FGHIJ', (await local.stat('app1', 'f.txt')).etag]);
+  } finally {
+    await x.router.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a File response that fails (file not found) goes without the script's headers", async () => {
   const x = oneApi('export function fn(ctx) { ctx.response.setHeader("Content-Encoding", "gzip"); ctx.response.setHeader("Cache-Control", "max-age=3600"); return { storagePath: "missing.gz" } }', { returnType: 'File' }, { storageDir });
   try {

@@ -156,8 +156,8 @@ const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, req
     throw new ApiError('HOST_ERROR', `File '${userPath}' cannot be read`, { cause: err });
   });
   if (info.size !== 0 && !opened) throw new ApiError('FILE_NOT_FOUND', `File '${userPath}' not found`);
-  if (opened && opened.size !== info.size) {
-    // replaced between stat and get: its length and range would not be this content's
+  if (opened && (opened.size !== info.size || opened.etag !== info.etag)) {
+    // replaced between stat and get: its length, ETag and range would not be this content's
     opened.stream.destroy();
     throw new ApiError('HOST_ERROR', `File '${userPath}' changed while it was being sent; try again`);
   }
