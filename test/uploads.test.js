@@ -141,6 +141,20 @@ describe('parts', () => {
   });
 });
 
+describe.each(['quickjs', 'vm2'])('a part saved again where it already is (%s)', (engine) => {
+  test('leaves no temporary file beside it (a rename between two links to one file does nothing)', async () => {
+    // sandbox and storage in one folder (allowed): save and saveStorage write the same file
+    const shared = path.join(root, `shared-${engine}`);
+    const y = setup(`export function fn(ctx) { const p = ctx.getParts()[0]; return [p.save('in/c.bin'), p.save('in/c.bin'), p.saveStorage('in/c.bin')] }`, { engine, sandboxDir: shared, storageDir: shared });
+    const res = await request(y.app).post('/web0/api/app1/p').attach('f', Buffer.from('hello'), 'f.bin');
+    expect(res.body).toEqual(Array(3).fill({ path: 'in/c.bin', size: 5 }));
+    expect(fs.readdirSync(path.join(shared, 'app1', 'in'))).toEqual(['c.bin']);
+    expect(fs.readFileSync(path.join(shared, 'app1', 'in', 'c.bin'), 'utf8')).toBe('hello');
+    await emptied(y.tmpDir);
+    await y.router.close(); // (its worker goes now: the tests after it start their own)
+  });
+});
+
 /** A local server every request of which downloads the text `downloaded`; resolves with its port. */
 async function downloadServer() {
   const body = http.createServer((_req, res) => res.end('downloaded'));

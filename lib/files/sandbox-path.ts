@@ -131,6 +131,9 @@ async function writeAtomic(dest: string, userPath: string, write: (tmp: string) 
     await write(tmp);
     const { size } = await fs.promises.stat(tmp);
     await fs.promises.rename(tmp, dest);
+    // (a rename between two links to one file does nothing and leaves `tmp`: a part linked again
+    // where it is already linked, as a second save at the same path)
+    await fs.promises.rm(tmp, { force: true });
     return size;
   } catch (err) {
     await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
