@@ -383,6 +383,38 @@ describe('streaming', () => {
     await closedOn(big);
   });
 
+  test('a file appended to while it is sent (a growing log) arrives whole, as it was when opened', async () => {
+    const log = path.join(sandboxDir, 'app1', 'grow.log');
+    const size = 16 * 1024 * 1024 + 1000; // (not a whole number of read chunks)
+    fs.writeFileSync(log, Buffer.alloc(size, 1));
+    try {
+      const res = await new Promise((resolve) => {
+        const req = http.get({ host: '127.0.0.1', port: server.address().port, path: url({ path: 'grow.log' }), agent: false }, (r) => {
+          let size = 0;
+          let bad = 0;
+          let appended = false;
+          r.on('data', (c) => {
+            size += c.length;
+            for (const b of c) if (b !== 1) bad++;
+            if (appended || size < 1024 * 1024) return;
+            appended = true;
+            r.pause(); // (the server has read ahead of us, but not the 16 MiB)
+            fs.appendFileSync(log, Buffer.alloc(1024 * 1024, 2));
+            setTimeout(() => r.resume(), 100);
+          });
+          r.on('end', () => resolve({ status: r.statusCode, size, bad, complete: r.complete, length: r.headers['content-length'] }));
+          r.on('error', () => resolve({ status: r.statusCode, size, bad, complete: false }));
+          r.on('aborted', () => undefined);
+        });
+        req.on('error', (error) => resolve({ error: error.code }));
+      });
+      expect(res).toEqual({ status: 200, size, bad: 0, complete: true, length: String(size) });
+    } finally {
+      await closedOn(log);
+      fs.rmSync(log, { force: true });
+    }
+  });
+
   test('a whole large file arrives intact', async () => {
     const res = await new Promise((resolve, reject) => {
       http.get({ host: '127.0.0.1', port: server.address().port, path: url({ path: 'big.bin' }) }, (r) => {

@@ -32,6 +32,19 @@ test('put from a stream (folders made), stat, get, ranges, delete', async () => 
   await storage.delete('app1', 'a/b/c.txt'); // (none: resolves)
 });
 
+test('get reads the file as it was opened: no byte appended after it (its stream holds the size it gives)', async () => {
+  const file = path.join(root, 'store', 'app1', 'grow.log');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, 'first');
+  const got = await storage.get('app1', 'grow.log');
+  fs.appendFileSync(file, ' and more');
+  expect([got.size, await read(got.stream)]).toEqual([5, 'first']);
+  fs.writeFileSync(file, '');
+  const empty = await storage.get('app1', 'grow.log');
+  fs.appendFileSync(file, 'late');
+  expect([empty.size, await read(empty.stream)]).toEqual([0, '']);
+});
+
 test('missing files and folders: null', async () => {
   expect(await storage.get('app1', 'none.txt')).toBeNull();
   expect(await storage.stat('app1', 'none.txt')).toBeNull();

@@ -3,7 +3,7 @@
  * Every path goes through resolveAppPath (no escape through `..` or links); writes are atomic.
  */
 import * as fs from 'node:fs';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import etag from 'etag';
 import { ApiError } from '../errors';
 import { copyFileTo, resolveAppPath, saveStreamTo } from './sandbox-path';
@@ -62,9 +62,15 @@ export class LocalFileStorage implements FileStorage {
         await handle.close();
         return null;
       }
-      const range = options?.range;
+      if (stats.size === 0 && !options?.range) {
+        await handle.close();
+        return { ...infoOf(stats), stream: Readable.from([]) };
+      }
+      // the bytes of the file as it was opened, never past its size: a file appended to meanwhile
+      // (a growing log) is read as it was, not beyond the length it is sent with
+      const range = options?.range ?? { start: 0, end: stats.size - 1 };
       // the stream owns the handle: it closes it at the end, on an error, or when destroyed
-      const stream = handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+      const stream = handle.createReadStream({ start: range.start, end: range.end });
       return { ...infoOf(stats), stream };
     } catch (err) {
       await handle.close().catch(() => undefined);
