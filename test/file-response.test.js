@@ -512,6 +512,21 @@ test("a File response that fails (file not found) goes without the script's head
   }
 });
 
+test("412 and 416 error bodies go without the script's headers too (its Content-Encoding would make them unreadable); a 304 keeps them", async () => {
+  const x = oneApi('export function fn(ctx) { ctx.response.setHeader("Content-Encoding", "gzip"); ctx.response.setHeader("Cache-Control", "max-age=3600"); return { storagePath: "media/clip.mp4" } }', { returnType: 'File' }, { storageDir });
+  try {
+    for (const [header, value, status, code] of [['Range', 'bytes=999-', 416, 270310], ['If-Match', '"other"', 412, 270311]]) {
+      const res = await request(x.app).get('/web0/api/app1/p').set(header, value);
+      expect([res.status, res.body.code, res.headers['content-encoding'], res.headers['cache-control']]).toEqual([status, code, undefined, undefined]);
+    }
+    expect((await request(x.app).get('/web0/api/app1/p').set('Range', 'bytes=999-')).headers['content-range']).toBe('bytes */20');
+    const cached = await request(x.app).get('/web0/api/app1/p').set('If-None-Match', '*');
+    expect([cached.status, cached.headers['cache-control']]).toEqual([304, 'max-age=3600']);
+  } finally {
+    await x.router.close();
+  }
+});
+
 test('a source that ends before its length (a file truncated mid-download) or sends more ends that connection; the host goes on', async () => {
   const { Readable } = require('node:stream');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-fileres-short-'));

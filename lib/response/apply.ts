@@ -47,7 +47,7 @@ export function applyHeaders(res: ServerResponse, state: ResponseState): Set<str
 }
 
 /** Takes the script's headers off a response that fails before it is sent (the error body goes without them). */
-export function removeHeaders(res: ServerResponse, names: Set<string>): void {
+export function removeHeaders(res: ServerResponse, names: ReadonlySet<string>): void {
   if (!res.headersSent) for (const name of names) res.removeHeader(name);
 }
 

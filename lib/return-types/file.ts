@@ -13,7 +13,7 @@ import { ApiError } from '../errors';
 import { safeFileName } from '../files/file-name';
 import { checkAppId, normalizeAppPath } from '../files/sandbox-path';
 import type { ByteRange, FileStorage, StoredFileInfo } from '../files/storage';
-import { contentTypeOf } from '../response/apply';
+import { contentTypeOf, removeHeaders } from '../response/apply';
 import { clientGone } from '../response/client-gone';
 import { endWithBody, sendErrorBody } from '../response/error';
 import { contentDisposition } from './disposition';
@@ -88,7 +88,7 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, ctx) => {
   }
 };
 
-const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, requestId, state, appId, files, method, headers: reqHeaders }: SendContext, signal: AbortSignal) => {
+const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, requestId, state, appId, files, method, headers: reqHeaders, scriptHeaders }: SendContext, signal: AbortSignal) => {
   const { file } = output;
   const local = file.path !== null && file.path !== '';
   const userPath = local ? file.path! : file.storagePath;
@@ -122,8 +122,11 @@ const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, req
   if ((method === 'GET' || method === 'HEAD') && status === 200) {
     headers['Accept-Ranges'] = 'bytes';
     const verdict = evaluateConditions(method, reqHeaders, info);
+    // (412 and 416 answer with the error body: as a failure does, without the script's headers,
+    // whose Content-Encoding or Cache-Control were the file's)
     if (verdict.kind === 'precondition-failed') {
       const e = new ApiError('PRECONDITION_FAILED', 'The file does not match the If-Match / If-Unmodified-Since precondition');
+      if (scriptHeaders) removeHeaders(res, scriptHeaders);
       return sendErrorBody(res, { requestId, message: e.message, code: e.code }, e.status, { ETag: info.etag, 'Last-Modified': headers['Last-Modified'] as string });
     }
     if (verdict.kind === 'not-modified') {
@@ -134,6 +137,7 @@ const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, req
     }
     if (verdict.kind === 'unsatisfiable') {
       const e = new ApiError('RANGE_NOT_SATISFIABLE', `The range is outside the file's ${info.size} bytes`);
+      if (scriptHeaders) removeHeaders(res, scriptHeaders);
       return sendErrorBody(res, { requestId, message: e.message, code: e.code }, e.status, { 'Content-Range': `bytes */${info.size}`, 'Accept-Ranges': 'bytes' });
     }
     if (verdict.kind === 'range') {

@@ -23,6 +23,8 @@ export interface SendContext {
   state: ResponseState;
   /** The apps' local sandboxes and shared storage. */
   files: { sandbox?: FileStorage; storage?: FileStorage };
+  /** Names of the headers the script set, now on `res` (an error body a handler sends goes without them). */
+  scriptHeaders?: ReadonlySet<string>;
 }
 
 export type ReturnTypeHandler<T extends SerializedOutput['type']> = (
@@ -43,7 +45,7 @@ export async function sendOutput(output: SerializedOutput, ctx: SendContext): Pr
       case 'Redirect':
         return sendRedirect(output, ctx);
       case 'File':
-        return await sendFile(output, ctx);
+        return await sendFile(output, { ...ctx, scriptHeaders: applied });
     }
   } catch (e) {
     // (a file not found, not readable...: the error body goes without the script's headers)
