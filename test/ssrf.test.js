@@ -31,6 +31,13 @@ beforeAll(async () => {
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ method: req.method, auth: req.headers.authorization ?? null, type: req.headers['content-type'] ?? null, body }));
       });
+    } else if (url.pathname === '/echo-bytes') {
+      const chunks = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ type: req.headers['content-type'] ?? null, length: req.headers['content-length'] ?? null, hex: Buffer.concat(chunks).toString('hex') }));
+      });
     } else if (url.pathname === '/bin') {
       res.setHeader('content-type', 'application/octet-stream');
       res.end(BIN);
@@ -202,8 +209,24 @@ describe.each(['quickjs', 'vm2'])('a local upstream allowed with outbound.allowP
               return res.saveBodyAsFile(ctx.query.path);
             }`,
             'caught.js': FETCH_CAUGHT,
+            'bytes.js': `export function fn(ctx) {
+              const send = (body, headers) => platform.http.request({ url: ctx.query.url, method: 'POST', body, headers }).json();
+              const latin1 = new Uint8Array(platform.utils.stringToBytes('caf\u00e9', 'ISO-8859-1'));
+              const all = new Uint8Array([0, 1, 127, 128, 255]);
+              return {
+                latin1: send(latin1, { 'content-type': 'text/plain; charset=iso-8859-1' }),
+                typed: send(all),
+                buffer: send(all.buffer),
+                view: send(all.subarray(1, 3)),
+                dataView: send(new DataView(all.buffer, 3, 2)),
+                wide: send(new Uint16Array([0x0201])),
+                empty: send(new Uint8Array(0)),
+                array: send(platform.utils.stringToBytes('hi')),
+              };
+            }`,
           },
           apis: [
+            { path: 'bytes', call: { script: 'bytes.js', function: 'fn' }, returnType: 'JSON' },
             { path: 'read', call: { script: 'read.js', function: 'fn' }, returnType: 'JSON' },
             { path: 'post', call: { script: 'post.js', function: 'fn' }, returnType: 'JSON' },
             { path: 'save', call: { script: 'save.js', function: 'fn' }, returnType: 'JSON' },
@@ -234,6 +257,21 @@ describe.each(['quickjs', 'vm2'])('a local upstream allowed with outbound.allowP
   test('a POST with headers and a JSON body, awaited', async () => {
     const res = await request(app).get('/web0/api/app1/post').query({ url: `http://127.0.0.1:${port}/echo` });
     expect(res.body).toEqual({ method: 'POST', auth: 'Bearer t', type: 'application/json', body: '{"a":[1,"x"]}' });
+  });
+
+  test('a body of bytes (Uint8Array, ArrayBuffer, any typed array or DataView) is sent as those bytes, as fetch sends it; an array of numbers as JSON', async () => {
+    const res = await request(app).get('/web0/api/app1/bytes').query({ url: `http://127.0.0.1:${port}/echo-bytes` });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      latin1: { type: 'text/plain; charset=iso-8859-1', length: '4', hex: '636166e9' },
+      typed: { type: null, length: '5', hex: '00017f80ff' },
+      buffer: { type: null, length: '5', hex: '00017f80ff' },
+      view: { type: null, length: '2', hex: '017f' },
+      dataView: { type: null, length: '2', hex: '80ff' },
+      wide: { type: null, length: '2', hex: '0102' },
+      empty: { type: null, length: '0', hex: '' },
+      array: { type: 'application/json', length: '9', hex: Buffer.from('[104,105]').toString('hex') },
+    });
   });
 
   test("saveBodyAsFile('downloads/x.bin') writes into <sandboxDir>/<appId>/downloads/x.bin", async () => {

@@ -48,10 +48,13 @@ interface PlatformHttpRequestOptions {
   /** Request headers. Hop-by-hop headers (Host, Connection, Content-Length...) are dropped. */
   headers?: Record<string, string>;
   /**
-   * Request body: a string is sent as is; any other value is sent as JSON (Dates as ms
-   * timestamps) with `content-type: application/json` unless a content type is given.
+   * Request body: a string is sent as is (UTF-8); bytes (an `ArrayBuffer`, a typed array such as
+   * `Uint8Array`, a `DataView`: the bytes it spans) as they are, with no content type added; any
+   * other value, an array of numbers too, is sent as JSON (Dates as ms timestamps) with
+   * `content-type: application/json` unless a content type is given. To send
+   * `platform.utils.stringToBytes`'s bytes, wrap them: `new Uint8Array(bytes)`.
    */
-  body?: string | object | null;
+  body?: string | ArrayBuffer | ArrayBufferView | object | null;
   /**
    * Timeout in ms for the whole call (connect, redirects, body). It can lower the host's
    * timeout (default 10 s), never raise it.

@@ -140,7 +140,7 @@ export class HostServices implements HostBridge {
           url: str(args.url, 'url'),
           method: typeof args.method === 'string' ? args.method : undefined,
           headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
-          body: args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
+          body: typeof args.bytes === 'string' ? Buffer.from(args.bytes, 'base64') : args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
           timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
           signal: s.endSignal(),
           account: (s.bodies ??= s.shared.outbound.account()),

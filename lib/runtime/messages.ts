@@ -119,7 +119,8 @@ export interface HostOps {
   console: { args: { level: string; message: string; script: string }; result: null };
   'system.getAccountByToken': { args: { token: string | null }; result: Account | null };
   'http.request': {
-    args: { url: string; method?: string; headers?: Record<string, string>; body?: string | null; timeoutMs?: number };
+    /** `bytes`: a body of bytes (base64), sent as it is; else `body`, a text. */
+    args: { url: string; method?: string; headers?: Record<string, string>; body?: string | null; bytes?: string | null; timeoutMs?: number };
     /** `body`: the response's text when it is at most 1 MiB (read in the sandbox without another call). */
     result: { id: string; status: number; headers: Record<string, string | string[]>; url: string; body?: string };
   };

@@ -6,7 +6,7 @@
  * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
  * byte, 0..255).
  */
-import { Num, U8, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, jsonStringify, mathMin, mathTrunc, nameCache, objToString, objectKeys, push, reExec, setOwn, strSlice } from './prelude';
+import { Num, U8, abByteLength, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, isObj, jsonStringify, mathMin, mathTrunc, nameCache, objToString, objectKeys, push, reExec, setOwn, strSlice, taBuffer, taByteLength, taByteOffset, dvBuffer, dvByteLength, dvByteOffset } from './prelude';
 
 // ---------------------------------------------------------------------------------------------
 // JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
@@ -134,6 +134,28 @@ export function utf8Length(s: string): number {
     else n += 3;
   }
   return n;
+}
+/**
+ * The bytes of an ArrayBuffer, a typed array or a DataView (of any realm: as fetch takes a
+ * BufferSource, a view gives the bytes it spans) as a binary string; undefined for anything else.
+ */
+export function bufferSourceBytes(v: unknown): string | undefined {
+  if (U8 === undefined || !isObj(v)) return undefined;
+  var u: Uint8Array;
+  try {
+    u = new U8(taBuffer!(v), taByteOffset!(v), taByteLength!(v));
+  } catch (e) {
+    try {
+      u = new U8(dvBuffer!(v), dvByteOffset!(v), dvByteLength!(v));
+    } catch (e2) {
+      try {
+        u = new U8(v as unknown as ArrayBuffer, 0, abByteLength!(v));
+      } catch (e3) {
+        return undefined;
+      }
+    }
+  }
+  return binaryString(u, 0, taByteLength!(u));
 }
 /** The binary string of `b[start..end)`, each element as a byte (ToNumber, low 8 bits). */
 export function binaryString(b: ArrayLike<unknown>, start: number, end: number): string {

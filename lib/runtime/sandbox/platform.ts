@@ -10,7 +10,7 @@
  * act for the stage that made the request.
  */
 import { ABORT_CODE, ABORT_MESSAGE, G, Num, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
-import { stringifyUser, utf8Binary } from './encoding';
+import { base64, bufferSourceBytes, stringifyUser, utf8Binary } from './encoding';
 import { active, hostIo, hostSync } from './host';
 import type { StageRecord } from './types';
 
@@ -58,14 +58,17 @@ export function httpRequest(opts: unknown): unknown {
     }
   }
   var body: unknown = isNil(opts.body) ? null : opts.body;
-  if (body !== null && typeof body !== 'string') {
+  // bytes (an ArrayBuffer, a typed array, a DataView) are sent as they are, as fetch sends them
+  var bin = body === null ? undefined : bufferSourceBytes(body);
+  if (bin !== undefined) body = null;
+  else if (body !== null && typeof body !== 'string') {
     body = stringifyUser(body); // an object body is sent as JSON
     if (body === undefined) body = null;
     else if (!hasContentType) setOwn(headers, 'content-type', 'application/json');
   }
   var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
   var st = active;
-  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, timeoutMs: timeoutMs }, function (res: unknown) {
+  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, bytes: bin === undefined ? null : base64(bin), timeoutMs: timeoutMs }, function (res: unknown) {
     return httpResponse(st, res);
   });
 }
