@@ -10,10 +10,12 @@ const seen = [];
 beforeAll(async () => {
   // a real loopback server for the http steps (private networks allowed for this router)
   upstream = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
+    const chunks = [];
+    req.on('data', (d) => chunks.push(d));
     req.on('end', () => {
-      seen.push({ method: req.method, url: req.url, headers: req.headers, raw: req.rawHeaders, body });
+      const body = Buffer.concat(chunks).toString();
+      seen.push({ method: req.method, url: req.url, headers: req.headers, raw: req.rawHeaders, body, hex: Buffer.concat(chunks).toString('hex') });
+      if (req.url.startsWith('/bytes')) return res.end('ok');
       if (req.url.startsWith('/text')) {
         res.setHeader('content-type', 'text/plain');
         return res.end('plain words');
@@ -98,6 +100,14 @@ describe('step types', () => {
           { type: 'return', value: 'state.steps.notify.body.path' },
         ],
       },
+      {
+        id: 'httpBytes',
+        steps: [
+          { id: 'bytes', type: 'http', method: 'POST', url: `${base} + '/bytes'`, body: "b'caf\\xe9\\x00\\xff'" },
+          { id: 'typed', type: 'http', method: 'POST', url: `${base} + '/bytes'`, headers: { 'content-type': "'application/octet-stream'" }, body: "bytes('hi')" },
+          { id: 'inMap', type: 'http', method: 'POST', url: `${base} + '/bytes'`, body: "{'b': b'hi'}" },
+        ],
+      },
       { id: 'unguarded', steps: [{ id: 'notify', type: 'http', method: 'POST', url: `${base} + '/orders/' + ctx.query.id` }, { type: 'return', value: 'state.steps.notify.body.path' }] },
       {
         id: 'ctorData',
@@ -115,7 +125,7 @@ describe('step types', () => {
       { id: 'none', steps: [{ type: 'script', script: 's.js', function: 'nothing' }] },
       { id: 'ctx', steps: [{ type: 'return', value: "{'method': ctx.method, 'path': ctx.path, 'app': ctx.appId, 'h': ctx.headers['x-h'], 'json': ctx.json.a, 'body': ctx.body, 'q': ctx.query.?missing.orValue('default'), 'c': ctx.cookies.k}" }] },
     ],
-    ['set', 'script', 'http', 'guarded', 'unguarded', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'ctorData', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
+    ['set', 'script', 'http', 'httpBytes', 'guarded', 'unguarded', 'if', 'forEach', 'forEachReturn', 'return', 'celValues', 'ctorData', 'abort', 'abortPlain', 'last', 'none', 'ctx'].map((id) => call(id)),
   );
 
   test('set: assigns in order; strings are CEL, other JSON values literal; the result is what it assigned', async () => {
@@ -145,6 +155,17 @@ describe('step types', () => {
     expect(post.headers).toMatchObject({ 'x-trace': 't-12', 'x-literal': '5', 'content-type': 'application/json' });
     // (a header named as an Object.prototype member is an ordinary name, as for platform.http.request)
     expect(post.raw[post.raw.indexOf('__proto__') + 1]).toBe('own');
+  });
+
+  test('http: a body that is bytes (CEL bytes) is sent as those bytes, with no content type added; bytes inside a map go as base64 in its JSON', async () => {
+    seen.length = 0;
+    const res = await request(server).get('/web0/api/a/httpBytes').set('x-upstream', upstreamHeader());
+    expect(res.status).toBe(200);
+    expect(seen.map((r) => [r.hex, r.headers['content-type'] ?? null, r.headers['content-length']])).toEqual([
+      ['636166e900ff', null, '6'],
+      [Buffer.from('hi').toString('hex'), 'application/octet-stream', '2'],
+      [Buffer.from('{"b":"aGk="}').toString('hex'), 'application/json', '12'],
+    ]);
   });
 
   test("http: request data in a URL is checked first (README's example): '..' in it would reach another path of the upstream", async () => {

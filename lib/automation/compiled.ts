@@ -18,6 +18,8 @@ export interface AutomationHttpRequest {
   method: string;
   headers: Record<string, string>;
   body?: string;
+  /** A body of bytes (base64), sent as they are (instead of `body`). */
+  bytes?: string;
   /** Already bounded by the run's deadline. */
   timeoutMs: number;
 }
@@ -52,8 +54,11 @@ export interface StepRuntime {
   readonly executors: AutomationExecutors;
   /** Epoch ms by which the whole run must end (now: preparing a script step's script moves it). */
   readonly deadline: number;
-  /** The field's value in `scope`, as plain JSON; a failed evaluation fails the step naming the field. */
-  value(v: CompiledValue, scope: Scope, field: string): unknown;
+  /**
+   * The field's value in `scope`, as plain JSON; a failed evaluation fails the step naming the
+   * field. With `keepBytes`, a value that is bytes (CEL `bytes`) is returned as its Uint8Array.
+   */
+  value(v: CompiledValue, scope: Scope, field: string, keepBytes?: boolean): unknown;
   /** Runs a step list; resolves to its last step's result (undefined when none ran). */
   runSteps(steps: readonly CompiledStep[], scope: Scope): Promise<unknown>;
   /** The current step's failure (AUTOMATION_STEP_FAILED) with this message, to throw. */

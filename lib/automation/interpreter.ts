@@ -71,10 +71,14 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
     get deadline() {
       return deadline();
     },
-    value(v, scope, field) {
+    value(v, scope, field, keepBytes) {
       if ('literal' in v) return v.literal;
       try {
-        const evaluate = () => toJson(v.expr.evaluate(scope));
+        const evaluate = () => {
+          const raw = v.expr.evaluate(scope);
+          const json = toJson(raw); // (bytes too: the size limit holds)
+          return keepBytes && raw instanceof Uint8Array ? raw : json;
+        };
         return executors.compute ? executors.compute(evaluate) : evaluate();
       } catch (e) {
         if (e instanceof ExpressionError || e instanceof RangeError) throw rt.failure(`${field}: ${e.message}`);

@@ -38,7 +38,7 @@ export interface HttpStep extends AutomationStepBase {
   method?: string;
   /** Header name → value. */
   headers?: Record<string, AutomationValue>;
-  /** value: a string is sent as it is; anything else as JSON (`content-type: application/json` unless set). */
+  /** value: a string is sent as it is; bytes (CEL `bytes`) as those bytes (no content type added); anything else as JSON (`content-type: application/json` unless set). */
   body?: AutomationValue;
   /** At most this long (ms), within the outbound client's own limit and the API's time limit. */
   timeoutMs?: number;

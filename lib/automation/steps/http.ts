@@ -3,7 +3,8 @@
  *    "headers": { "authorization": "'Bearer ' + state.vars.token" }, "body": "{'qty': 2}" }`:
  * an outbound request through the router's guarded client (the rules of `platform.http.request`:
  * private networks refused unless allowed, size and time limits). The result is
- * `{ status, headers, url, body }`, `body` parsed when the response is JSON. A 4xx or 5xx answer
+ * `{ status, headers, url, body }`, `body` parsed when the response is JSON. A body that is bytes
+ * (CEL `bytes`) is sent as those bytes, a string as it is, anything else as JSON. A 4xx or 5xx answer
  * is a result like any other: test `state.steps.<id>.status` and `abort` if need be.
  */
 import type { StepKind } from '../compiled';
@@ -29,16 +30,18 @@ export const httpStep: StepKind = {
         if (value !== null) h[name.toLowerCase()] = typeof value === 'string' ? value : String(value);
       }
       let text: string | undefined;
+      let bytes: string | undefined;
       if (body !== undefined) {
-        const b = rt.value(body, scope, 'body');
+        const b = rt.value(body, scope, 'body', true);
         if (typeof b === 'string') text = b;
+        else if (b instanceof Uint8Array) bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
         else {
           text = JSON.stringify(b);
           h['content-type'] ??= 'application/json';
         }
       }
       const left = Math.max(1, rt.deadline - Date.now());
-      return rt.executors.http({ url: u, method, headers: h, body: text, timeoutMs: timeoutMs === undefined ? left : Math.min(timeoutMs, left) });
+      return rt.executors.http({ url: u, method, headers: h, body: text, bytes, timeoutMs: timeoutMs === undefined ? left : Math.min(timeoutMs, left) });
     };
   },
 };
