@@ -103,9 +103,10 @@ function blockedRouter(engine, outbound) {
 describe('refused destinations (QuickJS, default outbound options)', () => {
   let app;
   let router;
-  beforeAll(() => {
+  beforeAll(async () => {
     // a short outbound timeout: a destination that were actually dialled would show as a slow failure
     ({ app, router } = blockedRouter('quickjs', { timeoutMs: 3000 }));
+    await router.ready(); // (the first test times its call: not the workers' start)
   });
   afterAll(() => router.close());
 
