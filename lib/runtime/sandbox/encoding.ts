@@ -170,28 +170,36 @@ export function binaryString(b: ArrayLike<unknown>, start: number, end: number):
   }
   return arrJoin(pieces, '');
 }
+/** The character codes of B64, by digit. */
+var B64_CODES: number[] = [];
+for (var d = 0; d < 64; d++) push(B64_CODES, charCodeAt(B64, d));
+/** Base64 of a binary string: each piece's digits are made as codes and turned into text at once. */
 export function base64(bin: string): string {
   var pieces: string[] = [];
-  var out = '';
   var n = bin.length;
+  var whole = n - (n % 3);
   var i = 0;
   var x;
-  for (; i + 2 < n; i += 3) {
-    x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8) | charCodeAt(bin, i + 2);
-    out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + B64[x & 63];
-    if (out.length >= PIECE) {
-      push(pieces, out);
-      out = '';
+  while (i < whole) {
+    var m = mathMin((PIECE / 4) * 3, whole - i);
+    var codes: ArrayLike<number> & { [i: number]: number } = U8 !== undefined ? new U8((m / 3) * 4) : [];
+    setOwn(codes, 'length', (m / 3) * 4); // (see binaryString)
+    for (var k = 0, e = i + m; i < e; i += 3) {
+      x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8) | charCodeAt(bin, i + 2);
+      codes[k++] = B64_CODES[(x >> 18) & 63];
+      codes[k++] = B64_CODES[(x >> 12) & 63];
+      codes[k++] = B64_CODES[(x >> 6) & 63];
+      codes[k++] = B64_CODES[x & 63];
     }
+    push(pieces, fnApply(fromCharCode, null, codes) as string);
   }
   if (n - i === 1) {
     x = charCodeAt(bin, i) << 16;
-    out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + '==';
+    push(pieces, B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + '==');
   } else if (n - i === 2) {
     x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8);
-    out += B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + '=';
+    push(pieces, B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + '=');
   }
-  push(pieces, out);
   return arrJoin(pieces, '');
 }
 export function base64ByteLength(b64: string): number {

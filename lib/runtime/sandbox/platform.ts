@@ -68,7 +68,7 @@ export function httpRequest(opts: unknown): unknown {
   }
   var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
   var st = active;
-  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, bytes: bin === undefined ? null : base64(bin), timeoutMs: timeoutMs }, function (res: unknown) {
+  return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, bytes: bin === undefined ? undefined : base64(bin), timeoutMs: timeoutMs }, function (res: unknown) {
     return httpResponse(st, res);
   });
 }
