@@ -209,3 +209,32 @@ test('maxWorkers below the default worker count (CPUs - 1) lowers that default i
     spy.mockRestore();
   }
 });
+
+test("the package's other constructors refuse a key that is not an option too, naming the one meant", () => {
+  const { MemoryRegistry, LocalFileStorage, S3FileStorage, MemoryRateLimitStore, RedisRateLimitStore, ConfigError } = require('scriptable-api');
+  const cases = [
+    // an app under `app` (or its APIs under `api`) would leave the registry empty: every call a 404
+    [() => new MemoryRegistry({ app: {} }), 'app', "(did you mean 'apps'?)"],
+    [() => new MemoryRegistry({ apps: { shop: { api: [] } } }), 'apps.shop.api', "(did you mean 'apps.shop.apis'?)"],
+    [() => new LocalFileStorage({ root: '/tmp/x', rot: '/tmp/y' }), 'rot', "(did you mean 'root'?)"],
+    // a misspelt prefix would put every app's files at the top of a shared bucket
+    [() => new S3FileStorage({ bucket: 'b', prefx: 'files/' }), 'prefx', "(did you mean 'prefix'?)"],
+    [() => new S3FileStorage({ bucket: 'b', clientoptions: {} }), 'clientoptions', "(did you mean 'clientOptions'?)"],
+    [() => new MemoryRateLimitStore({ maxkeys: 10 }), 'maxkeys', "(did you mean 'maxKeys'?)"],
+    [() => new RedisRateLimitStore({ url: 'redis://127.0.0.1:1', prefx: 'tenant:' }), 'prefx', "(did you mean 'prefix'?)"],
+  ];
+  for (const [make, field, hint] of cases) {
+    let error;
+    try {
+      make();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toMatchObject({ field, message: `scriptable-api: invalid ${field}: is not an option ${hint}` });
+  }
+  // the documented options still pass
+  new MemoryRegistry({ apps: { shop: { apis: [], scripts: {}, automations: [] } } });
+  new LocalFileStorage({ root: '/tmp/x' });
+  new MemoryRateLimitStore({ maxKeys: 10, sweepIntervalMs: 0, now: () => 0 });
+});

@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
 import etag from 'etag';
 import { ApiError } from '../errors';
+import { onlyKnownKeys } from '../validations';
 import { copyFileTo, resolveAppPath, saveStreamTo } from './sandbox-path';
 import type { ByteRange, FileStorage, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
@@ -14,6 +15,11 @@ export interface LocalFileStorageOptions {
   /** The folder holding one sub-folder per app. Created on first write. */
   root: string;
 }
+
+/** The keys of LocalFileStorageOptions (the build fails when one is added to the type and not here). */
+const OPTION_KEYS = ['root'] as const;
+const keysMatch: [keyof LocalFileStorageOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof LocalFileStorageOptions] ? true : false) : false = true;
+void keysMatch;
 
 const missing = (err: unknown) => {
   const code = (err as NodeJS.ErrnoException)?.code;
@@ -32,6 +38,7 @@ export class LocalFileStorage implements FileStorage {
   readonly root: string;
 
   constructor(options: LocalFileStorageOptions | string) {
+    if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     const root = typeof options === 'string' ? options : options?.root;
     if (typeof root !== 'string' || root === '') throw new TypeError('LocalFileStorage needs a root folder: new LocalFileStorage({ root })');
     this.root = root;

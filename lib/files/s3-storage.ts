@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { uploadFileToS3 } from './s3-file-upload';
+import { onlyKnownKeys } from '../validations';
 import type { ByteRange, FileStorage, StorageOptions, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
 /** Options of S3FileStorage. Give `client`, or the settings to make one. */
@@ -37,6 +38,11 @@ export interface S3FileStorageOptions {
   /** Parts uploaded at once; memory held is about partSize × queueSize. Default 4. */
   queueSize?: number;
 }
+
+/** The keys of S3FileStorageOptions (the build fails when one is added to the type and not here). */
+const OPTION_KEYS = ['bucket', 'prefix', 'client', 'region', 'endpoint', 'forcePathStyle', 'credentials', 'clientOptions', 'partSize', 'queueSize'] as const;
+const keysMatch: [keyof S3FileStorageOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof S3FileStorageOptions] ? true : false) : false = true;
+void keysMatch;
 
 const PEERS = '@aws-sdk/client-s3 and @aws-sdk/lib-storage';
 const MIN_PART = 5 * 1024 * 1024;
@@ -75,6 +81,7 @@ export class S3FileStorage implements FileStorage {
 
   constructor(options: S3FileStorageOptions) {
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
+    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     const partSize = options.partSize ?? MIN_PART;
     if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
     const queueSize = options.queueSize ?? 4;

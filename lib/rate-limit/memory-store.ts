@@ -6,8 +6,8 @@
 import { performance } from 'node:perf_hooks';
 import { MAX_TIMER_MS } from '../timers';
 import { reserveGcra } from './gcra';
-import { checkOptionKeys } from './option-keys';
 import type { RateLimitStore, Reservation } from './types';
+import { onlyKnownKeys } from '../validations';
 
 export interface MemoryRateLimitStoreOptions {
   /** Most buckets kept. Default 100000. */
@@ -21,7 +21,10 @@ export interface MemoryRateLimitStoreOptions {
   now?: () => number;
 }
 
-const OPTION_KEYS: readonly (keyof MemoryRateLimitStoreOptions)[] = ['maxKeys', 'sweepIntervalMs', 'now'];
+/** The keys of MemoryRateLimitStoreOptions (the build fails when one is added to the type and not here). */
+const OPTION_KEYS = ['maxKeys', 'sweepIntervalMs', 'now'] as const;
+const keysMatch: [keyof MemoryRateLimitStoreOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof MemoryRateLimitStoreOptions] ? true : false) : false = true;
+void keysMatch;
 
 /** A sweep forced by a full store runs at most this often (ms of the store's clock). */
 const FULL_SWEEP_EVERY_MS = 1000;
@@ -36,7 +39,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private closed = false;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
-    checkOptionKeys(options, OPTION_KEYS, 'MemoryRateLimitStore');
+    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     const maxKeys = options.maxKeys ?? 100000;
     if (!(Number.isInteger(maxKeys) && maxKeys > 0)) {
       throw new TypeError('scriptable-api: MemoryRateLimitStore maxKeys must be a positive integer');

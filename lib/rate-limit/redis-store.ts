@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import type { RateLimitStore, Reservation } from './types';
 import { withTimeout } from './with-timeout';
-import { checkOptionKeys } from './option-keys';
 import { MAX_TIMER_MS } from '../timers';
 import { requireOptional } from '../optional-package';
+import { onlyKnownKeys } from '../validations';
 
 /**
  * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs).
@@ -73,7 +73,10 @@ export interface RedisRateLimitStoreOptions {
   redisOptions?: Record<string, unknown>;
 }
 
-const OPTION_KEYS: readonly (keyof RedisRateLimitStoreOptions)[] = ['url', 'client', 'prefix', 'commandTimeoutMs', 'connectTimeoutMs', 'redisOptions'];
+/** The keys of RedisRateLimitStoreOptions (the build fails when one is added to the type and not here). */
+const OPTION_KEYS = ['url', 'client', 'prefix', 'commandTimeoutMs', 'connectTimeoutMs', 'redisOptions'] as const;
+const keysMatch: [keyof RedisRateLimitStoreOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof RedisRateLimitStoreOptions] ? true : false) : false = true;
+void keysMatch;
 
 export class RedisRateLimitStore implements RateLimitStore {
   readonly prefix: string;
@@ -90,7 +93,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (!options || (!options.url && !options.client)) {
       throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
     }
-    checkOptionKeys(options, OPTION_KEYS, 'RedisRateLimitStore', ' (ioredis options go in redisOptions)');
+    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (options.prefix !== undefined && typeof options.prefix !== 'string') {
       throw new TypeError(`scriptable-api: RedisRateLimitStore prefix must be a string, got ${JSON.stringify(options.prefix)}`);
     }

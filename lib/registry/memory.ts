@@ -20,7 +20,7 @@ function stageOf(o: MemoryStageOption | undefined): RegistryStage {
   if (stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${JSON.stringify(stage)}`);
   return stage;
 }
-import { validateApiDefinition } from '../validations';
+import { onlyKnownKeys, validateApiDefinition } from '../validations';
 import { validateAutomation } from '../automation/compile';
 
 /** Initial content for one app. */
@@ -30,6 +30,11 @@ export interface MemoryAppConfig {
   scripts?: Record<string, string>;
   automations?: AutomationDefinition[];
 }
+
+/** The keys of MemoryAppConfig (the build fails when one is added to the type and not here). */
+const APP_KEYS = ['apis', 'scripts', 'automations'] as const;
+const appKeysMatch: [keyof MemoryAppConfig] extends [(typeof APP_KEYS)[number]] ? ([(typeof APP_KEYS)[number]] extends [keyof MemoryAppConfig] ? true : false) : false = true;
+void appKeysMatch;
 
 function checkAppId(appId: unknown): string {
   if (typeof appId !== 'string' || appId === '' || /[/\\\0]/.test(appId) || appId === '.' || appId === '..') {
@@ -68,9 +73,11 @@ export class MemoryRegistry implements ApiRegistry {
     if (initial === undefined) return;
     const isPlain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
     if (!isPlain(initial)) throw new ConfigError('options', 'new MemoryRegistry() takes { apps: { [appId]: { scripts, apis, automations } } }');
+    onlyKnownKeys(initial as Record<string, unknown>, ['apps'], '');
     if (initial.apps !== undefined && !isPlain(initial.apps)) throw new ConfigError('apps', 'must be an object of apps by appId');
     for (const [appId, app] of Object.entries(initial.apps ?? {})) {
       if (!isPlain(app)) throw new ConfigError(`apps.${appId}`, 'must be an object { scripts?, apis?, automations? }');
+      onlyKnownKeys(app as Record<string, unknown>, APP_KEYS, `apps.${appId}.`);
       if (app.scripts !== undefined && !isPlain(app.scripts)) throw new ConfigError(`apps.${appId}.scripts`, 'must be an object of script sources by name');
       for (const key of ['apis', 'automations'] as const) {
         if (app[key] !== undefined && !Array.isArray(app[key])) throw new ConfigError(`apps.${appId}.${key}`, 'must be an array');
