@@ -180,6 +180,31 @@ describe('S3FileStorage', () => {
     expect(() => new S3FileStorage({ bucket: 'b', partSize: 1024 })).toThrow(/partSize/);
     expect(() => new S3FileStorage({ bucket: 'b', queueSize: 0 })).toThrow(/queueSize/);
   });
+
+  test('an option of the wrong type is refused at construction, naming it (not at the first request, nor spread into the client)', () => {
+    const { ConfigError } = require('..');
+    const bad = [
+      ['prefix', 5],
+      ['region', 5],
+      ['endpoint', { url: 'http://127.0.0.1:9000' }],
+      ['forcePathStyle', 'true'],
+      ['credentials', 'AKIA...'],
+      ['credentials', { accessKeyId: 'a' }],
+      ['clientOptions', 'maxAttempts=3'],
+      ['client', 'my-client'],
+    ];
+    for (const [field, value] of bad) {
+      let error;
+      try {
+        new S3FileStorage({ bucket: 'b', [field]: value });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe(field);
+    }
+    new S3FileStorage({ bucket: 'b', prefix: 'files', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, clientOptions: { maxAttempts: 3 } });
+  });
 });
 
 describe('through the router', () => {

@@ -7,7 +7,8 @@ import * as fs from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { uploadFileToS3 } from './s3-file-upload';
-import { onlyKnownKeys } from '../validations';
+import { onlyKnownKeys, shown } from '../validations';
+import { ConfigError } from '../errors';
 import type { ByteRange, FileStorage, StorageOptions, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
 /** Options of S3FileStorage. Give `client`, or the settings to make one. */
@@ -43,6 +44,25 @@ export interface S3FileStorageOptions {
 const OPTION_KEYS = ['bucket', 'prefix', 'client', 'region', 'endpoint', 'forcePathStyle', 'credentials', 'clientOptions', 'partSize', 'queueSize'] as const;
 const keysMatch: [keyof S3FileStorageOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof S3FileStorageOptions] ? true : false) : false = true;
 void keysMatch;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The options given, of their types (an endpoint or region of another type failed only at the first request). */
+function checkTypes(o: S3FileStorageOptions): void {
+  for (const k of ['prefix', 'region', 'endpoint'] as const) {
+    if (o[k] !== undefined && typeof o[k] !== 'string') throw new ConfigError(k, `must be a string, got ${shown(o[k])}`);
+  }
+  if (o.forcePathStyle !== undefined && typeof o.forcePathStyle !== 'boolean') throw new ConfigError('forcePathStyle', `must be true or false, got ${shown(o.forcePathStyle)}`);
+  const c = o.credentials as unknown;
+  // (the SDK also takes a provider function, such as fromIni())
+  if (c !== undefined && typeof c !== 'function' && (!isObject(c) || typeof c.accessKeyId !== 'string' || typeof c.secretAccessKey !== 'string' || (c.sessionToken !== undefined && typeof c.sessionToken !== 'string'))) {
+    throw new ConfigError('credentials', `must be { accessKeyId, secretAccessKey, sessionToken? } of strings (or left out for the SDK's credential chain)`); // (never shown: it may hold a secret)
+  }
+  if (o.clientOptions !== undefined && !isObject(o.clientOptions)) throw new ConfigError('clientOptions', `must be an object of S3ClientConfig fields, got ${shown(o.clientOptions)}`);
+  if (o.client !== undefined && (!isObject(o.client) || typeof o.client.send !== 'function')) throw new ConfigError('client', 'must be an S3Client of @aws-sdk/client-s3 (with send())');
+}
 
 const PEERS = '@aws-sdk/client-s3 and @aws-sdk/lib-storage';
 const MIN_PART = 5 * 1024 * 1024;
@@ -82,6 +102,7 @@ export class S3FileStorage implements FileStorage {
   constructor(options: S3FileStorageOptions) {
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
     onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
+    checkTypes(options);
     const partSize = options.partSize ?? MIN_PART;
     if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
     const queueSize = options.queueSize ?? 4;

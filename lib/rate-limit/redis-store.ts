@@ -10,6 +10,7 @@ import { withTimeout } from './with-timeout';
 import { MAX_TIMER_MS } from '../timers';
 import { requireOptional } from '../optional-package';
 import { onlyKnownKeys } from '../validations';
+import { ConfigError } from '../errors';
 
 /**
  * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs).
@@ -94,6 +95,14 @@ export class RedisRateLimitStore implements RateLimitStore {
       throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
     }
     onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
+    // (ioredis reads a number as a port, an object as its options: each would connect somewhere unmeant)
+    if (options.url !== undefined && typeof options.url !== 'string') throw new ConfigError('url', `must be a Redis URL such as 'redis://host:6379', got ${typeof options.url === 'number' ? options.url : `a value of type ${typeof options.url}`}`); // (an object may hold a password)
+    const c = options.client as unknown as Record<string, unknown> | undefined;
+    if (c !== undefined && (typeof c !== 'object' || c === null || ['evalsha', 'eval', 'on', 'once', 'off'].some((m) => typeof c[m] !== 'function'))) {
+      throw new ConfigError('client', 'must be an ioredis client (Redis or Cluster)');
+    }
+    const ro = options.redisOptions as unknown;
+    if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) throw new ConfigError('redisOptions', 'must be an object of ioredis options');
     if (options.prefix !== undefined && typeof options.prefix !== 'string') {
       throw new TypeError(`scriptable-api: RedisRateLimitStore prefix must be a string, got ${JSON.stringify(options.prefix)}`);
     }

@@ -95,8 +95,8 @@ describe('MemoryRateLimitStore', () => {
   });
 
   test('refuses a key that is not an option, naming it and the nearest option', () => {
-    expect(() => new MemoryRateLimitStore({ maxkeys: 10 })).toThrow(/MemoryRateLimitStore maxkeys is not an option \(did you mean 'maxKeys'\?\)/);
-    expect(() => new MemoryRateLimitStore({ ttl: 10 })).toThrow(/ttl is not an option; the options are maxKeys, sweepIntervalMs, now/);
+    expect(() => new MemoryRateLimitStore({ maxkeys: 10 })).toThrow(/maxkeys: is not an option \(did you mean 'maxKeys'\?\)/);
+    expect(() => new MemoryRateLimitStore({ ttl: 10 })).toThrow(/ttl: is not an option; the options are maxKeys, sweepIntervalMs, now/);
   });
 
   test('close() clears buckets and is idempotent', async () => {

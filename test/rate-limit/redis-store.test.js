@@ -51,8 +51,23 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
   });
 
   test('refuses a key that is not an option, naming it (ioredis options belong in redisOptions)', () => {
-    expect(() => new RedisRateLimitStore({ url: redis.url, commandTimeout: 200 })).toThrow(/RedisRateLimitStore commandTimeout is not an option \(did you mean 'commandTimeoutMs'\?\)/);
-    expect(() => new RedisRateLimitStore({ url: redis.url, password: 'secret' })).toThrow(/RedisRateLimitStore password is not an option.*redisOptions/);
+    expect(() => new RedisRateLimitStore({ url: redis.url, commandTimeout: 200 })).toThrow(/commandTimeout.*is not an option.*did you mean 'commandTimeoutMs'/);
+    expect(() => new RedisRateLimitStore({ url: redis.url, password: 'secret' })).toThrow(/password.*is not an option/);
+  });
+
+  test('a url that is not a string, redisOptions that are not an object or a client that is not one are refused, naming the option', () => {
+    const { ConfigError } = require('../..');
+    // (ioredis reads a number as a port: every reservation would fail over to the fallback)
+    for (const [options, field] of [[{ url: 6379 }, 'url'], [{ url: redis.url, redisOptions: 'tls' }, 'redisOptions'], [{ client: {} }, 'client'], [{ client: 'redis://x' }, 'client']]) {
+      let error;
+      try {
+        new RedisRateLimitStore(options);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe(field);
+    }
   });
 
   test('commandTimeoutMs up to 2147483647 ms still reaches Redis', async () => {
