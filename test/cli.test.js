@@ -220,6 +220,17 @@ test('a bad command line exits 2 with the usage; a bad option in the config file
   expect(help.out.stdout).toMatch(/--script-timeout-ms/);
 });
 
+test('an apps folder that is missing or is a file: exit 1 naming it, nothing served', async () => {
+  const missing = cli(['serve', path.join(tmp, 'no-such-apps'), '--port', '0']);
+  expect(await missing.exited).toEqual({ code: 1, signal: null });
+  expect(missing.out.stderr).toBe(`scriptable-api: the apps folder ${path.join(tmp, 'no-such-apps')} does not exist\n`);
+  // (`serve config.json` for `serve --config config.json`: served no apps, with a warning)
+  const file = cli(['serve', path.join(tmp, 'config.json'), '--port', '0']);
+  expect(await file.exited).toEqual({ code: 1, signal: null });
+  expect(file.out.stderr).toBe(`scriptable-api: the apps folder ${path.join(tmp, 'config.json')} is not a folder\n`);
+  expect(file.out.stdout).not.toMatch(/serving/);
+});
+
 test('a config file: relative paths from its folder, flags win, the folder may come from it', async () => {
   const { parseCli } = require('../dist/cjs/cli/args.js');
   const { resolveConfig } = require('../dist/cjs/cli/config.js');

@@ -37,6 +37,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const config = await resolveConfig(args);
     if (!fs.existsSync(config.root)) throw new ConfigFileError(`the apps folder ${config.root} does not exist`);
+    if (!fs.statSync(config.root).isDirectory()) throw new ConfigFileError(`the apps folder ${config.root} is not a folder`);
     running = await startServer(config, logger);
     const apps = running.registry.listApps();
     logger.info(`scriptable-api ${version()} serving ${apps.length} app(s) from ${config.root} on ${running.url}`);
