@@ -120,6 +120,9 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     if (!isObject(engine) || typeof engine.run !== 'function' || typeof engine.close !== 'function') {
       throw new ConfigError('engine', "must be 'quickjs', 'vm2' or a ScriptEngine with run() and close()");
     }
+    for (const m of ['ready', 'stats'] as const) {
+      if (engine[m] !== undefined && typeof engine[m] !== 'function') throw new ConfigError(`engine.${m}`, `must be a function when given, got ${shown(engine[m], 40)}`);
+    }
   }
   timeoutMs(o.scriptTimeoutMs, 'scriptTimeoutMs');
   positiveInt(o.scriptMemoryLimitMb, 'scriptMemoryLimitMb', 8);

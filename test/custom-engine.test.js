@@ -61,3 +61,20 @@ test('what the sketch does not run answers its error outcome', async () => {
   expect(missing.status).toBe(500);
   expect(missing.body).toMatchObject({ code: 270202 });
 });
+
+test("an engine whose optional ready or stats is not a function is refused at startup, naming it (not at router.ready() or the first scrape)", () => {
+  const { ConfigError } = require('scriptable-api');
+  const base = { name: 'x', run: async () => ({}), close: async () => {} };
+  for (const [extra, field] of [[{ ready: true }, 'engine.ready'], [{ stats: { workers: 1 } }, 'engine.stats']]) {
+    let error;
+    try {
+      createApiRouter({ registry: new MemoryRegistry(), engine: { ...base, ...extra }, logger: false });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.field).toBe(field);
+  }
+  const router = createApiRouter({ registry: new MemoryRegistry(), engine: { ...base, ready: async () => {}, stats: () => ({ workers: 1, busy: 0, queued: 0 }) }, logger: false });
+  routers.push(router);
+});
