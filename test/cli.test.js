@@ -192,6 +192,29 @@ test('SIGTERM with a script still running after shutdownTimeoutMs: its connectio
   }
 });
 
+test('a second signal while the requests in flight finish exits at once, with exit code 130', async () => {
+  let onArrival;
+  const arrived = new Promise((resolve) => (onArrival = resolve));
+  const upstream = http.createServer(() => onArrival()); // never answers: the request stays in flight
+  await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+  try {
+    const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'config.json')]);
+    const url = await run.ready;
+    const pending = get(`${url}/demo/slow?upstream=${encodeURIComponent(`http://127.0.0.1:${upstream.address().port}/`)}`).catch((e) => e.code);
+    await arrived;
+    run.child.kill('SIGTERM');
+    await waitFor(run, 'stdout', /SIGTERM: no new connections/);
+    run.child.kill('SIGINT');
+    const exited = await Promise.race([run.exited, new Promise((r) => setTimeout(() => r('still running after 15 s'), 15000).unref())]);
+    expect(exited).toEqual({ code: 130, signal: null });
+    expect(run.out.stderr).toMatch(/SIGINT again: exiting now/);
+    await pending;
+  } finally {
+    upstream.closeAllConnections();
+    upstream.close();
+  }
+});
+
 test('a port in use: a clear message and exit code 1', async () => {
   const blocker = http.createServer();
   await new Promise((r) => blocker.listen(0, '127.0.0.1', r));
