@@ -3,7 +3,7 @@
  * Embedding the router in your own Express app, over the same folder of apps `npm start` serves
  * (examples/apps) — what `scriptable-api serve` does, written out:
  *
- *   node examples/server.js        # PORT=3000 by default
+ *   node examples/server.js        # PORT=3000 by default; Ctrl+C stops it (its data is in a temp folder, removed then)
  *   curl 'http://localhost:3000/web0/api/shop/orders/list?token=demo-token'
  *   curl 'http://localhost:3000/web0/api/shop/orders/list'              # 401 from the before hook
  *   curl -X POST 'http://localhost:3000/web0/api/shop/orders/create?token=demo-token' -d '{"item":"pen","qty":0}'
@@ -46,11 +46,20 @@ function createServer({ dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'scripta
 }
 
 if (require.main === module) {
-  const { app, close } = createServer();
+  const { app, close, dataDir } = createServer();
   const server = app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', () => {
     console.log(`scriptable-api example listening on http://127.0.0.1:${server.address().port}/web0/api`);
   });
-  process.once('SIGTERM', () => server.close(() => close().then(() => process.exit(0))));
+  // Ctrl+C or SIGTERM: stop listening, let the requests in flight finish, remove the data folder
+  const stop = () =>
+    server.close(() =>
+      close().then(() => {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        process.exit(0);
+      }),
+    );
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }
 
 module.exports = { createServer, ACCOUNTS };

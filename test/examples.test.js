@@ -133,6 +133,40 @@ test('`npm start`: the CLI serves examples/apps and prints a URL that answers', 
   }
 });
 
+test('`node examples/server.js` as its comment says: serves the APIs and /metrics, and SIGTERM or SIGINT stops it, its data folder removed', async () => {
+  for (const signal of ['SIGTERM', 'SIGINT']) {
+    // its own temp folder: the example keeps its data in os.tmpdir()
+    const tmpdir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'sapi-example-server-'));
+    const child = spawn(process.execPath, [path.join(__dirname, '..', 'examples', 'server.js')], {
+      env: { ...process.env, PORT: '0', TMPDIR: tmpdir, TMP: tmpdir, TEMP: tmpdir },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
+    try {
+      const url = await new Promise((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+          const m = /listening on (http:\/\/\S+)/.exec(out);
+          if (m) resolve(m[1]);
+        });
+        exited.then(({ code }) => reject(new Error(`examples/server.js exited with ${code}`)));
+      });
+      expect((await fetch(`${url}/shop/hello?name=Ada`).then((r) => r.text()))).toBe('Hello, Ada!');
+      expect((await fetch(`${url}/shop/orders/list?token=demo-token`)).status).toBe(200);
+      expect((await fetch(`${url}/shop/orders/list`)).status).toBe(401);
+      expect((await fetch(`${url}/shop/report?token=demo-token`).then((r) => r.text()))).toBe('id,item,qty\n1,pen,2\n2,ink,1\n');
+      expect((await fetch(`${new URL(url).origin}/metrics`).then((r) => r.text()))).toMatch(/scriptable_api_requests_total/);
+      child.kill(signal);
+      expect(await exited).toEqual({ code: 0, signal: null });
+      expect(fs.readdirSync(tmpdir)).toEqual([]);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      fs.rmSync(tmpdir, { recursive: true, force: true });
+    }
+  }
+});
+
 test('every example definition names its schema and conforms to it (an independent ajv)', () => {
   const ajv = new Ajv({ allErrors: true, strict: false });
   const root = path.join(__dirname, '..', 'examples', 'apps');
