@@ -238,3 +238,19 @@ test("the package's other constructors refuse a key that is not an option too, n
   new LocalFileStorage({ root: '/tmp/x' });
   new MemoryRateLimitStore({ maxKeys: 10, sweepIntervalMs: 0, now: () => 0 });
 });
+
+test('the package ships what its README links to in docs/, and the dist files its entries load', () => {
+  const [packed] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' }));
+  const files = new Set(packed.files.map((f) => f.path));
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const links = [...readme.matchAll(/\]\((docs\/[^)#\s]+)/g)].map((m) => m[1]);
+  expect(links.length).toBeGreaterThanOrEqual(3);
+  for (const link of links) expect({ link, shipped: files.has(link) }).toEqual({ link, shipped: true });
+  const pkg = require('../package.json');
+  for (const entry of [pkg.main, pkg.types, pkg.bin['scriptable-api'], ...Object.values(pkg.exports['.']).flatMap((c) => Object.values(c))]) {
+    expect({ entry, shipped: files.has(entry.replace(/^\.\//, '')) }).toEqual({ entry, shipped: true });
+  }
+  expect(files.has('dist/cjs/runtime/sandbox/adapter.js')).toBe(true);
+  // sources and tests stay out
+  expect([...files].filter((f) => /^(lib|test|bench|scripts|examples)\//.test(f))).toEqual([]);
+});
