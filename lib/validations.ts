@@ -14,7 +14,7 @@ import { checkSchema, dotted } from './definitions/schema';
 import { nearestName, shown } from './definitions/names';
 import { validateUploadOptions } from './context/upload-options';
 import { isFileStorage } from './files/storage';
-import { validateFileRoots } from './files/file-roots';
+import { validateFileRootKinds, validateFileRoots } from './files/file-roots';
 import { hostAllowed } from './outbound/address-policy';
 import { isIP } from 'node:net';
 
@@ -159,6 +159,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (o.storage !== undefined && o.storageDir !== undefined) throw new ConfigError('storage', 'give either storage or storageDir, not both (storageDir is new LocalFileStorage({ root: storageDir }))');
   validateUploadOptions(o.upload);
   validateFileRoots(o);
+  validateFileRootKinds(o);
   if (o.outbound !== undefined) {
     if (!isObject(o.outbound)) throw new ConfigError('outbound', 'must be an object');
     const ob = o.outbound;

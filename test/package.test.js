@@ -254,3 +254,29 @@ test('the package ships what its README links to in docs/, and the dist files it
   // sources and tests stay out
   expect([...files].filter((f) => /^(lib|test|bench|scripts|examples)\//.test(f))).toEqual([]);
 });
+
+test('a sandboxDir, storageDir or upload.tmpDir that is a file is refused at startup, naming it (every file operation failed with a 500)', () => {
+  const os = require('node:os');
+  const { createApiRouter, MemoryRegistry, ConfigError } = require('scriptable-api');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-roots-'));
+  const file = path.join(dir, 'not-a-folder');
+  fs.writeFileSync(file, 'x');
+  try {
+    for (const [options, field] of [[{ sandboxDir: file }, 'sandboxDir'], [{ storageDir: file }, 'storageDir'], [{ upload: { tmpDir: file } }, 'upload.tmpDir']]) {
+      let error;
+      try {
+        createApiRouter({ registry: new MemoryRegistry(), logger: false, ...options }).close({ force: true });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe(field);
+      expect(error.message).toContain('is a file, not a folder');
+    }
+    expect(() => createApiRouter({ registry: new MemoryRegistry(), logger: false, storageDir: path.join(file, 'sub') })).toThrow('invalid storageDir: ' + JSON.stringify(path.join(file, 'sub')) + ' is under a file, not a folder');
+    // folders that do not exist yet are made on first use
+    createApiRouter({ registry: new MemoryRegistry(), logger: false, workers: 1, sandboxDir: path.join(dir, 'sandbox'), storageDir: path.join(dir, 'storage') }).close({ force: true });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -3,6 +3,7 @@
  * (`upload.tmpDir`) must stay apart: in `<root>/<appId>/`, a root inside another root makes one of
  * its sub-folders an app's area, and the app with that id would read every app's files there.
  */
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConfigError } from '../errors';
@@ -30,5 +31,25 @@ export function validateFileRoots(o: { sandboxDir?: string; storageDir?: string;
       const dflt = o.upload?.tmpDir === undefined ? ` (its default is the OS temp folder, ${tmpDir})` : '';
       throw new ConfigError('upload.tmpDir', `must not be inside ${r.field}${dflt}: an app would reach other requests' uploads`);
     }
+  }
+}
+
+/**
+ * Throws ConfigError when `sandboxDir`, `storageDir` or `upload.tmpDir` names something that is
+ * there and is not a folder (a missing folder is made on first use): every file operation under it
+ * would fail. Call after the options' types are checked.
+ */
+export function validateFileRootKinds(o: { sandboxDir?: string; storageDir?: string; upload?: { tmpDir?: string } }): void {
+  const given: [string, string | undefined][] = [['sandboxDir', o.sandboxDir], ['storageDir', o.storageDir], ['upload.tmpDir', o.upload?.tmpDir]];
+  for (const [field, dir] of given) {
+    if (typeof dir !== 'string') continue;
+    let stat: fs.Stats | undefined;
+    try {
+      stat = fs.statSync(dir, { throwIfNoEntry: false });
+    } catch (e) {
+      // (ENOTDIR: a file on the way; other failures, such as EACCES, are left to the file operations)
+      if ((e as NodeJS.ErrnoException).code === 'ENOTDIR') throw new ConfigError(field, `${JSON.stringify(dir)} is under a file, not a folder`);
+    }
+    if (stat && !stat.isDirectory()) throw new ConfigError(field, `${JSON.stringify(dir)} is a file, not a folder`);
   }
 }
