@@ -14,6 +14,7 @@ export { WorkerPool } from './runtime/pool';
 export type { PoolOptions } from './runtime/pool';
 export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, ScriptSource, EngineStats, ErrorDetail } from './runtime/engine';
 export type * from './runtime/protocol';
+export type { HostOps, HostOp } from './runtime/messages';
 export { validateApiDefinition } from './validations';
 export { validateAutomation } from './automation/compile';
 export { LocalFileStorage } from './files/local-storage';

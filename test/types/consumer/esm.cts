@@ -42,3 +42,9 @@ export const attachment: api.TableAttachment | undefined = undefined;
 registry.putApi('a', { $schema: '../../schemas/api-definition.json', path: 'q', call: { script: 'm.js', function: 'f' }, returnType: 'JSON' });
 registry.putAutomation('a', { $schema: '../../schemas/automation.json', id: 'z', steps: [{ type: 'return', value: 1 }] });
 export const withSchema: api.ApiDefinition = { $schema: '../../schemas/api-definition.json', path: 'r', call: { automation: 'z' }, returnType: 'Text' };
+// An engine of one's own types its host calls with the table docs/script-engine.md names.
+export async function accountOf(host: api.HostBridge, token: string): Promise<api.HostOps['system.getAccountByToken']['result']> {
+  const op: api.HostOp = 'system.getAccountByToken';
+  const args: api.HostOps[typeof op]['args'] = { token };
+  return (await host.call(op, args)) as api.HostOps[typeof op]['result'];
+}
