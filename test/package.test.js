@@ -211,7 +211,7 @@ test('maxWorkers below the default worker count (CPUs - 1) lowers that default i
 });
 
 test("the package's other constructors refuse a key that is not an option too, naming the one meant", () => {
-  const { MemoryRegistry, LocalFileStorage, S3FileStorage, MemoryRateLimitStore, RedisRateLimitStore, ConfigError } = require('scriptable-api');
+  const { MemoryRegistry, DirectoryRegistry, LocalFileStorage, S3FileStorage, MemoryRateLimitStore, RedisRateLimitStore, ConfigError } = require('scriptable-api');
   const cases = [
     // an app under `app` (or its APIs under `api`) would leave the registry empty: every call a 404
     [() => new MemoryRegistry({ app: {} }), 'app', "(did you mean 'apps'?)"],
@@ -222,6 +222,11 @@ test("the package's other constructors refuse a key that is not an option too, n
     [() => new S3FileStorage({ bucket: 'b', clientoptions: {} }), 'clientoptions', "(did you mean 'clientOptions'?)"],
     [() => new MemoryRateLimitStore({ maxkeys: 10 }), 'maxkeys', "(did you mean 'maxKeys'?)"],
     [() => new RedisRateLimitStore({ url: 'redis://127.0.0.1:1', prefx: 'tenant:' }), 'prefx', "(did you mean 'prefix'?)"],
+    // a misspelt required option is named as such, not reported missing
+    [() => new RedisRateLimitStore({ uri: 'redis://127.0.0.1:1' }), 'uri', "(did you mean 'url'?)"],
+    [() => new S3FileStorage({ bucekt: 'b' }), 'bucekt', "(did you mean 'bucket'?)"],
+    [() => new LocalFileStorage({ rot: '/tmp/x' }), 'rot', "(did you mean 'root'?)"],
+    [() => new DirectoryRegistry({ rot: '/tmp/x' }), 'rot', "(did you mean 'root'?)"],
   ];
   for (const [make, field, hint] of cases) {
     let error;

@@ -100,8 +100,8 @@ export class S3FileStorage implements FileStorage {
   private readonly queueSize: number;
 
   constructor(options: S3FileStorageOptions) {
+    if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
-    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     checkTypes(options);
     const partSize = options.partSize ?? MIN_PART;
     if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);

@@ -91,10 +91,10 @@ export class RedisRateLimitStore implements RateLimitStore {
   private firstReady: Promise<void> | undefined;
 
   constructor(options: RedisRateLimitStoreOptions) {
+    if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (!options || (!options.url && !options.client)) {
       throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
     }
-    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     // (ioredis reads a number as a port, an object as its options: each would connect somewhere unmeant)
     if (options.url !== undefined && typeof options.url !== 'string') throw new ConfigError('url', `must be a Redis URL such as 'redis://host:6379', got ${typeof options.url === 'number' ? options.url : `a value of type ${typeof options.url}`}`); // (an object may hold a password)
     const c = options.client as unknown as Record<string, unknown> | undefined;

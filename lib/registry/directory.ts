@@ -142,10 +142,10 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
 
   constructor(options: DirectoryRegistryOptions) {
     super();
+    if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (typeof options !== 'object' || options === null || typeof options.root !== 'string' || options.root === '') {
       throw new ConfigError('root', 'new DirectoryRegistry({ root }) needs the path of the apps folder');
     }
-    onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (options.previewRoot !== undefined && (typeof options.previewRoot !== 'string' || options.previewRoot === '')) throw new ConfigError('previewRoot', 'must be a folder path');
     if (options.watch !== undefined && typeof options.watch !== 'boolean') throw new ConfigError('watch', `must be true or false, got ${shown(options.watch)}`);
     const l = options.logger as unknown as Record<string, unknown> | false | undefined;
