@@ -498,15 +498,20 @@ describe('routing errors', () => {
   });
 });
 
-describe('response text in the charset the response declares', () => {
+describe.each(['quickjs', 'vm2'])('response text in the charset the response declares (%s)', (engine) => {
   const iconv = require('iconv-lite');
   const scripts = {
     'c.js': `export function text(ctx) { ctx.response.setContentType('text/plain;charset=ISO-8859-1'); return 'café€' }
       export function writer(ctx) { ctx.response.setContentType('text/plain;charset=Shift_JIS'); ctx.response.getWriter().write('日本') }
-      export function plain(ctx) { return 'café€' }`,
+      export function plain(ctx) { return 'café€' }
+      export function encText(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); return 'café€' }
+      export function encWriter(ctx) { ctx.response.setCharacterEncoding('Shift_JIS'); ctx.response.getWriter().write('日本') }
+      export function encJson(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); return { a: 'café' } }
+      export function encBytes(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); ctx.response.getOutputStream().write([1, 2]); ctx.response.getWriter().write('é') }`,
   };
-  const apis = ['text', 'writer', 'plain'].map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: 'Text' }));
-  const { app, router } = makeApp({ apps: { app1: { scripts, apis } } });
+  const fns = ['text', 'writer', 'plain', 'encText', 'encWriter', 'encJson', 'encBytes'];
+  const apis = fns.map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: fn === 'encJson' ? 'JSON' : 'Text' }));
+  const { app, router } = makeApp({ apps: { app1: { scripts, apis } }, router: { engine } });
   afterAll(() => router.close());
   const bytes = (path) => request(app).get(`/web0/api/app1/${path}`).buffer(true).parse((res, cb) => {
     const chunks = [];
@@ -527,6 +532,21 @@ describe('response text in the charset the response declares', () => {
 
   test('no charset set: UTF-8', async () => {
     expect((await bytes('plain')).body).toEqual(Buffer.from('café€', 'utf8'));
+  });
+
+  test('setCharacterEncoding alone: the return type\'s own type with that charset, and the text in it', async () => {
+    const text = await bytes('encText');
+    expect(text.headers['content-type']).toBe('text/plain;charset=ISO-8859-1');
+    expect(text.body).toEqual(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x3f]));
+    const writer = await bytes('encWriter');
+    expect(writer.headers['content-type']).toBe('text/plain;charset=Shift_JIS');
+    expect(writer.body).toEqual(iconv.encode('日本', 'Shift_JIS'));
+    const json = await bytes('encJson');
+    expect(json.headers['content-type']).toBe('application/json;charset=ISO-8859-1');
+    expect(json.body).toEqual(Buffer.from('{"a":"caf\u00e9"}', 'latin1'));
+    const mixed = await bytes('encBytes');
+    expect(mixed.headers['content-type']).toBe('application/octet-stream');
+    expect(mixed.body).toEqual(Buffer.from([1, 2, 0xe9]));
   });
 });
 

@@ -57,6 +57,17 @@ export function contentTypeOf(state: ResponseState): string | null {
   return state.contentType;
 }
 
+/**
+ * The Content-Type a body goes out with: the script's own (contentTypeOf), else `defaultType` with
+ * the encoding the script set (`setCharacterEncoding` alone) in place of its charset, as the text
+ * is then encoded in it.
+ */
+export function bodyType(state: ResponseState, defaultType: string): string {
+  const declared = contentTypeOf(state);
+  if (declared !== null) return declared;
+  return state.characterEncoding ? defaultType.replace(/;\s*charset=[^;]*/i, `;charset=${state.characterEncoding}`) : defaultType;
+}
+
 /** Sends the response exactly as the script wrote it. */
 export function sendWritten(res: ServerResponse, requestId: string, state: ResponseState): void {
   applyHeaders(res, state);
@@ -72,11 +83,10 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
     return;
   }
   // (text in the response's charset, as a servlet's writer writes it)
-  const declared = contentTypeOf(state);
-  const charset = responseCharset(declared);
+  const charset = responseCharset(bodyType(state, 'text/plain;charset=UTF-8'));
   const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? encodeText(c.t, charset) : Buffer.from(c.b, 'base64'))));
   res.statusCode = state.status;
-  const type = declared ?? (state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
+  const type = bodyType(state, state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
   endWithBody(res, body, body.length > 0 || state.contentType ? type : null);
 }
 
@@ -92,7 +102,7 @@ function asciiHead(state: ResponseState, type: string): boolean {
 /** Sends a serialized result: the script's status, its content type or the return type's default. */
 export function sendBody(res: ServerResponse, state: ResponseState, body: string, defaultType: string): void {
   res.statusCode = state.status;
-  const type = contentTypeOf(state) ?? defaultType;
+  const type = bodyType(state, defaultType);
   const charset = responseCharset(type);
   // (a UTF-8 string goes out with the head in one write, but Node then encodes the head as UTF-8
   // too: a Latin-1 header value (`José`) goes as a Buffer body, after a head written byte for byte)
