@@ -247,6 +247,29 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([type.status, type.headers['content-type'], type.text]).toEqual([200, 'text/plain', '']);
   });
 
+  test("onError after a call that wrote and threw: headers alone give the default error, a status alone goes with an empty body (never the failed call's partial body)", async () => {
+    const { app } = api(
+      'export function fn(ctx) { ctx.response.getWriter().write("half a page"); throw new Error("failed") }',
+      { onError: { script: 'hooks.js', function: 'onError' }, returnType: 'Text' },
+      {},
+      {
+        scripts: {
+          'hooks.js': `export function onError(ctx, error) {
+            ctx.response.setHeader('X-Error-Id', error.requestId);
+            if (ctx.query.m === 'status') ctx.response.setStatus(503);
+            if (ctx.query.m === 'write') ctx.response.getWriter().write(' handled');
+          }`,
+        },
+      },
+    );
+    const headerOnly = await request(app).get('/web0/api/app1/p');
+    expect([headerOnly.status, headerOnly.body]).toEqual([500, { requestId: headerOnly.headers['x-request-id'], message: 'failed', code: 270000 }]);
+    const status = await request(app).get('/web0/api/app1/p?m=status');
+    expect([status.status, status.text, status.headers['x-error-id']]).toEqual([503, '', status.headers['x-request-id']]);
+    const written = await request(app).get('/web0/api/app1/p?m=write');
+    expect([written.status, written.headers['x-error-id']]).toEqual([200, written.headers['x-request-id']]);
+  });
+
   test("platform.app.abort() without a message answers the error table's ABORTED message, as an automation's abort step does", async () => {
     const { app, registry } = api('export function fn() { platform.app.abort() }');
     registry.putAutomation('app1', { id: 'stop', steps: [{ type: 'abort' }] });

@@ -96,6 +96,11 @@ function wrote(state: CarriedState): boolean {
   return r.written || r.error !== null || r.redirect !== null;
 }
 
+/** The body part of a response (what it wrote, sendError, sendRedirect), as text to compare. */
+function answerText(r: CarriedState['response']): string {
+  return JSON.stringify([r.written, r.chunks, r.error, r.redirect]);
+}
+
 interface StageResult {
   out?: StageOutput;
   fail?: Fail;
@@ -242,7 +247,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   if (call.fail) {
     if (!job.onError || call.fatal) return result(call.fail);
     const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
-    const before = JSON.stringify(state.response);
+    const before = answerText(state.response);
     const { status, contentType } = state.response;
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
     if (r.fail) {
@@ -251,13 +256,18 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       r.fail.detail = { ...r.fail.detail, callFailure: { code: call.fail.code, message: call.fail.message, script: d?.script, location: d?.location } };
       return result(r.fail);
     }
-    // (what the failed call wrote, redirected or sent is not onError's answer: only a change it made is)
-    const changed = JSON.stringify(state.response) !== before;
-    if (changed && wrote(state)) return result({ kind: 'written' });
+    // (what the failed call wrote, redirected or sent is not onError's answer: only a body it wrote is;
+    // a header it set is not, whatever the call wrote before)
+    if (wrote(state) && answerText(state.response) !== before) return result({ kind: 'written' });
     if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
-    // A status or content type set without a body is its answer, sent with an empty body; headers
-    // alone (an audit header) are not: the default error response goes out, never a bare 200.
-    if (state.response.status !== status || state.response.contentType !== contentType) return result({ kind: 'written' });
+    // A status or content type set without a body is its answer, sent with an empty body (not the
+    // failed call's); headers alone (an audit header) are not: the default error response goes
+    // out, never a bare 200. (A status could change only while nothing was committed: no
+    // sendError or sendRedirect of the call is left to drop.)
+    if (state.response.status !== status || state.response.contentType !== contentType) {
+      state = { ...state, response: { ...state.response, chunks: [], written: false } };
+      return result({ kind: 'written' });
+    }
     return result(call.fail);
   }
 
