@@ -383,3 +383,35 @@ test('stringToBytes: a result over 256 KiB is refused in the script (RangeError)
     await router.close();
   }
 }, 60_000);
+
+// QuickJS's C code runs on the worker thread's stack as well as on its WebAssembly stack: its own
+// stack limit must trip first, and a module a stack overflow of the thread unwound half-way must
+// not serve another call.
+describe.each(['quickjs', 'vm2'])('deep nesting on the %s engine', (engine) => {
+  const deep = 'var o = {}, c = o; for (var i = 0; i < 15000; i++) { c.a = [{}]; c = c.a[0] }';
+  const { app, router } = makeApp({
+    apps: {
+      evil: {
+        scripts: {
+          'result.js': `export function fn() { ${deep}; return o }`,
+          'stringify.js': `export function fn() { ${deep}; try { return JSON.stringify(o, (k, v) => v).length } catch (e) { return String(e) } }`,
+        },
+        apis: ['result', 'stringify'].map((name) => ({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON' })),
+      },
+      good: {
+        scripts: { 'fast.js': 'export function f(ctx) { return { fast: true, n: ctx.query.n ?? null } }' },
+        apis: [{ path: 'fast', call: { script: 'fast.js', function: 'f' }, returnType: 'JSON' }],
+      },
+    },
+    router: { engine, workers: 1 },
+  });
+  afterAll(() => router.close());
+
+  test.each(['stringify', 'result'])("%s 30,000 levels deep, twice: a value, a script error, an invalid result or the time limit (never 270205), and another app's calls on that worker keep answering", async (name) => {
+    for (let round = 0; round < 2; round++) {
+      const res = await request(app).get(`/web0/api/evil/${name}`);
+      if (res.status !== 200) expect([res.status, [C.TIMEOUT, C.SCRIPT_ERROR, 270300].includes(res.body.code) ? 'clean' : res.body]).toEqual([500, 'clean']);
+      for (let n = 0; n < 3; n++) expect((await request(app).get(`/web0/api/good/fast?n=${n}`)).body).toEqual({ fast: true, n: String(n) });
+    }
+  }, 120_000);
+});

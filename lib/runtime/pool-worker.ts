@@ -85,7 +85,9 @@ export class PoolWorker {
         maxOldGenerationSizeMb:
           Math.max(64, settings.memoryLimitMb * 2) + (settings.engine === 'vm2' ? Math.ceil(vm2ContextBudgetMb(settings.contextBudgetMb)) : 2 * AUTOMATION_HELD_MB),
         maxYoungGenerationSizeMb: 16,
-        stackSizeMb: 4,
+        // (QuickJS's C code runs on this thread's stack too, where its own 512 KiB limit does not
+        // look: deep C recursion, JSON.stringify of 15,000 levels, overflowed 4 MiB before it)
+        stackSizeMb: settings.engine === 'quickjs' ? 16 : 4,
       },
     });
     this.worker.unref();

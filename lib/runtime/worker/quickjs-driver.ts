@@ -201,6 +201,18 @@ export class QuickJsDriver implements SandboxDriver {
     return e;
   }
 
+  /**
+   * An exception of the host's own that escaped the WebAssembly module (V8's stack overflow on the
+   * worker thread's stack, a WebAssembly trap): it unwound the module's C code half-way, leaving
+   * its stack pointer and the runtime's frames where they were, so the module is retired (the
+   * next calls of every app on it failed with 'memory access out of bounds').
+   */
+  trapped(err: unknown): EngineError {
+    if (err instanceof EngineError) return err;
+    this.poisoned = true;
+    return new EngineError('ENGINE_FAILURE', (err as Error)?.message ?? String(err));
+  }
+
   private classify(err: { name: string; message: string }): EngineError {
     if (this.interrupted || err.message === 'interrupted') {
       this.interrupted = false;
@@ -230,9 +242,10 @@ export class QuickJsDriver implements SandboxDriver {
       context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * code.length;
       this.contextBytes += context.bytes;
     } catch (e) {
+      const failure = this.trapped(e);
       context.dispose();
       this.checkHeap();
-      throw e;
+      throw failure;
     }
     return context;
   }
@@ -326,15 +339,19 @@ class QuickJsContext implements EngineContext {
   /** Calls an entry method with strings and numbers (and the namespace first for start), then runs the jobs it queued. */
   private enter(method: QuickJSHandle, args: Array<string | number | QuickJSHandle>): string {
     const { ctx } = this;
-    const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a));
-    const r = ctx.callFunction(method, ctx.undefined, ...handles);
-    handles.forEach((h, i) => typeof args[i] !== 'object' && h.dispose());
-    if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
-    const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
-    r.value.dispose();
-    this.runJobs();
-    this.driver.checkHeap();
-    return text;
+    try {
+      const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a));
+      const r = ctx.callFunction(method, ctx.undefined, ...handles);
+      handles.forEach((h, i) => typeof args[i] !== 'object' && h.dispose());
+      if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
+      const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
+      r.value.dispose();
+      this.runJobs();
+      this.driver.checkHeap();
+      return text;
+    } catch (e) {
+      throw this.driver.trapped(e);
+    }
   }
 
   start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = ''): void {
