@@ -93,6 +93,16 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(empty.text).toBe('');
   });
 
+  test('Text: a result with no string form (no toString, valueOf or Symbol.toPrimitive) is INVALID_RESULT, as a JSON result with no JSON form is; a toString that throws stays its script error', async () => {
+    const { app, registry } = api('export function fn() { var o = Object.create(null); o.a = 1; return o }', { returnType: 'Text' });
+    registry.putScript('app1', 't.js', 'export function f() { return { toString() { var e = new Error("no text"); e.code = 4001; throw e } } }');
+    registry.putApi('app1', { path: 't', call: { script: 't.js', function: 'f' }, returnType: 'Text' });
+    const bare = await request(app).get('/web0/api/app1/p');
+    expect([bare.status, bare.body.code, bare.body.message]).toEqual([500, 270300, 'Text return type needs a value with a string form, got an object without toString']);
+    const thrown = await request(app).get('/web0/api/app1/t');
+    expect([thrown.status, thrown.body.code, thrown.body.message]).toEqual([500, 4001, 'no text']);
+  });
+
   test('Redirect: a 302 also when the script set another status (the spec: status 302); its headers go out', async () => {
     const { app } = api('export function fn(ctx) { ctx.response.setStatus(301); ctx.response.setHeader("X-Kept", "1"); return "https://example.com/moved" }', { returnType: 'Redirect' });
     const res = await request(app).get('/web0/api/app1/p').redirects(0);

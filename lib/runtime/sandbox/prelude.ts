@@ -119,6 +119,7 @@ export var wmSet: <V>(wm: WeakMap<object, V>, key: object, value: V) => unknown 
 export var reExec: (re: RegExp, s: string) => RegExpExecArray | null = uncurry(RegExp.prototype.exec);
 export var promiseThen: (p: unknown, onValue?: (v: any) => unknown, onError?: (e: unknown) => unknown) => Promise<unknown> = uncurry(Promise.prototype.then);
 export var SymIterator = Symbol.iterator;
+export var SymToPrimitive = Symbol.toPrimitive;
 export var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
 /** Getters of an ArrayBuffer's and a view's extent, captured: each throws for anything but its own kind (no look-alike passes). */
 function getter(proto: object | undefined, key: string): ((self: unknown) => any) | undefined {

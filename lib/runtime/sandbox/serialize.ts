@@ -4,7 +4,7 @@
  * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
  */
-import { Str, indexOf, isNil, isObj, safeString, strSlice } from './prelude';
+import { Str, SymToPrimitive, indexOf, isNil, isObj, safeString, strSlice } from './prelude';
 import { stringifyUser } from './encoding';
 import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 
@@ -53,9 +53,21 @@ export function thrownInfo(e: unknown): ThrownError {
 export function typeName(v: unknown): string {
   return v === null ? 'null' : typeof v;
 }
-/** A JSON result with no JSON form (BigInt, cycle) is `invalid`; only running out of memory throws. */
+/**
+ * Whether String(v) has a method to call: an object without toString, valueOf and
+ * Symbol.toPrimitive (Object.create(null)) has no string form. (Reading them may run a getter.)
+ */
+function hasStringForm(v: unknown): boolean {
+  if (!isObj(v)) return true;
+  return typeof v[SymToPrimitive] === 'function' || typeof v.toString === 'function' || typeof v.valueOf === 'function';
+}
+/** A JSON result with no JSON form (BigInt, cycle) is `invalid`, as a Text result with no string form is; only running out of memory throws. */
 export function serializeOutput(returnType: StageHead['returnType'], v: unknown): SerializedOutput {
-  if (returnType === 'Text') return { type: 'Text', text: isNil(v) ? '' : Str(v) };
+  if (returnType === 'Text') {
+    if (isNil(v)) return { type: 'Text', text: '' };
+    if (!hasStringForm(v)) return { type: 'invalid', message: 'Text return type needs a value with a string form, got an object without toString' };
+    return { type: 'Text', text: Str(v) };
+  }
   if (returnType === 'Redirect') {
     return typeof v === 'string' && v !== ''
       ? { type: 'Redirect', location: v }
