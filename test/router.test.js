@@ -280,6 +280,23 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([written.status, written.headers['x-error-id']]).toEqual([200, written.headers['x-request-id']]);
   });
 
+  test("onError that returns a value after the call's sendRedirect or sendError and throw: the value goes out as a 200, not under the call's 302 (without its Location) or error status", async () => {
+    const { app } = api(
+      `export function fn(ctx) {
+        if (ctx.query.m === 'redirect') ctx.response.sendRedirect('/elsewhere');
+        if (ctx.query.m === 'sendError') ctx.response.sendError(409, 'conflict');
+        throw new Error('failed after ' + ctx.query.m);
+      }`,
+      { onError: { script: 'hooks.js', function: 'onError' } },
+      {},
+      { scripts: { 'hooks.js': 'export function onError(ctx, error) { return { handled: error.message } }' } },
+    );
+    for (const m of ['redirect', 'sendError']) {
+      const res = await request(app).get(`/web0/api/app1/p?m=${m}`).redirects(0);
+      expect([res.status, res.headers.location, res.body]).toEqual([200, undefined, { handled: `failed after ${m}` }]);
+    }
+  });
+
   test("platform.app.abort() without a message answers the error table's ABORTED message, as an automation's abort step does", async () => {
     const { app, registry } = api('export function fn() { platform.app.abort() }');
     registry.putAutomation('app1', { id: 'stop', steps: [{ type: 'abort' }] });

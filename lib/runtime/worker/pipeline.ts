@@ -259,7 +259,12 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // (what the failed call wrote, redirected or sent is not onError's answer: only a body it wrote is;
     // a header it set is not, whatever the call wrote before)
     if (wrote(state) && answerText(state.response) !== before) return result({ kind: 'written' });
-    if (r.out!.hasValue) return result({ kind: 'output', output: r.out!.output! });
+    if (r.out!.hasValue) {
+      // (the status the failed call's sendError / sendRedirect set is not its answer's either: a
+      // 302 without its Location; onError could not set one, the response being committed)
+      if (state.response.error !== null || state.response.redirect !== null) state = { ...state, response: { ...state.response, status: 200 } };
+      return result({ kind: 'output', output: r.out!.output! });
+    }
     // A status or content type set without a body is its answer, sent with an empty body (not the
     // failed call's); headers alone (an audit header) are not: the default error response goes
     // out, never a bare 200. (A status could change only while nothing was committed: no
