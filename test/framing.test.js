@@ -92,6 +92,23 @@ const SCRIPTS = {
   noContentWriter: 'export function fn(ctx) { ctx.response.setStatus(Number(ctx.query.s)); ctx.response.getWriter().write("hello") }',
   noContentError: 'export function fn(ctx) { ctx.response.sendError(204, "gone") }',
   badType: 'export function fn(ctx) { ctx.response.setContentType(ctx.query.t); return "x" }',
+  // (each distinct header costs the host's event loop: 100,000 of them held every app for seconds)
+  manyHeaders: `export function fn(ctx) {
+    const n = Number(ctx.query.n), r = ctx.response, how = ctx.query.how;
+    let refused = null;
+    try {
+      for (let i = 0; i < n; i++) {
+        if (how === 'set') r.setHeader('X-H' + i, 'v');
+        else if (how === 'int') r.addIntHeader('X-H' + i, i);
+        else r.addHeader(how === 'same' ? 'Set-Cookie' : 'X-H' + i, 'c' + i + '=1');
+      }
+    } catch (e) {
+      if (ctx.query.uncaught) throw e;
+      refused = e.name + ': ' + e.message;
+    }
+    if (how !== 'same') r.setHeader('X-H0', 'again'); // (replacing a header adds none)
+    return JSON.stringify({ refused, count: r.getHeaderNames().length });
+  }`,
 };
 
 const TYPES = { redirJs: 'Redirect', redirTab: 'Redirect', redirSpace: 'Redirect', redirData: 'Redirect', redirVb: 'Redirect', redirOk: 'Redirect' };
@@ -120,6 +137,31 @@ describe.each(['quickjs', 'vm2'])('response framing on the %s engine', (engine) 
   afterAll(async () => {
     server.close();
     await router.close();
+  });
+
+  test.each([
+    ['addHeader', 'add'],
+    ['addHeader of one name', 'same'],
+    ['setHeader', 'set'],
+    ['addIntHeader', 'int'],
+  ])('%s: at most 1000 response headers; the next one throws an IllegalStateException in the script', async (_label, how) => {
+    const { out } = await twoOnOneConnection(port, `a/manyHeaders?n=100000&how=${how}`, `a/manyHeaders?n=1000&how=${how}`);
+    expect(out).toHaveLength(2);
+    for (const r of out) {
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.headers).filter((k) => k.startsWith('x-h')).length).toBe(how === 'same' ? 0 : 1000);
+    }
+    expect(JSON.parse(out[0].body)).toEqual({ refused: 'IllegalStateException: A script may set at most 1000 response headers', count: how === 'same' ? 1 : 1000 });
+    expect(JSON.parse(out[1].body)).toEqual({ refused: null, count: how === 'same' ? 1 : 1000 });
+    expect(out[0].headers['set-cookie']?.split(', ').length ?? 0).toBe(how === 'same' ? 1000 : 0);
+  });
+
+  test('too many response headers, uncaught: a clean 500 error body, and the next response on the connection is intact', async () => {
+    const { out } = await twoOnOneConnection(port, 'a/manyHeaders?n=100000&how=add&uncaught=1', 'a/ok');
+    expect(out.map((r) => r.status)).toEqual([500, 200]);
+    expect(JSON.parse(out[0].body)).toMatchObject({ message: 'A script may set at most 1000 response headers', code: 270000 });
+    expect(Object.keys(out[0].headers).filter((k) => k.startsWith('x-h'))).toEqual([]);
+    expect(out[1].body).toBe('ok');
   });
 
   const refused = ['te', 'teAdd', 'connection', 'keepAlive', 'upgrade', 'trailer', 'te2', 'proxy', 'status100', 'status101', 'status199', 'status600', 'sendError100', 'onErrorTe'];
@@ -252,6 +294,14 @@ describe('the host checks the state, whatever the sandbox sends', () => {
     [{ redirect: 'javascript:alert(1)' }, /javascript:/],
   ])('%o is refused', (patch, message) => {
     expect(() => checkResponseState({ ...base(), ...patch })).toThrow(message);
+  });
+  test('more than MAX_RESPONSE_HEADERS headers are refused before any is checked', () => {
+    const { MAX_RESPONSE_HEADERS } = require('../dist/cjs/response/framing');
+    expect(MAX_RESPONSE_HEADERS).toBe(1000);
+    const headers = Array.from({ length: MAX_RESPONSE_HEADERS }, (_, i) => [`X-H${i}`, 'v']);
+    expect(() => checkResponseState({ ...base(), headers })).not.toThrow();
+    headers.push(['Bad Name', 'a']);
+    expect(() => checkResponseState({ ...base(), headers })).toThrow('A script may set at most 1000 response headers (1001 were set)');
   });
   test('an ordinary state passes', () => {
     expect(() => checkResponseState({ ...base(), headers: [['X-A', 'b'], ['Set-Cookie', 'a=1']], redirect: '/x' })).not.toThrow();

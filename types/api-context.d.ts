@@ -362,7 +362,8 @@ interface PlatformHttpResponse {
    * null removes it. `Content-Type` and `Content-Length` set the matching response properties
    * (the host always sends the body's real length). The host frames the message: a
    * `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`, `Trailer` or `Proxy-*`
-   * header ends the call with a 500 (code 270304). Ignored once committed.
+   * header ends the call with a 500 (code 270304). A response holds at most 1000 header entries:
+   * one more throws an `IllegalStateException` error. Ignored once committed.
    */
   setHeader(name: string, value: string | null): void;
   /** Adds a value to response header `name`, keeping the ones it has (the same host rules as `setHeader`). Ignored once committed. */

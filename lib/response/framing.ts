@@ -6,6 +6,7 @@
  *   connection's fate, so a script can never desynchronise a keep-alive connection;
  *   `setContentLength` / `setHeader('Content-Length', n)` are servlet response properties the
  *   host does not send: the body's real length always goes out;
+ * - a script sets at most MAX_RESPONSE_HEADERS headers;
  * - a status must be a final status, 200 to 599 (1xx would end the response early, 101 would
  *   switch protocols);
  * - a redirect goes to an http(s) URL or a relative one, never `javascript:`, `data:`, ...
@@ -32,6 +33,12 @@ export function isFramingHeader(name: string): boolean {
   const key = name.toLowerCase();
   return FRAMING_HEADERS.has(key) || key.startsWith('proxy-');
 }
+
+/**
+ * Most headers a script may set: the host checks and sets each one on its event loop, which every
+ * app shares (100,000 headers held it for seconds), and no client reads such a head anyway.
+ */
+export const MAX_RESPONSE_HEADERS = 1000;
 
 const MIN_STATUS = 200;
 const MAX_STATUS = 599;
@@ -90,6 +97,9 @@ export function locationHeader(location: string): string {
 export function checkResponseState(state: ResponseState): void {
   checkStatus(state.status);
   if (state.error) checkStatus(state.error.status);
+  if (state.headers.length > MAX_RESPONSE_HEADERS) {
+    throw new ApiError('INVALID_RESPONSE', `A script may set at most ${MAX_RESPONSE_HEADERS} response headers (${state.headers.length} were set)`);
+  }
   for (const [name, value] of state.headers) checkHeader(name, value);
   for (const [what, value] of [['content type', state.contentType], ['character encoding', state.characterEncoding]] as const) {
     if (value === null) continue;

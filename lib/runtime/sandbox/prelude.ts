@@ -140,6 +140,8 @@ export var ABORT_CODE = 270001;
 /** ERRORS.ABORTED's message (lib/errors.ts): an abort without a message, as an automation's abort step answers it. */
 export var ABORT_MESSAGE = 'The call was aborted';
 export var CONSOLE_CAP = 8192;
+/** Most response headers a script may set (lib/response/framing.ts MAX_RESPONSE_HEADERS: the host refuses more). */
+export var MAX_HEADERS = 1000;
 
 // ---------------------------------------------------------------------------------------------
 // Small safe helpers

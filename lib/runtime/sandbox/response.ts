@@ -9,7 +9,7 @@
  * resStage; a method called detached from its object acts on the active stage). The Writer and
  * the OutputStream are made per stage, bound to it.
  */
-import { Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, isObj, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmGet, wmSet } from './prelude';
+import { MAX_HEADERS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, isObj, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmGet, wmSet } from './prelude';
 import { utf8Binary } from './encoding';
 import { active } from './host';
 import { chunkByteLength } from './response-state';
@@ -172,6 +172,10 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
     return ln;
   }
+  /** A header past MAX_HEADERS (each one costs the host's event loop, shared by every app). */
+  function tooManyHeaders(): Error {
+    return illegalState('A script may set at most ' + MAX_HEADERS + ' response headers');
+  }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name: unknown, value: unknown): void {
     var res = st.res;
@@ -192,13 +196,17 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
       if (lower(h[i][0]) !== ln) push(kept, h[i]);
       else if (!placed) (placed = true), push(kept, [n, Str(value)]);
     }
-    if (!placed) push(kept, [n, Str(value)]);
+    if (!placed) {
+      if (kept.length >= MAX_HEADERS) throw tooManyHeaders();
+      push(kept, [n, Str(value)]);
+    }
     res.headers = kept;
   }
   function addHeader(name: unknown, value: unknown): void {
     if (badName(name)) return;
     var n = Str(name);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
+    if (st.res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
     push(st.res.headers, [n, Str(value)]);
   }
   function getHeaders(name: unknown): string[] {
