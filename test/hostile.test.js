@@ -42,6 +42,14 @@ const HOSTILE = {
   moduleAwaitSpin: 'await null; while (true) {}\nexport function fn() { return 1 }',
   moduleBomb: 'const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i))\nexport function fn() { return 1 }',
   ok: 'export function fn() { return { ok: true } }',
+  // a stage started by the stage before it settling (not by a message from the pool)
+  afterAwaitSpin: 'export function fn() { return 1 }\nexport async function after() { await null; while (true) {} }',
+  awaitSpinAfterBefore: 'export function before() {}\nexport async function fn() { await null; while (true) {} }',
+};
+/** Hooks of the hostile APIs that have some. */
+const HOOKS = {
+  afterAwaitSpin: { after: { script: 'afterAwaitSpin.js', function: 'after' } },
+  awaitSpinAfterBefore: { before: { script: 'awaitSpinAfterBefore.js', function: 'before' } },
 };
 
 describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) => {
@@ -57,7 +65,7 @@ describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) =
   };
   for (const [name, source] of Object.entries(HOSTILE)) {
     apps.evil.scripts[`${name}.js`] = source;
-    apps.evil.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON' });
+    apps.evil.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON', ...HOOKS[name] });
   }
 
   beforeAll(async () => {
@@ -131,6 +139,8 @@ describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) =
     ['a loop after a host call', 'hostCallThenSpin'],
     ['await null, then a loop, after a host call', 'hostCallThenAwaitSpin'],
     ['while (true) {} in the module body', 'moduleSpin'],
+    ['await null; while (true) {} in an after hook', 'afterAwaitSpin'],
+    ['await null; while (true) {} in the call, after a before hook', 'awaitSpinAfterBefore'],
   ];
   test.each(timeouts)('%s: 270200 at about scriptTimeoutMs', async (_label, name) => {
     const { res, evilMs } = await attack(name);

@@ -50,6 +50,12 @@ export interface StageHost {
 export interface SliceClock {
   begin(jobId: number): void;
   end(): void;
+  /**
+   * Script code may run from now until the thread's event loop turns again: the promise jobs of
+   * an entry into an engine that runs them later (vm2), outside the entry's slice. The pool's
+   * watchdog must see them, whatever started the entry (a message, or the stage before settling).
+   */
+  untilTurn?(): void;
 }
 
 interface Pending {
@@ -242,6 +248,8 @@ export class Stages {
       this.entryDeadline = Date.now() + job.timeoutMs;
     };
     this.loadingFor = { c, job };
+    // (a module's top-level code may queue promise jobs: with vm2 they run once open returns)
+    this.slices.untilTurn?.();
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {
@@ -351,6 +359,8 @@ export class Stages {
       try {
         enter();
         if (c.ctx.jobsRunLater) {
+          // (the promise jobs it queued run after this slice: `await null; while (true) {}`)
+          this.slices.untilTurn?.();
           end();
           await Stages.turn();
           if (c.dead) return;
@@ -358,6 +368,7 @@ export class Stages {
           upTo = this.nextStage - 1;
         }
         text = c.ctx.drain();
+        if (c.ctx.jobsRunLater) this.slices.untilTurn?.(); // (and those the getters queued)
       } catch (e) {
         return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
       } finally {

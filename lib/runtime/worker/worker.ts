@@ -56,15 +56,24 @@ const slices = {
     shared.clock[0] = 0;
     if (deferred.length > 0) setImmediate(() => deferred.splice(0).forEach(onMessage));
   },
+  untilTurn(): void {
+    turns.begin();
+    setImmediate(endTurn);
+  },
 };
-/** The thread's turns (see WorkerShared): from a message to the next turn of the event loop. */
+/**
+ * The thread's turns (see WorkerShared): from a message, or an entry whose promise jobs run later
+ * (vm2), to the next turn of the event loop. Each end runs when the loop turns: one that leaves
+ * others open (begun since, e.g. by an entry that a turn's own callback made) starts the clock
+ * again, so that a thread that keeps turning never looks busy, and one that stops turning does.
+ */
 let turnDepth = 0;
 const turns = {
   begin(): void {
     if (turnDepth++ === 0) shared.clock[1] = clock();
   },
   end(): void {
-    if (--turnDepth === 0) shared.clock[1] = 0;
+    shared.clock[1] = --turnDepth === 0 ? 0 : clock();
   },
 };
 
