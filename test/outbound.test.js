@@ -499,3 +499,50 @@ describe('body size limit and saveTo', () => {
     expect(err.message).not.toContain(dir);
   });
 });
+
+// Each request header is checked and set on the host's event loop, which every app shares: a
+// script sending 100,000 of them (to any destination, even a refused one) held it for seconds.
+describe('request headers are bounded', () => {
+  const { MAX_REQUEST_HEADERS } = require('../dist/cjs/outbound/client.js');
+  const many = (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-h${i}`, 'v']));
+
+  test('the client refuses more than MAX_REQUEST_HEADERS headers before connecting', async () => {
+    expect(MAX_REQUEST_HEADERS).toBe(100);
+    const err = await rejection(new OutboundClient().request({ url: 'http://public.example/', headers: many(101) }));
+    expect(err).toMatchObject({ errorName: 'OUTBOUND_FAILED', message: 'too many request headers: at most 100 (101 given)' });
+    expect(connectSpy).not.toHaveBeenCalled();
+    const { url } = await serve((req, res) => res.end(String(Object.keys(req.headers).filter((k) => k.startsWith('x-h')).length)));
+    const res = await new OutboundClient({ allowPrivateNetworks: true }).request({ url, headers: many(100) });
+    expect(await res.text()).toBe('100');
+  });
+
+  test.each(['quickjs', 'vm2'])('%s: a script sending more than 100 headers gets OUTBOUND_FAILED at once; 100 are sent', async (engine) => {
+    const request = require('supertest');
+    const { makeApp } = require('./helpers/app');
+    const { url } = await serve((req, res) => res.end(String(Object.keys(req.headers).filter((k) => k.startsWith('x-h')).length)));
+    const { app, router } = makeApp({
+      router: { engine, outbound: { allowPrivateNetworks: true } },
+      apps: {
+        a: {
+          scripts: {
+            'm.js': `export function fn(ctx) {
+              var h = {};
+              for (var i = 0; i < Number(ctx.query.n); i++) h['x-h' + i] = 'v';
+              try { return { sent: platform.http.request({ url: ctx.query.url, headers: h }).text() } }
+              catch (e) { return { name: e.name, code: e.code, message: e.message } }
+            }`,
+          },
+          apis: [{ path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    try {
+      const over = await request(app).get('/web0/api/a/p').query({ n: 100000, url: 'http://127.0.0.1:1/' });
+      expect(over.body).toEqual({ name: 'ApiError', code: 270501, message: 'too many request headers: at most 100' });
+      const ok = await request(app).get('/web0/api/a/p').query({ n: 100, url });
+      expect(ok.body).toEqual({ sent: '100' });
+    } finally {
+      await router.close();
+    }
+  }, 60_000);
+});

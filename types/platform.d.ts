@@ -45,7 +45,10 @@ interface PlatformHttpRequestOptions {
   url: string;
   /** HTTP method; default `GET`. */
   method?: string;
-  /** Request headers. Hop-by-hop headers (Host, Connection, Content-Length...) are dropped. */
+  /**
+   * Request headers. Hop-by-hop headers (Host, Connection, Content-Length...) are dropped. At most
+   * 100 (others than null or undefined): more fails the call with OUTBOUND_FAILED (270501).
+   */
   headers?: Record<string, string>;
   /**
    * Request body: a string is sent as is (UTF-8); bytes (an `ArrayBuffer`, a typed array such as

@@ -50,6 +50,11 @@ export interface OutboundClientOptions extends OutboundOptions {
 }
 
 const MiB = 1024 * 1024;
+/**
+ * Most headers one request may carry: each is checked and set on the host's event loop, which
+ * every app shares (a script sending 100,000 held it for seconds, whatever the destination).
+ */
+export const MAX_REQUEST_HEADERS = 100;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Methods RFC 9110 calls idempotent: safe to send again when a reused connection was reset before the answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
@@ -67,7 +72,9 @@ const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.i
 
 function buildHeaders(input: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [rawName, rawValue] of Object.entries(input ?? {})) {
+  const entries = Object.entries(input ?? {});
+  if (entries.length > MAX_REQUEST_HEADERS) throw failed(`too many request headers: at most ${MAX_REQUEST_HEADERS} (${entries.length} given)`);
+  for (const [rawName, rawValue] of entries) {
     const name = rawName.toLowerCase();
     if (DROPPED.has(name) || rawValue === undefined || rawValue === null) continue;
     const value = String(rawValue);

@@ -9,7 +9,7 @@
  * blocking-mode one (see host.ts). They act for the active stage; a response's own operations
  * act for the stage that made the request.
  */
-import { ABORT_CODE, ABORT_MESSAGE, G, Num, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
+import { ABORT_CODE, ABORT_MESSAGE, G, MAX_REQUEST_HEADERS, Num, OUTBOUND_FAILED, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
 import { base64, bufferSourceBytes, stringifyUser, utf8Binary } from './encoding';
 import { active, hostIo, hostSync } from './host';
 import type { StageRecord } from './types';
@@ -50,9 +50,11 @@ export function httpRequest(opts: unknown): unknown {
   var headers: { [name: string]: string } = {};
   var hasContentType = false;
   if (isObj(opts.headers)) {
-    for (var hk = objectKeys(opts.headers), i = 0; i < hk.length; i++) {
+    for (var hk = objectKeys(opts.headers), i = 0, n = 0; i < hk.length; i++) {
       var hv: unknown = opts.headers[hk[i]];
       if (isNil(hv)) continue;
+      // (as the host refuses them: each header costs its event loop, which every app shares)
+      if (++n > MAX_REQUEST_HEADERS) throw makeError('ApiError', 'too many request headers: at most ' + MAX_REQUEST_HEADERS, OUTBOUND_FAILED);
       setOwn(headers, hk[i], Str(hv));
       if (lower(hk[i]) === 'content-type') hasContentType = true;
     }

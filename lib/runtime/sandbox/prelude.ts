@@ -142,6 +142,10 @@ export var ABORT_MESSAGE = 'The call was aborted';
 export var CONSOLE_CAP = 8192;
 /** Most response headers a script may set (lib/response/framing.ts MAX_RESPONSE_HEADERS: the host refuses more). */
 export var MAX_HEADERS = 1000;
+/** Most headers of one platform.http.request (lib/outbound/client.ts MAX_REQUEST_HEADERS: the host refuses more). */
+export var MAX_REQUEST_HEADERS = 100;
+/** ERRORS.OUTBOUND_FAILED's code (lib/errors.ts), as the host answers a refused request. */
+export var OUTBOUND_FAILED = 270501;
 
 // ---------------------------------------------------------------------------------------------
 // Small safe helpers
