@@ -148,10 +148,13 @@ export type HostOp = keyof HostOps;
  *   clock[0]   when the worker's current slice began (epoch ms), 0 between slices. A slice is a
  *              synchronous stretch of one job's script work: a stage's start or a resume after a
  *              host reply, with the promise jobs it queues (QuickJS runs them within it).
- *   clock[1]   when the worker's current turn began, 0 between turns: from a message (or an
- *              entry into an engine that runs its promise jobs later, vm2) to the next turn of
- *              its event loop (everything the thread does for the messages it took, promise jobs
- *              included). A thread blocked in a host call is in neither.
+ *   clock[1]   when the worker's current turn began, 0 between turns: from a message to the next
+ *              turn of its event loop (everything the thread does for the messages it took,
+ *              promise jobs included). A thread blocked in a host call is in neither.
+ *   clock[2]   when the last entry into an engine that runs its promise jobs later (vm2) ended,
+ *              0 once the event loop has turned since: those jobs (script code) may be running.
+ *              The pool's watchdog counts it, whatever started the entry (a message, or the stage
+ *              before settling); it does not make the worker unavailable.
  *   ints[0]    the blocking host call flag (Atomics.wait / notify)
  *   ints[1]    the job of the current slice
  *   ints[2]    the `seq` of the last job the worker started (jobs start in the order sent)

@@ -63,7 +63,7 @@ export class PoolWorker {
   constructor(settings: WorkerSettings, onMessage: (w: PoolWorker, msg: FromWorker) => void, onExit: (w: PoolWorker, err?: Error) => void) {
     const results = new MessageChannel();
     const replies = new MessageChannel();
-    const shared = { clock: new SharedArrayBuffer(16), ints: new SharedArrayBuffer(12) };
+    const shared = { clock: new SharedArrayBuffer(24), ints: new SharedArrayBuffer(12) };
     const config: WorkerConfig = {
       engine: settings.engine,
       memoryLimitMb: settings.memoryLimitMb,
@@ -145,6 +145,12 @@ export class PoolWorker {
   /** How long the thread has been busy since it last turned its event loop (ms); 0 when idle. */
   turnMs(now = clock()): number {
     const since = this.clock[1];
+    return since > 0 ? now - since : 0;
+  }
+
+  /** How long promise jobs an entry left (vm2) may have run without the event loop turning (ms); 0 when it has turned. */
+  laterJobsMs(now = clock()): number {
+    const since = this.clock[2];
     return since > 0 ? now - since : 0;
   }
 

@@ -201,7 +201,7 @@ export class WorkerPool implements ScriptEngine {
    * tell a job's promise jobs from the rest of its turn: its whole turn counts.
    */
   private busyMs(w: PoolWorker, now: number): number {
-    return this.options.engine === 'vm2' ? Math.max(w.turnMs(now), w.sliceMs(now)) : w.sliceMs(now);
+    return this.options.engine === 'vm2' ? Math.max(w.turnMs(now), w.sliceMs(now), w.laterJobsMs(now)) : w.sliceMs(now);
   }
 
   /** Per app: the workers its long slices hold now. */
@@ -224,7 +224,8 @@ export class WorkerPool implements ScriptEngine {
    */
   private available(w: PoolWorker, now: number): boolean {
     if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
-    return this.options.engine === 'vm2' ? this.busyMs(w, now) === 0 && !w.unstarted() : w.sliceMs(now) < SLOW_MS;
+    // (a vm2 worker whose last entry's promise jobs have not let its loop turn for SLOW_MS is held by them)
+    return this.options.engine === 'vm2' ? Math.max(w.turnMs(now), w.sliceMs(now)) === 0 && w.laterJobsMs(now) < SLOW_MS && !w.unstarted() : w.sliceMs(now) < SLOW_MS;
   }
 
   private dispatch(): void {

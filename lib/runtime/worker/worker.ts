@@ -57,23 +57,28 @@ const slices = {
     if (deferred.length > 0) setImmediate(() => deferred.splice(0).forEach(onMessage));
   },
   untilTurn(): void {
-    turns.begin();
-    setImmediate(endTurn);
+    if (config.engine !== 'vm2') return; // (QuickJS runs an entry's promise jobs within it)
+    // (clock[2] from the latest such entry: one end waits for the loop to turn at a time)
+    shared.clock[2] = clock();
+    if (untilTurnOpen) return;
+    untilTurnOpen = true;
+    setImmediate(endUntilTurn);
   },
 };
-/**
- * The thread's turns (see WorkerShared): from a message, or an entry whose promise jobs run later
- * (vm2), to the next turn of the event loop. Each end runs when the loop turns: one that leaves
- * others open (begun since, e.g. by an entry that a turn's own callback made) starts the clock
- * again, so that a thread that keeps turning never looks busy, and one that stops turning does.
- */
+/** clock[2] is set and its end waits for the event loop to turn. */
+let untilTurnOpen = false;
+const endUntilTurn = (): void => {
+  untilTurnOpen = false;
+  shared.clock[2] = 0;
+};
+/** The thread's turns (see WorkerShared): from a message to the next turn of the event loop. */
 let turnDepth = 0;
 const turns = {
   begin(): void {
     if (turnDepth++ === 0) shared.clock[1] = clock();
   },
   end(): void {
-    shared.clock[1] = --turnDepth === 0 ? 0 : clock();
+    if (--turnDepth === 0) shared.clock[1] = 0;
   },
 };
 
