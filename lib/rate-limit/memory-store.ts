@@ -33,6 +33,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
   /** key → theoretical arrival time (ms). Insertion order = least recently used first. */
   private readonly buckets = new Map<string, number>();
   private readonly maxKeys: number;
+  /** Where eviction has got to in the buckets' order (least recently used first). */
+  private evicting: IterableIterator<string> | undefined;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
   private nextFullSweepAt = -Infinity;
@@ -101,6 +103,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.buckets.clear();
+    this.evicting = undefined;
   }
 
   private makeRoom(now: number): void {
@@ -109,11 +112,17 @@ export class MemoryRateLimitStore implements RateLimitStore {
       this.nextFullSweepAt = now + FULL_SWEEP_EVERY_MS;
       this.sweep(now);
     }
-    // Still full of live buckets: evict the least recently used.
-    const iter = this.buckets.keys();
+    // Still full of live buckets: evict the least recently used. One iterator serves eviction after
+    // eviction: a new one would step again over the deleted entries V8 keeps at the front of the
+    // map until it rehashes (tens of us a new key at 100k live keys).
     while (this.buckets.size >= this.maxKeys) {
-      const next = iter.next();
-      if (next.done) break;
+      this.evicting ??= this.buckets.keys();
+      const next = this.evicting.next();
+      if (next.done) {
+        this.evicting = undefined;
+        if (this.buckets.size === 0) break;
+        continue;
+      }
       this.buckets.delete(next.value);
     }
   }

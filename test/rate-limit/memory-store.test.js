@@ -83,6 +83,27 @@ describe('MemoryRateLimitStore', () => {
     return store.close();
   });
 
+  test('key cap: eviction after eviction follows use, with buckets used and swept between them', () => {
+    const c = clock(0);
+    const store = new MemoryRateLimitStore({ now: c.now, maxKeys: 3, sweepIntervalMs: 0 });
+    for (const k of ['a', 'b', 'c']) store.reserveSync(k, 10_000, 60_000);
+    store.reserveSync('d', 10_000, 60_000); // evicts a
+    store.reserveSync('b', 10_000, 60_000); // b used again
+    store.reserveSync('e', 10_000, 60_000); // evicts c, not b
+    expect([...store.buckets.keys()]).toEqual(['d', 'b', 'e']);
+    store.reserveSync('d', 10_000, 60_000);
+    store.reserveSync('f', 10_000, 60_000); // evicts b
+    store.reserveSync('g', 10_000, 60_000); // evicts e
+    expect([...store.buckets.keys()]).toEqual(['d', 'f', 'g']);
+    store.buckets.delete('f'); // (as a sweep would)
+    store.reserveSync('h', 10_000, 60_000); // room: nothing evicted
+    store.reserveSync('i', 10_000, 60_000); // evicts d
+    expect([...store.buckets.keys()]).toEqual(['g', 'h', 'i']);
+    for (let i = 0; i < 10; i++) store.reserveSync(`k${i}`, 10_000, 60_000);
+    expect([...store.buckets.keys()]).toEqual(['k7', 'k8', 'k9']);
+    return store.close();
+  });
+
   test('rejects invalid maxKeys', () => {
     expect(() => new MemoryRateLimitStore({ maxKeys: 0 })).toThrow(/maxKeys/);
   });
