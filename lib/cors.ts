@@ -97,14 +97,14 @@ function effective(router: CorsOptions | undefined, api: CorsOptions | false | u
   return { ...router, ...api };
 }
 
+/** Distinct API CORS settings whose middleware is kept. */
+const MAX_CONFIGS = 1000;
+
 /**
  * The CORS of a router: `apply(req, res, def)` sets the headers for an actual response,
  * `preflight(req, res, def)` answers a preflight. `def` is the API (undefined for an unknown path:
  * the router's own settings). Middlewares are built once per distinct API setting (`cors`, `methods`).
  */
-/** Distinct API CORS settings whose middleware is kept. */
-const MAX_CONFIGS = 1000;
-
 export class Cors {
   private readonly byConfig = new Map<string, Middleware | null>();
   private readonly routerOnly: Middleware | null;

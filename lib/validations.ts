@@ -85,7 +85,8 @@ export const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemo
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxBufferedBytes', 'maxRedirects'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
 // (the build fails when an option is added to the types and not to these lists, or the other way round)
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** True when two types are the same (a keys list checked against its options type at build time). */
+export type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const keysMatch: [Same<keyof ApiRouterOptions, (typeof ROUTER_KEYS)[number]>, Same<keyof OutboundOptions, (typeof OUTBOUND_KEYS)[number]>, Same<keyof RateLimitOptions, (typeof RATE_LIMIT_KEYS)[number]>] = [true, true, true];
 void keysMatch;
 

@@ -2,7 +2,7 @@
 import * as os from 'node:os';
 import { ConfigError } from '../errors';
 import type { UploadOptions } from '../types';
-import { parseSize, shown } from '../validations';
+import { parseSize, shown, type Same } from '../validations';
 
 /** `upload` with every default filled in (sizes in bytes). */
 export interface UploadLimits {
@@ -21,7 +21,6 @@ export const UPLOAD_DEFAULTS = {
 } as const;
 
 const UPLOAD_KEYS = ['fileSize', 'files', 'fields', 'fieldSize', 'tmpDir'] as const;
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const keysMatch: Same<keyof UploadOptions, (typeof UPLOAD_KEYS)[number]> = true;
 void keysMatch;
 

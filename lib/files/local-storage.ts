@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
 import etag from 'etag';
 import { ApiError } from '../errors';
-import { onlyKnownKeys } from '../validations';
+import { onlyKnownKeys, type Same } from '../validations';
 import { copyFileTo, resolveAppPath, saveStreamTo } from './sandbox-path';
 import type { ByteRange, FileStorage, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
@@ -18,7 +18,7 @@ export interface LocalFileStorageOptions {
 
 /** The keys of LocalFileStorageOptions (the build fails when one is added to the type and not here). */
 const OPTION_KEYS = ['root'] as const;
-const keysMatch: [keyof LocalFileStorageOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof LocalFileStorageOptions] ? true : false) : false = true;
+const keysMatch: Same<keyof LocalFileStorageOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
 
 const missing = (err: unknown) => {

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { uploadFileToS3 } from './s3-file-upload';
-import { onlyKnownKeys, shown } from '../validations';
+import { onlyKnownKeys, shown, type Same } from '../validations';
 import { ConfigError } from '../errors';
 import type { ByteRange, FileStorage, StorageOptions, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
@@ -42,7 +42,7 @@ export interface S3FileStorageOptions {
 
 /** The keys of S3FileStorageOptions (the build fails when one is added to the type and not here). */
 const OPTION_KEYS = ['bucket', 'prefix', 'client', 'region', 'endpoint', 'forcePathStyle', 'credentials', 'clientOptions', 'partSize', 'queueSize'] as const;
-const keysMatch: [keyof S3FileStorageOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof S3FileStorageOptions] ? true : false) : false = true;
+const keysMatch: Same<keyof S3FileStorageOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
 
 function isObject(v: unknown): v is Record<string, unknown> {

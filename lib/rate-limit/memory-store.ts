@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { MAX_TIMER_MS } from '../timers';
 import { reserveGcra } from './gcra';
 import type { RateLimitStore, Reservation } from './types';
-import { onlyKnownKeys } from '../validations';
+import { onlyKnownKeys, type Same } from '../validations';
 
 export interface MemoryRateLimitStoreOptions {
   /** Most buckets kept. Default 100000. */
@@ -23,7 +23,7 @@ export interface MemoryRateLimitStoreOptions {
 
 /** The keys of MemoryRateLimitStoreOptions (the build fails when one is added to the type and not here). */
 const OPTION_KEYS = ['maxKeys', 'sweepIntervalMs', 'now'] as const;
-const keysMatch: [keyof MemoryRateLimitStoreOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof MemoryRateLimitStoreOptions] ? true : false) : false = true;
+const keysMatch: Same<keyof MemoryRateLimitStoreOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
 
 /** A sweep forced by a full store runs at most this often (ms of the store's clock). */

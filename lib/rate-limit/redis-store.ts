@@ -9,7 +9,7 @@ import type { RateLimitStore, Reservation } from './types';
 import { withTimeout } from './with-timeout';
 import { MAX_TIMER_MS } from '../timers';
 import { requireOptional } from '../optional-package';
-import { onlyKnownKeys } from '../validations';
+import { onlyKnownKeys, type Same } from '../validations';
 import { ConfigError } from '../errors';
 
 /**
@@ -76,7 +76,7 @@ export interface RedisRateLimitStoreOptions {
 
 /** The keys of RedisRateLimitStoreOptions (the build fails when one is added to the type and not here). */
 const OPTION_KEYS = ['url', 'client', 'prefix', 'commandTimeoutMs', 'connectTimeoutMs', 'redisOptions'] as const;
-const keysMatch: [keyof RedisRateLimitStoreOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof RedisRateLimitStoreOptions] ? true : false) : false = true;
+const keysMatch: Same<keyof RedisRateLimitStoreOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
 
 export class RedisRateLimitStore implements RateLimitStore {

@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { MAX_TIMER_MS } from '../timers';
 import { ConfigError } from '../errors';
-import { onlyKnownKeys } from '../validations';
+import { onlyKnownKeys, type Same } from '../validations';
 import { shown } from '../definitions/names';
 import { defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
@@ -133,7 +133,7 @@ class AppTree {
 
 /** The keys of DirectoryRegistryOptions (the build fails when one is added to the type and not here). */
 const OPTION_KEYS = ['root', 'previewRoot', 'logger', 'debounceMs', 'watch'] as const;
-const keysMatch: [keyof DirectoryRegistryOptions] extends [(typeof OPTION_KEYS)[number]] ? ([(typeof OPTION_KEYS)[number]] extends [keyof DirectoryRegistryOptions] ? true : false) : false = true;
+const keysMatch: Same<keyof DirectoryRegistryOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
 
 export class DirectoryRegistry extends EventEmitter implements ApiRegistry {

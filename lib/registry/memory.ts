@@ -20,7 +20,7 @@ function stageOf(o: MemoryStageOption | undefined): RegistryStage {
   if (stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${JSON.stringify(stage)}`);
   return stage;
 }
-import { onlyKnownKeys, validateApiDefinition } from '../validations';
+import { onlyKnownKeys, validateApiDefinition, type Same } from '../validations';
 import { validateAutomation } from '../automation/compile';
 
 /** Initial content for one app. */
@@ -33,7 +33,7 @@ export interface MemoryAppConfig {
 
 /** The keys of MemoryAppConfig (the build fails when one is added to the type and not here). */
 const APP_KEYS = ['apis', 'scripts', 'automations'] as const;
-const appKeysMatch: [keyof MemoryAppConfig] extends [(typeof APP_KEYS)[number]] ? ([(typeof APP_KEYS)[number]] extends [keyof MemoryAppConfig] ? true : false) : false = true;
+const appKeysMatch: Same<keyof MemoryAppConfig, (typeof APP_KEYS)[number]> = true;
 void appKeysMatch;
 
 function checkAppId(appId: unknown): string {

@@ -1,5 +1,6 @@
 /** Options of the built-in `WorkerPool`: defaults and checks, for pools made with `new WorkerPool(...)`. */
 import * as os from 'node:os';
+import type { Same } from '../validations';
 import { ConfigError } from '../errors';
 import { nearestName, shown } from '../definitions/names';
 import { MAX_TIMER_MS } from '../timers';
@@ -46,7 +47,6 @@ export type ResolvedPoolOptions = Required<Omit<PoolOptions, 'logger'>> & { logg
 
 /** The keys of PoolOptions (the build fails when they and the interface drift apart). */
 const POOL_KEYS = ['engine', 'size', 'maxWorkers', 'memoryLimitMb', 'contextBudgetMb', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'idleTimeoutMs', 'graceMs', 'logger'] as const;
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const keysMatch: Same<keyof PoolOptions, (typeof POOL_KEYS)[number]> = true;
 void keysMatch;
 
