@@ -1,7 +1,7 @@
 /**
  * Validation of router options and API definitions. Every failure is a ConfigError naming the
  * field, thrown at startup (options) or registration (MemoryRegistry.putApi); definitions from a
- * custom registry are checked on first use and answered with INVALID_API_DEFINITION.
+ * custom registry are checked each time they are served and answered with INVALID_API_DEFINITION.
  */
 import { MAX_TIMER_MS } from './timers';
 import { badHeaderPlaceholder, unknownPlaceholder } from './rate-limit/identifier';
