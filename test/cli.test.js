@@ -238,6 +238,9 @@ test('a bad command line exits 2 with the usage; a bad option in the config file
   const typo = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'typo.json')]);
   expect((await typo.exited).code).toBe(1);
   expect(typo.out.stderr).toMatch(/invalid scriptTimeoutMS: is not an option \(did you mean 'scriptTimeoutMs'\?\)/);
+  const redis = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--redis-url', 'http://cache:6379']);
+  expect((await redis.exited).code).toBe(1);
+  expect(redis.out.stderr).toMatch(/invalid --redis-url: must use redis:\/\/ or rediss:\/\/, got http:\/\//);
   const help = cli(['--help']);
   expect((await help.exited).code).toBe(0);
   expect(help.out.stdout).toMatch(/--script-timeout-ms/);

@@ -260,14 +260,14 @@ describe('through the router', () => {
   });
 });
 
-test('without the AWS SDK installed, constructing S3FileStorage names the packages to install', () => {
+test('without the AWS SDK installed, constructing S3FileStorage throws a ConfigError naming the packages to install', () => {
   // a child process in which @aws-sdk/* cannot be resolved
   const hide = `const M = require('module'); const orig = M._resolveFilename;
     M._resolveFilename = function (r, ...a) { if (r.startsWith('@aws-sdk/')) { const e = new Error("Cannot find module '" + r + "'"); e.code = 'MODULE_NOT_FOUND'; throw e; } return orig.call(this, r, ...a); };`;
   const out = execFileSync(process.execPath, ['-e', `${hide}
     const { S3FileStorage, createApiRouter } = require(${JSON.stringify(path.join(__dirname, '..'))});
-    try { new S3FileStorage({ bucket: 'b' }); console.log('constructed'); } catch (e) { console.log(e.message); }`], { encoding: 'utf8' });
-  expect(out.trim()).toBe('S3FileStorage needs the packages @aws-sdk/client-s3 and @aws-sdk/lib-storage (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage');
+    try { new S3FileStorage({ bucket: 'b' }); console.log('constructed'); } catch (e) { console.log(e.name, e.field, e.message); }`], { encoding: 'utf8' });
+  expect(out.trim()).toBe('ConfigError storage scriptable-api: invalid storage: S3FileStorage needs the packages @aws-sdk/client-s3 and @aws-sdk/lib-storage (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage');
 });
 
 describe('S3FileStorage.put of a local file (an upload\'s temporary file)', () => {

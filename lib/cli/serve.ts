@@ -9,6 +9,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApiRouter } from '../router';
 import { DirectoryRegistry } from '../registry/directory';
+import { ConfigError } from '../errors';
 import { RedisRateLimitStore } from '../rate-limit';
 import type { ApiRouter, Logger } from '../types';
 import { appIndex } from './app-index';
@@ -39,14 +40,25 @@ function mountServerRoutes(app: import('express').Express, config: ServeConfig, 
   if (config.index) app.get(config.mount === '/' ? '/' : [config.mount, `${config.mount}/`], appIndex(registry, config.mount));
 }
 
+/** The store of --redis-url (or `redisUrl` in --config): a url it refuses is reported under that name. */
+function redisStore(url: string): RedisRateLimitStore {
+  try {
+    return new RedisRateLimitStore({ url });
+  } catch (e) {
+    if (e instanceof ConfigError && e.field === 'url') throw new ConfigError('--redis-url', e.message.replace(/^scriptable-api: invalid url: /, ''));
+    throw e;
+  }
+}
+
 /** Starts the server; rejects with a clear message when it cannot listen (port taken...). */
 export async function startServer(config: ServeConfig, logger: Logger): Promise<RunningServer> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const express = require('express') as typeof import('express');
   const registry = new DirectoryRegistry({ root: config.root, previewRoot: config.previewRoot, logger });
-  const store = config.redisUrl ? new RedisRateLimitStore({ url: config.redisUrl }) : undefined;
+  let store: RedisRateLimitStore | undefined;
   let router: ApiRouter;
   try {
+    store = config.redisUrl ? redisStore(config.redisUrl) : undefined;
     const rateLimit = store ? { ...(config.router.rateLimit ?? {}), store } : config.router.rateLimit;
     router = createApiRouter({ logger, ...config.router, ...(rateLimit ? { rateLimit } : {}), registry });
   } catch (e) {

@@ -76,7 +76,8 @@ function loadSdk(): Sdk {
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e?.code === 'MODULE_NOT_FOUND' && /@aws-sdk\//.test(e.message)) {
-      throw new Error(`S3FileStorage needs the packages ${PEERS} (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage`, { cause: err });
+      // (a ConfigError, as every optional package missing at startup: see lib/optional-package.ts)
+      throw Object.assign(new ConfigError('storage', `S3FileStorage needs the packages ${PEERS} (optional peer dependencies): npm install @aws-sdk/client-s3 @aws-sdk/lib-storage`), { cause: err });
     }
     throw err;
   }

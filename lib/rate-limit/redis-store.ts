@@ -74,6 +74,22 @@ export interface RedisRateLimitStoreOptions {
   redisOptions?: Record<string, unknown>;
 }
 
+/**
+ * Refuses a url ioredis would misread (it parses any text, reading `http://cache:6379` as a host
+ * named `http`) or throw on with a bare `Invalid URL`: the forms it takes are a redis:// or
+ * rediss:// URL, `host:port` and a unix socket path. The URL is never echoed (it may hold a password).
+ */
+function checkRedisUrl(url: string): void {
+  if (url.startsWith('/') && !url.startsWith('//')) return; // (a unix socket path)
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
+  if (scheme && !/^rediss?$/i.test(scheme)) throw new ConfigError('url', `must use redis:// or rediss://, got ${scheme}://`);
+  try {
+    new URL(scheme ? url : `redis://${url.replace(/^\/\//, '')}`);
+  } catch {
+    throw new ConfigError('url', "is not a Redis URL (such as 'redis://host:6379')");
+  }
+}
+
 /** The keys of RedisRateLimitStoreOptions (the build fails when one is added to the type and not here). */
 const OPTION_KEYS = ['url', 'client', 'prefix', 'commandTimeoutMs', 'connectTimeoutMs', 'redisOptions'] as const;
 const keysMatch: Same<keyof RedisRateLimitStoreOptions, (typeof OPTION_KEYS)[number]> = true;
@@ -97,6 +113,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     }
     // (ioredis reads a number as a port, an object as its options: each would connect somewhere unmeant)
     if (options.url !== undefined && typeof options.url !== 'string') throw new ConfigError('url', `must be a Redis URL such as 'redis://host:6379', got ${typeof options.url === 'number' ? options.url : `a value of type ${typeof options.url}`}`); // (an object may hold a password)
+    if (typeof options.url === 'string') checkRedisUrl(options.url);
     const c = options.client as unknown as Record<string, unknown> | undefined;
     if (c !== undefined && (typeof c !== 'object' || c === null || ['evalsha', 'eval', 'on', 'once', 'off'].some((m) => typeof c[m] !== 'function'))) {
       throw new ConfigError('client', 'must be an ioredis client (Redis or Cluster)');

@@ -70,6 +70,24 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     }
   });
 
+  test('a url Redis cannot be reached by (another scheme, unparsable) is refused naming url, without echoing it (it may hold a password)', () => {
+    const { ConfigError } = require('../..');
+    for (const [url, why] of [['http://cache:6379', /redis:\/\/ or rediss:\/\//], ['not a url', /not a Redis URL/], ['redis://:secret@[::1', /not a Redis URL/]]) {
+      let error;
+      try {
+        new RedisRateLimitStore({ url });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe('url');
+      expect(error.message).toMatch(why);
+      expect(error.message).not.toMatch(/secret/);
+    }
+    // the forms ioredis reads stay accepted: a scheme, host:port, a unix socket path
+    for (const url of ['rediss://cache.internal:6380/2', '127.0.0.1:1', '/tmp/redis.sock']) store({ url, connectTimeoutMs: 50 });
+  });
+
   test('commandTimeoutMs up to 2147483647 ms still reaches Redis', async () => {
     const s = store({ commandTimeoutMs: 2 ** 31 - 1 });
     expect(await s.reserve(uniq('long-timeout'), 1000, 0)).toEqual({ admitted: true, waitMs: 0 });
