@@ -111,13 +111,19 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     throw new ApiError('INVALID_API_DEFINITION', message);
   }
 
-  /** Hash per (stage, app, script name), recomputed only when the source text changes. */
+  /**
+   * Hash per (stage, app, script name), recomputed only when the source text changes. A preview
+   * source hashes with the stage in front: engines keep contexts per (app, hash), so a script the
+   * preview shows unchanged still gets a context (module state) of its own, apart from live calls.
+   */
   function sourceOf(appId: string, name: string, source: string, stage: RegistryStage): ScriptSource {
     const key = `${stage}\u0000${appId}\u0000${name}`;
     const cached = hashes.get(key);
     if (cached !== undefined && cached.source === source) return cached;
     if (hashes.size >= 5000) hashes.clear();
-    const entry = { name, hash: createHash('sha1').update(name).update('\u0000').update(source).digest('hex'), source };
+    const sha1 = createHash('sha1');
+    if (stage === 'preview') sha1.update('\u0000preview\u0000');
+    const entry = { name, hash: sha1.update(name).update('\u0000').update(source).digest('hex'), source };
     hashes.set(key, entry);
     return entry;
   }

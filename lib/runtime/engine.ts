@@ -13,7 +13,7 @@ export type { ErrorDetail } from '../error-location';
 /** A script's source text, keyed by a hash of its name and text. */
 export interface ScriptSource {
   name: string;
-  /** sha1 of name + NUL + source: compiled modules and contexts are kept per (appId, hash). */
+  /** sha1 of name + NUL + source (preview stage: NUL `preview` NUL in front): compiled modules and contexts are kept per (appId, hash). */
   hash: string;
   source: string;
 }

@@ -98,3 +98,18 @@ test('preview options are checked: authorize is required', () => {
   for (const segment of ['.', '..']) expect(() => createApiRouter({ registry, preview: { authorize, segment } })).toThrow(/invalid preview\.segment/);
   expect(() => registry.putApi('a', api('p'), { stage: 'draft' })).toThrow(/invalid stage/);
 });
+
+describe.each(['quickjs', 'vm2'])('module state is the stage\'s own (%s)', (engine) => {
+  test('a script unchanged in preview keeps separate module state for preview and live calls', async () => {
+    const COUNTER = 'let calls = 0; export function fn(ctx) { calls++; return { calls } }';
+    const registry = new MemoryRegistry({ apps: { app1: { scripts: { 'count.js': COUNTER }, apis: [api('count', 'count.js')] } } });
+    const router = createApiRouter({ registry, workers: 1, engine, preview: { authorize: () => true } });
+    routers.push(router);
+    const app = express().use('/api', router);
+    // the preview stage shows the published script as it is (same source): still its own context
+    expect((await request(app).get('/api/app1/count')).body).toEqual({ calls: 1 });
+    expect((await request(app).get('/api/preview/app1/count')).body).toEqual({ calls: 1 });
+    expect((await request(app).get('/api/preview/app1/count')).body).toEqual({ calls: 2 });
+    expect((await request(app).get('/api/app1/count')).body).toEqual({ calls: 2 });
+  });
+});
