@@ -4,6 +4,8 @@
  *
  * Labels: `app` and `api` are the app id and the API's configured path; a request that matched no
  * API (unknown app or path, bad path) counts with both empty, so callers cannot grow the label set.
+ * `preview` is `true` for requests on the preview path, so trying a draft never shows as the live
+ * API's traffic or failures.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Counter, Histogram, Registry } from 'prom-client';
@@ -38,9 +40,9 @@ export interface RouterMetrics {
 
 /** What the router records. */
 export interface MetricsRecorder extends RouterMetrics {
-  request(app: string, api: string, status: number, seconds: number): void;
-  script(app: string, api: string, scriptSeconds: number, queueSeconds: number | undefined): void;
-  rateLimit(app: string, api: string, outcome: 'admitted' | 'rejected', detail: { waitedMs?: number; reason?: string }): void;
+  request(app: string, api: string, preview: boolean, status: number, seconds: number): void;
+  script(app: string, api: string, preview: boolean, scriptSeconds: number, queueSeconds: number | undefined): void;
+  rateLimit(app: string, api: string, preview: boolean, outcome: 'admitted' | 'rejected', detail: { waitedMs?: number; reason?: string }): void;
   /** Takes the router's metrics off the registry (router.close): a new router may register them again. */
   close(): void;
 }
@@ -91,14 +93,14 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     return full;
   };
   const registers = [registry];
-  const requests: Counter<'app' | 'api' | 'status'> = new prom.Counter({ name: name('requests_total'), help: 'Requests answered, by app, API and HTTP status', labelNames: ['app', 'api', 'status'], registers });
-  const duration: Histogram<'app' | 'api'> = new prom.Histogram({ name: name('request_duration_seconds'), help: 'Time from arrival to the response, by app and API', labelNames: ['app', 'api'], buckets, registers });
-  const scriptTime: Histogram<'app' | 'api'> = new prom.Histogram({ name: name('script_duration_seconds'), help: "Time a request's scripts ran on the engine (all stages), by app and API", labelNames: ['app', 'api'], buckets, registers });
+  const requests: Counter<'app' | 'api' | 'preview' | 'status'> = new prom.Counter({ name: name('requests_total'), help: 'Requests answered, by app, API, preview path and HTTP status', labelNames: ['app', 'api', 'preview', 'status'], registers });
+  const duration: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('request_duration_seconds'), help: 'Time from arrival to the response, by app, API and preview path', labelNames: ['app', 'api', 'preview'], buckets, registers });
+  const scriptTime: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('script_duration_seconds'), help: "Time a request's scripts ran on the engine (all stages), by app, API and preview path", labelNames: ['app', 'api', 'preview'], buckets, registers });
   const queueWait: Histogram<'app'> = new prom.Histogram({ name: name('queue_wait_seconds'), help: 'Time a request waited for a script worker, by app', labelNames: ['app'], buckets, registers });
-  const admitted: Counter<'app' | 'api'> = new prom.Counter({ name: name('rate_limit_admitted_total'), help: 'Requests admitted by a rate limit (at once or after a wait)', labelNames: ['app', 'api'], registers });
-  const waited: Counter<'app' | 'api'> = new prom.Counter({ name: name('rate_limit_waited_total'), help: 'Requests admitted by a rate limit after waiting for their slot', labelNames: ['app', 'api'], registers });
-  const waitTime: Histogram<'app' | 'api'> = new prom.Histogram({ name: name('rate_limit_wait_seconds'), help: 'How long admitted requests waited for their rate-limit slot', labelNames: ['app', 'api'], buckets, registers });
-  const rejected: Counter<'app' | 'api' | 'reason'> = new prom.Counter({ name: name('rate_limit_rejected_total'), help: 'Requests a rate limit turned away, by reason (rate_limited, queue_full, client_gone)', labelNames: ['app', 'api', 'reason'], registers });
+  const admitted: Counter<'app' | 'api' | 'preview'> = new prom.Counter({ name: name('rate_limit_admitted_total'), help: 'Requests admitted by a rate limit (at once or after a wait)', labelNames: ['app', 'api', 'preview'], registers });
+  const waited: Counter<'app' | 'api' | 'preview'> = new prom.Counter({ name: name('rate_limit_waited_total'), help: 'Requests admitted by a rate limit after waiting for their slot', labelNames: ['app', 'api', 'preview'], registers });
+  const waitTime: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('rate_limit_wait_seconds'), help: 'How long admitted requests waited for their rate-limit slot', labelNames: ['app', 'api', 'preview'], buckets, registers });
+  const rejected: Counter<'app' | 'api' | 'preview' | 'reason'> = new prom.Counter({ name: name('rate_limit_rejected_total'), help: 'Requests a rate limit turned away, by reason (rate_limited, queue_full, client_gone)', labelNames: ['app', 'api', 'preview', 'reason'], registers });
   const gauge = (n: string, help: string, pick: (s: EngineStats) => number) =>
     new prom.Gauge({
       name: name(n),
@@ -136,21 +138,22 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     close() {
       for (const n of names.splice(0)) registry.removeSingleMetric(n);
     },
-    request(app, api, status, seconds) {
-      requests.inc({ app, api, status: String(status) });
-      duration.observe({ app, api }, seconds);
+    request(app, api, preview, status, seconds) {
+      requests.inc({ app, api, preview: String(preview), status: String(status) });
+      duration.observe({ app, api, preview: String(preview) }, seconds);
     },
-    script(app, api, scriptSeconds, queueSeconds) {
-      scriptTime.observe({ app, api }, scriptSeconds);
+    script(app, api, preview, scriptSeconds, queueSeconds) {
+      scriptTime.observe({ app, api, preview: String(preview) }, scriptSeconds);
       if (queueSeconds !== undefined) queueWait.observe({ app }, queueSeconds);
     },
-    rateLimit(app, api, outcome, detail) {
+    rateLimit(app, api, preview, outcome, detail) {
+      const labels = { app, api, preview: String(preview) };
       if (outcome === 'admitted') {
-        admitted.inc({ app, api });
+        admitted.inc(labels);
         const ms = detail.waitedMs ?? 0;
-        if (ms > 0) waited.inc({ app, api });
-        waitTime.observe({ app, api }, ms / 1000);
-      } else rejected.inc({ app, api, reason: detail.reason ?? 'rate_limited' });
+        if (ms > 0) waited.inc(labels);
+        waitTime.observe(labels, ms / 1000);
+      } else rejected.inc({ ...labels, reason: detail.reason ?? 'rate_limited' });
     },
   };
 }

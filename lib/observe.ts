@@ -35,9 +35,10 @@ export interface RequestTrace {
 /** The error body with `location` added when the router exposes it. */
 export type ErrorBodyWithLocation = ErrorBody & { location?: string };
 
-/** Metric labels: the app and API of a request that matched one, else both empty. */
-function labels(trace: RequestTrace): [string, string] {
-  return trace.matched ? [trace.appId ?? '', trace.apiPath ?? ''] : ['', ''];
+/** Metric labels: the app and API of a request that matched one, else both empty; whether it is a preview. */
+function labels(trace: RequestTrace): [string, string, boolean] {
+  const preview = trace.stage === 'preview';
+  return trace.matched ? [trace.appId ?? '', trace.apiPath ?? '', preview] : ['', '', preview];
 }
 
 export class Observer {
@@ -73,9 +74,9 @@ export class Observer {
   /** A rate-limit decision: admitted (maybe after a wait) or rejected. */
   rateLimit(trace: RequestTrace, d: RateLimitDecision): void {
     if (!this.metrics) return;
-    const [app, api] = labels(trace);
-    if (d.ok) this.metrics.rateLimit(app, api, 'admitted', { waitedMs: d.waitedMs });
-    else this.metrics.rateLimit(app, api, 'rejected', { reason: d.error === 'RATE_LIMITED' ? 'rate_limited' : d.error === 'RATE_LIMIT_QUEUE_FULL' ? 'queue_full' : 'client_gone' });
+    const [app, api, preview] = labels(trace);
+    if (d.ok) this.metrics.rateLimit(app, api, preview, 'admitted', { waitedMs: d.waitedMs });
+    else this.metrics.rateLimit(app, api, preview, 'rejected', { reason: d.error === 'RATE_LIMITED' ? 'rate_limited' : d.error === 'RATE_LIMIT_QUEUE_FULL' ? 'queue_full' : 'client_gone' });
   }
 
   /** Logs a failure the engine reported, and returns the error body to send. */

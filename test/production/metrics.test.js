@@ -169,3 +169,28 @@ test('the API label is the configured path, whatever spelling a registry that ma
   expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '200' })).toBe(4);
   expect(text).not.toMatch(/api="(OK|Ok|oK)"/);
 });
+
+test('preview requests are counted apart from the live API (label preview="true")', async () => {
+  const registry = new MemoryRegistry({ apps });
+  // the draft of `ok` throws: trying it must not show as failures of the live API
+  registry.putScript('app1', 'main.js', 'export function fn() { throw new Error("draft") }', { stage: 'preview' });
+  const router = createApiRouter({ registry, workers: 1, preview: { authorize: () => true } });
+  routers.push(router);
+  const app = express().use('/api', router);
+  await request(app).get('/api/app1/ok').expect(200);
+  await request(app).get('/api/preview/app1/ok').expect(500);
+  await request(app).get('/api/preview/app1/limited').expect(500);
+  await request(app).get('/api/app1/limited').expect(200);
+  const text = await router.metrics.text();
+  const live = { app: 'app1', api: 'ok', preview: 'false' };
+  const draft = { app: 'app1', api: 'ok', preview: 'true' };
+  expect(sample(text, 'scriptable_api_requests_total', { ...live, status: '200' })).toBe(1);
+  expect(sample(text, 'scriptable_api_requests_total', { ...live, status: '500' })).toBeUndefined();
+  expect(sample(text, 'scriptable_api_requests_total', { ...draft, status: '500' })).toBe(1);
+  expect(sample(text, 'scriptable_api_request_duration_seconds_count', live)).toBe(1);
+  expect(sample(text, 'scriptable_api_request_duration_seconds_count', draft)).toBe(1);
+  expect(sample(text, 'scriptable_api_script_duration_seconds_count', live)).toBe(1);
+  expect(sample(text, 'scriptable_api_script_duration_seconds_count', draft)).toBe(1);
+  expect(sample(text, 'scriptable_api_rate_limit_admitted_total', { app: 'app1', api: 'limited', preview: 'false' })).toBe(1);
+  expect(sample(text, 'scriptable_api_rate_limit_admitted_total', { app: 'app1', api: 'limited', preview: 'true' })).toBe(1);
+});
