@@ -294,8 +294,9 @@ export class HostServices implements HostBridge {
   private log(level: string, message: string, script: string): void {
     const logger = this.shared.logger;
     if (!logger || ++this.logLines > MAX_LOG_LINES) return;
-    const meta = { appId: this.info.appId, script, requestId: this.info.requestId };
-    const line = `[${this.info.appId}/${script}] ${message}`;
+    const preview = this.info.stage === 'preview'; // (marked as a preview call's failure line is)
+    const meta = { appId: this.info.appId, script, requestId: this.info.requestId, ...(preview ? { preview: true } : {}) };
+    const line = `[${preview ? 'preview/' : ''}${this.info.appId}/${script}] ${message}`;
     if (level === 'error') logger.error(line, meta);
     else if (level === 'warn') logger.warn(line, meta);
     else if (level === 'debug') (logger.debug ?? logger.info).call(logger, line, meta);

@@ -113,3 +113,19 @@ describe.each(['quickjs', 'vm2'])('module state is the stage\'s own (%s)', (engi
     expect((await request(app).get('/api/app1/count')).body).toEqual({ calls: 2 });
   });
 });
+
+test("a preview script's console lines say so (preview: true), as its failure lines do", async () => {
+  const lines = [];
+  const logger = { info: (m, meta) => lines.push({ m, meta }), warn: (m, meta) => lines.push({ m, meta }), error: (m, meta) => lines.push({ m, meta }) };
+  const registry = new MemoryRegistry({ apps: { app1: { scripts: { 'log.js': 'export function fn(ctx) { console.log("hi"); return 1 }' }, apis: [api('log', 'log.js')] } } });
+  const router = createApiRouter({ registry, workers: 1, logger, preview: { authorize: () => true } });
+  routers.push(router);
+  const app = express().use('/api', router);
+  const live = await request(app).get('/api/app1/log').expect(200);
+  const draft = await request(app).get('/api/preview/app1/log').expect(200);
+  const of = (res) => lines.find((l) => l.meta?.requestId === res.headers['x-request-id'] && /hi$/.test(l.m));
+  expect(of(live).meta).toEqual({ appId: 'app1', script: 'log.js', requestId: live.headers['x-request-id'] });
+  expect(of(live).m).toBe('[app1/log.js] hi');
+  expect(of(draft).meta).toEqual({ appId: 'app1', script: 'log.js', requestId: draft.headers['x-request-id'], preview: true });
+  expect(of(draft).m).toBe('[preview/app1/log.js] hi');
+});
