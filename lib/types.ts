@@ -120,6 +120,11 @@ export interface AutomationInvocation {
   automation: AutomationDefinition;
   /** `call` or `after`. */
   stage: 'call' | 'after';
+  /**
+   * True on the preview path: `automation` is the registry's preview version; what its steps run
+   * (scripts, other definitions) should come from the preview stage too.
+   */
+  preview: boolean;
   /** A JSON copy of the request (headers, query, body...) and, for `after`, the call's result. */
   input: { request: Record<string, unknown>; result?: unknown; attributes: Record<string, unknown> };
   /**

@@ -242,6 +242,7 @@ export class HostServices implements HostBridge {
       requestId: this.info.requestId,
       automation: def,
       stage: args.stage === 'after' ? 'after' : 'call',
+      preview: this.info.stage === 'preview',
       input: args.input,
       signal: this.endSignal(),
     });

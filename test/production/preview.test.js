@@ -75,6 +75,16 @@ test('automations are looked up in the stage of the request', async () => {
   expect((await request(app).get('/api/preview/app1/auto')).body).toBe('draft');
 });
 
+test('a custom automations runner is told which stage it runs for (invocation.preview)', async () => {
+  const registry = new MemoryRegistry({ apps: { app1: { apis: [{ path: 'auto', call: { automation: 'a1' }, returnType: 'JSON' }], automations: [{ id: 'a1', steps: [] }] } } });
+  // (a runner that runs the definition's steps, or scripts they name, picks them from the same stage)
+  const router = createApiRouter({ registry, workers: 1, preview: { authorize: () => true }, automations: { run: (inv) => ({ preview: inv.preview }) } });
+  routers.push(router);
+  const app = express().use('/api', router);
+  expect((await request(app).get('/api/app1/auto')).body).toEqual({ preview: false });
+  expect((await request(app).get('/api/preview/app1/auto')).body).toEqual({ preview: true });
+});
+
 test('a custom registry receives the stage as the last argument', async () => {
   const seen = [];
   const registry = {
