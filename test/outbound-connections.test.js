@@ -480,6 +480,67 @@ describe('outbound calls end with the call that made them', () => {
     }
   });
 
+  /**
+   * A raw upstream that answers `200 ok` as soon as it has the request's head and then stops
+   * reading: a POST body larger than the socket buffers (8 MiB) does not finish going out. `first`
+   * resolves with the first connection's socket; `drained(socket)` reads what the host sent,
+   * then tells whether the host closed that connection (a connection the host still holds, its
+   * body sent at last, goes back to its pool and stays open).
+   */
+  async function answersWithoutReading() {
+    const net = require('node:net');
+    const sockets = [];
+    let arrived;
+    const first = new Promise((resolve) => (arrived = resolve));
+    const server = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      let head = '';
+      const onData = (chunk) => {
+        head += chunk.toString('latin1');
+        if (!head.includes('\r\n\r\n')) return;
+        socket.removeListener('data', onData);
+        socket.pause();
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        arrived(socket);
+      };
+      socket.on('data', onData);
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push({ closeAllConnections: () => sockets.forEach((s) => s.destroy()), close: (cb) => server.close(cb) });
+    const drained = (socket) => {
+      socket.resume();
+      return closedWithin({ socket }, 10_000);
+    };
+    return { url: `http://127.0.0.1:${server.address().port}/`, first, drained };
+  }
+
+  test('OutboundClient: an answer read whole while the request body is still going out closes its connection', async () => {
+    const up = await answersWithoutReading();
+    const client = new OutboundClient({ allowPrivateNetworks: true, timeoutMs: 60_000 });
+    try {
+      const res = await client.request({ url: up.url, method: 'POST', body: 'x'.repeat(8 * 1024 * 1024) });
+      expect(await res.text()).toBe('ok');
+      // (the upstream does not read the rest: kept, the connection and the body would be held for good)
+      expect(await up.drained(await up.first)).toBe('closed');
+    } finally {
+      client.close();
+    }
+  });
+
+  test.each(['quickjs', 'vm2'])('%s: a POST whose upstream answered without reading the body holds no connection past its call', async (engine) => {
+    const up = await answersWithoutReading();
+    const script = `export function fn(ctx) { const r = platform.http.request({ url: ctx.query.url, method: 'POST', body: 'x'.repeat(8 * 1024 * 1024) }); return { status: r.status, body: r.body } }`;
+    const { app, router } = oneApi(script, {}, { engine, scriptTimeoutMs: 30_000, outbound: { allowPrivateNetworks: true, timeoutMs: 60_000 } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body).toEqual({ status: 200, body: 'ok' });
+      expect(await up.drained(await up.first)).toBe('closed');
+    } finally {
+      await router.close();
+    }
+  }, 60_000);
+
   test('OutboundClient: a signal aborted while the body arrives closes the connection (270501)', async () => {
     let arrived;
     const requests = new Promise((resolve) => (arrived = resolve));

@@ -231,6 +231,12 @@ export class OutboundClient {
       });
       req.on('response', (res) => {
         res.on('error', () => undefined);
+        // An answer read to its end while the request body is still going out (an upstream that
+        // answered without reading it): the rest would wait for good, holding the connection and
+        // the body past the deadline and the call. The connection closes instead.
+        res.once('end', () => {
+          if (!req.writableFinished) req.destroy();
+        });
         deadline.watch(res);
         resolve(res);
       });

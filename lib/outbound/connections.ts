@@ -13,7 +13,8 @@
  *
  * A connection goes back to the pool only once its response has been read to the end; a response
  * destroyed unread (a redirect's body, a discarded body, a timeout) closes its connection, so no
- * connection carries a half-read answer into the next call.
+ * connection carries a half-read answer into the next call. One whose request body is still going
+ * out when its response has been read is closed too (lib/outbound/client.ts).
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
