@@ -128,9 +128,9 @@ export interface AutomationInvocation {
   /** A JSON copy of the request (headers, query, body...) and, for `after`, the call's result. */
   input: { request: Record<string, unknown>; result?: unknown; attributes: Record<string, unknown> };
   /**
-   * Aborted when the call ends before the runner answers (its time limit passed, its client left,
-   * the router closed with `force`): stop the work (pass it to `fetch`, a database driver...); the
-   * answer is no longer read.
+   * Aborted when the call ends before the runner answers (its time limit passed, the router
+   * closed with `force`; a client that leaves does not end the call): stop the work (pass it to
+   * `fetch`, a database driver...); the answer is no longer read.
    */
   signal: AbortSignal;
 }

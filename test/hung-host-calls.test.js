@@ -84,6 +84,41 @@ test('the automations runner gets a signal that aborts when its call ends (here 
   }
 });
 
+test('a client that leaves does not end its call: the runner\'s signal aborts at the call\'s time limit', async () => {
+  const http = require('node:http');
+  let started;
+  const running = new Promise((resolve) => (started = resolve));
+  const runner = {
+    run: ({ signal }) => {
+      started({ signal, at: Date.now() });
+      return new Promise((resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    },
+  };
+  let clientLeft;
+  const left = new Promise((resolve) => (clientLeft = resolve));
+  const { app, router } = makeApp({
+    apps: { a: { automations: [{ id: 'x', steps: [{ type: 'return', value: '1' }] }], apis: [{ path: 'p', call: { automation: 'x' }, returnType: 'JSON' }] } },
+    router: { scriptTimeoutMs: 3000, automations: runner },
+    setup: (a) => a.use((req, res, next) => (res.on('close', clientLeft), next())),
+  });
+  const server = app.listen(0, '127.0.0.1');
+  try {
+    await new Promise((resolve) => server.once('listening', resolve));
+    const client = http.get(`http://127.0.0.1:${server.address().port}/web0/api/a/p`);
+    client.on('error', () => undefined);
+    const { signal, at } = await running;
+    client.destroy();
+    await left;
+    expect(signal.aborted).toBe(false);
+    await new Promise((resolve) => signal.addEventListener('abort', resolve));
+    // (the call went on after its client left: the signal aborted at scriptTimeoutMs, 3000 ms)
+    expect(Date.now() - at).toBeGreaterThanOrEqual(2500);
+  } finally {
+    server.close();
+    await router.close();
+  }
+}, 30_000);
+
 describe.each(['quickjs', 'vm2'])('%s: a blocking-mode script that catches the timeout of its host call', (engine) => {
   // a host call in a callback handed to a built-in cannot become an await: blocking mode
   const SOURCE = `export function lookup(ctx) {
