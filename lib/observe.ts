@@ -26,6 +26,11 @@ export interface RequestTrace {
   matched: boolean;
   /** The script stages have run (a host error after them belongs to the response). */
   ran: boolean;
+  /**
+   * The script time and queue wait (ms) of the request's jobs so far: a rate limit that reads
+   * attributes runs the before script and the rest as two jobs, counted once (scriptsDone).
+   */
+  scripts?: { runMs: number; queueMs?: number };
   /** The request left the router through `next()` (fallthrough): nothing is counted. */
   passed: boolean;
   /** The response carries its CORS headers already. */
@@ -66,9 +71,17 @@ export class Observer {
   /** A job ended after `elapsedMs` of waiting for it: script time, and queue wait when the engine reports its run time. */
   jobDone(trace: RequestTrace, elapsedMs: number, result: JobResult): void {
     trace.ran = true;
-    if (!this.metrics) return;
     const run = typeof result.runMs === 'number' && result.runMs >= 0 ? Math.min(result.runMs, elapsedMs) : undefined;
-    this.metrics.script(...labels(trace), (run ?? elapsedMs) / 1000, run === undefined ? undefined : (elapsedMs - run) / 1000);
+    const s = (trace.scripts ??= { runMs: 0 });
+    s.runMs += run ?? elapsedMs;
+    if (run !== undefined) s.queueMs = (s.queueMs ?? 0) + elapsedMs - run;
+  }
+
+  /** The request's jobs are over: their script time and queue wait, one observation each. */
+  scriptsDone(trace: RequestTrace): void {
+    const s = trace.scripts;
+    if (!this.metrics || s === undefined) return;
+    this.metrics.script(...labels(trace), s.runMs / 1000, s.queueMs === undefined ? undefined : s.queueMs / 1000);
   }
 
   /** A rate-limit decision: admitted (maybe after a wait) or rejected. */

@@ -267,6 +267,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       // (before the answer is sent: the outbound bodies the scripts held, counted in the router's
       // budget, go when they end, not once a slow client has read a File)
       services.dispose();
+      observer.scriptsDone(trace);
     }
     if (result) await send(res, trace, appId, req, result);
   }

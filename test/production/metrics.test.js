@@ -194,3 +194,26 @@ test('preview requests are counted apart from the live API (label preview="true"
   expect(sample(text, 'scriptable_api_rate_limit_admitted_total', { app: 'app1', api: 'limited', preview: 'false' })).toBe(1);
   expect(sample(text, 'scriptable_api_rate_limit_admitted_total', { app: 'app1', api: 'limited', preview: 'true' })).toBe(1);
 });
+
+test.each(['quickjs', 'vm2'])('a request limited after its before script counts once in script time and queue wait (%s)', async (engine) => {
+  const registry = new MemoryRegistry({
+    apps: {
+      a: {
+        scripts: { 'b.js': 'export function b(ctx) { ctx.request.setAttribute("user", "u1") }', 'm.js': 'export function fn() { return 1 }' },
+        apis: [{ path: 'lim', before: { script: 'b.js', function: 'b' }, call: { script: 'm.js', function: 'fn' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 100, timeoutMs: 1000, identifier: '{attr.user}' } }],
+      },
+    },
+  });
+  const router = createApiRouter({ registry, workers: 1, engine });
+  routers.push(router);
+  const app = express().use('/api', router);
+  await request(app).get('/api/a/lim').expect(200);
+  await request(app).get('/api/a/lim').expect(200);
+  const text = await router.metrics.text();
+  const labels = { app: 'a', api: 'lim' };
+  expect(sample(text, 'scriptable_api_request_duration_seconds_count', labels)).toBe(2);
+  // (the before script and the rest run as two jobs: one observation a request, of their sum)
+  expect(sample(text, 'scriptable_api_script_duration_seconds_count', labels)).toBe(2);
+  expect(sample(text, 'scriptable_api_queue_wait_seconds_count', { app: 'a' })).toBe(2);
+  expect(sample(text, 'scriptable_api_rate_limit_admitted_total', labels)).toBe(2);
+});
