@@ -50,6 +50,8 @@ export interface MetricsRecorder extends RouterMetrics {
 export const DEFAULT_PREFIX = 'scriptable_api_';
 const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+/** The names (after the prefix) of the metrics every router registers (createMetrics checks and closes these); the worker gauges come with an engine's stats. */
+const METRICS = ['requests_total', 'request_duration_seconds', 'script_duration_seconds', 'queue_wait_seconds', 'rate_limit_admitted_total', 'rate_limit_waited_total', 'rate_limit_wait_seconds', 'rate_limit_rejected_total'];
 
 /** Checks the `metrics` option. */
 export function validateMetrics(v: unknown): void {
@@ -83,15 +85,15 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
   const registry = options?.registry ?? new prom.Registry();
   const prefix = options?.prefix ?? DEFAULT_PREFIX;
   const buckets = options?.buckets ?? DEFAULT_BUCKETS;
-  const names: string[] = [];
-  const name = (n: string) => {
-    const full = prefix + n;
+  const gauges = stats ? ['workers', 'workers_busy', 'jobs_queued'] : [];
+  const names = [...METRICS, ...gauges].map((n) => prefix + n);
+  // (every name is checked before one is registered: a clash leaves nothing of this router behind)
+  for (const full of names) {
     if (registry.getSingleMetric(full)) {
       throw new ConfigError('metrics.prefix', `the registry already has a metric '${full}' (another router?): give each router its own prefix`);
     }
-    names.push(full);
-    return full;
-  };
+  }
+  const name = (n: string) => prefix + n;
   const registers = [registry];
   const requests: Counter<'app' | 'api' | 'preview' | 'status'> = new prom.Counter({ name: name('requests_total'), help: 'Requests answered, by app, API, preview path and HTTP status', labelNames: ['app', 'api', 'preview', 'status'], registers });
   const duration: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('request_duration_seconds'), help: 'Time from arrival to the response, by app, API and preview path', labelNames: ['app', 'api', 'preview'], buckets, registers });

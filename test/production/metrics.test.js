@@ -217,3 +217,14 @@ test.each(['quickjs', 'vm2'])('a request limited after its before script counts 
   expect(sample(text, 'scriptable_api_queue_wait_seconds_count', { app: 'a' })).toBe(2);
   expect(sample(text, 'scriptable_api_rate_limit_admitted_total', labels)).toBe(2);
 });
+
+test("a prefix that clashes with one of the host's metrics fails before any metric of the router is registered", () => {
+  const registry = new prom.Registry();
+  // (the host's own gauge has the name of the router's last metric)
+  new prom.Gauge({ name: 'app_jobs_queued', help: "the host's own", registers: [registry] });
+  expect(() => setup({ metrics: { registry, prefix: 'app_' } })).toThrow(/invalid metrics\.prefix: the registry already has a metric 'app_jobs_queued'/);
+  expect(registry.getMetricsAsArray().map((m) => m.name)).toEqual(['app_jobs_queued']);
+  // (nothing left behind: once the host's name is out of the way, the same prefix works)
+  registry.removeSingleMetric('app_jobs_queued');
+  expect(setup({ metrics: { registry, prefix: 'app_' } }).router.metrics.registry).toBe(registry);
+});
