@@ -25,13 +25,29 @@ function isMetaFirst(logger: object): boolean {
 }
 
 /**
+ * winston loggers (`winston.createLogger`, and their children): a `format` with `transform`,
+ * `levels`, `log` and `add`. winston's `(message, meta)` leaves `meta` out of the record when the
+ * message holds a printf token (`%s`, `%d`, a script's `50%off`); one info object always lands whole.
+ */
+function isWinston(logger: object): boolean {
+  const l = logger as Record<string, unknown>;
+  const format = l.format as Record<string, unknown> | null | undefined;
+  return typeof l.log === 'function' && typeof l.add === 'function' && typeof l.levels === 'object' && l.levels !== null && typeof format?.transform === 'function';
+}
+
+/**
  * The logger the router uses: every method takes `(message, meta?)`. A meta-first logger is called
  * `(meta, message)` (or `(message)` without meta); `debug` falls back to `info` when missing. A
  * logger that throws (a transport that is down) loses that line, never the request that logs it:
  * the router logs inside its error paths, where a throw would leave the request unanswered.
+ * The message is never read as a format: a script's or a path's `%s`, `%c` or `%d` must not take
+ * `meta` (the request id, app, stage) off the line. winston gets `{ ...meta, message }`, Node's
+ * console `('%s', message, meta)`.
  */
 export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
   const metaFirst = (style ?? (isMetaFirst(logger) ? 'meta-first' : 'message-first')) === 'meta-first';
+  const infoObject = !metaFirst && isWinston(logger);
+  const isConsole = !metaFirst && logger === console;
   const target = logger as unknown as Record<Level, ((...args: unknown[]) => void) | undefined>;
   const method = (level: Level) => {
     const fn = target[level] ?? target.info!;
@@ -39,6 +55,8 @@ export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
       try {
         if (meta === undefined) fn.call(logger, message);
         else if (metaFirst) fn.call(logger, meta, message);
+        else if (infoObject) fn.call(logger, { ...meta, message });
+        else if (isConsole) fn.call(logger, '%s', message, meta);
         else fn.call(logger, message, meta);
       } catch {
         // (the line is lost: see above)

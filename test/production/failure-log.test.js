@@ -232,6 +232,42 @@ describe('logger call shapes', () => {
     expect(records.find((r) => r.stage === 'call')).toMatchObject({ level: 'error', code: 270000, requestId: res.body.requestId });
   });
 
+  test.each(['quickjs', 'vm2'])('winston: a message holding a printf token (%%d, %%o, %%s) keeps its fields in the record (%s)', async (engine) => {
+    const records = [];
+    const logger = winston.createLogger({
+      level: 'debug',
+      format: winston.format.json(),
+      transports: [new winston.transports.Stream({ stream: new Writable({ write(chunk, _e, cb) { records.push(JSON.parse(String(chunk))); cb(); } }) })],
+    });
+    // (winston leaves the meta of `(message, meta)` out of the record when the message has a token)
+    const src = 'export function fn(ctx) { console.log("sale: 10%off"); throw new Error("at 5%done") }';
+    const { app: server } = app(engine, { 'main.js': src }, [api('w', 'main.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/w');
+    const unknown = await request(server).get('/web0/api/a%25s/x');
+    await new Promise((r) => setImmediate(r));
+    expect(records.find((r) => /sale: 10%off/.test(r.message))).toMatchObject({ level: 'info', message: '[app1/main.js] sale: 10%off', appId: 'app1', script: 'main.js', requestId: res.body.requestId });
+    const failure = records.find((r) => /at 5%done/.test(r.message));
+    expect(failure).toMatchObject({ level: 'error', stage: 'call', code: 270000, status: 500, requestId: res.body.requestId, appId: 'app1', apiPath: 'w', script: 'main.js' });
+    expect(failure.message).toMatch(/^request \S+ app1\/w failed in call: 500 270000 at 5%done at main\.js:1:\d+$/);
+    expect(records.find((r) => /a%s\/x/.test(r.message))).toMatchObject({ level: 'info', stage: 'route', status: 404, appId: 'a%s', requestId: unknown.body.requestId });
+  });
+
+  test('console as the logger: a script message holding a format token (%c, %o) neither drops nor swallows the fields', async () => {
+    const util = require('node:util');
+    const spy = jest.spyOn(console, 'info').mockImplementation(() => {});
+    try {
+      const { app: server } = app('quickjs', { 'main.js': 'export function fn(ctx) { console.log("%c%o hidden"); return 1 }' }, [api('c', 'main.js')], { logger: console });
+      const res = await request(server).get('/web0/api/app1/c');
+      await new Promise((r) => setImmediate(r));
+      const printed = spy.mock.calls.map((args) => util.format(...args));
+      const line = printed.find((l) => l.includes('hidden'));
+      expect(line).toMatch(/^\[app1\/main\.js\] %c%o hidden \{/);
+      expect(line).toContain(`requestId: '${res.headers['x-request-id']}'`);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   test("loggerStyle: 'meta-first' for a logger that is not recognised; a bad value is a ConfigError", () => {
     const calls = [];
     const logger = { info: (...a) => calls.push(a), warn: () => {}, error: () => {} };
