@@ -35,6 +35,8 @@ export interface RequestTrace {
   passed: boolean;
   /** The response carries its CORS headers already. */
   corsDone: boolean;
+  /** The status of the host failure logged: a response it leaves unfinished (a download cut short) counts with it, not as 499. */
+  failedStatus?: number;
 }
 
 /** The error body with `location` added when the router exposes it. */
@@ -61,7 +63,7 @@ export class Observer {
       res.once('close', () => {
         if (trace.passed) return;
         // (a client that went away before the response ended counts as 499, as nginx logs it)
-        const status = res.writableFinished ? res.statusCode : 499;
+        const status = res.writableFinished ? res.statusCode : (trace.failedStatus ?? 499);
         metrics.request(...labels(trace), status, (performance.now() - trace.started) / 1000);
       });
     }
@@ -103,11 +105,13 @@ export class Observer {
   /** Logs a failure on the host side (an ApiError, or anything else thrown: HOST_ERROR with its stack). */
   hostFailed(trace: RequestTrace, err: unknown): void {
     if (err instanceof ApiError) {
+      trace.failedStatus = err.status;
       const stage = err.errorName === 'BAD_REQUEST' && !trace.matched ? 'route' : hostStage(err.errorName, trace.ran ? 'response' : 'host');
       logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message });
       return;
     }
     const e = ERRORS.HOST_ERROR;
+    trace.failedStatus = e.status;
     const message = thrownText(err);
     logFailure(this.logger, {
       ...this.where(trace),

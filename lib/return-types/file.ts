@@ -64,6 +64,11 @@ function exactly(length: number): Transform {
   });
 }
 
+/** The file's source failed while it was sent (the client was still there): `cause` is its error. */
+class SourceFailed {
+  constructor(readonly cause: unknown) {}
+}
+
 /** A Content-Type the script set as a plain header. */
 function scriptType(res: ServerResponse): string | null {
   const v = res.getHeader('Content-Type');
@@ -81,6 +86,7 @@ export const sendFile: ReturnTypeHandler<'File'> = async (output, ctx) => {
   try {
     await send(output, ctx, gone.signal);
   } catch (err) {
+    if (err instanceof SourceFailed) throw err.cause;
     if (!gone.signal.aborted) throw err;
     ctx.res.destroy(); // (nobody to answer)
   } finally {
@@ -179,8 +185,11 @@ const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, req
   }
   // backpressure from the client to the source; a client that goes away destroys the source,
   // which frees its file handle or connection
-  await pipeline(opened.stream, exactly(headers['Content-Length'] as number), res).catch(() => {
+  await pipeline(opened.stream, exactly(headers['Content-Length'] as number), res).catch((err: unknown) => {
     opened.stream.destroy();
     res.destroy();
+    // (a source that failed or ended early is the host's failure, with the client still there: the
+    // router logs it and counts it; a client that left is nobody's)
+    if (!signal.aborted) throw new SourceFailed(err);
   });
 };

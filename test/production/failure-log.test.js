@@ -337,3 +337,70 @@ describe.each(['quickjs', 'vm2'])('%s: an onError hook that throws', (engine) =>
     expect(JSON.stringify(res.body)).not.toMatch(/the call broke/);
   });
 });
+
+describe('a File download cut short', () => {
+  const http = require('node:http');
+  const { Readable } = require('node:stream');
+  /** A storage whose `fail.bin` breaks after its first KiB and whose `slow.bin` trickles until destroyed. */
+  const storage = {
+    async put() {
+      throw new Error('read-only');
+    },
+    async delete() {},
+    async stat() {
+      return { size: 1_000_000, modified: new Date(0), etag: '"x"' };
+    },
+    async get(_appId, p) {
+      let n = 0;
+      const stream = new Readable({
+        read() {
+          if (n++ === 0) this.push(Buffer.alloc(1024));
+          else if (p === 'fail.bin') setImmediate(() => this.destroy(new Error('the disk went away')));
+          else setTimeout(() => this.push(Buffer.alloc(16)), 50);
+        },
+      });
+      return { size: 1_000_000, modified: new Date(0), etag: '"x"', stream };
+    },
+  };
+  const get = (server, p, leave) =>
+    new Promise((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port: server.address().port, path: `/web0/api/app1/${p}`, agent: false }, (res) => {
+        res.on('data', () => {
+          if (leave) req.destroy();
+        });
+        res.on('error', () => undefined);
+        res.on('close', () => resolve({ status: res.statusCode, requestId: res.headers['x-request-id'], complete: res.complete }));
+      });
+      req.on('error', () => undefined);
+    });
+
+  test("a storage that fails mid-stream is logged and counted as the server's failure (500), a client that leaves as 499", async () => {
+    const { lines, logger } = recorder();
+    const fileApi = (p) => ({ path: p, call: { script: 'f.js', function: 'fn' }, returnType: 'File' });
+    const { app: a, router } = app('quickjs', { 'f.js': 'export function fn(ctx) { return { storagePath: ctx.path + ".bin" } }' }, [fileApi('fail'), fileApi('slow')], { logger, storage });
+    const server = await new Promise((resolve) => {
+      const s = a.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    try {
+      const failed = await get(server, 'fail', false);
+      expect([failed.status, failed.complete]).toEqual([200, false]);
+      const left = await get(server, 'slow', true);
+      expect(left.status).toBe(200);
+      // (the router counts a response when it closes)
+      const until = Date.now() + 10_000;
+      const count = async (api, status) => {
+        const text = await router.metrics.text();
+        const line = text.split('\n').find((l) => l.startsWith('scriptable_api_requests_total{') && l.includes(`api="${api}"`) && l.includes(`status="${status}"`));
+        return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+      };
+      while ((await count('slow', 499)) === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect([await count('fail', 500), await count('fail', 499)]).toEqual([1, 0]);
+      expect(await count('slow', 499)).toBe(1);
+      const failures = lines.filter((l) => l.meta && l.meta.stage);
+      expect(failures).toHaveLength(1);
+      expect(failures[0]).toMatchObject({ level: 'error', meta: { requestId: failed.requestId, appId: 'app1', apiPath: 'fail', stage: 'response', status: 500, message: expect.stringMatching(/the disk went away/) } });
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
