@@ -22,7 +22,7 @@ export interface MetricsOptions {
   registry?: Registry;
   /** Prefix of every metric name. Default `scriptable_api_`. */
   prefix?: string;
-  /** Buckets (seconds) of the duration histograms. Default 1 ms to 10 s. */
+  /** Buckets (seconds) of the duration histograms, finite (the +Inf bucket is added). Default 1 ms to 10 s. */
   buckets?: number[];
 }
 
@@ -72,8 +72,9 @@ export function validateMetrics(v: unknown): void {
   }
   if (o.buckets !== undefined) {
     const b = o.buckets;
-    if (!Array.isArray(b) || b.length === 0 || b.some((x, i) => typeof x !== 'number' || !(x > 0) || (i > 0 && x <= (b[i - 1] as number)))) {
-      throw new ConfigError('metrics.buckets', 'must be a non-empty array of increasing numbers of seconds');
+    // (finite: prom-client adds the +Inf bucket itself, and an Infinity of ours is a second one, le="Infinity")
+    if (!Array.isArray(b) || b.length === 0 || b.some((x, i) => typeof x !== 'number' || !(x > 0) || !Number.isFinite(x) || (i > 0 && x <= (b[i - 1] as number)))) {
+      throw new ConfigError('metrics.buckets', 'must be a non-empty array of increasing finite numbers of seconds (the +Inf bucket is added)');
     }
   }
 }

@@ -228,3 +228,8 @@ test("a prefix that clashes with one of the host's metrics fails before any metr
   registry.removeSingleMetric('app_jobs_queued');
   expect(setup({ metrics: { registry, prefix: 'app_' } }).router.metrics.registry).toBe(registry);
 });
+
+test('metrics.buckets must be finite: prom-client adds the +Inf bucket itself', () => {
+  expect(() => setup({ metrics: { buckets: [0.5, Infinity] } })).toThrow(/invalid metrics\.buckets: must be a non-empty array of increasing finite numbers/);
+  expect(() => setup({ metrics: { buckets: [0.5, Number.MAX_VALUE] } })).not.toThrow();
+});
