@@ -216,6 +216,12 @@ export interface OutboundOptions {
   maxBufferedBytes?: number;
   /** Most redirects followed. Default 5. */
   maxRedirects?: number;
+  /**
+   * Most outbound requests the calls of one app have open at once: in flight, or kept by their
+   * call with a body not read whole (each may hold a connection, a file descriptor every app
+   * shares). One past it fails with OUTBOUND_FAILED (270501). Default 2048.
+   */
+  maxRequestsPerApp?: number;
 }
 
 /**

@@ -82,7 +82,7 @@ function timeoutMs(v: unknown, field: string): void {
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
 export const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
   'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
-const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxBufferedBytes', 'maxRedirects'] as const;
+const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxBufferedBytes', 'maxRedirects', 'maxRequestsPerApp'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
 // (the build fails when an option is added to the types and not to these lists, or the other way round)
 /** True when two types are the same (a keys list checked against its options type at build time). */
@@ -182,6 +182,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
       throw new ConfigError('outbound.maxBufferedBytes', `must be at least outbound.maxBodyBytes (${maxBody}), got ${shown(ob.maxBufferedBytes)}`);
     }
     positiveInt(ob.maxRedirects, 'outbound.maxRedirects', 0);
+    positiveInt(ob.maxRequestsPerApp, 'outbound.maxRequestsPerApp');
   }
   if (o.rateLimit !== undefined) {
     if (!isObject(o.rateLimit)) throw new ConfigError('rateLimit', 'must be an object');

@@ -567,3 +567,83 @@ describe('outbound calls end with the call that made them', () => {
     }
   });
 });
+
+describe('outbound requests open at once per app (outbound.maxRequestsPerApp)', () => {
+  const SCRIPT = `export async function fn(ctx) {
+    const n = Number(ctx.query.n);
+    const one = async () => { try { return platform.http.request({ url: ctx.query.url }).status } catch (e) { return e.code } };
+    return Promise.all(Array.from({ length: n }, one));
+  }`;
+
+  test.each(['quickjs', 'vm2'])('%s: past the cap an app\'s requests fail with 270501 while another app\'s go through; answered ones count no more', async (engine) => {
+    // '/': held until released; the first three of app1 fill its cap
+    const held = [];
+    let arrived;
+    let waiting = 3;
+    const filled = new Promise((resolve) => (arrived = resolve));
+    const up = await serve((req, res) => {
+      held.push(res);
+      if (--waiting === 0) arrived();
+    });
+    const apis = [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }];
+    const { app, router } = makeApp({
+      router: { engine, outbound: { allowPrivateNetworks: true, maxRequestsPerApp: 3 } },
+      apps: { app1: { scripts: { 'main.js': SCRIPT }, apis }, app2: { scripts: { 'main.js': SCRIPT }, apis } },
+    });
+    try {
+      const first = request(app).get('/web0/api/app1/p').query({ url: up.url, n: 3 }).then((r) => r);
+      await filled;
+      // app1 has 3 open: a 4th is refused at once; app2 is not held back by app1's
+      const refused = await request(app).get('/web0/api/app1/p').query({ url: up.url, n: 1 });
+      expect(refused.body).toEqual([270501]);
+      waiting = 1;
+      const other = request(app).get('/web0/api/app2/p').query({ url: up.url, n: 1 }).then((r) => r);
+      await new Promise((resolve) => (arrived = resolve));
+      for (const res of held.splice(0)) res.end('ok');
+      expect((await first).body).toEqual([200, 200, 200]);
+      expect((await other).body).toEqual([200]);
+      // the answered requests gave their places back (their bodies came with them)
+      const up2 = await serve((req, res) => res.end('ok'));
+      expect((await request(app).get('/web0/api/app1/p').query({ url: up2.url, n: 3 })).body).toEqual([200, 200, 200]);
+    } finally {
+      for (const res of held) res.end();
+      await router.close();
+    }
+  });
+
+  test('maxRequestsPerApp must be a positive integer', () => {
+    const { ConfigError, createApiRouter, MemoryRegistry } = require('..');
+    for (const bad of [0, -1, 1.5, '10']) {
+      let error;
+      try {
+        createApiRouter({ registry: new MemoryRegistry(), outbound: { maxRequestsPerApp: bad } });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe('outbound.maxRequestsPerApp');
+    }
+  });
+});
+
+describe('idle connections kept across hosts', () => {
+  test('an agent keeps at most 1024 idle connections in all, whatever the number of hosts', async () => {
+    // 1,100 host names resolving to one server: the agent keeps a pool per name
+    const up = await serve((req, res) => res.end('ok'));
+    const client = new OutboundClient({ allowPrivateNetworks: true, internal: { resolve: async () => [{ address: '127.0.0.1', family: 4 }] } });
+    try {
+      for (let i = 0; i < 1100; i += 50) {
+        await Promise.all(Array.from({ length: 50 }, async (_, j) => (await client.request({ url: `http://h${i + j}.test:${up.port}/` })).text()));
+      }
+      let idle = 0;
+      // eslint-disable-next-line dot-notation
+      const { http: agent } = client['agents'];
+      for (const name in agent.freeSockets) idle += agent.freeSockets[name].length;
+      expect(up.stats.connections).toBe(1100);
+      expect(idle).toBe(1024);
+      expect(up.stats.open.size).toBeLessThanOrEqual(1024 + 50);
+    } finally {
+      client.close();
+    }
+  });
+});

@@ -85,6 +85,8 @@ export class HostServices implements HostBridge {
   private readonly saving = new Map<string, number>();
   /** This request's part of the router's budget for response bodies (taken on the first request). */
   private bodies: BodyAccount | undefined;
+  /** Kept responses whose body did not come with them (not read whole: it may hold its connection), counted in the app's open requests. */
+  private readonly holding = new Set<string>();
   /** `http.request` calls waiting for their response and its body. */
   private opening = 0;
   /** Aborted by `dispose()`: outbound calls still in flight end with the request (made by the first). */
@@ -132,27 +134,35 @@ export class HostServices implements HostBridge {
         if (oldest === undefined) throw new ApiError('OUTBOUND_FAILED', `At most ${MAX_OPEN_RESPONSES} outbound requests at once per call`);
         s.release(oldest);
       }
+      const { outbound } = s.shared;
+      outbound.hold(s.info.appId); // (given back once its body is in, or when a response kept unread is released)
       s.opening++;
       let res: OutboundResponse;
       let body: string | undefined;
       try {
-        res = await s.shared.outbound.request({
+        res = await outbound.request({
           url: str(args.url, 'url'),
           method: typeof args.method === 'string' ? args.method : undefined,
           headers: args.headers && typeof args.headers === 'object' ? args.headers : undefined,
           body: typeof args.bytes === 'string' ? Buffer.from(args.bytes, 'base64') : args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
           timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
           signal: s.endSignal(),
-          account: (s.bodies ??= s.shared.outbound.account()),
+          account: (s.bodies ??= outbound.account()),
         });
         // (in flight until its body is in: one released from the window while it arrives would
         // go on reading, its connection open, beside 32 others)
         body = await inlineBody(res);
+      } catch (e) {
+        outbound.release(s.info.appId);
+        throw e;
       } finally {
         s.opening--;
       }
       const id = String(s.nextId++);
       s.responses.set(id, res);
+      // (a body that came with its response was read whole: its connection is free again)
+      if (body === undefined) s.holding.add(id);
+      else outbound.release(s.info.appId);
       if (s.ended?.signal.aborted) s.release(id); // (the call ended while the body arrived)
       return { id, status: res.status, headers: res.headers, url: res.url, body };
     },
@@ -276,8 +286,11 @@ export class HostServices implements HostBridge {
   }
 
   private release(id: string): void {
-    this.responses.get(id)?.discard();
+    const res = this.responses.get(id);
+    if (!res) return;
+    res.discard();
     this.responses.delete(id);
+    if (this.holding.delete(id)) this.shared.outbound.release(this.info.appId);
   }
 
   private response(id: unknown): OutboundResponse {
@@ -315,6 +328,8 @@ export class HostServices implements HostBridge {
       });
     }
     for (const r of this.responses.values()) r.discard();
+    this.shared.outbound.release(this.info.appId, this.holding.size);
+    this.holding.clear();
     this.responses.clear();
     this.bodies?.close();
   }

@@ -107,10 +107,14 @@ export class OutboundClient {
   private readonly internal: OutboundInternals;
   private readonly agents: Agents;
   private readonly budget: BodyBudget;
+  private readonly maxRequestsPerApp: number;
+  /** Requests each app has open (in flight, or kept with a body not read whole): see hold(). */
+  private readonly open = new Map<string, number>();
 
   /**
    * Defaults: timeoutMs 10000, maxBodyBytes 10 MiB, maxRedirects 5, allowPrivateNetworks false,
-   * maxBufferedBytes 256 MiB (at least maxBodyBytes), of which a call may hold an eighth (at least maxBodyBytes).
+   * maxBufferedBytes 256 MiB (at least maxBodyBytes), of which a call may hold an eighth (at least maxBodyBytes),
+   * maxRequestsPerApp 2048.
    */
   constructor(options: OutboundClientOptions = {}) {
     this.timeoutMs = num(options.timeoutMs, 10_000) || 10_000;
@@ -122,6 +126,26 @@ export class OutboundClient {
     this.agents = createAgents((address, host) => this.checkAddress(address, host));
     const buffered = Math.max(num(options.maxBufferedBytes, 256 * MiB), this.maxBodyBytes);
     this.budget = new BodyBudget(buffered, Math.max(this.maxBodyBytes, Math.floor(buffered / 8)));
+    this.maxRequestsPerApp = Math.floor(num(options.maxRequestsPerApp, 2048));
+  }
+
+  /**
+   * Counts one more open request (in flight, or kept by its call) of app `appId`, or fails with
+   * OUTBOUND_FAILED when the app has `maxRequestsPerApp`: each may hold a connection (a file
+   * descriptor of the process every app shares), and one app's calls together could otherwise
+   * hold 32 each. `release` gives them back.
+   */
+  hold(appId: string): void {
+    const n = this.open.get(appId) ?? 0;
+    if (n >= this.maxRequestsPerApp) throw failed(`app '${appId}' has ${n} outbound requests open at once, the most allowed (outbound.maxRequestsPerApp); try again later`);
+    this.open.set(appId, n + 1);
+  }
+
+  /** Gives back `count` of app `appId`'s open requests (see hold). */
+  release(appId: string, count = 1): void {
+    const n = (this.open.get(appId) ?? 0) - count;
+    if (n > 0) this.open.set(appId, n);
+    else this.open.delete(appId);
   }
 
   /** A new call's part of the budget for response bodies; `close()` it when the call ends. */

@@ -24,10 +24,13 @@ import type { Duplex } from 'node:stream';
 /** Throws when `address` (connected for `host`) may not be reached. */
 export type AddressCheck = (address: string, host: string) => void;
 
+/** Most idle connections an agent keeps, to one host or to all together. */
+const MAX_IDLE = 1024;
+
 const AGENT_OPTIONS: http.AgentOptions = {
   keepAlive: true,
   // A burst of concurrent calls to one upstream keeps its connections for the next burst.
-  maxFreeSockets: 1024,
+  maxFreeSockets: MAX_IDLE,
   // Idle connections close after this (sooner when the server's Keep-Alive header says so).
   timeout: 30_000,
 };
@@ -56,9 +59,15 @@ function checkedAgent(Base: typeof http.Agent, check: AddressCheck): CheckedAgen
       return socket;
     }
 
-    /** Node keeps the socket for reuse when this returns true (its typings say void). */
+    /**
+     * Node keeps the socket for reuse when this returns true (its typings say void). At most
+     * MAX_IDLE are kept across all hosts (maxFreeSockets counts per host and port: calls to many
+     * hosts would keep a file descriptor each until the idle timeout).
+     */
     override keepSocketAlive(socket: Duplex): void {
-      const keep = !this.closed && (super.keepSocketAlive(socket) as unknown) !== false;
+      let idle = 0;
+      for (const name in this.freeSockets) idle += this.freeSockets[name]?.length ?? 0;
+      const keep = !this.closed && idle < MAX_IDLE && (super.keepSocketAlive(socket) as unknown) !== false;
       return keep as unknown as void;
     }
 
