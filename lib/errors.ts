@@ -14,7 +14,7 @@ export const ERRORS = {
   METHOD_NOT_ALLOWED: { code: 270101, status: 405, message: 'Method not allowed for this API' },
   /** The request body is larger than the `bodyLimit` option. */
   BODY_TOO_LARGE: { code: 270102, status: 413, message: 'Request body too large' },
-  /** The request body could not be read (bad multipart data, aborted upload). */
+  /** The request could not be read (bad multipart data, aborted upload, malformed path encoding or request target). */
   BAD_REQUEST: { code: 270103, status: 400, message: 'Malformed request' },
   /** The request body declares a charset neither Node nor iconv-lite knows. */
   UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },

@@ -40,6 +40,18 @@ function scriptNames(def: ApiDefinition): string[] {
   return [...names];
 }
 
+/**
+ * Refuses a request target with a fragment (no part of one: RFC 9112 3.2) or a backslash in its
+ * path (no URI character: RFC 3986). Express routes such a target by url.parse, which drops the
+ * fragment and reads `\` as `/`, while ctx.url and getRequestURI are the target as sent: the
+ * script would see another path and query than the one that was routed.
+ */
+function checkTarget(target: string): void {
+  const q = target.indexOf('?');
+  if (target.includes('#')) throw new ApiError('BAD_REQUEST', 'Malformed request target: it has a fragment (#)');
+  if ((q < 0 ? target : target.slice(0, q)).includes('\\')) throw new ApiError('BAD_REQUEST', 'Malformed request target: a backslash in the path');
+}
+
 function splitPath(path: string): { appId: string; apiPath: string } | null {
   const segments = path.split('/').filter((s) => s !== '');
   if (segments.length < 2) return null;
@@ -182,6 +194,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   async function serve(req: Request, res: Response, trace: RequestTrace): Promise<void> {
     if (closing) throw new ApiError('SHUTTING_DOWN');
     const { requestId } = trace;
+    checkTarget(req.originalUrl ?? req.url);
     const { stage, path } = preview.split(req.path);
     trace.stage = stage;
     const target = splitPath(path);

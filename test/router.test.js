@@ -548,6 +548,55 @@ describe('routing errors', () => {
   });
 });
 
+/** Sends one raw request line (Node's client would normalise the target) and reads the answer. */
+function rawRequest(server, line) {
+  const net = require('node:net');
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(server.address().port, '127.0.0.1', () => sock.write(`${line}\r\nHost: h\r\nConnection: close\r\n\r\n`));
+    let text = '';
+    sock.on('data', (d) => (text += d));
+    sock.on('end', () => {
+      const head = text.slice(0, text.indexOf('\r\n\r\n'));
+      resolve({ status: Number(head.split(' ')[1]), head, body: text.slice(head.length + 4) });
+    });
+    sock.on('error', reject);
+  });
+}
+
+test('a request target with a fragment or a backslash in its path is a 400 BAD_REQUEST: Express routes it by url.parse (the fragment dropped, `\\` read as `/`), the script would see it as sent', async () => {
+  const { app, router } = track(oneApi('export function fn(ctx) { return { uri: ctx.request.getRequestURI(), q: ctx.query } }', {}, { engine: 'vm2' }));
+  await router.ready();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    for (const target of [
+      '/web0/api/app1/p#x?a=1', // routed to p, while the script read the query a=1 and the URI /web0/api/app1/p#x
+      '/web0/api/app1/p?a=1#b=2', // query a=1 for Express, a='1#b=2' for the script
+      '/web0/api/app1\\p#x', // routed to app1/p, the URI kept '\\'
+      'http://h/web0/api/app1\\p', // the same in absolute form
+      '/web0/api/app1\\p', // (in origin form without '#' it named an app 'app1\\p': one answer for every form)
+      '/web0\\api/app1/p#',
+    ]) {
+      const res = await rawRequest(server, `GET ${target} HTTP/1.1`);
+      expect([target, res.status]).toEqual([target, 400]);
+      const body = JSON.parse(res.body);
+      expect(body).toMatchObject({ code: 270103, requestId: expect.any(String) });
+      expect(body.message).toMatch(/request target/);
+    }
+    // a backslash in the query, encoded ones and a plain target still run
+    for (const [target, uri, q] of [
+      ['/web0/api/app1/p?x=a\\b', '/web0/api/app1/p', { x: 'a\\b' }],
+      ['/web0/api/app1/p?x=%23%5C', '/web0/api/app1/p', { x: '#\\' }],
+      ['http://h/web0/api/app1/p?x=1', '/web0/api/app1/p', { x: '1' }],
+    ]) {
+      const res = await rawRequest(server, `GET ${target} HTTP/1.1`);
+      expect([target, res.status, JSON.parse(res.body)]).toEqual([target, 200, { uri, q }]);
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 describe.each(['quickjs', 'vm2'])('response text in the charset the response declares (%s)', (engine) => {
   const iconv = require('iconv-lite');
   const scripts = {
