@@ -382,6 +382,32 @@ test('a request cannot forge a line of the log: line breaks in logged values are
   expect((await run.exited).code).toBe(0);
 });
 
+test("a path outside the mount point and the server's routes (or a `*` target) gets the JSON 404 error body, not Express's HTML page", async () => {
+  const net = require('node:net');
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--mount', '/api']);
+  const base = await run.ready;
+  const origin = new URL(base).origin;
+  for (const p of ['/other', '/apix/demo/hello', '/metrics/x', '/%zz']) {
+    const res = await get(`${origin}${p}`);
+    expect([p, res.status, res.headers['content-type']]).toEqual([p, 404, 'application/json;charset=UTF-8']);
+    expect(JSON.parse(res.body)).toEqual({ requestId: res.headers['x-request-id'], message: expect.stringContaining('/api'), code: 270100 });
+  }
+  const star = await new Promise((resolve, reject) => {
+    const sock = net.connect(Number(new URL(base).port), '127.0.0.1', () => sock.write('OPTIONS * HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n'));
+    let text = '';
+    sock.on('data', (d) => (text += d));
+    sock.on('end', () => resolve(text));
+    sock.on('error', reject);
+  });
+  expect(star).toMatch(/^HTTP\/1\.1 404 /);
+  expect(JSON.parse(star.slice(star.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 270100 });
+  // (the index and the APIs still answer)
+  expect((await get(base)).status).toBe(200);
+  expect((await get(`${base}/demo/hello`)).body).toBe('hello world');
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+});
+
 test('a mount that is not a plain path (Express would read it as a pattern) is refused, naming --mount / mount', async () => {
   const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--mount', '/api/*']);
   expect((await run.exited).code).toBe(2);

@@ -13,6 +13,7 @@ import { ConfigError } from '../errors';
 import { RedisRateLimitStore } from '../rate-limit';
 import type { ApiRouter, Logger } from '../types';
 import { appIndex } from './app-index';
+import { notFound } from './not-found';
 import type { ServeConfig } from './config';
 import { requestLog } from './request-log';
 
@@ -83,6 +84,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   if (!config.quiet) app.use(requestLog((line) => logger.info(line)));
   mountServerRoutes(app, config, registry, router);
   app.use(config.mount, router);
+  app.use(notFound(config.mount));
 
   const server = http.createServer(app);
   const closeAll = async () => {
