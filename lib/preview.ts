@@ -41,28 +41,32 @@ export function validatePreview(v: unknown): void {
   }
 }
 
-/** A request's path without the preview segment, and the stage it asks for. */
+/** A request's path segments without the preview segment, and the stage it asks for. */
 export interface StagedPath {
   stage: RegistryStage;
-  path: string;
+  segments: string[];
 }
 
 export class Preview {
-  private readonly prefix: string | undefined;
+  private readonly segment: string | undefined;
 
   constructor(private readonly options: PreviewOptions | false | undefined) {
-    this.prefix = options ? `/${options.segment ?? 'preview'}/` : undefined;
+    this.segment = options ? (options.segment ?? 'preview') : undefined;
   }
 
-  /** `/preview/app1/orders` → preview stage, `/app1/orders`; any other path is published. */
-  split(path: string): StagedPath {
-    if (this.prefix !== undefined && path.startsWith(this.prefix)) return { stage: 'preview', path: path.slice(this.prefix.length - 1) };
-    return { stage: 'published', path };
+  /**
+   * `['preview', 'app1', 'orders']` → preview stage, `['app1', 'orders']`; any other path is
+   * published. Takes the decoded segments the app id is read from, so that no spelling of the
+   * preview segment (`%70review`, `//preview`) reaches a published app of that name.
+   */
+  split(segments: string[]): StagedPath {
+    if (this.segment !== undefined && segments[0] === this.segment) return { stage: 'preview', segments: segments.slice(1) };
+    return { stage: 'published', segments };
   }
 
   /** A preview request's servletPath is `/preview/<appId>` (contextPath stays the mount path). */
   mark(request: { servletPath: string }): void {
-    if (this.prefix !== undefined) request.servletPath = this.prefix.slice(0, -1) + request.servletPath;
+    if (this.segment !== undefined) request.servletPath = `/${this.segment}${request.servletPath}`;
   }
 
   /** Throws PREVIEW_FORBIDDEN unless `authorize(req)` lets the request through. */

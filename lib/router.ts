@@ -52,15 +52,17 @@ function checkTarget(target: string): void {
   if ((q < 0 ? target : target.slice(0, q)).includes('\\')) throw new ApiError('BAD_REQUEST', 'Malformed request target: a backslash in the path');
 }
 
-function splitPath(path: string): { appId: string; apiPath: string } | null {
-  const segments = path.split('/').filter((s) => s !== '');
-  if (segments.length < 2) return null;
+/** The path's non-empty segments, decoded. */
+function pathSegments(path: string): string[] {
   try {
-    const decoded = segments.map(decodeURIComponent);
-    return { appId: decoded[0], apiPath: decoded.slice(1).join('/') };
+    return path.split('/').filter((s) => s !== '').map(decodeURIComponent);
   } catch {
     throw new ApiError('BAD_REQUEST', 'Malformed percent-encoding in the path');
   }
+}
+
+function splitPath(segments: string[]): { appId: string; apiPath: string } | null {
+  return segments.length < 2 ? null : { appId: segments[0], apiPath: segments.slice(1).join('/') };
 }
 
 /** Creates the Express middleware that serves every app's APIs. Mount it with `app.use(path, router)`. */
@@ -195,9 +197,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     if (closing) throw new ApiError('SHUTTING_DOWN');
     const { requestId } = trace;
     checkTarget(req.originalUrl ?? req.url);
-    const { stage, path } = preview.split(req.path);
+    const { stage, segments } = preview.split(pathSegments(req.path));
     trace.stage = stage;
-    const target = splitPath(path);
+    const target = splitPath(segments);
     if (target) Object.assign(trace, target);
     if (stage === 'preview' && !isPreflight(req)) await lookup(res, preview.authorize(req));
     const def0 = target ? await lookup(res, registry.getApi(target.appId, target.apiPath, stage)) : null;

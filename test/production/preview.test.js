@@ -56,6 +56,22 @@ test('off by default: /preview/... is an app named "preview"', async () => {
   expect(res.body.message).toBe("No API 'app1/orders' in app 'preview'");
 });
 
+test('the preview segment is read as the app id is, decoded and past empty segments: an app named like it stays unreachable (%70review, //preview)', async () => {
+  const { app, registry } = setup({ preview: { authorize } });
+  registry.putScript('preview', 'main.js', LIVE).putApi('preview', api('orders'));
+  for (const url of ['/web0/api/%70review/orders', '/web0/api//preview/orders', '/web0/api/preview/orders']) {
+    const res = await request(app).get(url);
+    expect([url, res.status, res.body.code]).toEqual([url, 403, 270105]);
+  }
+  for (const url of ['/web0/api/%70review/app1/orders', '/web0/api//preview//app1/orders']) {
+    const res = await request(app).get(url).set('x-preview-token', 'letmein');
+    expect([url, res.status, res.body]).toEqual([url, 200, { version: 'draft', servletPath: '/preview/app1' }]);
+  }
+  // (an app id with an encoded slash is not the preview segment)
+  const slash = await request(app).get('/web0/api/preview%2Fapp1/orders');
+  expect([slash.status, slash.body.message]).toEqual([404, "No API 'orders' in app 'preview/app1'"]);
+});
+
 test('publish() makes the preview live and empties the preview stage', async () => {
   const { app, registry } = setup({ preview: { authorize } });
   expect(registry.publish('app1')).toBe(true);
