@@ -314,6 +314,30 @@ test('a JavaScript config file that fails to load: exit 1 with a message naming 
   );
 });
 
+test('an ES module config file with top-level await is loaded (a project of "type": "module" awaiting its secrets)', async () => {
+  write('esm/package.json', { type: 'module' });
+  write('esm/serve.config.js', `
+const accounts = await Promise.resolve({ getAccountByToken: (token) => (token === 'ok' ? { id: 'u1' } : null) });
+export default { accounts, port: 0, quiet: true, workers: 1 };
+`);
+  write('esm/named.mjs', 'export const port = 0;\nexport const quiet = true;\nexport const workers = 1;\n');
+  for (const file of ['esm/serve.config.js', 'esm/named.mjs']) {
+    const run = cli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, file)]);
+    try {
+      const url = await run.ready;
+      expect((await get(`${url}/demo/hello?name=esm`)).body).toBe('hello esm');
+    } finally {
+      run.child.kill('SIGTERM');
+      await run.exited;
+    }
+  }
+  // a syntax error in an ES module is still named with the file
+  write('esm/broken.js', 'export default { port: 0, ');
+  const broken = cli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'esm/broken.js')]);
+  expect((await broken.exited).code).toBe(1);
+  expect(broken.out.stderr).toMatch(/^scriptable-api: the config file \S*esm\/broken\.js could not be loaded \(SyntaxError: /);
+});
+
 test('server keys of a config file of the wrong type are refused, naming the key', async () => {
   const { parseCli } = require('../dist/cjs/cli/args.js');
   const { resolveConfig } = require('../dist/cjs/cli/config.js');

@@ -7,6 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { ApiRouterOptions, Logger } from '../types';
 import { MOUNT_RULE, PLAIN_MOUNT, type CliArgs } from './args';
 import { nearestName, shown } from '../definitions/names';
@@ -42,6 +43,28 @@ const PATH_KEYS = ['root', 'previewRoot', 'sandboxDir', 'storageDir'];
 
 export class ConfigFileError extends Error {}
 
+/**
+ * Node.js's own `import()`: tsc (module commonjs) turns an `import()` written in this file into
+ * `require()`, which refuses an ES module with top-level await (and any ES module before Node.js
+ * 20.19). Made only when needed (`--disallow-code-generation-from-strings` refuses it).
+ */
+function importModule(url: string): Promise<unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval
+  return (new Function('url', 'return import(url)') as (url: string) => Promise<unknown>)(url);
+}
+
+/** A JavaScript config file: `require` (CommonJS, and ES modules Node.js can require), else `import()`. */
+async function loadModule(abs: string): Promise<unknown> {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(abs);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException)?.code;
+    if (code !== 'ERR_REQUIRE_ASYNC_MODULE' && code !== 'ERR_REQUIRE_ESM') throw e;
+    return importModule(pathToFileURL(abs).href);
+  }
+}
+
 async function readConfigFile(file: string): Promise<Record<string, unknown>> {
   const abs = path.resolve(file);
   if (!fs.existsSync(abs)) throw new ConfigFileError(`the config file ${file} does not exist`);
@@ -54,8 +77,7 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
     }
   } else {
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const mod = require(abs) as { default?: unknown };
+      const mod = (await loadModule(abs)) as { default?: unknown };
       value = mod && typeof mod === 'object' && 'default' in mod ? mod.default : mod;
       if (typeof value === 'function') value = await (value as () => unknown)();
     } catch (e) {
