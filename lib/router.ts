@@ -7,6 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError, ConfigError, ERRORS } from './errors';
 import { parseOptions } from './options';
 import { validateApiDefinition } from './validations';
+import { shown } from './definitions/names';
 import { readBody } from './context/body';
 import { buildSnapshot } from './context/request';
 import { ownSet } from './context/own-map';
@@ -307,6 +308,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
           state: state.response,
           files: shared.files,
         });
+      default:
+        // (an engine of one's own, in JavaScript, that misspells a kind: the request was left unanswered)
+        throw new Error(`engine ${engine.name} returned an outcome of kind ${shown((outcome as { kind?: unknown }).kind)}, not continue, written, output or error`);
     }
   }
 

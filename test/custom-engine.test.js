@@ -78,3 +78,31 @@ test("an engine whose optional ready or stats is not a function is refused at st
   const router = createApiRouter({ registry: new MemoryRegistry(), engine: { ...base, ready: async () => {}, stats: () => ({ workers: 1, busy: 0, queued: 0 }) }, logger: false });
   routers.push(router);
 });
+
+test("a result of an outcome kind or output type the router does not know answers 500 HOST_ERROR, logged (the request was left unanswered)", async () => {
+  const registry = new MemoryRegistry();
+  registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
+  registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
+  const errors = [];
+  const logger = { info() {}, warn() {}, error: (m) => errors.push(String(m)) };
+  let outcome;
+  const engine = { name: 'mine', run: async (job) => ({ state: job.state, outcome }), close: async () => {} };
+  const router = createApiRouter({ registry, engine, logger });
+  routers.push(router);
+  const a = express().use('/web0/api', router);
+  const cases = [
+    [{ kind: 'ouput', output: { type: 'JSON', json: '1' } }, 'engine mine returned an outcome of kind "ouput", not continue, written, output or error'],
+    [{ kind: 'output', output: { type: 'json', json: '1' } }, 'the engine returned an output of type "json", not JSON, Text, Redirect, File or invalid'],
+  ];
+  for (const [given, logged] of cases) {
+    outcome = given;
+    errors.length = 0;
+    const res = await request(a).get('/web0/api/shop/p').timeout(10000);
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ code: 270602, message: 'A host service failed' });
+    expect(errors.join('\n')).toContain(logged);
+  }
+  // the kinds it knows still answer
+  outcome = { kind: 'output', output: { type: 'JSON', json: '{"ok":1}' } };
+  await request(a).get('/web0/api/shop/p').expect(200, { ok: 1 });
+});

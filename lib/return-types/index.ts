@@ -11,6 +11,9 @@ import { sendJson } from './json';
 import { sendText } from './text';
 import { sendRedirect } from './redirect';
 import { sendFile } from './file';
+import { shown } from '../definitions/names';
+
+const SENT_TYPES: ReadonlySet<string> = new Set<SerializedOutput['type']>(['JSON', 'Text', 'Redirect', 'File']);
 
 export interface SendContext {
   res: ServerResponse;
@@ -34,6 +37,8 @@ export type ReturnTypeHandler<T extends SerializedOutput['type']> = (
 
 export async function sendOutput(output: SerializedOutput, ctx: SendContext): Promise<void> {
   if (output.type === 'invalid') throw new ApiError('INVALID_RESULT', output.message);
+  // (an engine of one's own that misspells a type: nothing would be sent, the request left unanswered)
+  if (!SENT_TYPES.has(output.type)) throw new Error(`the engine returned an output of type ${shown((output as { type?: unknown }).type)}, not JSON, Text, Redirect, File or invalid`);
   if (output.type === 'Redirect') checkRedirectLocation(output.location); // before any header is set
   const applied = applyHeaders(ctx.res, ctx.state);
   try {
