@@ -66,7 +66,7 @@ export interface ApiDefinition {
   onError?: ScriptRef;
   /** Rate limiting for this API. */
   rateLimit?: RateLimitRule;
-  /** Accepted HTTP methods (upper case). Default: all. */
+  /** Accepted HTTP methods (any case; each one Node.js parses, `http.METHODS`, or the definition is refused). Default: all. */
   methods?: string[];
   /** `false` makes the API answer as unknown (404). Default true. */
   enabled?: boolean;

@@ -17,6 +17,7 @@ import { isFileStorage } from './files/storage';
 import { validateFileRootKinds, validateFileRoots } from './files/file-roots';
 import { hostAllowed } from './outbound/address-policy';
 import { isIP } from 'node:net';
+import { METHODS } from 'node:http';
 
 export { nearestName, shown };
 import type { ApiDefinition, ApiRouterOptions, OutboundOptions, RateLimitOptions } from './types';
@@ -53,8 +54,18 @@ export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinitio
   }
   if (d.cors !== undefined) validateCors(d.cors, `${where}.cors`);
   const methods = d.methods?.map((m) => m.toUpperCase());
+  methods?.forEach((m, i) => {
+    // (a method this Node.js never parses never arrives: the API would answer every request 405)
+    if (!SERVED_METHODS.has(m)) {
+      const near = nearestName(m, METHODS);
+      throw new ConfigError(`${where}.methods[${i}]`, `${JSON.stringify(d.methods![i])} is not an HTTP method Node.js serves${near ? ` (did you mean '${near}'?)` : ''}`);
+    }
+  });
   return methods ? ({ ...d, methods } as unknown as ApiDefinition) : (d as unknown as ApiDefinition);
 }
+
+/** The methods Node.js's HTTP parser accepts (http.METHODS). */
+const SERVED_METHODS = new Set(METHODS);
 
 const SIZE = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i;
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };

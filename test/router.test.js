@@ -484,6 +484,22 @@ describe('routing errors', () => {
     expect((await request(app).head('/web0/api/app1/g')).status).toBe(200);
   });
 
+  test('a method Node.js never serves (a typo) is refused at registration naming it; any method it parses is accepted', async () => {
+    const { ConfigError } = require('..');
+    const def = { path: 'm', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' };
+    let error;
+    try {
+      await registry.putApi('app1', { ...def, methods: ['GET', 'GETT'] });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.field).toMatch(/methods\[1\]$/);
+    expect(error.message).toMatch(/"GETT" is not an HTTP method Node.js serves \(did you mean 'GET'\?\)/);
+    await registry.putApi('app1', { ...def, methods: ['propfind', 'PURGE'] });
+    expect((await request(app).purge('/web0/api/app1/m')).status).toBe(200);
+  });
+
   test('a body over bodyLimit: 413', async () => {
     const res = await request(app).post('/web0/api/app1/p').set('content-type', 'text/plain').send('x'.repeat(2000));
     expect(res.status).toBe(413);
