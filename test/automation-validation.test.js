@@ -157,6 +157,31 @@ test('expressions past the documented limits are refused naming the field (READM
   expect(value('f(' + Array(33).fill(1).join(',') + ')')).toMatch(/Exceeded maxCallArguments \(32\)/);
 });
 
+describe('an automation as a whole is bounded (its compiled form is held on the host and in every worker)', () => {
+  // a 2,000-node expression: its parsed form takes about half a MiB wherever it is compiled
+  const big = Array(1000).fill('1').join('-');
+  const sets = (n, expr = big) => ({ id: 'a', steps: Array.from({ length: n }, (_, i) => ({ id: `s${i}`, type: 'set', vars: { v: expr } })) });
+  const returns = (n) => ({ id: 'a', steps: [{ type: 'forEach', items: '[1]', steps: Array.from({ length: n - 1 }, () => ({ type: 'return' })) }] });
+
+  test('expressions past 10,000 syntax nodes together are refused naming the one that passes them; 10,000 are fine', () => {
+    expect(() => validateAutomation(sets(5))).not.toThrow();
+    expect(refusal(sets(6))).toBe("scriptable-api: invalid automation 'a' step 's5'.vars.v: the automation's expressions have more than 10000 syntax nodes together");
+  });
+
+  test('more than 1,000 steps (nested ones counted) are refused naming the one past them; 1,000 are fine', () => {
+    expect(() => validateAutomation(returns(1000))).not.toThrow();
+    expect(refusal(returns(1001))).toBe("scriptable-api: invalid automation 'a'.steps[0].steps[999]: the automation has more than 1000 steps (nested ones counted)");
+  });
+
+  test('a definition far past them is refused at once, not compiled whole first', () => {
+    const started = Date.now();
+    expect(refusal(sets(1000))).toMatch(/step 's5'\.vars\.v: the automation's expressions have more than 10000 syntax nodes together$/);
+    expect(refusal({ id: 'a', steps: Array.from({ length: 200_000 }, () => ({ type: 'return' })) })).toMatch(/'a'\.steps\[1000\]: the automation has more than 1000 steps/);
+    // (compiled whole: 1,000 such expressions held about 500 MiB and took 10-40 s on the host's thread)
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+});
+
 describe('from a custom registry', () => {
   let reads = 0;
   const invalid = { id: 'bad', steps: [{ id: 'ask', type: 'confirm' }] };

@@ -47,14 +47,27 @@ function fieldName(where: string, root: unknown, path: Path): string {
  */
 export const MAX_STEP_NESTING = 50;
 
-/** Pass 1: every step list, depth first, for types that can never run behind an API, and for nesting past MAX_STEP_NESTING. */
+/**
+ * An automation's size as a whole: its steps (nested ones counted) and the syntax nodes of all its
+ * expressions. Its compiled form is held on the host (once per definition object) and in every
+ * worker that runs it: about 1 KiB a step and 260 bytes a node, and as long to build.
+ */
+export const MAX_AUTOMATION_STEPS = 1000;
+export const MAX_AUTOMATION_NODES = 10_000;
+
+/**
+ * Pass 1: every step list, depth first, for types that can never run behind an API, for nesting
+ * past MAX_STEP_NESTING and for more than MAX_AUTOMATION_STEPS steps.
+ */
 function refuseStepTypes(where: string, def: Record<string, unknown>): void {
+  let count = 0;
   const visit = (list: unknown, path: Array<string | number>, depth = 1): void => {
     if (!Array.isArray(list)) return;
     if (depth > MAX_STEP_NESTING) throw new ConfigError(fieldName(where, def, path), `steps are nested more than ${MAX_STEP_NESTING} levels deep`);
     list.forEach((step, i) => {
-      if (!isObject(step)) return;
       const p = [...path, i];
+      if (++count > MAX_AUTOMATION_STEPS) throw new ConfigError(fieldName(where, def, p), `the automation has more than ${MAX_AUTOMATION_STEPS} steps (nested ones counted)`);
+      if (!isObject(step)) return;
       const name = () => fieldName(where, def, p);
       const type = step.type;
       if (typeof type === 'string' && INTERACTIVE_TYPES.has(type)) {
@@ -91,6 +104,7 @@ export function compileAutomation(def: unknown, options: { where?: string; valid
 
   const scripts = new Set<string>();
   const ids = new Set<string>();
+  let nodes = 0;
   const compileList = (list: unknown, path: Array<string | number>, vars: readonly string[]): CompiledStep[] =>
     (list as Array<Record<string, unknown>>).map((step, i) => {
       const p = [...path, i];
@@ -103,7 +117,11 @@ export function compileAutomation(def: unknown, options: { where?: string; valid
       }
       const c: StepCompiler = {
         value(v: unknown, f: string): CompiledValue {
-          return typeof v === 'string' ? { expr: compileExpression(v, field(f), vars) } : { literal: v === undefined ? null : v };
+          if (typeof v !== 'string') return { literal: v === undefined ? null : v };
+          const expr = compileExpression(v, field(f), vars);
+          nodes += expr.nodes;
+          if (nodes > MAX_AUTOMATION_NODES) throw new ConfigError(field(f), `the automation's expressions have more than ${MAX_AUTOMATION_NODES} syntax nodes together`);
+          return { expr };
         },
         steps: (nested, f, loopVars = []) => compileList(nested, [...p, f], [...vars.filter((v) => !loopVars.includes(v)), ...loopVars]),
         useScript: (name) => void scripts.add(name),
