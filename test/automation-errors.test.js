@@ -385,6 +385,40 @@ describe.each([
   }, 120_000);
 });
 
+// A worker keeps the automations it compiled (by definition text) on its own heap: many large
+// ones (each within the limits of one automation) run one after another must not fill it
+describe('many large automations run on one worker (their compiled forms share its heap)', () => {
+  const big = Array(1000).fill('1').join('-'); // (2,000 syntax nodes: about half a MiB compiled)
+  const automation = (id) => ({
+    id,
+    steps: [...Array.from({ length: 4 }, () => ({ type: 'set', vars: { v: big } })), ...Array.from({ length: 990 }, () => ({ type: 'set', vars: { w: 1 } })), { type: 'return', value: `'${id}'` }],
+  });
+  const automations = Array.from({ length: 30 }, (_, i) => automation(`a${i}`));
+  let made;
+  beforeAll(() => {
+    // (vm2 with the smallest heap: about 70 MiB, which 18 of them filled)
+    made = makeApp({
+      apps: {
+        a: { automations, apis: automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON' })) },
+        b: { scripts: { 'f.js': 'export function f() { return { fast: true } }' }, apis: [{ path: 'fast', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' }] },
+      },
+      router: { engine: 'vm2', scriptMemoryLimitMb: 16, contextBudgetMb: 8, workers: 1, maxWorkers: 1, scriptTimeoutMs: 60_000, queueTimeoutMs: 60_000 },
+    });
+  });
+  afterAll(() => made.router.close({ force: true }));
+
+  test('each runs, and the worker goes on serving (the oldest compiled forms are dropped)', async () => {
+    const outcomes = [];
+    for (const { id } of automations) {
+      const res = await request(made.app).get(`/web0/api/a/${id}`);
+      outcomes.push(res.status === 200 ? res.body : `${res.status} ${res.body.code} ${res.body.message}`);
+    }
+    expect(outcomes).toEqual(automations.map(({ id }) => id));
+    expect((await request(made.app).get('/web0/api/a/a0')).body).toBe('a0');
+    expect((await request(made.app).get('/web0/api/b/fast')).body).toEqual({ fast: true });
+  }, 180_000);
+});
+
 // A run that ends at its deadline while a script step waits on the host (an accounts lookup that
 // never answers): what it held goes back to its worker's budget (the stage was dropped unsettled,
 // the run never ended, and its values stayed counted: after a few such calls every automation

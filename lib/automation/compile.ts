@@ -54,6 +54,9 @@ export const MAX_STEP_NESTING = 50;
  */
 export const MAX_AUTOMATION_STEPS = 1000;
 export const MAX_AUTOMATION_NODES = 10_000;
+/** What a compiled step and a syntax node hold (measured on Node 20: 1.0-1.1 KiB, 260 bytes). */
+const STEP_BYTES = 1024;
+const NODE_BYTES = 300;
 
 /**
  * Pass 1: every step list, depth first, for types that can never run behind an API, for nesting
@@ -105,8 +108,10 @@ export function compileAutomation(def: unknown, options: { where?: string; valid
   const scripts = new Set<string>();
   const ids = new Set<string>();
   let nodes = 0;
+  let stepCount = 0;
   const compileList = (list: unknown, path: Array<string | number>, vars: readonly string[]): CompiledStep[] =>
     (list as Array<Record<string, unknown>>).map((step, i) => {
+      stepCount++;
       const p = [...path, i];
       const type = String(step.type);
       const stepId = typeof step.id === 'string' ? step.id : undefined;
@@ -132,7 +137,7 @@ export function compileAutomation(def: unknown, options: { where?: string; valid
       return { id: stepId, type, label, run };
     });
   const steps = compileList(def.steps, ['steps'], []);
-  return { id: id!, steps, scripts: [...scripts] };
+  return { id: id!, steps, scripts: [...scripts], heldBytes: stepCount * STEP_BYTES + nodes * NODE_BYTES };
 }
 
 const cache = new WeakMap<object, CompiledAutomation | ConfigError>();

@@ -109,4 +109,6 @@ export interface CompiledAutomation {
   readonly steps: readonly CompiledStep[];
   /** Names of the scripts its `script` steps call. */
   readonly scripts: readonly string[];
+  /** About what its compiled form holds on the heap, in bytes (its steps and its expressions' syntax nodes). */
+  readonly heldBytes: number;
 }

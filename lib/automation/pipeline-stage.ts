@@ -45,23 +45,36 @@ export interface AutomationStageEnv {
   compute?<T>(work: () => T): T;
 }
 
-/** Compiled automations by definition text: each version is parsed once per worker. */
-const compiled = new Map<string, CompiledAutomation | ConfigError>();
+/**
+ * Compiled automations by definition text: each version is parsed once per worker. The oldest go
+ * first past MAX_CACHED of them or past MAX_CACHED_BYTES held (a compiled form holds about 1 KiB
+ * a step and 300 bytes a syntax node, on the worker's heap beside every call's values).
+ */
+const compiled = new Map<string, { c: CompiledAutomation | ConfigError; bytes: number }>();
 const MAX_CACHED = 256;
+const MAX_CACHED_BYTES = 32 * 1024 * 1024;
+let cachedBytes = 0;
 
 function compiledFor(text: string): CompiledAutomation {
-  let c = compiled.get(text);
-  if (c === undefined) {
+  let entry = compiled.get(text);
+  if (entry === undefined) {
+    let c: CompiledAutomation | ConfigError;
     try {
       c = compileAutomation(JSON.parse(text), { validated: true }); // (the router validated it)
     } catch (e) {
       c = e instanceof ConfigError ? e : new ConfigError('automation', String((e as Error)?.message ?? e));
     }
-    if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value!);
-    compiled.set(text, c);
+    entry = { c, bytes: text.length + (c instanceof ConfigError ? 0 : c.heldBytes) };
+    for (const [key, old] of compiled) {
+      if (compiled.size < MAX_CACHED && cachedBytes + entry.bytes <= MAX_CACHED_BYTES) break;
+      compiled.delete(key);
+      cachedBytes -= old.bytes;
+    }
+    compiled.set(text, entry);
+    cachedBytes += entry.bytes;
   }
-  if (c instanceof ConfigError) throw StepFailure.of('INVALID_AUTOMATION', c.message);
-  return c;
+  if (entry.c instanceof ConfigError) throw StepFailure.of('INVALID_AUTOMATION', entry.c.message);
+  return entry.c;
 }
 
 function executors(env: AutomationStageEnv): AutomationExecutors {
