@@ -173,6 +173,19 @@ describe('an automation as a whole is bounded (its compiled form is held on the 
     expect(refusal(returns(1001))).toBe("scriptable-api: invalid automation 'a'.steps[0].steps[999]: the automation has more than 1000 steps (nested ones counted)");
   });
 
+  test('the host keeps what it validated, not its compiled form (workers compile what they run)', () => {
+    const v8 = require('node:v8');
+    v8.setFlagsFromString('--expose-gc');
+    const gc = require('node:vm').runInNewContext('gc');
+    const registry = new MemoryRegistry();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    // 20 definitions at the limit (about 0.5 MB of JSON in all): 3 MiB each compiled
+    for (let i = 0; i < 20; i++) registry.putAutomation('app', { ...sets(5, Array(1000).fill(String(i)).join('-')), id: `a${i}` });
+    gc();
+    expect((process.memoryUsage().heapUsed - before) / (1024 * 1024)).toBeLessThan(20);
+  }, 60_000);
+
   test('a definition far past them is refused at once, not compiled whole first', () => {
     const started = Date.now();
     expect(refusal(sets(1000))).toMatch(/step 's5'\.vars\.v: the automation's expressions have more than 10000 syntax nodes together$/);

@@ -5,7 +5,7 @@
  */
 import { ApiError, ConfigError } from '../errors';
 import type { ApiDefinition, ApiRegistry, AutomationRef, Logger, ScriptRef } from '../types';
-import { compiledAutomation } from './compile';
+import { automationScripts } from './compile';
 
 export interface ResolvedAutomations {
   /** Definition text by automation id (an id the registry does not know is absent). */
@@ -49,7 +49,7 @@ export async function resolveAutomations(
     let scripts: readonly string[];
     try {
       if (typeof a !== 'object') throw new ConfigError(`automation '${id}'`, `the registry's getAutomation returned a ${typeof a}, not an object`);
-      scripts = compiledAutomation(a).scripts;
+      scripts = automationScripts(a);
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
       logger?.error(e.message);

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError } from '../errors';
 import { validateApiDefinition } from '../validations';
-import { compiledAutomation } from '../automation/compile';
+import { automationScripts } from '../automation/compile';
 import type { ApiDefinition, AutomationDefinition, AutomationRef, ScriptRef } from '../types';
 
 /** A file that was left out (`error`) or loaded with something to fix (`warning`). */
@@ -138,7 +138,7 @@ export function loadAppFolder(root: string, appId: string): AppState {
     }
     try {
       const def = deepFreeze(readJson(path.join(dir, 'automations', e.name))) as AutomationDefinition;
-      const calls = compiledAutomation(def).scripts;
+      const calls = automationScripts(def);
       const other = automationFile.get(def.id);
       if (other !== undefined) throw new Error(`the automation id '${def.id}' is already defined by ${other}`);
       automations.set(def.id, def);
