@@ -41,7 +41,24 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', pat
 
 // @marcbachmann/cel-js ships ES modules only. `require()` of an ES module needs Node.js 20.19 and
 // fails under test runners with their own module loader (Jest), so the automation interpreter
-// loads a CommonJS copy made here (imports/exports rewritten by sucrase; nothing else changes).
+// loads a CommonJS copy made here (imports/exports rewritten by sucrase), with one change:
+// CEL_SIZE_GUARDS. An automation's values are held to 16 MiB (lib/automation/json.ts), but only
+// once an expression is done; inside one, `join` or `+` could build a string of hundreds of MB in
+// a single allocation, which V8 cannot fail gracefully: it aborts the whole process, not the
+// worker. The guarded operations refuse, before allocating, a result past that size.
+const CEL_GUARD = `const __celGuard = (n, what) => { if (n > 16777216) throw new RangeError(\`\${what} would be larger than 16 MiB\`) };\n`;
+const CEL_SIZE_GUARDS = {
+  'overloads.js': [
+    ["binaryOverload('string', '+', 'string', (a, b) => a + b)", "binaryOverload('string', '+', 'string', (a, b) => (__celGuard(a.length + b.length, 'string +'), a + b))"],
+    // (a list item counts 8 bytes, as lib/automation/json.ts counts it)
+    ["binaryOverload('list<V>', '+', 'list<V>', (a, b) => [...a, ...b])", "binaryOverload('list<V>', '+', 'list<V>', (a, b) => (__celGuard((a.length + b.length) * 8, 'list +'), [...a, ...b]))"],
+    ['    const result = new Uint8Array(a.length + b.length)', "    __celGuard(a.length + b.length, 'bytes +')\n    const result = new Uint8Array(a.length + b.length)"],
+  ],
+  'functions.js': [
+    ["    return v.join('')", "    __celGuard(v.reduce((n, s) => n + s.length, 0), 'join()')\n    return v.join('')"],
+    ['    return v.join(sep)', "    __celGuard(v.reduce((n, s) => n + s.length, 0) + Math.max(v.length - 1, 0) * sep.length, 'join()')\n    return v.join(sep)"],
+  ],
+};
 {
   // (its exports map hides package.json: find the package folder from the main entry)
   const celPkg = path.resolve(path.dirname(require.resolve('@marcbachmann/cel-js')), '..');
@@ -50,7 +67,15 @@ execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', pat
   fs.mkdirSync(out, { recursive: true });
   for (const f of fs.readdirSync(path.join(celPkg, 'lib'))) {
     if (!f.endsWith('.js')) continue;
-    const code = fs.readFileSync(path.join(celPkg, 'lib', f), 'utf8');
+    let code = fs.readFileSync(path.join(celPkg, 'lib', f), 'utf8');
+    const guards = CEL_SIZE_GUARDS[f];
+    if (guards) {
+      for (const [from, to] of guards) {
+        if (code.split(from).length !== 2) throw new Error(`scripts/build.js: cel-js ${f} no longer has \`${from}\` once: update CEL_SIZE_GUARDS for this version`);
+        code = code.replace(from, to);
+      }
+      code = CEL_GUARD + code;
+    }
     fs.writeFileSync(path.join(out, f), transform(code, { transforms: ['imports'], filePath: f }).code);
   }
   const { version } = require(path.join(celPkg, 'package.json'));

@@ -469,3 +469,35 @@ describe.each(['quickjs', 'vm2'])('a script step returning a text past 16 MiB (%
     expect(res.body).toMatchObject(engine === 'quickjs' && res.body.code === 270201 ? outOfMemory : tooLarge);
   }, 60_000);
 });
+
+describe('an expression building a value past 16 MiB in one operation', () => {
+  // V8 cannot fail one allocation of hundreds of MB gracefully: it aborts the whole process. These
+  // operations refuse such a result before allocating it (the 16 MiB value limit is otherwise
+  // checked once the expression is done); a failure here would take the test process down.
+  const L = `[${Array.from({ length: 1000 }, (_, i) => i).join(',')}]`;
+  const M = `[${Array.from({ length: 59 }, (_, i) => i).join(',')}]`;
+  const nine = { type: 'set', vars: { s: `'${'x'.repeat(9000)}'` } };
+  const big = { type: 'set', vars: { t: `${L}.map(b, state.vars.s).join()` } }; // 9 MB: within the limit
+  const cases = {
+    join: `size(${M}.map(a, state.vars.t).join())`,
+    joinSep: `size(${M}.map(a, 'x').join(state.vars.t))`,
+    concat: 'size(state.vars.t + state.vars.t)',
+  };
+  const automations = Object.entries(cases).map(([id, expr]) => ({ id, steps: [nine, big, { type: 'set', vars: { v: expr } }, { type: 'return', value: 'state.vars.v' }] }));
+  automations.push({ id: 'ok', steps: [nine, big, { type: 'return', value: 'size(state.vars.t + "!")' }] });
+  const { app, router } = makeApp({ apps: { a: { automations, apis: automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON' })) } } });
+  afterAll(() => router.close());
+
+  test.each(['join', 'joinSep', 'concat'])('%s fails its call with 270605 naming the operation; the host goes on', async (id) => {
+    const res = await request(app).get(`/web0/api/a/${id}`);
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270605);
+    expect(res.body.message).toMatch(/would be larger than 16 MiB/);
+  });
+
+  test('within the limit the same operations run', async () => {
+    const res = await request(app).get('/web0/api/a/ok');
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(9_000_001);
+  });
+});
