@@ -206,11 +206,12 @@ export interface OutboundOptions {
   /** Largest response body read, in bytes. Default 10 MiB. */
   maxBodyBytes?: number;
   /**
-   * Most bytes of response bodies the router holds in memory for all calls together (a body is
-   * held from when it is read until its response is released: the call ends, or the call's 32
-   * kept responses move past it). One call may hold an eighth of it, or `maxBodyBytes` if that is
-   * more. A body that does not fit fails with OUTBOUND_FAILED (270501) when the script reads it;
-   * one of a declared length is then not read, so `saveBodyAsFile` can still stream it to a file.
+   * Most bytes of outbound bodies the router holds in memory for all calls together: a response
+   * body from when it is read until its response is released (the call ends, or the call's 32
+   * kept responses move past it), a request body from when it is sent until it is answered. One
+   * call may hold an eighth of it, or `maxBodyBytes` if that is more. A request body that does not
+   * fit fails its request with OUTBOUND_FAILED (270501); a response body, when the script reads it
+   * (one of a declared length is then not read, so `saveBodyAsFile` can still stream it to a file).
    * At least `maxBodyBytes`. Default 256 MiB (or `maxBodyBytes`, if that is more).
    */
   maxBufferedBytes?: number;

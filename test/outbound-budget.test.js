@@ -1,5 +1,5 @@
 'use strict';
-// The router's memory budget for outbound response bodies (`outbound.maxBufferedBytes`): what the
+// The router's memory budget for outbound bodies (`outbound.maxBufferedBytes`): what the
 // host holds for scripts' responses is bounded for all calls together and for each call, a body
 // that does not fit fails in the script (270501, catchable) without being read, and the bytes
 // come back when a response is released. Real upstream on 127.0.0.1 (port 0), the real router.
@@ -67,7 +67,7 @@ describe('a call holds at most its share of the budget', () => {
         expect(res.status).toBe(200);
         expect(res.body.slice(0, 2)).toEqual([MiB, MiB]);
         for (const failure of res.body.slice(2)) {
-          expect(failure).toMatch(/^270501 response body from 127\.0\.0\.1:\d+ does not fit: this call's share \(2097152 bytes\) of the host's memory budget for response bodies is spent/);
+          expect(failure).toMatch(/^270501 response body from 127\.0\.0\.1:\d+ does not fit: this call's share \(2097152 bytes\) of the host's memory budget for outbound bodies is spent/);
         }
       }
     } finally {
@@ -114,6 +114,49 @@ describe('a call holds at most its share of the budget', () => {
   });
 });
 
+describe('request bodies count while they are sent', () => {
+  test.each(['quickjs', 'vm2'])('%s: bodies past the call\'s share fail (270501) before they are sent; their bytes come back once answered', async (engine) => {
+    // '/gate' answers once '/open' is called; counts the bodies it received
+    let received = 0;
+    const held = [];
+    const server = http.createServer((req, res) => {
+      if (req.url === '/open') {
+        held.splice(0).forEach((end) => end());
+        return res.end('opened');
+      }
+      req.resume();
+      req.on('end', () => {
+        received++;
+        held.push(() => res.end('go'));
+      });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    const url = `http://127.0.0.1:${server.address().port}`;
+    // a call may hold max(maxBodyBytes, maxBufferedBytes / 8) = 1 MiB: one body of 600 KiB at a time
+    const script = `export async function fn(ctx) {
+      const body = 'x'.repeat(600 * 1024);
+      const post = async () => { try { return (await platform.http.request({ url: ctx.query.url + '/gate', method: 'POST', body })).body } catch (e) { return e.code + ' ' + e.message } };
+      const first = post(); // held at the gate, its body counted
+      const second = await post();
+      await platform.http.request({ url: ctx.query.url + '/open' });
+      return [await first, second];
+    }`;
+    const { app, router } = oneApi(script, {}, { engine, outbound: { allowPrivateNetworks: true, maxBodyBytes: MiB, maxBufferedBytes: 4 * MiB } });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const res = await request(app).get('/web0/api/app1/p').query({ url });
+        expect(res.status).toBe(200);
+        expect(res.body[0]).toBe('go');
+        expect(res.body[1]).toMatch(/^270501 request body to 127\.0\.0\.1:\d+ does not fit: this call's share \(1048576 bytes\) of the host's memory budget for outbound bodies is spent/);
+      }
+      expect(received).toBe(2); // (one body sent a round: the other was refused before sending)
+    } finally {
+      await router.close();
+    }
+  });
+});
+
 describe('all calls together hold at most maxBufferedBytes', () => {
   test('concurrent calls cannot pass the router budget; their bytes come back when they end', async () => {
     const up = await upstream();
@@ -139,7 +182,7 @@ describe('all calls together hold at most maxBufferedBytes', () => {
         const reads = await round();
         expect(reads.filter((read) => read === MiB)).toHaveLength(4);
         for (const failure of reads.filter((read) => read !== MiB)) {
-          expect(failure).toMatch(/^270501 response body from 127\.0\.0\.1:\d+ does not fit: the host's memory budget for response bodies \(4194304 bytes\) is spent; try again later/);
+          expect(failure).toMatch(/^270501 response body from 127\.0\.0\.1:\d+ does not fit: the host's memory budget for outbound bodies \(4194304 bytes\) is spent; try again later/);
         }
       }
       // one at a time, every call reads its body

@@ -83,7 +83,7 @@ export class HostServices implements HostBridge {
   private readonly responses = new Map<string, OutboundResponse>();
   /** Responses with a `saveBodyAsFile` running (how many each): not released from the window meanwhile. */
   private readonly saving = new Map<string, number>();
-  /** This request's part of the router's budget for response bodies (taken on the first request). */
+  /** This request's part of the router's budget for outbound bodies (taken on the first request). */
   private bodies: BodyAccount | undefined;
   /** Kept responses whose body did not come with them (not read whole: it may hold its connection), counted in the app's open requests. */
   private readonly holding = new Set<string>();

@@ -1,15 +1,16 @@
 /**
- * The host memory a router spends on outbound response bodies it holds for scripts
- * (`outbound.maxBufferedBytes`): every call takes the bytes of the bodies it reads from one
- * budget, at most its share of it, and gives them back as its responses are released (at the
- * latest when the call ends). A body that does not fit is refused before it is read.
+ * The host memory a router spends on outbound bodies it holds for scripts
+ * (`outbound.maxBufferedBytes`): every call takes from one budget, at most its share of it, the
+ * bytes of the response bodies it reads (given back as its responses are released, at the latest
+ * when the call ends) and of the request bodies it sends (given back once answered). A body that
+ * does not fit is refused before it is read or sent.
  */
 import { ApiError } from '../errors';
 
 /** One call's part of the budget. */
 export interface BodyAccount {
-  /** Takes `bytes` for a body from `host`, or throws OUTBOUND_FAILED (nothing taken) when they do not fit. */
-  take(bytes: number, host: string): void;
+  /** Takes `bytes` for a body (`what`: "response body from HOST"), or throws OUTBOUND_FAILED (nothing taken) when they do not fit. */
+  take(bytes: number, what: string): void;
   /** Gives back bytes taken before. */
   give(bytes: number): void;
   /** Gives back everything the call holds; later takes fail, later gives change nothing. */
@@ -30,11 +31,11 @@ export class BodyBudget {
     let held = 0;
     let closed = false;
     return {
-      take: (bytes, host) => {
+      take: (bytes, what) => {
         let over = '';
-        if (closed || held + bytes > this.perCall) over = `this call's share (${this.perCall} bytes) of the host's memory budget for response bodies is spent`;
-        else if (this.used + bytes > this.max) over = `the host's memory budget for response bodies (${this.max} bytes) is spent; try again later`;
-        if (over) throw new ApiError('OUTBOUND_FAILED', `response body from ${host} does not fit: ${over}`);
+        if (closed || held + bytes > this.perCall) over = `this call's share (${this.perCall} bytes) of the host's memory budget for outbound bodies is spent`;
+        else if (this.used + bytes > this.max) over = `the host's memory budget for outbound bodies (${this.max} bytes) is spent; try again later`;
+        if (over) throw new ApiError('OUTBOUND_FAILED', `${what} does not fit: ${over}`);
         held += bytes;
         this.used += bytes;
       },

@@ -31,7 +31,7 @@ export interface OutboundRequest {
   timeoutMs?: number;
   /** Ends the call early (connection closed, OUTBOUND_FAILED), while it waits for the answer or reads the body. */
   signal?: AbortSignal;
-  /** The call's part of the client's budget (`account()`), which a body read whole takes from; none: not counted. */
+  /** The call's part of the client's budget (`account()`), which a body read whole, and a request body until answered, take from; none: not counted. */
   account?: BodyAccount;
 }
 
@@ -148,7 +148,7 @@ export class OutboundClient {
     else this.open.delete(appId);
   }
 
-  /** A new call's part of the budget for response bodies; `close()` it when the call ends. */
+  /** A new call's part of the budget for outbound bodies; `close()` it when the call ends. */
   account(): BodyAccount {
     return this.budget.account();
   }
@@ -171,6 +171,9 @@ export class OutboundClient {
     if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method) || method === 'CONNECT') throw failed(`unsupported method ${method.slice(0, 20)}`);
     let headers = buildHeaders(req.headers);
     let body = toBody(req.body);
+    // (held on the host until the request is answered: counted in the call's budget meanwhile)
+    const sent = body?.length ?? 0;
+    if (sent > 0) req.account?.take(sent, `request body to ${url.host}`);
     const deadline = new Deadline(timeoutMs, req.signal);
     try {
       for (let hop = 0; ; hop++) {
@@ -194,6 +197,8 @@ export class OutboundClient {
     } catch (err) {
       deadline.clear();
       throw describe(err, url.host, 'before the response');
+    } finally {
+      if (sent > 0) req.account?.give(sent);
     }
   }
 

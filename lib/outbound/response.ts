@@ -231,7 +231,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   }
 
   private take(bytes: number): void {
-    this.account?.take(bytes, this.deadline.host);
+    this.account?.take(bytes, `response body from ${this.deadline.host}`);
     this.held += bytes;
   }
 
