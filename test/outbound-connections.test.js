@@ -630,6 +630,7 @@ describe('idle connections kept across hosts', () => {
   test('an agent keeps at most 1024 idle connections in all, whatever the number of hosts', async () => {
     // 1,100 host names resolving to one server: the agent keeps a pool per name
     const up = await serve((req, res) => res.end('ok'));
+    up.server.keepAliveTimeout = 120_000; // (its default, 5 s, would close idle ones on a slow machine)
     const client = new OutboundClient({ allowPrivateNetworks: true, internal: { resolve: async () => [{ address: '127.0.0.1', family: 4 }] } });
     try {
       for (let i = 0; i < 1100; i += 50) {
