@@ -174,6 +174,7 @@ describe('fairness between apps (maxConcurrentPerApp: 2)', () => {
 
 describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s, one worker)', (engine) => {
   const TIMEOUT_MS = 2000;
+  const logger = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn() };
   let pool;
   let srv;
   beforeAll(async () => {
@@ -188,7 +189,7 @@ describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s
     });
     // an engine of our own, to look at its workers; the calls queued behind a failing one wait for
     // its replacement, which a loaded machine may take seconds to start (not QUEUE_TIMEOUT's concern)
-    pool = new WorkerPool({ engine, size: 1, maxWorkers: 1, memoryLimitMb: 32, maxConcurrentPerApp: 16, queueTimeoutMs: 20_000 });
+    pool = new WorkerPool({ engine, size: 1, maxWorkers: 1, memoryLimitMb: 32, maxConcurrentPerApp: 16, queueTimeoutMs: 20_000, logger });
     srv = await serve(registry, { engine: pool, scriptTimeoutMs: TIMEOUT_MS });
     expect((await srv.get('/good/fast')).body).toEqual({ fast: true });
   });
@@ -208,6 +209,9 @@ describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s
     expect(res.body.code).toBe(270200);
     for (const r of await queued) expect(r.body).toEqual({ fast: true });
     expect(pool.workerCount).toBe(1);
+    // (vm2 cannot interrupt the loop: the pool terminates the worker, naming the app and request)
+    const terminated = logger.warn.mock.calls.filter(([message]) => /terminating a worker/.test(message));
+    expect(terminated).toEqual(engine === 'vm2' ? [["scriptable-api: terminating a worker: app 'evil' ran past its deadline", { appId: 'evil', requestId: res.body.requestId }]] : []);
   });
 
   test('a worker killed by a memory bomb is replaced; calls queued behind it succeed', async () => {

@@ -337,7 +337,8 @@ export class WorkerPool implements ScriptEngine {
         const task = this.sent.get(w.sliceJob());
         const limit = (task ? task.job.timeoutMs : this.longestTimeoutMs) + this.options.graceMs;
         if (ms > limit && !w.retiring) {
-          this.options.logger?.warn(`scriptable-api: terminating a worker: ${task ? `app '${task.appId}'` : 'a script'} ran past its deadline`);
+          const meta = task ? { appId: task.appId, requestId: task.job.requestId } : undefined;
+          this.options.logger?.warn(`scriptable-api: terminating a worker: ${task ? `app '${task.appId}'` : 'a script'} ran past its deadline`, meta);
           w.killedFor = task;
           void this.terminate(w);
         }
