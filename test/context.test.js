@@ -438,6 +438,27 @@ describe('behind a proxy the app trusts (`trust proxy`), the server is the one t
     expect((await get(app, { Host: 'api.example.com', 'X-Forwarded-Proto': 'http' })).body).toMatchObject({ port: 80, url: 'http://api.example.com/web0/api/app1/p' });
   });
 
+  test.each([
+    ['quickjs', 5],
+    ['vm2', 4],
+  ])('a trust function returning a truthy value that is not `true` is trusted, as Express trusts it (%s, Express %d)', async (engine, express) => {
+    // (`ip.match(...)` gives an array or null: Express's req.ip, req.protocol and req.hostname all trust it)
+    let host;
+    const { app, router } = apiWith(engine, SOURCE, {}, {}, {
+      express,
+      setup: (a) => {
+        a.set('trust proxy', (ip) => ip.match(/^(::ffff:)?127\./));
+        a.use((req, _res, next) => ((host = { ip: req.ip, hostname: req.hostname, protocol: req.protocol }), next()));
+      },
+    });
+    await router.ready();
+    const res = await get(app, { Host: '10.0.0.5:8080', 'X-Forwarded-For': '203.0.113.9', 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.example.com' });
+    expect(host).toEqual({ ip: '203.0.113.9', hostname: 'api.example.com', protocol: 'https' });
+    expect(res.body).toEqual({
+      name: 'api.example.com', port: 443, scheme: 'https', secure: true, addr: '203.0.113.9', url: 'https://api.example.com/web0/api/app1/p',
+    });
+  });
+
   test('without trust, the forwarded headers are ignored', async () => {
     const { app, router } = apiWith('quickjs', SOURCE);
     await router.ready();

@@ -61,10 +61,13 @@ function cookiesOf(header: string | undefined): { cookies: Record<string, string
   return list.length > Object.keys(cookies).length ? { cookies, cookieList: list } : { cookies };
 }
 
-/** Whether Express's `trust proxy` setting trusts the peer (never outside an Express app). */
+/**
+ * Whether Express's `trust proxy` setting trusts the peer (never outside an Express app). Any truthy
+ * answer of the setting's function counts, as it does for Express's req.ip, req.protocol and req.hostname.
+ */
 function fromTrustedProxy(req: Request): boolean {
   const trust: unknown = typeof req.app?.get === 'function' ? req.app.get('trust proxy fn') : undefined;
-  return typeof trust === 'function' && (trust as (addr: string | undefined, i: number) => boolean)(req.socket?.remoteAddress, 0) === true;
+  return typeof trust === 'function' && Boolean((trust as (addr: string | undefined, i: number) => unknown)(req.socket?.remoteAddress, 0));
 }
 
 /** A local address as a host name: IPv4 (also IPv4-mapped IPv6) as it is, IPv6 in brackets. */
