@@ -539,6 +539,34 @@ test('a query key repeated many times is read in linear time (a 16 KB URL of `a=
   expect(ms).toBeLessThan(2000); // (linear: a few ms; copying the list at each value: tens of seconds)
 }, 120_000);
 
+test.each([
+  ['quickjs', 5],
+  ['vm2', 4],
+])('a Host header sent twice: the server is named by the first, as Node.js, Express and getHeader("host") read it (%s, Express %d)', async (engine, express) => {
+  let hostname;
+  const { app, router } = apiWith(engine, 'export function fn(ctx) { const r = ctx.request; return [r.getServerName(), r.getServerPort(), r.getRequestURL(), r.getHeader("host")] }', {}, {}, {
+    express,
+    setup: (a) => a.use((req, _res, next) => ((hostname = req.hostname), next())),
+  });
+  await router.ready();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const body = await new Promise((resolve, reject) => {
+      const sock = net.connect(server.address().port, '127.0.0.1', () =>
+        sock.write('GET /web0/api/app1/p HTTP/1.1\r\nHost: api.example.com:8080\r\nHost: evil.example\r\nConnection: close\r\n\r\n'));
+      let text = '';
+      sock.on('data', (d) => (text += d));
+      sock.on('end', () => resolve(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))));
+      sock.on('error', reject);
+    });
+    expect(hostname).toBe('api.example.com');
+    expect(body).toEqual(['api.example.com', 8080, 'http://api.example.com:8080/web0/api/app1/p', 'api.example.com:8080']);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test('a request without a Host header (HTTP/1.0): the server name is the address the connection was accepted on', async () => {
   const { app, router } = apiWith('quickjs', 'export function fn(ctx) { const r = ctx.request; return [r.getServerName(), r.getServerPort(), r.getRequestURL()] }');
   await router.ready();

@@ -79,14 +79,15 @@ function localName(address: string | undefined): string {
 
 /**
  * The server the client asked for, name and port from one header: the first X-Forwarded-Host
- * of a trusted proxy (as Express's `req.hostname` reads it), else Host. Without a port there, the
+ * of a trusted proxy (as Express's `req.hostname` reads it), else the first Host. Without a port there, the
  * scheme's when a trusted proxy forwarded the request (the socket's port is the proxy's hop),
  * else the port the connection was accepted on (HttpServletRequest.getServerPort).
  */
 function serverOf(req: Request, headers: Record<string, string>, scheme: 'http' | 'https'): { name: string; port: number } {
   const trusted = fromTrustedProxy(req);
   const forwarded = trusted ? ownGet(headers, 'x-forwarded-host') : undefined;
-  const host = (forwarded ? forwarded.split(',')[0] : (ownGet(headers, 'host') ?? '')).trim();
+  // (Host sent twice: its first value, Node.js's req.headers.host, not the snapshot's joined text)
+  const host = (forwarded ? forwarded.split(',')[0] : (req.headers?.host ?? ownGet(headers, 'host') ?? '')).trim();
   const start = host.startsWith('[') ? host.indexOf(']') + 1 : 0; // (IPv6 literal)
   const colon = host.indexOf(':', start);
   // (no Host at all, as HTTP/1.0 allows: the address the connection was accepted on, as a servlet container answers)
