@@ -467,3 +467,58 @@ test('an empty flag value (an unset variable in `--host "$HOST"`) is refused: --
     await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, `conf/empty-${key}.json`)]))).rejects.toThrow(`${key} must be a folder path, got ""`);
   }
 });
+
+test("behind a reverse proxy, --trust-proxy sets Express's `trust proxy`: scripts see the client's address and each client gets its own {ip} rate-limit bucket", async () => {
+  write('apps/proxied/apis/who.json', { path: 'who', call: { script: 'main.js', function: 'who' }, returnType: 'JSON', rateLimit: { requestsPerSecond: 0.001, timeoutMs: 0 } });
+  write('apps/proxied/scripts/main.js', `export function who(ctx) { const r = ctx.request;
+    return { addr: r.getRemoteAddr(), scheme: r.getScheme(), url: r.getRequestURL() } }`);
+  // (the proxy on 127.0.0.1 adds the client's address; one hop is trusted)
+  const via = (url, client) =>
+    new Promise((resolve, reject) => {
+      http.get(`${url}/proxied/who`, { headers: { 'X-Forwarded-For': `198.51.100.7, ${client}`, 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.example.com' } }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(body) }));
+      }).on('error', reject);
+    });
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--quiet', '--trust-proxy', '1', '--config', path.join(tmp, 'config.json')]);
+  const url = await run.ready;
+  try {
+    const a = await via(url, '203.0.113.1');
+    expect(a).toEqual({ status: 200, body: { addr: '203.0.113.1', scheme: 'https', url: 'https://api.example.com/web0/api/proxied/who' } });
+    // (another client behind the same proxy: not the first one's bucket, nor the proxy's)
+    expect((await via(url, '203.0.113.2')).status).toBe(200);
+    expect((await via(url, '203.0.113.1')).status).toBe(429);
+  } finally {
+    run.child.kill('SIGTERM');
+    await run.exited;
+  }
+});
+
+test('--trust-proxy and trustProxy take what Express takes (hops, true/false, addresses, subnets and names; a function in a module); anything else is refused naming them', async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  const flag = (value) => parseCli(['serve', tmp, '--trust-proxy', value]).trustProxy;
+  expect(flag('2')).toBe(2);
+  expect(flag('true')).toBe(true);
+  expect(flag('false')).toBe(false);
+  expect(flag('loopback, 10.0.0.0/8')).toBe('loopback, 10.0.0.0/8');
+  expect(() => flag('proxy.internal')).toThrow(/^--trust-proxy must be a number of hops, true, false or a comma-separated list of addresses, subnets and loopback\/linklocal\/uniquelocal, got 'proxy.internal' \(invalid IP address: proxy.internal\)/);
+  expect(() => flag('10.0.0.0/99')).toThrow(/--trust-proxy must be .* got '10.0.0.0\/99'/);
+  const fromFile = async (content) => {
+    write('conf/trust.json', content);
+    return (await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/trust.json')]))).trustProxy;
+  };
+  expect(await fromFile({ trustProxy: ['loopback', '10.0.0.1'] })).toEqual(['loopback', '10.0.0.1']);
+  expect(await fromFile({ trustProxy: 1 })).toBe(1);
+  expect(await fromFile({})).toBeUndefined();
+  await expect(fromFile({ trustProxy: 'nginx' })).rejects.toThrow(/^trustProxy must be a number of hops, true, false or .* got "nginx" \(invalid IP address: nginx\)/);
+  await expect(fromFile({ trustProxy: [10] })).rejects.toThrow(/^trustProxy must be .* got \[10\]/);
+  await expect(fromFile({ trustProxy: -1 })).rejects.toThrow(/^trustProxy must be .* got -1/);
+  await expect(fromFile({ trustProxy: {} })).rejects.toThrow(/^trustProxy must be .* got \{\}/);
+  // (the flag wins over the file)
+  write('conf/trust-both.json', { trustProxy: 'loopback' });
+  expect((await resolveConfig(parseCli(['serve', tmp, '--trust-proxy', '1', '--config', path.join(tmp, 'conf/trust-both.json')]))).trustProxy).toBe(1);
+  write('conf/trust-fn.js', 'module.exports = { trustProxy: (ip) => ip === "127.0.0.1" }');
+  expect(typeof (await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/trust-fn.js')]))).trustProxy).toBe('function');
+});

@@ -3,9 +3,11 @@
  *
  *   scriptable-api serve <root> [--port 3000] [--host 127.0.0.1] [--mount /web0/api]
  *     [--preview-root DIR] [--sandbox-dir DIR] [--storage-dir DIR] [--redis-url URL]
- *     [--engine quickjs|vm2] [--script-timeout-ms N] [--config FILE] [--no-index] [--quiet]
+ *     [--engine quickjs|vm2] [--script-timeout-ms N] [--trust-proxy VALUE] [--config FILE]
+ *     [--no-index] [--quiet]
  */
 import { parseArgs } from 'node:util';
+import { parseTrustProxy, TRUST_PROXY_RULE, trustProxyProblem, type TrustProxy } from './trust-proxy';
 
 export const USAGE = `Usage: scriptable-api serve <root> [options]
        scriptable-api serve --config FILE [options]   (the folder as \`root\` in the file)
@@ -24,6 +26,9 @@ Options:
   --redis-url URL          share rate limits through Redis (redis://host:6379)
   --engine NAME            quickjs (default) or vm2 (trusted scripts only)
   --script-timeout-ms N    time limit of one request's scripts (default 10000)
+  --trust-proxy VALUE      behind a reverse proxy: Express's \`trust proxy\` (a number of hops, or
+                           the proxies' addresses/subnets, e.g. loopback); decides the client
+                           address scripts and {ip} rate limits see (default: none trusted)
   --config FILE            options from a file: JSON, or a JavaScript module exporting them
                            (any createApiRouter option, e.g. outbound, accounts); flags win
   --no-index               do not list the apps and their APIs at the mount point
@@ -55,6 +60,7 @@ export interface CliArgs {
   redisUrl?: string;
   engine?: 'quickjs' | 'vm2';
   scriptTimeoutMs?: number;
+  trustProxy?: TrustProxy;
   config?: string;
   index?: boolean;
   quiet?: boolean;
@@ -84,6 +90,7 @@ export function parseCli(argv: string[]): CliArgs {
         'redis-url': { type: 'string' },
         engine: { type: 'string' },
         'script-timeout-ms': { type: 'string' },
+        'trust-proxy': { type: 'string' },
         config: { type: 'string' },
         'no-index': { type: 'boolean' },
         quiet: { type: 'boolean' },
@@ -110,6 +117,9 @@ export function parseCli(argv: string[]): CliArgs {
   if (v.engine !== undefined && v.engine !== 'quickjs' && v.engine !== 'vm2') throw new UsageError(`--engine must be quickjs or vm2, got '${v.engine}'`);
   if (v.mount !== undefined && !v.mount.startsWith('/')) throw new UsageError(`--mount must start with '/', got '${v.mount}'`);
   if (v.mount !== undefined && !PLAIN_MOUNT.test(v.mount)) throw new UsageError(`--mount ${MOUNT_RULE}, got '${v.mount}'`);
+  const trustProxy = v['trust-proxy'] === undefined ? undefined : parseTrustProxy(v['trust-proxy']);
+  const trustProblem = trustProxy === undefined ? undefined : trustProxyProblem(trustProxy);
+  if (trustProblem !== undefined) throw new UsageError(`--trust-proxy must be ${TRUST_PROXY_RULE}, got '${v['trust-proxy']}' (${trustProblem})`);
   return {
     command: 'serve',
     root,
@@ -122,6 +132,7 @@ export function parseCli(argv: string[]): CliArgs {
     redisUrl: v['redis-url'],
     engine: v.engine as CliArgs['engine'],
     scriptTimeoutMs: integer(v['script-timeout-ms'], '--script-timeout-ms', 1, 2147483647),
+    trustProxy,
     config: v.config,
     index: v['no-index'] ? false : undefined,
     quiet: v.quiet,

@@ -13,6 +13,7 @@ import { MOUNT_RULE, PLAIN_MOUNT, type CliArgs } from './args';
 import { nearestName, shown } from '../definitions/names';
 import { ROUTER_KEYS } from '../validations';
 import { logLine } from '../logging';
+import { TRUST_PROXY_RULE, trustProxyProblem, type TrustProxy } from './trust-proxy';
 
 /** What `serve` runs with. */
 export interface ServeConfig {
@@ -26,6 +27,8 @@ export interface ServeConfig {
   /** No line per request. */
   quiet: boolean;
   redisUrl?: string;
+  /** Express's `trust proxy` setting of the server's app (unset: no proxy is trusted). */
+  trustProxy?: TrustProxy;
   /** Longest wait at shutdown for the requests in flight, ms (then their connections are closed). */
   shutdownTimeoutMs: number;
   /** createApiRouter options other than the registry. */
@@ -37,7 +40,7 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_MOUNT = '/web0/api';
 
 /** Keys of a config file that are the server's, not the router's. */
-const SERVER_KEYS = ['root', 'previewRoot', 'port', 'host', 'mount', 'index', 'quiet', 'redisUrl', 'shutdownTimeoutMs'] as const;
+const SERVER_KEYS = ['root', 'previewRoot', 'port', 'host', 'mount', 'index', 'quiet', 'redisUrl', 'trustProxy', 'shutdownTimeoutMs'] as const;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 const PATH_KEYS = ['root', 'previewRoot', 'sandboxDir', 'storageDir'];
 
@@ -163,6 +166,9 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   }
   const host = pick(args.host, fileString(file, 'host'), DEFAULT_HOST);
   if (host === '') throw new ConfigFileError('host must be an address such as 127.0.0.1 or 0.0.0.0, got ""');
+  const trustProxy = args.trustProxy ?? file.trustProxy;
+  const trustProblem = trustProxy === undefined ? undefined : trustProxyProblem(trustProxy);
+  if (trustProblem !== undefined) throw new ConfigFileError(`trustProxy must be ${TRUST_PROXY_RULE}, got ${shown(trustProxy)} (${trustProblem})`);
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
@@ -175,6 +181,7 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
     quiet: pick(args.quiet, fileBoolean(file, 'quiet'), false),
     redisUrl: pick(args.redisUrl, fileString(file, 'redisUrl'), undefined as string | undefined),
     shutdownTimeoutMs,
+    trustProxy: trustProxy as TrustProxy | undefined,
     router: router as Omit<ApiRouterOptions, 'registry'>,
   };
 }

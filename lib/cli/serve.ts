@@ -69,6 +69,8 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   }
   const app = express();
   app.disable('x-powered-by');
+  // (behind a reverse proxy: the client's address, protocol and host, for scripts and {ip} rate limits)
+  if (config.trustProxy !== undefined) app.set('trust proxy', config.trustProxy);
   // responses in flight: at shutdown each one closes its connection once sent
   const inFlight = new Set<http.ServerResponse>();
   let draining = false;
