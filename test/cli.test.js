@@ -522,3 +522,27 @@ test('--trust-proxy and trustProxy take what Express takes (hops, true/false, ad
   write('conf/trust-fn.js', 'module.exports = { trustProxy: (ip) => ip === "127.0.0.1" }');
   expect(typeof (await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/trust-fn.js')]))).trustProxy).toBe('function');
 });
+
+test("with --trust-proxy, the index's URLs name the host and scheme the client asked for, as scripts' getRequestURL() does", async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--quiet', '--trust-proxy', 'loopback', '--config', path.join(tmp, 'config.json')]);
+  const url = await run.ready;
+  const index = (headers) =>
+    new Promise((resolve, reject) => {
+      http.get(url, { headers }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve(JSON.parse(body).apps.find((a) => a.appId === 'demo').apis.find((a) => a.path === 'hello').url));
+      }).on('error', reject);
+    });
+  try {
+    // (a proxy that passes its own Host and names the client's in X-Forwarded-Host)
+    expect(await index({ 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.example.com' })).toBe('https://api.example.com/web0/api/demo/hello');
+    expect(await index({ 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'api.example.com:8443, inner' })).toBe('https://api.example.com:8443/web0/api/demo/hello');
+    // (one that keeps the client's Host)
+    expect(await index({ Host: 'api.example.com', 'X-Forwarded-Proto': 'https' })).toBe('https://api.example.com/web0/api/demo/hello');
+    expect(await index({})).toBe(`${url}/demo/hello`);
+  } finally {
+    run.child.kill('SIGTERM');
+    await run.exited;
+  }
+});

@@ -4,10 +4,12 @@
  */
 import type { Request, Response } from 'express';
 import type { DirectoryRegistry } from '../registry/directory';
+import { requestedHost } from '../context/request';
 
 export function appIndex(registry: DirectoryRegistry, mount: string) {
   return (req: Request, res: Response): void => {
-    const base = `${req.protocol}://${req.get('host') ?? 'localhost'}${mount === '/' ? '' : mount}`;
+    // (behind a proxy the server trusts, the host and scheme the client asked for, as scripts' getRequestURL() has them)
+    const base = `${req.protocol}://${requestedHost(req) || 'localhost'}${mount === '/' ? '' : mount}`;
     const apps = registry.listApps().map((appId) => ({
       appId,
       apis: registry

@@ -78,16 +78,25 @@ function localName(address: string | undefined): string {
 }
 
 /**
- * The server the client asked for, name and port from one header: the first X-Forwarded-Host
- * of a trusted proxy (as Express's `req.hostname` reads it), else the first Host. Without a port there, the
+ * The host (`name[:port]`) the client asked for: the first X-Forwarded-Host of a trusted proxy
+ * (as Express's `req.hostname` reads it), else the first Host ('' without one).
+ */
+export function requestedHost(req: Request, trusted = fromTrustedProxy(req)): string {
+  const xfh: unknown = trusted ? req.headers?.['x-forwarded-host'] : undefined;
+  const forwarded = typeof xfh === 'string' ? xfh : undefined;
+  // (Host sent twice: its first value, Node.js's req.headers.host)
+  return (forwarded ? forwarded.split(',')[0] : (req.headers?.host ?? '')).trim();
+}
+
+/**
+ * The server the client asked for, name and port from one header (requestedHost). Without a port there, the
  * scheme's when a trusted proxy forwarded the request (the socket's port is the proxy's hop),
  * else the port the connection was accepted on (HttpServletRequest.getServerPort).
  */
 function serverOf(req: Request, headers: Record<string, string>, scheme: 'http' | 'https'): { name: string; port: number } {
   const trusted = fromTrustedProxy(req);
   const forwarded = trusted ? ownGet(headers, 'x-forwarded-host') : undefined;
-  // (Host sent twice: its first value, Node.js's req.headers.host, not the snapshot's joined text)
-  const host = (forwarded ? forwarded.split(',')[0] : (req.headers?.host ?? ownGet(headers, 'host') ?? '')).trim();
+  const host = requestedHost(req, trusted);
   const start = host.startsWith('[') ? host.indexOf(']') + 1 : 0; // (IPv6 literal)
   const colon = host.indexOf(':', start);
   // (no Host at all, as HTTP/1.0 allows: the address the connection was accepted on, as a servlet container answers)
