@@ -286,6 +286,40 @@ describe.each(['quickjs', 'vm2'])('work scheduled past the end of a call on the 
   });
 });
 
+// A promise job the module's top-level code queued is part of loading it: it runs before the
+// load is over (under the loading call's deadline), never later inside another app's call, even
+// when no stage of the loading call runs in the context (a function it does not export).
+describe.each(['quickjs', 'vm2'])('promise jobs queued by a module body on the %s engine', (engine) => {
+  test("a module's leftover promise job never runs inside another app's call", async () => {
+    const { app, router } = makeApp({
+      apps: {
+        evil: {
+          scripts: { 'e.js': 'Promise.resolve().then(() => { while (true) {} });\nexport function fn() { return 1 }' },
+          apis: [{ path: 'missing', call: { script: 'e.js', function: 'notExported' }, returnType: 'JSON' }],
+        },
+        good: { scripts: { 'g.js': 'export function f() { return { good: true } }' }, apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }] },
+      },
+      router: { engine, scriptTimeoutMs: TIMEOUT_MS, workers: 1, maxWorkers: 1 },
+    });
+    try {
+      expect((await request(app).get('/web0/api/good/g')).body).toEqual({ good: true }); // (its context is loaded)
+      const evil = await request(app).get('/web0/api/evil/missing');
+      expect(evil.status).toBe(500);
+      expect([C.TIMEOUT, 270203]).toContain(evil.body.code); // (its own load ran out of time; a FUNCTION_NOT_FOUND on vm2 is fine too)
+      // (vm2: the worker that ran the module was ended, and the next call waits for its stand-in)
+      expect((await request(app).get('/web0/api/good/g')).body).toEqual({ good: true });
+      for (let i = 0; i < 3; i++) {
+        const t0 = Date.now();
+        const good = await request(app).get('/web0/api/good/g');
+        expect(good.body).toEqual({ good: true });
+        expect(Date.now() - t0).toBeLessThan(FAST_MS);
+      }
+    } finally {
+      await router.close();
+    }
+  });
+});
+
 // vm2 is for trusted scripts only (README, "Isolation and limits"): a single large allocation inside
 // a V8 builtin, e.g. `Object.keys(new Uint8Array(5e7))`, reaches the worker's heap limit where Node
 // cannot contain it and V8 aborts the whole process. QuickJS, the default for tenant code, fails

@@ -299,12 +299,17 @@ class QuickJsContext implements EngineContext {
     return new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${err.name}: ${err.message}`, { name: err.name, location: compileLocation(name, err.message, err.stack) });
   }
 
-  /** A module with top-level await evaluates to a promise of its namespace. */
+  /**
+   * A module with top-level await evaluates to a promise of its namespace. The promise jobs its
+   * top-level code queued run now, under the load's deadline: left in the runtime's shared queue,
+   * they would run in whichever entry came next, another app's call when the loading call never
+   * enters the context (a function it does not export).
+   */
   private settleModule(value: QuickJSHandle, name: string): QuickJSHandle {
     const { ctx } = this;
     const state = ctx.getPromiseState(value);
-    if (state.type === 'fulfilled' && state.notAPromise) return value;
     this.runJobs(() => value.dispose());
+    if (state.type === 'fulfilled' && state.notAPromise) return value;
     const settled = ctx.getPromiseState(value);
     value.dispose();
     if (settled.type === 'fulfilled') return settled.value;
