@@ -1,6 +1,10 @@
 'use strict';
 // A stage's life inside a reused context, on both engines: what a stage leaves behind (promise
 // jobs, kept ctx objects) and what it costs the context's memory over many calls.
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
 const request = require('supertest');
 const { oneApi } = require('./helpers/app');
 
@@ -87,6 +91,51 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
       detached: '2',
       now: '2',
     });
+  });
+
+  // (async mode, and blocking mode: a host call in a callback keeps the rewrite from awaiting)
+  test.each(['async', 'blocking'])('parts and outbound responses kept from an ended call throw IllegalStateException (%s mode)', async (mode) => {
+    const big = 'B'.repeat(1024 * 1024 + 10); // (past what crosses with the response: read on first use)
+    const upstream = http.createServer((req, res) => res.end(req.url === '/big' ? big : 'small'));
+    await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${upstream.address().port}`;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stages-kept-'));
+    try {
+      fixture = oneApi(
+        `let kept = null;
+        export async function fn(ctx) {
+          if (kept === null) {
+            kept = { part: ctx.getParts()[0], small: platform.http.request({ url: '${url}/small' }), big: platform.http.request({ url: '${url}/big' }) };
+            return { first: kept.part.name };
+          }
+          ${mode === 'blocking' ? "if (ctx.query.never) [1].forEach(() => kept.part.save('never.txt'));" : ''}
+          const out = { name: kept.part.name, body: kept.small.body };
+          try { await kept.part.save('late.txt'); out.save = 'saved' } catch (e) { out.save = e.name + ': ' + e.message }
+          try { await kept.part.saveStorage('late.txt'); out.saveStorage = 'saved' } catch (e) { out.saveStorage = e.name + ': ' + e.message }
+          try { await kept.small.saveBodyAsFile('small.txt'); out.saveBody = 'saved' } catch (e) { out.saveBody = e.name + ': ' + e.message }
+          try { out.bigBody = kept.big.text().length } catch (e) { out.bigBody = e.name + ': ' + e.message }
+          return out;
+        }`,
+        { methods: ['POST'] },
+        { engine, sandboxDir: path.join(dir, 'sandbox'), storageDir: path.join(dir, 'storage'), upload: { tmpDir: path.join(dir, 'tmp') }, outbound: { allowPrivateNetworks: true } },
+      );
+      await request(fixture.app).post('/web0/api/app1/p').attach('first', Buffer.from('first upload'), 'a.txt').expect(200, { first: 'first' });
+      const res = await request(fixture.app).post('/web0/api/app1/p').attach('second', Buffer.from('second upload'), 'b.txt').expect(200);
+      expect(res.body).toEqual({
+        name: 'first', // (the ended call's own copy: plain data)
+        body: 'small',
+        save: 'IllegalStateException: part.save is used after its call ended',
+        saveStorage: 'IllegalStateException: part.saveStorage is used after its call ended',
+        saveBody: 'IllegalStateException: saveBodyAsFile is used after its call ended',
+        bigBody: "IllegalStateException: a response's body is used after its call ended",
+      });
+      // nothing was saved, for the ended call or for the one running
+      expect(fs.existsSync(path.join(dir, 'sandbox'))).toBe(false);
+      expect(fs.existsSync(path.join(dir, 'storage'))).toBe(false);
+    } finally {
+      upstream.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('ctx behaves as a plain object', async () => {

@@ -10,7 +10,7 @@
  *                                blocking-mode stage the value now. `then` maps the value.
  * hostReply / hostCancel / hostWaiting serve entry.ts.
  */
-import { ErrorCtor, PromiseCtor, Str, getOwn, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
+import { ErrorCtor, PromiseCtor, Str, freeze, getOwn, illegalState, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
 import { enc } from './encoding';
 import type { PendingCall, StageRecord } from './types';
 
@@ -48,12 +48,32 @@ export function bridge(st: StageRecord | null, op: string, args: unknown, async:
   }
 }
 
+/** What a script calls, by the host operation of a Part or an outbound response (see ended). */
+var USED: { readonly [op: string]: unknown } = freeze({
+  __proto__: null,
+  'part.save': 'part.save',
+  'part.saveStorage': 'part.saveStorage',
+  'part.saveAttachment': 'part.saveAttachment',
+  'http.body': "a response's body",
+  'http.saveBodyAsFile': 'saveBodyAsFile',
+});
+
+/**
+ * A stage's own objects (its parts, its outbound responses) kept past its end act for nothing:
+ * they throw as its ctx.request and ctx.response do, whichever call uses them.
+ */
+function ended(st: StageRecord | null, op: string): void {
+  if (st !== null && st.done) throw illegalState((typeof USED[op] === 'string' ? USED[op] : op) + ' is used after its call ended');
+}
+
 export function hostSync(st: StageRecord | null, op: string, args: unknown): unknown {
+  ended(st, op);
   return replyValue(op, bridge(st, op, args, false));
 }
 
 export function hostIo(st: StageRecord | null, op: string, args: unknown, then?: (value: any) => unknown): unknown {
   if (st === null) throw makeError('IllegalStateException', 'platform is used outside of a call');
+  ended(st, op);
   if (!st.async) {
     var v = hostSync(st, op, args);
     return then === undefined ? v : then(v);
