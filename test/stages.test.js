@@ -67,6 +67,7 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
           response: tryIt(() => kept.response.setHeader('X-Old', '1')),
           writer: tryIt(() => kept.writer.write('late')),
           stream: tryIt(() => kept.stream.write('late')),
+          parts: tryIt(() => kept.ctx.getParts()),
           headers: kept.ctx.headers === undefined ? 'undefined' : 'defined',
           // ctx.request / ctx.response read during the call stay the same objects afterwards
           same: [kept.ctx.request === kept.request, kept.ctx.response === kept.response],
@@ -85,6 +86,7 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
       response: 'IllegalStateException: ctx.response is used after its call ended',
       writer: 'IllegalStateException: ctx.response is used after its call ended',
       stream: 'IllegalStateException: ctx.response is used after its call ended',
+      parts: 'IllegalStateException: ctx.getParts is used after its call ended',
       headers: 'defined', // (the ended call's own copy: plain data, it acts on nothing)
       same: [true, true],
       // a method taken off its object acts on the call running now (documented)

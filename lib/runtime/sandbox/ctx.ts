@@ -11,7 +11,7 @@
  * and a browser's headers and cookies are a
  * kilobyte or more of JSON. request and response are read-only and non-configurable.
  */
-import { WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
+import { WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 import type { Fields, StageRecord } from './types';
@@ -122,7 +122,11 @@ export function makeCtx(st: StageRecord) {
   var r = st.fields;
   // (an object literal defines its own properties: no setter of Object.prototype is called)
   var ctx = {
-    getParts: () => copyArray(partsOf(st)),
+    getParts: () => {
+      // (as ctx.request.getParts: an ended stage has no request to read them from)
+      if (st.done) throw illegalState('ctx.getParts is used after its call ended');
+      return copyArray(partsOf(st));
+    },
     headers: undefined as unknown,
     cookies: undefined as unknown,
     query: undefined as unknown,
