@@ -20,6 +20,10 @@ export const ERRORS = {
   UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },
   /** A preview path request that the `preview.authorize(req)` check refused. */
   PREVIEW_FORBIDDEN: { code: 270105, status: 403, message: 'Preview not allowed' },
+  /** The request's headers are larger than the HTTP server accepts (the standalone server; Node.js's `maxHeaderSize`). */
+  HEADERS_TOO_LARGE: { code: 270106, status: 431, message: 'Request header fields too large' },
+  /** The request's headers or body did not arrive within the HTTP server's `headersTimeout` / `requestTimeout` (the standalone server). */
+  REQUEST_TIMEOUT: { code: 270107, status: 408, message: 'The request did not arrive in time' },
   /** A multipart upload is over one of the `upload` limits (the message names it). */
   UPLOAD_TOO_LARGE: { code: 270110, status: 413, message: 'Upload over a limit' },
   /** The script ran past `scriptTimeoutMs`. */

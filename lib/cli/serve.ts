@@ -13,6 +13,7 @@ import { ConfigError } from '../errors';
 import { RedisRateLimitStore } from '../rate-limit';
 import type { ApiRouter, Logger } from '../types';
 import { appIndex } from './app-index';
+import { clientErrorHandler } from './client-error';
 import { notFound } from './not-found';
 import type { ServeConfig } from './config';
 import { requestLog } from './request-log';
@@ -89,6 +90,8 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   app.use(notFound(config.mount));
 
   const server = http.createServer(app);
+  // a request the HTTP parser refuses gets the JSON error body, after the ones before it on its connection
+  server.on('clientError', clientErrorHandler((socket) => [...inFlight].filter((res) => res.req.socket === socket)));
   const closeAll = async () => {
     await router.close();
     await registry.close();
