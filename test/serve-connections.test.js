@@ -183,3 +183,12 @@ test('pipelined requests, a slow one first: answered in order with their own bod
     upstream.close();
   }
 });
+
+test('an HTTP/1.1 request without Host: 400 with the JSON error body, then the connection closes; HTTP/1.0 needs none', async () => {
+  const [res, ...more] = responses(await exchange(`GET ${HELLO} HTTP/1.1\r\n\r\nGET ${HELLO}?name=next HTTP/1.1\r\nHost: x\r\n\r\n`));
+  expectErrorBody(res, 400, 270103);
+  expect(JSON.parse(res.body).message).toBe('An HTTP/1.1 request needs a Host header');
+  expect(more).toEqual([]);
+  const [old] = responses(await exchange(`GET ${HELLO} HTTP/1.0\r\n\r\n`));
+  expect(old).toMatchObject({ status: 200, body: 'hello world' });
+});

@@ -17,6 +17,7 @@ import { clientErrorHandler } from './client-error';
 import { notFound } from './not-found';
 import type { ServeConfig } from './config';
 import { requestLog } from './request-log';
+import { requireHost } from './require-host';
 
 export interface RunningServer {
   server: http.Server;
@@ -85,11 +86,13 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     next();
   });
   if (!config.quiet) app.use(requestLog((line) => logger.info(line)));
+  app.use(requireHost());
   mountServerRoutes(app, config, registry, router);
   app.use(config.mount, router);
   app.use(notFound(config.mount));
 
-  const server = http.createServer(app);
+  // (a request without Host is answered by requireHost, with the JSON error body)
+  const server = http.createServer({ requireHostHeader: false }, app);
   // a request the HTTP parser refuses gets the JSON error body, after the ones before it on its connection
   server.on('clientError', clientErrorHandler((socket) => [...inFlight].filter((res) => res.req.socket === socket)));
   const closeAll = async () => {
