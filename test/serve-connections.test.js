@@ -192,3 +192,20 @@ test('an HTTP/1.1 request without Host: 400 with the JSON error body, then the c
   const [old] = responses(await exchange(`GET ${HELLO} HTTP/1.0\r\n\r\n`));
   expect(old).toMatchObject({ status: 200, body: 'hello world' });
 });
+
+test('shutdown closes a connection that never sent a byte (a preconnect) at once, not after shutdownTimeoutMs', async () => {
+  const own = await startServer(
+    { root: path.join(tmp, 'apps'), port: 0, host: '127.0.0.1', mount: '/web0/api', index: true, quiet: true, shutdownTimeoutMs: 20000, router: { workers: 1 } },
+    silent,
+  );
+  const accepted = new Promise((resolve) => own.server.once('connection', resolve));
+  const socket = net.connect(own.server.address().port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  await accepted;
+  const stopped = own.shutdown();
+  const first = await Promise.race([stopped.then(() => 'stopped'), new Promise((r) => setTimeout(() => r('still stopping after 10 s'), 10000).unref())]);
+  expect(first).toBe('stopped');
+  await closed;
+  await stopped;
+}, 30000);

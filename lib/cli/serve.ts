@@ -6,7 +6,7 @@
  * the registry and the rate-limit store, then exits. A second signal exits at once.
  */
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createApiRouter } from '../router';
 import { DirectoryRegistry } from '../registry/directory';
 import { ConfigError } from '../errors';
@@ -95,6 +95,12 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   const server = http.createServer({ requireHostHeader: false }, app);
   // a request the HTTP parser refuses gets the JSON error body, after the ones before it on its connection
   server.on('clientError', clientErrorHandler((socket) => [...inFlight].filter((res) => res.req.socket === socket)));
+  // connections open, to close at shutdown the ones that never sent a byte (Node.js counts them busy)
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   const closeAll = async () => {
     await router.close();
     await registry.close();
@@ -122,11 +128,13 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   let closing: Promise<void> | undefined;
   const shutdown = () =>
     (closing ??= (async () => {
-      // no new connections; idle keep-alive ones close now, busy ones once their response is sent
+      // no new connections; idle keep-alive ones and unused ones close now, busy ones once their response is sent
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
       server.closeIdleConnections();
+      // (a connection opened and never used, such as a browser's preconnect, has no request to finish)
+      for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
       // a request that never ends (a client stalling an upload, a script running to its own
       // timeout, also one whose client left) does not hold the exit past the limit
       const limit = setTimeout(() => {
