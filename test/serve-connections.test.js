@@ -209,3 +209,13 @@ test('shutdown closes a connection that never sent a byte (a preconnect) at once
   await closed;
   await stopped;
 }, 30000);
+
+test('a CONNECT request (this is no proxy): 400 with the JSON error body after the answers before it, then the connection closes', async () => {
+  const [alone, ...more] = responses(await exchange('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
+  expectErrorBody(alone, 400, 270103);
+  expect(more).toEqual([]);
+  const [first, second, ...rest] = responses(await exchange(`GET ${HELLO}?name=a HTTP/1.1\r\nHost: x\r\n\r\nCONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`));
+  expect(first).toMatchObject({ status: 200, body: 'hello a' });
+  expectErrorBody(second, 400, 270103);
+  expect(rest).toEqual([]);
+});

@@ -11,7 +11,7 @@
  * just closes).
  */
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../errors';
 import { JSON_TYPE } from '../response/error';
@@ -39,6 +39,26 @@ function rawResponse(e: ApiError): Buffer {
   );
 }
 
+/** Runs `then` once every response of `responses` has closed (sent, or its connection gone). */
+function afterAll(responses: ServerResponse[], then: () => void): void {
+  let left = responses.length;
+  if (left === 0) {
+    then();
+    return;
+  }
+  for (const res of responses) {
+    res.once('close', () => {
+      if (--left === 0) then();
+    });
+  }
+}
+
+/** Writes `e` as the connection's last response, then closes it. */
+function endWith(socket: Socket, e: ApiError): void {
+  if (!socket.writable) socket.destroy();
+  else socket.end(rawResponse(e), () => socket.destroy());
+}
+
 /**
  * The server's `clientError` listener. `responsesOn(socket)`: the responses of the requests on
  * that connection not answered yet.
@@ -49,26 +69,29 @@ export function clientErrorHandler(responsesOn: (socket: Socket) => ServerRespon
     // (the parser repeats its error for every later chunk: the first one is answered)
     if (answering.has(socket)) return;
     answering.add(socket);
-    const answer = () => {
-      if (err.code === 'ECONNRESET' || !socket.writable) socket.destroy();
-      else socket.end(rawResponse(errorFor(err.code)), () => socket.destroy());
-    };
+    if (err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
     const open = responsesOn(socket);
     // the request whose body the error is in (a bad chunk, a body too slow), if it is one of them
     const culprit = open.find((res) => !res.req.complete);
-    const before = open.filter((res) => res !== culprit);
     // its answer goes where its response would have; one already begun cannot be followed
-    const settle = () => (culprit?.headersSent ? socket.destroy() : answer());
-    if (before.length === 0) {
-      settle();
-      return;
-    }
-    // after the last of them (each one's 'close' comes once it is sent, or its connection gone)
-    let left = before.length;
-    for (const res of before) {
-      res.once('close', () => {
-        if (--left === 0) settle();
-      });
-    }
+    afterAll(
+      open.filter((res) => res !== culprit),
+      () => (culprit?.headersSent ? socket.destroy() : endWith(socket, errorFor(err.code))),
+    );
+  };
+}
+
+/**
+ * The server's `connect` listener: a CONNECT request (this server is not a proxy) gets the JSON
+ * error body, after the requests before it on its connection, then the connection closes.
+ * Without a listener, Node.js closed the connection without a word.
+ */
+export function connectHandler(responsesOn: (socket: Socket) => ServerResponse[]) {
+  return (_req: IncomingMessage, socket: Socket): void => {
+    socket.on('error', () => socket.destroy());
+    afterAll(responsesOn(socket), () => endWith(socket, new ApiError('BAD_REQUEST', 'CONNECT is not served: this server is not a proxy')));
   };
 }

@@ -13,7 +13,7 @@ import { ConfigError } from '../errors';
 import { RedisRateLimitStore } from '../rate-limit';
 import type { ApiRouter, Logger } from '../types';
 import { appIndex } from './app-index';
-import { clientErrorHandler } from './client-error';
+import { clientErrorHandler, connectHandler } from './client-error';
 import { notFound } from './not-found';
 import type { ServeConfig } from './config';
 import { requestLog } from './request-log';
@@ -94,7 +94,10 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   // (a request without Host is answered by requireHost, with the JSON error body)
   const server = http.createServer({ requireHostHeader: false }, app);
   // a request the HTTP parser refuses gets the JSON error body, after the ones before it on its connection
-  server.on('clientError', clientErrorHandler((socket) => [...inFlight].filter((res) => res.req.socket === socket)));
+  const responsesOn = (socket: Socket) => [...inFlight].filter((res) => res.req.socket === socket);
+  server.on('clientError', clientErrorHandler(responsesOn));
+  // (and so does a CONNECT request: this server is not a proxy)
+  server.on('connect', connectHandler(responsesOn));
   // connections open, to close at shutdown the ones that never sent a byte (Node.js counts them busy)
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
