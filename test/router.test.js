@@ -327,6 +327,25 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(res.body.message).toBe('in before');
   });
 
+  test('onError runs when the call returns nothing where its return type needs a value (Redirect, File), as for null or a number', async () => {
+    const { app, registry } = api(
+      `export function fn(ctx) { if (ctx.query.r === 'null') return null; if (ctx.query.r === 'wrote') ctx.response.sendRedirect('/w') }
+      export function e(ctx, error) { ctx.response.setContentType('application/json'); ctx.response.getWriter().write(JSON.stringify({ handled: error.code, message: error.message })) }`,
+      { returnType: 'Redirect', onError: { script: 'main.js', function: 'e' } },
+    );
+    registry.putApi('app1', { path: 'file', call: { script: 'main.js', function: 'fn' }, returnType: 'File', onError: { script: 'main.js', function: 'e' } });
+    registry.putAutomation('app1', { id: 'nothing', steps: [{ type: 'return' }] });
+    registry.putApi('app1', { path: 'auto', call: { automation: 'nothing' }, returnType: 'Redirect', onError: { script: 'main.js', function: 'e' } });
+    for (const url of ['/web0/api/app1/p', '/web0/api/app1/p?r=null', '/web0/api/app1/file', '/web0/api/app1/auto']) {
+      const res = await request(app).get(url);
+      expect([url, res.status, res.body.handled]).toEqual([url, 200, 270300]);
+      expect(res.body.message).toMatch(/needs a (URL string|file result object), got (undefined|null)/);
+    }
+    // a response the call wrote (sendRedirect) is its answer: nothing failed
+    const wrote = await request(app).get('/web0/api/app1/p?r=wrote');
+    expect([wrote.status, wrote.headers.location]).toEqual([302, '/w']);
+  });
+
   test('attributes pass from before to the call and after', async () => {
     const { app } = api('export function fn(ctx) { return { user: ctx.request.getAttribute("user"), n: ctx.request.getAttribute("n") } }', {
       before: { script: 'h.js', function: 'b' },

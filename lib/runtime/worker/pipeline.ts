@@ -242,6 +242,12 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
 
   // 2. the call
   const call = isAutomation(job.call) ? await runAutomation(job.call, 'call') : await runScript(job.call, 'call', callValueWanted(job));
+  // (a call that returned nothing where its return type needs a value (Redirect, File), and wrote
+  // no answer, failed as one returning null would: with no after hook to give one, onError runs)
+  if (!call.fail && !job.after && !wrote(state) && call.out!.output?.type === 'invalid') {
+    const script = isAutomation(job.call) ? job.call.automation : job.call.script;
+    call.fail = located({ kind: 'error', ...ERRORS.INVALID_RESULT, message: call.out!.output.message }, job, 'call', script);
+  }
 
   // 4. onError, on an error of the call only
   if (call.fail) {
