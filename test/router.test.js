@@ -257,6 +257,25 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([type.status, type.headers['content-type'], type.text]).toEqual([200, 'text/plain', '']);
   });
 
+  test('onError that sets the status or content type the response already had (setStatus(200) to swallow the error) answers with it', async () => {
+    const { app } = api(
+      `export function fn(ctx) { if (ctx.query.m === 'type') ctx.response.setContentType('text/plain'); if (ctx.query.m === 'status') ctx.response.setStatus(503); throw new Error("failed") }
+      export function e(ctx, error) {
+        ctx.response.setHeader('X-Error-Code', error.code);
+        if (ctx.query.m === 'type') ctx.response.setContentType('text/plain');
+        else if (ctx.query.m === 'status') ctx.response.setStatus(503);
+        else ctx.response.setStatus(200);
+      }`,
+      { onError: { script: 'main.js', function: 'e' } },
+    );
+    const ok = await request(app).get('/web0/api/app1/p');
+    expect([ok.status, ok.text, ok.headers['x-error-code']]).toEqual([200, '', '270000']);
+    const status = await request(app).get('/web0/api/app1/p?m=status');
+    expect([status.status, status.text, status.headers['x-error-code']]).toEqual([503, '', '270000']);
+    const type = await request(app).get('/web0/api/app1/p?m=type');
+    expect([type.status, type.headers['content-type'], type.text, type.headers['x-error-code']]).toEqual([200, 'text/plain', '', '270000']);
+  });
+
   test("onError after a call that wrote and threw: headers alone give the default error, a status alone goes with an empty body (never the failed call's partial body)", async () => {
     const { app } = api(
       'export function fn(ctx) { ctx.response.getWriter().write("half a page"); throw new Error("failed") }',

@@ -172,6 +172,8 @@ export interface StageOutput {
    * given); absent when it changed none.
    */
   response?: Partial<ResponseState>;
+  /** The stage set the status or content type (even to the value it had): onError's answer without a body. */
+  answered?: boolean;
 }
 
 /**

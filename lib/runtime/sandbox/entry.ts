@@ -207,6 +207,7 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
     value: undefined,
     error: null,
     abort: null,
+    answered: false,
   } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res' | 'buffered'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
   stages[id] = st;
   setActive(st);
@@ -340,6 +341,7 @@ export function collect(st: StageRecord): string {
     s += ',"attributes":{' + attrs + '}';
   }
   if (st.resObj !== null) s += encResponse(st.resObj, ',"response":');
+  if (st.answered) s += ',"answered":true';
   return s + '}';
 }
 

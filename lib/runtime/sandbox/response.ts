@@ -311,6 +311,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     setContentType: function (type) {
       var res = r();
       if (res.committed) return;
+      st.answered = true;
       if (isNil(type)) {
         res.contentType = null;
         return;
@@ -372,7 +373,9 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
       addHeader(name, '' + n);
     },
     setStatus: function (sc) {
-      if (!r().committed) r().status = statusCode(sc); // ignored once committed, as in a container
+      if (r().committed) return; // ignored once committed, as in a container
+      r().status = statusCode(sc);
+      st.answered = true;
     },
     getStatus: () => r().status,
     getHeader: function (name) {

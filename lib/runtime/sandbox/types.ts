@@ -87,6 +87,8 @@ export interface StageRecord {
   error: ThrownError | null;
   /** Set by platform.app.abort: wins over the stage's own result. */
   abort: ThrownError | null;
+  /** The stage set the status or the content type (setStatus, setContentType), whatever the value was before. */
+  answered: boolean;
   /** Getters of StageProto. */
   readonly req: Fields;
   readonly fields: Fields;

@@ -275,7 +275,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // failed call's); headers alone (an audit header) are not: the default error response goes
     // out, never a bare 200. (A status could change only while nothing was committed: no
     // sendError or sendRedirect of the call is left to drop.)
-    if (state.response.status !== status || state.response.contentType !== contentType) {
+    if (r.out!.answered === true || state.response.status !== status || state.response.contentType !== contentType) {
       state = { ...state, response: { ...state.response, chunks: [], written: false } };
       return result({ kind: 'written' });
     }
