@@ -299,6 +299,29 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([written.status, written.headers['x-error-id']]).toEqual([200, written.headers['x-request-id']]);
   });
 
+  test("onError that writes its own body after a call that wrote part of one and failed: the body is onError's alone (the README's JSON handler stays JSON), for a script call and an automation", async () => {
+    const { app, registry } = api(
+      `export function fn(ctx) { ctx.response.getWriter().write("id,qty\\n1,"); ctx.response.getOutputStream().write([0x32]); throw new Error("failed") }
+      export function step(ctx) { ctx.response.getWriter().write("half a page") }
+      export function handle(ctx, error) {
+        ctx.response.setStatus(200);
+        ctx.response.setContentType('application/json;charset=UTF-8');
+        ctx.response.getWriter().write(JSON.stringify({ success: false, error: error }));
+      }`,
+      { onError: { script: 'main.js', function: 'handle' }, returnType: 'Text' },
+    );
+    registry.putAutomation('app1', { id: 'half', steps: [{ type: 'script', script: 'main.js', function: 'step' }, { type: 'abort', message: "'stopped'" }] });
+    registry.putApi('app1', { path: 'auto', call: { automation: 'half' }, returnType: 'JSON', onError: { script: 'main.js', function: 'handle' } });
+    const script = await request(app).get('/web0/api/app1/p');
+    expect([script.status, script.headers['content-type'], JSON.parse(script.text)]).toEqual([
+      200,
+      'application/json;charset=UTF-8',
+      { success: false, error: { requestId: script.headers['x-request-id'], message: 'failed', code: 270000 } },
+    ]);
+    const auto = await request(app).get('/web0/api/app1/auto');
+    expect([auto.status, JSON.parse(auto.text)]).toEqual([200, { success: false, error: { requestId: auto.headers['x-request-id'], message: 'stopped', code: 270001 } }]);
+  });
+
   test("onError that returns a value after the call's sendRedirect or sendError and throw: the value goes out as a 200, not under the call's 302 (without its Location) or error status", async () => {
     const { app } = api(
       `export function fn(ctx) {

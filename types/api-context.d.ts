@@ -523,9 +523,9 @@ type AfterHook = (ctx: APIContext, result: any) => unknown;
 
 /**
  * An error hook (Execute after calling error): runs when the API function fails. It can write
- * its own response through `ctx.response` (status, content type, body) or return a value sent in
- * the API's return type; a status or content type set without a body is sent with an empty body
- * (headers alone are not an answer).
+ * its own response through `ctx.response` (status, content type, body; the body starts empty: what
+ * the failed function wrote is not sent) or return a value sent in the API's return type; a status
+ * or content type set without a body is sent with an empty body (headers alone are not an answer).
  * When it does none of these, the default error response is sent. It does not run for errors of
  * the hooks, nor after a timeout or out-of-memory. May return a promise.
  */

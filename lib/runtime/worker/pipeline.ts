@@ -253,6 +253,12 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   if (call.fail) {
     if (!job.onError || call.fatal) return result(call.fail);
     const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
+    // (the body the failed call wrote is not onError's: onError starts from an empty body, so a body
+    // it writes goes out alone, as its return value or a status alone does)
+    if (state.response.written || state.response.chunks.length > 0) {
+      state = { ...state, response: { ...state.response, chunks: [], written: false } };
+      responseJson = responseText(state.response);
+    }
     const before = answerText(state.response);
     const { status, contentType } = state.response;
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
