@@ -66,11 +66,14 @@ describe('errors in the call reach onError', () => {
     expect(await handled('items')).toMatchObject({ code: 270605, message: expect.stringMatching(/^automation 'items' steps\[0\] \(forEach\): items must be a list, got "abc"$/) });
   });
 
-  test('a value nested past 100 levels (a step result, state.result): AUTOMATION_STEP_FAILED naming the step or state.result', async () => {
-    expect(await handled('deep')).toMatchObject({ code: 270605, message: "automation 'deep' step 'tree' (script): its result: a value nested more than 100 levels deep" });
+  test("a value nested past 100 levels: a script step's result is AUTOMATION_STEP_FAILED naming the step; a script call's result has no JSON form (INVALID_RESULT)", async () => {
+    expect(await handled('deep')).toMatchObject({
+      code: 270605,
+      message: "automation 'deep' step 'tree' (script): its result: Result is not JSON-serializable: a value nested more than 100 levels deep",
+    });
     const after = await request(app).get('/web0/api/a/deep-after');
     expect(after.status).toBe(500);
-    expect(after.body).toMatchObject({ code: 270605, message: "automation 'keep': state.result: a value nested more than 100 levels deep" });
+    expect(after.body).toMatchObject({ code: 270300, message: 'Result is not JSON-serializable: a value nested more than 100 levels deep' });
   });
 
   test('a failure showing a value from the request shows its start only (a big body is not copied into the message and the log)', async () => {

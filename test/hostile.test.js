@@ -459,3 +459,71 @@ describe.each(['quickjs', 'vm2'])('deep nesting on the %s engine', (engine) => {
     }
   }, 120_000);
 });
+
+// QuickJS's JSON.stringify checks each object it writes against every object it is nested in: a
+// value costs its objects times their depth, in one built-in call the interrupt handler never
+// reaches. A client's 50 KB body of nested arrays, echoed by a script, held the worker for the
+// whole time limit (then the backstop ended it, with every call on it), where vm2 answered
+// INVALID_RESULT. Values leaving a script as JSON are at most 100 levels deep on both engines, as
+// an automation's are.
+describe.each(['quickjs', 'vm2'])('values nested more than 100 levels deep on the %s engine', (engine) => {
+  let lookedUp;
+  const lookup = new Promise((resolve) => (lookedUp = resolve));
+  const accounts = {
+    getAccountByToken: (token) => {
+      lookedUp();
+      return new Promise((resolve) => setTimeout(() => resolve({ id: token }), 300));
+    },
+  };
+  const { app, router } = makeApp({
+    apps: {
+      echo: {
+        scripts: {
+          'echo.js': `export function fn(ctx) { return JSON.parse(ctx.body) }
+            function nest(ctx) { var o = 1; for (var i = 0; i < Number(ctx.query.n); i++) o = [o]; return o }
+            export function result(ctx) { return nest(ctx) }
+            export function depth(ctx) {
+              var o = nest(ctx), out = {};
+              try { out.toJSON = platform.utils.toJSON(o).length } catch (e) { out.toJSON = e.name + ': ' + e.message }
+              ctx.request.setAttribute('o', o);
+              return out;
+            }
+            export function after(ctx, r) { return { r: r, attr: ctx.request.getAttribute('o') !== null } }`,
+        },
+        apis: [
+          { path: 'echo', call: { script: 'echo.js', function: 'fn' }, returnType: 'JSON' },
+          { path: 'result', call: { script: 'echo.js', function: 'result' }, returnType: 'JSON' },
+          { path: 'depth', call: { script: 'echo.js', function: 'depth' }, after: { script: 'echo.js', function: 'after' }, returnType: 'JSON' },
+        ],
+      },
+      good: {
+        scripts: { 'slow.js': 'export function fn(ctx) { var a = platform.system.getAccountByToken("t1"); return { id: a.id } }' },
+        apis: [{ path: 'slow', call: { script: 'slow.js', function: 'fn' }, returnType: 'JSON' }],
+      },
+    },
+    router: { engine, workers: 1, scriptTimeoutMs: 2000, accounts },
+  });
+  afterAll(() => router.close());
+  const TOO_DEEP = 'a value nested more than 100 levels deep';
+
+  test("a client's body 25,000 levels deep echoed back: INVALID_RESULT at once, and another app's call waiting on the host on that worker answers", async () => {
+    const slow = request(app).get('/web0/api/good/slow').then((res) => res);
+    await lookup;
+    const body = '['.repeat(25000) + ']'.repeat(25000);
+    const echoed = await request(app).post('/web0/api/echo/echo').set('content-type', 'application/json').send(body);
+    expect([echoed.status, echoed.body.code, echoed.body.message]).toEqual([500, 270300, `Result is not JSON-serializable: ${TOO_DEEP}`]);
+    const res = await slow;
+    expect([res.status, res.body]).toEqual([200, { id: 't1' }]);
+  }, 60_000);
+
+  test('101 levels cross as a result, through toJSON and as an attribute; 102 do not', async () => {
+    const ok = await request(app).get('/web0/api/echo/depth?n=101');
+    expect([ok.status, ok.body]).toEqual([200, { r: { toJSON: 203 }, attr: true }]);
+    const deep = await request(app).get('/web0/api/echo/depth?n=102');
+    expect([deep.status, deep.body]).toEqual([200, { r: { toJSON: `RangeError: ${TOO_DEEP}` }, attr: false }]);
+    const result = await request(app).get('/web0/api/echo/result?n=101');
+    expect([result.status, result.text.length]).toEqual([200, 203]);
+    const tooDeep = await request(app).get('/web0/api/echo/result?n=102');
+    expect([tooDeep.status, tooDeep.body.code, tooDeep.body.message]).toEqual([500, 270300, `Result is not JSON-serializable: ${TOO_DEEP}`]);
+  }, 60_000);
+});

@@ -113,7 +113,8 @@ interface PlatformSystem {
 interface PlatformUtils {
   /**
    * Serializes `value` to a JSON string, as the JSON return type does: Dates become ms
-   * timestamps. A value with no JSON form (undefined, a function) gives `'null'`.
+   * timestamps. A value with no JSON form (undefined, a function) gives `'null'`; one nested
+   * more than 100 levels deep throws a `RangeError`.
    */
   toJSON(value: unknown): string;
   /**

@@ -4,6 +4,8 @@
  * `state` is a copy: what the next steps need comes back as the return value (the step's result).
  */
 import type { StepKind } from '../compiled';
+import { ERRORS } from '../../errors';
+import { StepFailure } from '../errors';
 import { measure } from '../json';
 
 export const scriptStep: StepKind = {
@@ -19,7 +21,11 @@ export const scriptStep: StepKind = {
         if (e instanceof RangeError) throw rt.failure(`state: ${e.message}`);
         throw e;
       }
-      return rt.executors.runScript(ref, scope, rt.state);
+      return rt.executors.runScript(ref, scope, rt.state).catch((e: unknown) => {
+        // (a result with no JSON form, one nested too deep too: the step's result failed, as any step's)
+        if (e instanceof StepFailure && e.code === ERRORS.INVALID_RESULT.code) throw rt.failure(`its result: ${e.message}`);
+        throw e;
+      });
     };
   },
 };

@@ -6,7 +6,7 @@
  * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
  * byte, 0..255).
  */
-import { Num, U8, abByteLength, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, isObj, jsonStringify, mathMin, mathTrunc, nameCache, objToString, objectKeys, push, reExec, setOwn, strSlice, taBuffer, taByteLength, taByteOffset, dvBuffer, dvByteLength, dvByteOffset } from './prelude';
+import { Num, U8, abByteLength, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, isObj, jsonStringify, makeError, mathMin, mathTrunc, nameCache, objToString, objectCreate, objectKeys, push, reExec, setOwn, strSlice, taBuffer, taByteLength, taByteOffset, dvBuffer, dvByteLength, dvByteOffset } from './prelude';
 
 // ---------------------------------------------------------------------------------------------
 // JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
@@ -54,7 +54,22 @@ export function dateValue(o: unknown): number | null | undefined {
 }
 /** What Date.prototype.toJSON (toISOString) writes. */
 var DATE_JSON = /^(?:[+-]\d{6}|\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-export function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
+/**
+ * Most levels of objects and arrays a script value written by stringifyUser may have inside the
+ * outermost one (as an automation's values). QuickJS's JSON.stringify checks each object against
+ * every object it is nested in, in one built-in call its interrupt handler never reaches: a value
+ * 25,000 levels deep held a worker past any time limit.
+ */
+export var MAX_JSON_DEPTH = 100;
+/**
+ * The objects the value being written is nested in, outermost first (`depth` of them): each call of
+ * userReplacer drops those its holder is not nested in. No prototype: a script's setter on
+ * Array.prototype never sees an entry. Each stringifyUser has its own (a toJSON may call another).
+ */
+var chain: { [depth: number]: unknown } = objectCreate(null);
+var depth = 0;
+/** What userReplacer writes for `v` (Dates of any realm as ms). */
+function userValue(holder: Record<string, unknown>, key: string, v: unknown): unknown {
   var d;
   if (v !== null && typeof v === 'object') {
     d = dateValue(v);
@@ -63,8 +78,8 @@ export function userReplacer(this: Record<string, unknown>, key: string, v: unkn
     // A string in the form of a Date's JSON: a Date's toJSON may have made it. Look at the
     // holder's original value, from its descriptor, so that no getter runs twice (a getter runs
     // again only here, to tell the two apart). (null needs no look: an invalid Date's ms are null)
-    var desc = getOwnDescriptor(this, key);
-    var o = desc === undefined ? undefined : hasOwn(desc, 'value') ? desc.value : this[key];
+    var desc = getOwnDescriptor(holder, key);
+    var o = desc === undefined ? undefined : hasOwn(desc, 'value') ? desc.value : holder[key];
     if (o !== v && o !== null && typeof o === 'object') {
       d = dateValue(o);
       if (d !== undefined) return d;
@@ -72,9 +87,28 @@ export function userReplacer(this: Record<string, unknown>, key: string, v: unkn
   }
   return v;
 }
-/** JSON.stringify semantics for script values, every Date (top level too) as ms. May throw. */
+export function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
+  while (depth > 0 && chain[depth - 1] !== this) depth--;
+  var out = userValue(this, key, v);
+  if (out !== null && typeof out === 'object') {
+    // (the holder of what JSON.stringify writes inside it)
+    if (depth > MAX_JSON_DEPTH) throw makeError('RangeError', 'a value nested more than ' + MAX_JSON_DEPTH + ' levels deep');
+    chain[depth++] = out;
+  }
+  return out;
+}
+/** JSON.stringify semantics for script values, every Date (top level too) as ms, at most MAX_JSON_DEPTH levels deep. May throw. */
 export function stringifyUser(v: unknown): string | undefined {
-  return jsonStringify(v, userReplacer);
+  var outerChain = chain;
+  var outerDepth = depth;
+  chain = objectCreate(null);
+  depth = 0;
+  try {
+    return jsonStringify(v, userReplacer);
+  } finally {
+    chain = outerChain;
+    depth = outerDepth;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
