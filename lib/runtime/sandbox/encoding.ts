@@ -88,10 +88,11 @@ function userValue(holder: Record<string, unknown>, key: string, v: unknown): un
   return v;
 }
 export function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
-  while (depth > 0 && chain[depth - 1] !== this) depth--;
   var out = userValue(this, key, v);
   if (out !== null && typeof out === 'object') {
-    // (the holder of what JSON.stringify writes inside it)
+    // (the holder of what JSON.stringify writes inside it; only objects need the depth: the
+    // entries of holders already done go when the next object is met)
+    while (depth > 0 && chain[depth - 1] !== this) depth--;
     if (depth > MAX_JSON_DEPTH) throw makeError('RangeError', 'a value nested more than ' + MAX_JSON_DEPTH + ' levels deep');
     chain[depth++] = out;
   }
@@ -101,7 +102,8 @@ export function userReplacer(this: Record<string, unknown>, key: string, v: unkn
 export function stringifyUser(v: unknown): string | undefined {
   var outerChain = chain;
   var outerDepth = depth;
-  chain = objectCreate(null);
+  // (a call from inside another one, through a toJSON, counts apart; the first one reuses the chain)
+  if (outerDepth > 0) chain = objectCreate(null);
   depth = 0;
   try {
     return jsonStringify(v, userReplacer);
