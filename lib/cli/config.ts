@@ -166,8 +166,9 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   }
   const host = pick(args.host, fileString(file, 'host'), DEFAULT_HOST);
   if (host === '') throw new ConfigFileError('host must be an address such as 127.0.0.1 or 0.0.0.0, got ""');
+  // (the flag, parseCli checked; the file's value, when the flag does not override it)
   const trustProxy = args.trustProxy ?? file.trustProxy;
-  const trustProblem = trustProxy === undefined ? undefined : trustProxyProblem(trustProxy);
+  const trustProblem = args.trustProxy !== undefined || trustProxy === undefined ? undefined : trustProxyProblem(trustProxy);
   if (trustProblem !== undefined) throw new ConfigFileError(`trustProxy must be ${TRUST_PROXY_RULE}, got ${shown(trustProxy)} (${trustProblem})`);
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
