@@ -73,11 +73,11 @@ export function hostSync(st: StageRecord | null, op: string, args: unknown): unk
 
 export function hostIo(st: StageRecord | null, op: string, args: unknown, then?: (value: any) => unknown): unknown {
   if (st === null) throw makeError('IllegalStateException', 'platform is used outside of a call');
-  ended(st, op);
   if (!st.async) {
-    var v = hostSync(st, op, args);
+    var v = hostSync(st, op, args); // (which refuses an ended stage's call)
     return then === undefined ? v : then(v);
   }
+  ended(st, op);
   // (made now, under the script's frames: a failure is located at the call, not in the reply)
   var at = new ErrorCtor();
   var promise = new PromiseCtor(function (ok: (value: unknown) => void, fail: (error: unknown) => void) {
