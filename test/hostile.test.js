@@ -79,6 +79,9 @@ describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) =
             scriptTimeoutMs,
             scriptMemoryLimitMb: 32,
             workers: 2,
+            // eight hostile calls on two workers wait their turn, each replacing the worker it
+            // killed; on a loaded machine that can take longer than the default 5 s in the queue
+            queueTimeoutMs: 25_000,
             accounts: { getAccountByToken: async (token) => ({ id: token }) },
           },
         }),
@@ -226,7 +229,7 @@ describe.each(['quickjs', 'vm2'])('hostile scripts on the %s engine', (engine) =
     }
     expect((await fast(3)).body).toEqual({ fast: true, n: '3' });
     expect((await request(main.app).get('/web0/api/evil/ok')).body).toEqual({ ok: true });
-  });
+  }, 60_000);
 });
 
 // Work scheduled to run after the call has returned must not stall the next call on that worker,
