@@ -147,6 +147,7 @@ export class HostServices implements HostBridge {
           body: typeof args.bytes === 'string' ? Buffer.from(args.bytes, 'base64') : args.body == null ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body),
           timeoutMs: typeof args.timeoutMs === 'number' ? args.timeoutMs : undefined,
           signal: s.endSignal(),
+          appId: s.info.appId,
           account: (s.bodies ??= outbound.account()),
         });
         // (in flight until its body is in: one released from the window while it arrives would

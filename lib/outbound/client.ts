@@ -14,6 +14,7 @@ import type { OutboundOptions } from '../types';
 import { addressBlockReason, hostAllowed } from './address-policy';
 import { BodyBudget, type BodyAccount } from './budget';
 import { createAgents, type Agents } from './connections';
+import { LookupQueue } from './lookups';
 import { Deadline, describe, OutboundHttpResponse, type OutboundResponse } from './response';
 import { ownSet } from '../context/own-map';
 
@@ -31,6 +32,8 @@ export interface OutboundRequest {
   timeoutMs?: number;
   /** Ends the call early (connection closed, OUTBOUND_FAILED), while it waits for the answer or reads the body. */
   signal?: AbortSignal;
+  /** The app the call is made for: its name lookups take turns with other apps' (lib/outbound/lookups.ts). */
+  appId?: string;
   /** The call's part of the client's budget (`account()`), which a body read whole, and a request body until answered, take from; none: not counted. */
   account?: BodyAccount;
 }
@@ -107,6 +110,7 @@ export class OutboundClient {
   private readonly internal: OutboundInternals;
   private readonly agents: Agents;
   private readonly budget: BodyBudget;
+  private readonly lookups: LookupQueue;
   private readonly maxRequestsPerApp: number;
   /** Requests each app has open (in flight, or kept with a body not read whole): see hold(). */
   private readonly open = new Map<string, number>();
@@ -124,6 +128,7 @@ export class OutboundClient {
     this.allowHosts = Array.isArray(options.allowHosts) ? [...options.allowHosts] : undefined;
     this.internal = options.internal ?? {};
     this.agents = createAgents((address, host) => this.checkAddress(address, host));
+    this.lookups = new LookupQueue(this.internal.resolve ?? ((h) => dns.promises.lookup(h, { all: true })));
     const buffered = Math.max(num(options.maxBufferedBytes, 256 * MiB), this.maxBodyBytes);
     this.budget = new BodyBudget(buffered, Math.max(this.maxBodyBytes, Math.floor(buffered / 8)));
     this.maxRequestsPerApp = Math.floor(num(options.maxRequestsPerApp, 2048));
@@ -179,7 +184,7 @@ export class OutboundClient {
       for (let hop = 0; ; hop++) {
         deadline.host = url.host;
         this.checkDestination(url);
-        const res = await this.send(url, method, headers, body, deadline);
+        const res = await this.send(url, method, headers, body, deadline, req.appId ?? '');
         const location = res.headers.location;
         if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return new OutboundHttpResponse(res, url, deadline, this.maxBodyBytes, method, req.account);
         res.destroy();
@@ -219,24 +224,29 @@ export class OutboundClient {
     throw blocked(`destination ${who} is ${reason}; private networks are not allowed`);
   }
 
-  /** Resolves every address of `hostname`, refuses if any is blocked, hands net the checked ones. */
-  private readonly lookup: LookupFunction = (hostname, options, callback) => {
-    const resolve = this.internal.resolve ?? ((h: string) => dns.promises.lookup(h, { all: true }));
-    const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
-    resolve(hostname)
-      .then((all) => {
-        all.forEach((a) => this.checkAddress(a.address, hostname));
-        const list = family ? all.filter((a) => a.family === family) : all;
-        if (list.length === 0) throw failed(`could not resolve host ${hostname}`);
-        return list;
-      })
-      .then(
-        (list) => (options.all ? callback(null, list) : callback(null, list[0].address, list[0].family)),
-        (err: NodeJS.ErrnoException) => callback(err, '', 0),
-      );
-  };
+  /**
+   * A lookup for net: resolves every address of `hostname` in app `appId`'s turn, refuses if any
+   * is blocked, hands net the checked ones.
+   */
+  private lookupFor(appId: string, deadline: Deadline): LookupFunction {
+    return (hostname, options, callback) => {
+      const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+      this.lookups
+        .lookup(appId, hostname, () => !deadline.over)
+        .then((all) => {
+          all.forEach((a) => this.checkAddress(a.address, hostname));
+          const list = family ? all.filter((a) => a.family === family) : all;
+          if (list.length === 0) throw failed(`could not resolve host ${hostname}`);
+          return list;
+        })
+        .then(
+          (list) => (options.all ? callback(null, list) : callback(null, list[0].address, list[0].family)),
+          (err: NodeJS.ErrnoException) => callback(err, '', 0),
+        );
+    };
+  }
 
-  private send(url: URL, method: string, headers: Record<string, string>, body: Buffer | undefined, deadline: Deadline): Promise<http.IncomingMessage> {
+  private send(url: URL, method: string, headers: Record<string, string>, body: Buffer | undefined, deadline: Deadline, appId: string): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       const options: https.RequestOptions = {
         method,
@@ -245,7 +255,7 @@ export class OutboundClient {
         path: `${url.pathname}${url.search}`,
         headers: body ? { ...headers, 'content-length': String(body.length) } : headers,
         agent: url.protocol === 'https:' ? this.agents.https : this.agents.http,
-        lookup: this.lookup,
+        lookup: this.lookupFor(appId, deadline),
         auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
       };
       const req = (url.protocol === 'https:' ? https : http).request(options);
@@ -255,7 +265,7 @@ export class OutboundClient {
         // request never reached it. An idempotent one is sent again, on the next connection (each
         // retry uses up a kept connection: at worst the last one is new).
         if (req.reusedSocket && err.code === 'ECONNRESET' && IDEMPOTENT.has(method)) {
-          resolve(this.send(url, method, headers, body, deadline));
+          resolve(this.send(url, method, headers, body, deadline, appId));
         } else reject(err);
       });
       req.on('response', (res) => {

@@ -44,6 +44,10 @@ export class Deadline {
   private ended: 'timeout' | 'cancelled' | undefined;
   private readonly onAbort = () => this.end('cancelled');
   host = '';
+  /** Whether the deadline has passed or the call was cancelled. */
+  get over(): boolean {
+    return this.ended !== undefined;
+  }
   constructor(
     private readonly ms: number,
     private readonly signal?: AbortSignal,
