@@ -6,7 +6,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError, ConfigError, ERRORS } from './errors';
 import { parseOptions } from './options';
-import { validateApiDefinition } from './validations';
+import { copyApiDefinition } from './validations';
 import { shown } from './definitions/names';
 import { readBody } from './context/body';
 import { buildSnapshot } from './context/request';
@@ -107,8 +107,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const warned = new Set<string>();
 
   /**
-   * A definition from the registry, validated each time it is served (under a microsecond for a
-   * typical one): a registry may hand back an object it changed in place.
+   * A definition from the registry, copied and validated each time it is served (a few
+   * microseconds for a typical one): a registry may hand back an object it changed in place, and
+   * may change it again while the request is under way (the request runs the copy).
    */
   function checkDefinition(def: ApiDefinition): ApiDefinition {
     let message: string;
@@ -117,7 +118,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
     } else {
       try {
-        return validateApiDefinition(def, `api '${def.path}'`);
+        return copyApiDefinition(def, `api '${def.path}'`);
       } catch (e) {
         message = (e as ConfigError).message;
       }

@@ -64,6 +64,25 @@ export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinitio
   return methods ? ({ ...d, methods } as unknown as ApiDefinition) : (d as unknown as ApiDefinition);
 }
 
+/**
+ * An API definition as the router serves it from a registry: a copy of the object's own fields
+ * (structuredClone: read once, deep), validated. The request runs the copy, so a registry that
+ * changes its object in place while the request waits (for a script lookup, a rate-limit slot, its
+ * body), or whose getters answer differently at each read, cannot change what runs after the check.
+ * Throws ConfigError naming the field; what a getter or proxy of the registry's throws is passed on.
+ */
+export function copyApiDefinition(def: object, where = 'api'): ApiDefinition {
+  let copy: unknown;
+  try {
+    copy = structuredClone(def);
+  } catch (e) {
+    if (!(e instanceof DOMException && e.name === 'DataCloneError')) throw e;
+    validateApiDefinition(def, where); // (names the field holding a function or a symbol)
+    throw new ConfigError(where, `must be plain data (JSON values): ${e.message}`);
+  }
+  return validateApiDefinition(copy, where);
+}
+
 /** The methods Node.js's HTTP parser accepts (http.METHODS). */
 const SERVED_METHODS = new Set(METHODS);
 

@@ -596,6 +596,62 @@ describe('routing errors', () => {
     expect(res.body.message).toMatch(/call\.function/);
   });
 
+  test.each(['quickjs', 'vm2'])('a definition changed in place while its request is under way runs as it was served (%s)', async (engine) => {
+    const SOURCES = { 'a.js': 'export function f() { return { v: 1 } }\nexport function auth(ctx) { ctx.request.setAttribute("k", "x") }', 'b.js': 'export function g() { return "v2" }' };
+    const logged = [];
+    const def = { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON', before: { script: 'a.js', function: 'auth' }, rateLimit: { requestsPerSecond: 100, timeoutMs: 60000, identifier: '{attr.k}' } };
+    let reload;
+    const reg = track(require('./helpers/app').makeApp({
+      registry: {
+        getApi: () => def,
+        getScript: (_app, name) => {
+          // a reload in place lands while the request reads its scripts (after its definition was checked)
+          if (reload) reload(def);
+          reload = undefined;
+          return SOURCES[name];
+        },
+      },
+      router: { engine, queueTimeoutMs: 30000, logger: { info() {}, warn() {}, error: (m) => logged.push(String(m)) } },
+    }));
+    // the new version calls another script: the request read a.js with its definition, and runs a.js
+    reload = (d) => Object.assign(d, { call: { script: 'b.js', function: 'g' }, returnType: 'Text' });
+    let res = await request(reg.app).get('/web0/api/a/p');
+    expect([res.status, res.headers['content-type'], res.text]).toEqual([200, 'application/json;charset=UTF-8', '{"v":1}']);
+    // the next request gets the new version
+    res = await request(reg.app).get('/web0/api/a/p');
+    expect([res.status, res.text]).toEqual([200, 'v2']);
+    // an invalid change (no call, no rate limit) never reaches the engine or the rate limiter
+    reload = (d) => {
+      delete d.call;
+      delete d.rateLimit;
+    };
+    res = await request(reg.app).get('/web0/api/a/p');
+    expect([res.status, res.text]).toEqual([200, 'v2']);
+    expect(logged).toEqual([]);
+    res = await request(reg.app).get('/web0/api/a/p');
+    expect([res.status, res.body.code]).toEqual([500, 270600]);
+    expect(res.body.message).toMatch(/call: /);
+  });
+
+  test('a definition is read as plain data: its own fields, each read once; fields it only inherits are not read, with or without methods', async () => {
+    const base = { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' };
+    let reads = 0;
+    const defs = {
+      inherited: () => Object.create(base),
+      inheritedWithMethods: () => Object.assign(Object.create(base), { methods: ['GET'] }),
+      getters: () => ({ ...base, get returnType() { return reads++ === 0 ? 'JSON' : 'XML'; } }),
+    };
+    const reg = track(require('./helpers/app').makeApp({
+      registry: { getApi: (app) => defs[app](), getScript: () => 'export function f() { return { v: 1 } }' },
+    }));
+    for (const app of ['inherited', 'inheritedWithMethods']) {
+      const res = await request(reg.app).get(`/web0/api/${app}/p`);
+      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270600, "scriptable-api: invalid api 'p'.path: is required"]);
+    }
+    const res = await request(reg.app).get('/web0/api/getters/p');
+    expect([res.status, res.text, reads]).toEqual([200, '{"v":1}', 1]);
+  });
+
   test('a definition a custom registry changes in place is served as it is at each request', async () => {
     const without = { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' };
     const withMethods = { path: 'm', call: { script: 'a.js', function: 'f' }, returnType: 'JSON', methods: ['GET'] };
