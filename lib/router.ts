@@ -118,9 +118,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
     } else {
       try {
-        return copyApiDefinition(def, `api '${def.path}'`);
+        return copyApiDefinition(def);
       } catch (e) {
-        message = (e as ConfigError).message;
+        if (!(e instanceof ConfigError)) throw e; // (a getter or proxy of the registry's failed: HOST_ERROR)
+        message = e.message;
       }
     }
     logger?.error(message);

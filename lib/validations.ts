@@ -69,18 +69,25 @@ export function validateApiDefinition(def: unknown, where = 'api'): ApiDefinitio
  * (structuredClone: read once, deep), validated. The request runs the copy, so a registry that
  * changes its object in place while the request waits (for a script lookup, a rate-limit slot, its
  * body), or whose getters answer differently at each read, cannot change what runs after the check.
- * Throws ConfigError naming the field; what a getter or proxy of the registry's throws is passed on.
+ * Throws ConfigError naming the field; what a getter or proxy of the registry's throws is passed on
+ * (the registry failed: the router answers HOST_ERROR, without its message).
  */
-export function copyApiDefinition(def: object, where = 'api'): ApiDefinition {
+export function copyApiDefinition(def: object): ApiDefinition {
   let copy: unknown;
   try {
     copy = structuredClone(def);
   } catch (e) {
     if (!(e instanceof DOMException && e.name === 'DataCloneError')) throw e;
-    validateApiDefinition(def, where); // (names the field holding a function or a symbol)
-    throw new ConfigError(where, `must be plain data (JSON values): ${e.message}`);
+    validateApiDefinition(def, apiName(def)); // (names the field holding a function or a symbol)
+    throw new ConfigError(apiName(def), `must be plain data (JSON values): ${e.message}`);
   }
-  return validateApiDefinition(copy, where);
+  return validateApiDefinition(copy, apiName(copy));
+}
+
+/** `api 'orders/list'` as messages name a definition, or `api` when its path is no string. */
+function apiName(def: unknown): string {
+  const path = (def as { path?: unknown }).path;
+  return typeof path === 'string' ? `api '${path}'` : 'api';
 }
 
 /** The methods Node.js's HTTP parser accepts (http.METHODS). */

@@ -646,10 +646,32 @@ describe('routing errors', () => {
     }));
     for (const app of ['inherited', 'inheritedWithMethods']) {
       const res = await request(reg.app).get(`/web0/api/${app}/p`);
-      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270600, "scriptable-api: invalid api 'p'.path: is required"]);
+      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270600, 'scriptable-api: invalid api.path: is required']);
     }
     const res = await request(reg.app).get('/web0/api/getters/p');
     expect([res.status, res.text, reads]).toEqual([200, '{"v":1}', 1]);
+  });
+
+  test("a definition whose getter or proxy throws is the registry's failure: HOST_ERROR, logged, its message not sent; a path that is no string is named as the field", async () => {
+    const base = { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' };
+    const logged = [];
+    const defs = {
+      getter: () => ({ ...base, get call() { throw new Error('lazy load failed: postgres://admin:pw@db/apis'); } }),
+      proxy: () => new Proxy(base, { ownKeys() { throw new Error('postgres://admin:pw@db/apis'); } }),
+      symbol: () => ({ ...base, path: Symbol('p') }),
+    };
+    const reg = track(require('./helpers/app').makeApp({
+      registry: { getApi: (app) => defs[app](), getScript: () => 'export function f() { return 1 }' },
+      router: { logger: { info() {}, warn() {}, error: (m) => logged.push(String(m)) } },
+    }));
+    for (const app of ['getter', 'proxy']) {
+      const res = await request(reg.app).get(`/web0/api/${app}/p`);
+      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270602, 'A host service failed']);
+    }
+    expect(logged.filter((m) => m.includes('postgres://'))).toHaveLength(2);
+    const res = await request(reg.app).get('/web0/api/symbol/p');
+    expect([res.status, res.body.code]).toEqual([500, 270600]);
+    expect(res.body.message).toMatch(/^scriptable-api: invalid api\.path: /);
   });
 
   test('a definition a custom registry changes in place is served as it is at each request', async () => {
