@@ -41,6 +41,14 @@ function scriptNames(def: ApiDefinition): string[] {
   return [...names];
 }
 
+/** What a getScript that returned no source text (a Buffer, a number...) failed with: HOST_ERROR, logged. */
+function notSource(source: unknown, appId: string, name: string): Error {
+  const kind = Buffer.isBuffer(source) ? 'a Buffer' : Array.isArray(source) ? 'an array' : `a ${typeof source}`;
+  return new TypeError(
+    `scriptable-api: the registry's getScript returned ${kind} for script '${name}' of app '${appId}', not its source text (a string; undefined when there is none)${Buffer.isBuffer(source) ? ": read files with an encoding, readFile(file, 'utf8')" : ''}`,
+  );
+}
+
 /**
  * Refuses a request target with a fragment (no part of one: RFC 9112 3.2) or a backslash in its
  * path (no URI character: RFC 3986). Express routes such a target by url.parse, which drops the
@@ -228,8 +236,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const auto = options.automations || !runsAutomation(def) ? undefined : await lookup(res, resolveAutomations(registry, appId, def, logger, stage));
     const scripts: Record<string, ScriptSource> = {};
     for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
-      const source = await lookup(res, registry.getScript(appId, name, stage));
+      const source: unknown = await lookup(res, registry.getScript(appId, name, stage));
       if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
+      else if (source !== undefined && source !== null) throw notSource(source, appId, name);
     }
 
     const limited = limiter.isActive(def.rateLimit);

@@ -674,6 +674,22 @@ describe('routing errors', () => {
     expect(res.body.message).toMatch(/^scriptable-api: invalid api\.path: /);
   });
 
+  test("a getScript that returns something other than source text (a Buffer read without an encoding) is the registry's failure, logged saying so, not a missing script", async () => {
+    const logged = [];
+    const sources = { buffer: Buffer.from('export function f() { return 1 }'), number: 42, none: undefined };
+    const reg = track(require('./helpers/app').makeApp({
+      registry: { getApi: () => ({ path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' }), getScript: (app) => sources[app] },
+      router: { logger: { info() {}, warn() {}, error: (m) => logged.push(String(m)) } },
+    }));
+    for (const [app, kind] of [['buffer', 'a Buffer'], ['number', 'a number']]) {
+      const res = await request(reg.app).get(`/web0/api/${app}/p`);
+      expect([res.status, res.body.code, res.body.message]).toEqual([500, 270602, 'A host service failed']);
+      expect(logged.pop()).toContain(`the registry's getScript returned ${kind} for script 'a.js' of app '${app}'`);
+    }
+    const res = await request(reg.app).get('/web0/api/none/p');
+    expect([res.status, res.body.code, res.body.message]).toEqual([500, 270202, "Script 'a.js' not found"]);
+  });
+
   test('a definition a custom registry changes in place is served as it is at each request', async () => {
     const without = { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' };
     const withMethods = { path: 'm', call: { script: 'a.js', function: 'f' }, returnType: 'JSON', methods: ['GET'] };
