@@ -156,17 +156,18 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   /**
    * A lookup the request waits for (the registry, preview.authorize): one that never answers holds
    * its request only until the client leaves (CLIENT_LEFT) or close({ force: true }) comes
-   * (SHUTTING_DOWN), not for good (nor a graceful close() with it). A value is passed on as it is.
+   * (SHUTTING_DOWN), not for good (nor a graceful close() with it). A value is passed on as it is;
+   * any thenable is waited for so (a query builder's, such as knex's or a mongoose Query, is no Promise).
    */
   function lookup<T>(res: Response, value: Awaitable<T>): Awaitable<T> {
-    if (!(value instanceof Promise)) return value;
+    if (typeof (value as { then?: unknown } | null | undefined)?.then !== 'function') return value;
     const gone = clientGone(res);
     waiting.add(gone);
     return new Promise<T>((resolve, reject) => {
       const stop = () => reject(stopped ? new ApiError('SHUTTING_DOWN') : CLIENT_LEFT);
       if (gone.signal.aborted) stop();
       else gone.signal.addEventListener('abort', stop, { once: true });
-      value.then(resolve, reject);
+      Promise.resolve(value).then(resolve, reject);
     }).finally(() => {
       waiting.delete(gone);
       gone.done();

@@ -21,6 +21,8 @@ async function marksInWorker(pool) {
 }
 
 const never = () => new Promise(() => {});
+/** A thenable that never settles, not a Promise (a query builder's: knex, a mongoose Query). */
+const neverThenable = () => ({ then() {} });
 const N = 40;
 
 describe.each([
@@ -153,6 +155,9 @@ describe.each([
   ['getScript', (r) => ({ ...r, getScript: never })],
   ['getAutomation', (r) => ({ ...r, getAutomation: never })],
   ['preview.authorize', (r) => r, { authorize: never }],
+  ['getApi, a thenable', (r) => ({ ...r, getApi: neverThenable })],
+  ['getScript, a thenable', (r) => ({ ...r, getScript: neverThenable })],
+  ['preview.authorize, a thenable', (r) => r, { authorize: neverThenable }],
 ])('a registry lookup that never answers (%s)', (_name, hang, preview) => {
   const { createApiRouter, MemoryRegistry } = require('..');
   const express = require('express');
