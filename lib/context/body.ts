@@ -34,11 +34,11 @@ function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
+const tooLarge = (limit: number) => new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`);
+
 function readRaw(req: Request, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    return Promise.reject(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
-  }
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -49,7 +49,7 @@ function readRaw(req: Request, limit: number): Promise<Buffer> {
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) return fail(new ApiError('BODY_TOO_LARGE', `Request body is larger than ${limit} bytes`));
+      if (size > limit) return fail(tooLarge(limit));
       chunks.push(chunk);
     };
     req.on('data', onData);
@@ -63,24 +63,31 @@ function fromText(text: string, type: string): RequestBody {
   return { text, form: /^application\/x-www-form-urlencoded/i.test(type) ? parseForm(formInUtf8(text, type)) : {}, parts: [] };
 }
 
+/** The body's bytes (a Buffer, or text as UTF-8) within `limit`, else BODY_TOO_LARGE. */
+function within<T extends Buffer | string>(body: T, limit: number): T {
+  if ((typeof body === 'string' ? Buffer.byteLength(body) : body.length) > limit) throw tooLarge(limit);
+  return body;
+}
+
 /**
  * A body a host parser read first (express.json(), express.text()...): the raw bytes it kept
  * (`req.rawBody`), else a Buffer or text body as it is; otherwise the parsed value written back as
- * JSON or a form, which may differ from what the client sent (`onReparsed` is told).
+ * JSON or a form, which may differ from what the client sent (`onReparsed` is told). Each is held
+ * to `limit` as a body the router reads is: a host parser's own limit does not lift bodyLimit.
  */
-function fromParsed(req: Request, onReparsed?: () => void): RequestBody {
+function fromParsed(req: Request, limit: number, onReparsed?: () => void): RequestBody {
   const type = req.headers['content-type'] ?? '';
   const raw = rawBodyOf(req);
-  if (raw !== undefined) return fromText(typeof raw === 'string' ? raw : decodeBody(raw, type), type);
+  if (raw !== undefined) return fromText(typeof raw === 'string' ? within(raw, limit) : decodeBody(within(raw, limit), type), type);
   const b = req.body as unknown;
   if (b === undefined || b === null) return EMPTY;
-  if (typeof b === 'string') return { text: b, form: {}, parts: [] };
-  if (Buffer.isBuffer(b)) return { text: decodeBody(b, type), form: {}, parts: [] };
+  if (typeof b === 'string') return { text: within(b, limit), form: {}, parts: [] };
+  if (Buffer.isBuffer(b)) return { text: decodeBody(within(b, limit), type), form: {}, parts: [] };
   onReparsed?.();
   const isForm = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
   const form: Record<string, string[]> = {};
   if (isForm && typeof b === 'object') for (const [k, v] of Object.entries(b as Record<string, unknown>)) ownSet(form, k, Array.isArray(v) ? v.map(String) : [String(v)]);
-  return { text: isForm ? new URLSearchParams(form as unknown as Record<string, string>).toString() : JSON.stringify(b), form, parts: [] };
+  return { text: within(isForm ? new URLSearchParams(form as unknown as Record<string, string>).toString() : JSON.stringify(b), limit), form, parts: [] };
 }
 
 /**
@@ -88,7 +95,7 @@ function fromParsed(req: Request, onReparsed?: () => void): RequestBody {
  * body, so ctx.body is rebuilt from the parsed value.
  */
 export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: () => void): Promise<RequestBody> {
-  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, onReparsed);
+  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, limit, onReparsed);
   if (!hasBody(req)) return EMPTY;
   // a client that left while the request waited (a registry lookup): its stream is destroyed
   // and will never emit again, so a read would wait for ever

@@ -123,3 +123,31 @@ describe('ctx.body is the bytes the client sent', () => {
     expect(res.body.body).toBe('テスト');
   });
 });
+
+describe.each([4, 5])('a host body parser that ran first does not lift bodyLimit (Express %i)', (major) => {
+  const express = EXPRESS[major];
+  const COUNT = 'export function fn(ctx) { return { len: ctx.body.length } }';
+  const counted = { app1: { scripts: { 'main.js': COUNT }, apis: [{ path: 'echo', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } };
+  function app(parser) {
+    const x = makeApp({ express: major, apps: counted, router: { bodyLimit: 1000, logger: false }, setup: (a) => a.use(parser) });
+    routers.push(x.router);
+    return x.app;
+  }
+  const keep = { verify: (req, _res, buf) => { req.rawBody = buf; } };
+  const big = JSON.stringify({ a: 'x'.repeat(5000) });
+  test.each([
+    ['express.json() with the raw body kept', () => express.json({ limit: '10mb', ...keep }), 'application/json', big],
+    ['express.json()', () => express.json({ limit: '10mb' }), 'application/json', big],
+    ['express.text()', () => express.text({ limit: '10mb' }), 'text/plain', 'x'.repeat(5000)],
+    ['express.raw()', () => express.raw({ limit: '10mb' }), 'application/octet-stream', 'x'.repeat(5000)],
+    ['express.urlencoded()', () => express.urlencoded({ limit: '10mb', extended: false }), 'application/x-www-form-urlencoded', `a=${'x'.repeat(5000)}`],
+  ])('%s: a body over bodyLimit is 413 BODY_TOO_LARGE, as without it', async (_name, parser, type, body) => {
+    const server = app(parser());
+    const res = await request(server).post('/web0/api/app1/echo').set('content-type', type).send(body);
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 270102, message: 'Request body is larger than 1000 bytes' });
+    expect(res.body.requestId).toBe(res.headers['x-request-id']);
+    const small = await request(server).post('/web0/api/app1/echo').set('content-type', type).send(type === 'application/json' ? '{"a":"x"}' : 'a=x');
+    expect(small.status).toBe(200);
+  });
+});
