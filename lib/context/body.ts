@@ -85,9 +85,26 @@ function fromParsed(req: Request, limit: number, onReparsed?: () => void): Reque
   if (Buffer.isBuffer(b)) return { text: decodeBody(within(b, limit), type), form: {}, parts: [] };
   onReparsed?.();
   const isForm = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
-  const form: Record<string, string[]> = {};
-  if (isForm && typeof b === 'object') for (const [k, v] of Object.entries(b as Record<string, unknown>)) ownSet(form, k, Array.isArray(v) ? v.map(String) : [String(v)]);
-  return { text: within(isForm ? new URLSearchParams(form as unknown as Record<string, string>).toString() : JSON.stringify(b), limit), form, parts: [] };
+  if (!isForm || typeof b !== 'object') return { text: within(JSON.stringify(b), limit), form: {}, parts: [] };
+  const text = within(new URLSearchParams(formPairs(b)).toString(), limit);
+  return { text, form: parseForm(text), parts: [] };
+}
+
+/**
+ * A form a host parser read (express.urlencoded()) as the fields it was sent as: a repeated name
+ * (`a=1&a=2`, parsed into a list) once per value, and a nested object or list of the extended
+ * parser (`b[c]=3`, parsed into `{ b: { c: '3' } }`) under its bracketed name, as the router's own
+ * reading of the form names it.
+ */
+function formPairs(value: object, prefix?: string, into: Array<[string, string]> = []): Array<[string, string]> {
+  const name = (k: string) => (prefix === undefined ? k : `${prefix}[${k}]`);
+  const repeated = Array.isArray(value) && prefix !== undefined && value.every((v) => typeof v !== 'object' || v === null);
+  for (const [k, v] of Object.entries(value)) {
+    const key = repeated ? prefix : name(k);
+    if (typeof v === 'object' && v !== null) formPairs(v as object, key, into);
+    else into.push([key, v === undefined || v === null ? '' : String(v)]);
+  }
+  return into;
 }
 
 /**

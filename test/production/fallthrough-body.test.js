@@ -151,3 +151,26 @@ describe.each([4, 5])('a host body parser that ran first does not lift bodyLimit
     expect(small.status).toBe(200);
   });
 });
+
+describe.each([4, 5])('behind express.urlencoded() without the raw body, the form written back has the fields sent (Express %i)', (major) => {
+  const express = EXPRESS[major];
+  const FORM = `export function fn(ctx) {
+    const r = ctx.request;
+    return { body: ctx.body, a: r.getParameterValues('a'), bc: r.getParameter('b[c]'), b: r.getParameter('b'), list: r.getParameterValues('l[0][x]'), names: Object.keys(r.getParameterMap()).sort() };
+  }`;
+  const forms = { app1: { scripts: { 'main.js': FORM }, apis: [{ path: 'echo', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } };
+  test.each([true, false])('extended: %s', async (extended) => {
+    const x = makeApp({ express: major, apps: forms, router: { logger: false }, setup: (a) => a.use(express.urlencoded({ extended })) });
+    routers.push(x.router);
+    const sent = 'a=1&a=2&b%5Bc%5D=3&l%5B0%5D%5Bx%5D=y&d=x+y';
+    const res = await request(x.app).post('/web0/api/app1/echo').type('form').send(sent);
+    expect(res.status).toBe(200);
+    // (the router's own reading of the same form, with no parser in front)
+    const own = makeApp({ express: major, apps: forms, router: { logger: false } });
+    routers.push(own.router);
+    const plain = await request(own.app).post('/web0/api/app1/echo').type('form').send(sent);
+    const fields = ({ body, ...rest }) => ({ ...rest, pairs: [...new URLSearchParams(body)].sort() });
+    expect(fields(plain.body)).toEqual({ pairs: [['a', '1'], ['a', '2'], ['b[c]', '3'], ['d', 'x y'], ['l[0][x]', 'y']], a: ['1', '2'], bc: '3', b: null, list: ['y'], names: ['a', 'b[c]', 'd', 'l[0][x]'] });
+    expect(fields(res.body)).toEqual(fields(plain.body));
+  });
+});
