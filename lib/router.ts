@@ -246,8 +246,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const limitAfterBefore = limited && limiter.needsAttributes(def.rateLimit!);
     if (limited && !limitAfterBefore && !admitted(res, trace, await limit(req, res, appId, def, stage))) return;
 
-    const body = await readBody(req, res, opts.bodyLimit, opts.upload, () =>
-      logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
+    const body = await readBody(req, res, opts.bodyLimit, opts.upload, (kind) =>
+      kind === 'multipart'
+        ? logOnce(logger, warned, 'reparsed-multipart', 'error', 'scriptable-api: a multipart parser (multer, busboy...) ran before the router: scripts get the form fields it parsed, but ctx.getParts() has none of the uploaded files. Mount the router before it.')
+        : logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
     );
     const job: ScriptJob = {
       requestId,

@@ -75,7 +75,7 @@ function within<T extends Buffer | string>(body: T, limit: number): T {
  * JSON or a form, which may differ from what the client sent (`onReparsed` is told). Each is held
  * to `limit` as a body the router reads is: a host parser's own limit does not lift bodyLimit.
  */
-function fromParsed(req: Request, limit: number, onReparsed?: () => void): RequestBody {
+function fromParsed(req: Request, limit: number, onReparsed?: (kind: Reparsed) => void): RequestBody {
   const type = req.headers['content-type'] ?? '';
   const raw = rawBodyOf(req);
   if (raw !== undefined) return fromText(typeof raw === 'string' ? within(raw, limit) : decodeBody(within(raw, limit), type), type);
@@ -83,11 +83,32 @@ function fromParsed(req: Request, limit: number, onReparsed?: () => void): Reque
   if (b === undefined || b === null) return EMPTY;
   if (typeof b === 'string') return { text: within(b, limit), form: {}, parts: [] };
   if (Buffer.isBuffer(b)) return { text: decodeBody(within(b, limit), type), form: {}, parts: [] };
-  onReparsed?.();
+  if (/^multipart\/form-data/i.test(type)) return fromMultipart(b, limit, onReparsed);
+  onReparsed?.('value');
   const isForm = /^application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
   if (!isForm || typeof b !== 'object') return { text: within(JSON.stringify(b), limit), form: {}, parts: [] };
   const text = within(new URLSearchParams(formPairs(b)).toString(), limit);
   return { text, form: parseForm(text), parts: [] };
+}
+
+/**
+ * A multipart body a host parser read (multer, busboy): its form fields (req.body) are the form, and
+ * ctx.body is empty as for any multipart request; the files are the host's (`onReparsed` is told).
+ * The fields together are held to `limit`, as the router's own reading holds them.
+ */
+function fromMultipart(fields: unknown, limit: number, onReparsed?: (kind: Reparsed) => void): RequestBody {
+  onReparsed?.('multipart');
+  const pairs = typeof fields === 'object' && fields !== null ? formPairs(fields) : [];
+  let size = 0;
+  const form: Record<string, string[]> = {};
+  for (const [k, v] of pairs) {
+    size += Buffer.byteLength(k) + Buffer.byteLength(v);
+    if (size > limit) throw new ApiError('UPLOAD_TOO_LARGE', `The form fields together are larger than bodyLimit (${limit} bytes)`);
+    const list = ownGet(form, k);
+    if (list) list.push(v);
+    else ownSet(form, k, [v]);
+  }
+  return { text: '', form, parts: [] };
 }
 
 /**
@@ -107,11 +128,15 @@ function formPairs(value: object, prefix?: string, into: Array<[string, string]>
   return into;
 }
 
+/** What a host parser that ran first left the router: a parsed value, or a multipart body's fields without its files. */
+export type Reparsed = 'value' | 'multipart';
+
 /**
  * `onReparsed` is called when a host body parser ran before the router without keeping the raw
- * body, so ctx.body is rebuilt from the parsed value.
+ * body, so ctx.body is rebuilt from the parsed value ('value'), or when a host multipart parser
+ * read an upload, whose files the scripts do not get ('multipart').
  */
-export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: () => void): Promise<RequestBody> {
+export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: (kind: Reparsed) => void): Promise<RequestBody> {
   if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, limit, onReparsed);
   if (!hasBody(req)) return EMPTY;
   // a client that left while the request waited (a registry lookup): its stream is destroyed

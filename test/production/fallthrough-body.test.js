@@ -174,3 +174,51 @@ describe.each([4, 5])('behind express.urlencoded() without the raw body, the for
     expect(fields(res.body)).toEqual(fields(plain.body));
   });
 });
+
+describe.each([4, 5])('behind a multipart parser of the host (multer, busboy), its form fields are the parameters (Express %i)', (major) => {
+  const busboy = require('busboy');
+  const PARTS = `export function fn(ctx) {
+    const r = ctx.request;
+    return { body: ctx.body, field: r.getParameter('field'), many: r.getParameterValues('many'), parts: ctx.getParts().length };
+  }`;
+  const forms = { app1: { scripts: { 'main.js': PARTS }, apis: [{ path: 'echo', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } };
+  /** What multer does: the fields into req.body (a repeated one as a list), the files into req.files. */
+  const hostMultipart = (req, _res, next) => {
+    if (!req.is('multipart/form-data')) return next();
+    const bb = busboy({ headers: req.headers });
+    req.body = Object.create(null);
+    req.files = [];
+    bb.on('field', (name, value) => {
+      const prev = req.body[name];
+      req.body[name] = prev === undefined ? value : [].concat(prev, value);
+    });
+    bb.on('file', (name, stream) => {
+      const chunks = [];
+      stream.on('data', (c) => chunks.push(c));
+      stream.on('end', () => req.files.push({ fieldname: name, buffer: Buffer.concat(chunks) }));
+    });
+    bb.on('close', () => next());
+    req.pipe(bb);
+  };
+  test('ctx.body is empty as for any multipart request, getParameter reads the fields, and one error line says the files are not the scripts\'', async () => {
+    const lines = [];
+    const logger = { info() {}, warn() {}, error: (m) => lines.push(m) };
+    const x = makeApp({ express: major, apps: forms, router: { logger }, setup: (a) => a.use(hostMultipart) });
+    routers.push(x.router);
+    for (let i = 0; i < 2; i++) {
+      const res = await request(x.app).post('/web0/api/app1/echo').field('field', 'value').field('many', '1').field('many', '2').attach('file', Buffer.from('hello'), 'a.txt');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ body: '', field: 'value', many: ['1', '2'], parts: 0 });
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/multipart.*before the router.*getParts/);
+  });
+
+  test('its form fields together over bodyLimit are 413 UPLOAD_TOO_LARGE, as the router\'s own reading has them', async () => {
+    const x = makeApp({ express: major, apps: forms, router: { logger: false, bodyLimit: 100 }, setup: (a) => a.use(hostMultipart) });
+    routers.push(x.router);
+    const res = await request(x.app).post('/web0/api/app1/echo').field('field', 'x'.repeat(200));
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ code: 270110, message: 'The form fields together are larger than bodyLimit (100 bytes)' });
+  });
+});
