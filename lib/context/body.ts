@@ -137,8 +137,9 @@ export type Reparsed = 'value' | 'multipart';
  * read an upload, whose files the scripts do not get ('multipart').
  */
 export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: (kind: Reparsed) => void): Promise<RequestBody> {
-  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, limit, onReparsed);
+  // (a request without a body has none, also when a host parser ran and made one up: express.json()'s {})
   if (!hasBody(req)) return EMPTY;
+  if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, limit, onReparsed);
   // a client that left while the request waited (a registry lookup): its stream is destroyed
   // and will never emit again, so a read would wait for ever
   if (req.destroyed) throw new ApiError('BAD_REQUEST', 'The client went away before its body was read');

@@ -222,3 +222,20 @@ describe.each([4, 5])('behind a multipart parser of the host (multer, busboy), i
     expect(res.body).toMatchObject({ code: 270110, message: 'The form fields together are larger than bodyLimit (100 bytes)' });
   });
 });
+
+describe.each([4, 5])('a request without a body behind a host body parser (Express %i)', (major) => {
+  const express = EXPRESS[major];
+  test.each([
+    ['express.json()', () => express.json(), 'application/json'],
+    ['express.urlencoded()', () => express.urlencoded({ extended: false }), 'application/x-www-form-urlencoded'],
+  ])('%s: ctx.body is empty, as without the parser, and nothing is logged', async (_name, parser, type) => {
+    const lines = [];
+    const logger = { info() {}, warn() {}, error: (m) => lines.push(m) };
+    const x = makeApp({ express: major, apps, router: { logger }, setup: (a) => a.use(parser()) });
+    routers.push(x.router);
+    const res = await request(x.app).post('/web0/api/app1/echo').set('content-type', type).set('content-length', '0');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ body: '', form: null });
+    expect(lines).toEqual([]);
+  });
+});
