@@ -330,12 +330,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
 
   const router = ((req: Request, res: Response, next: NextFunction) => {
     const requestId = randomUUID();
+    const priorId = res.getHeader('X-Request-Id'); // (the host's own, put back when the request falls through)
     res.setHeader('X-Request-Id', requestId);
     const trace = observer.begin(res, requestId, performance.now());
     running++;
     serve(req, res, trace).catch((err: unknown) => {
       if (err === CLIENT_LEFT) return void res.destroy(); // (it left while a lookup waited: no one to answer)
-      if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next);
+      if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next, priorId);
       observer.hostFailed(trace, err);
       if (res.headersSent) {
         res.destroy();

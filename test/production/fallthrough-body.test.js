@@ -39,6 +39,26 @@ describe.each([4, 5])('fallthrough (Express %i)', (major) => {
     expect(known.body.body).toBe('hi');
   });
 
+  test('fallthrough: true hands an unknown path on with the X-Request-Id the host set before the router', async () => {
+    const express = EXPRESS[major];
+    const { createApiRouter, MemoryRegistry } = require('../..');
+    const r = createApiRouter({ registry: new MemoryRegistry({ apps }), workers: 1, fallthrough: true });
+    routers.push(r);
+    const app = express();
+    app.use((_req, res, next) => {
+      res.setHeader('X-Request-Id', 'host-7');
+      next();
+    });
+    app.use('/api', r);
+    app.use((_req, res) => res.status(404).type('text').send('host 404'));
+    const unknown = await request(app).get('/api/nope/x');
+    expect(unknown.text).toBe('host 404');
+    expect(unknown.headers['x-request-id']).toBe('host-7');
+    const known = await request(app).post('/api/app1/echo').type('text').send('hi');
+    expect(known.body.body).toBe('hi');
+    expect(known.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   test('default: the JSON 404 of the spec, later routes never see the request', async () => {
     const app = hostApp({});
     const health = await request(app).get('/api/health');
