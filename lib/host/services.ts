@@ -7,6 +7,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { stat } from 'node:fs/promises';
+import { inspect } from 'node:util';
 import { ApiError } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
@@ -62,6 +63,13 @@ export const MAX_LOG_LINES = 200;
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
   const bytes = await res.bytes().catch(() => undefined);
   return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
+}
+
+/** What a host service threw, for its log line: an error's stack, else the value as inspect shows it (never throws). */
+function thrownText(e: unknown): string {
+  const stack = (e as Error | null)?.stack;
+  if (typeof stack === 'string') return stack;
+  return typeof e === 'string' ? e : inspect(e);
 }
 
 function str(v: unknown, field: string): string {
@@ -121,7 +129,7 @@ export class HostServices implements HostBridge {
       try {
         return hostJson(await accounts.getAccountByToken(String(args.token))) as HostOps['system.getAccountByToken']['result'];
       } catch (e) {
-        s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${(e as Error)?.message}`, { appId: s.info.appId });
+        s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${thrownText(e)}`, { appId: s.info.appId, requestId: s.info.requestId });
         throw new ApiError('HOST_ERROR', 'Account lookup failed');
       }
     },

@@ -1,0 +1,73 @@
+'use strict';
+// The `accounts` option behind platform.system.getAccountByToken(token): what the provider gets,
+// what it must answer (an account object with a string id, or null / undefined for none), and
+// what the script and the log see when it fails or answers something else.
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+/** Answers by token: the provider's answers the contract allows and those it does not. */
+const ANSWERS = {
+  good: () => ({ id: 'u1', userName: 'ada' }),
+  none: () => null,
+  undef: () => undefined,
+  number: () => 42,
+  string: () => 'u1',
+  false: () => false,
+  true: () => true,
+  array: () => [{ id: 'u1' }],
+  noId: () => ({ userName: 'ada' }),
+  numericId: () => ({ id: 7 }),
+  toJsonString: () => ({ toJSON: () => 'u1' }),
+  throws: () => {
+    throw new Error('db down');
+  },
+  rejectsText: () => Promise.reject('pool exhausted'),
+  throwsBare: () => {
+    throw Object.assign(Object.create(null), { reason: 'bare' });
+  },
+};
+
+function setup(engine) {
+  const lines = [];
+  const logger = { info() {}, warn() {}, error: (message, meta) => lines.push({ message, meta }) };
+  const accounts = { getAccountByToken: async (token) => ANSWERS[token]() };
+  const { app, router } = makeApp({
+    router: { accounts, engine, logger },
+    apps: {
+      app1: {
+        scripts: {
+          // the README's check: anything but null passes as an account
+          'auth.js': `export function fn(ctx) {
+            var account = platform.system.getAccountByToken(ctx.query.token);
+            if (account == null) platform.app.abort('token expired or invalid', 401);
+            return { account: account };
+          }`,
+        },
+        apis: [{ path: 'p', call: { script: 'auth.js', function: 'fn' }, returnType: 'JSON' }],
+      },
+    },
+  });
+  return { app, router, lines };
+}
+
+describe('a lookup that fails', () => {
+  let t;
+  beforeAll(() => {
+    t = setup('quickjs');
+  });
+  afterAll(() => t.router.close());
+
+  test.each([
+    ['throws', /Error: db down/],
+    ['rejectsText', /pool exhausted/],
+    ['throwsBare', /reason: 'bare'/],
+  ])("(%s) is HOST_ERROR to the script; the log line has the request's id and the provider's reason", async (token, reason) => {
+    const res = await request(t.app).get(`/web0/api/app1/p?token=${token}`);
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'Account lookup failed', code: 270602 });
+    const line = t.lines.find((l) => /accounts\.getAccountByToken failed/.test(l.message));
+    expect(line.meta).toEqual({ appId: 'app1', requestId: res.headers['x-request-id'] });
+    expect(line.message).toMatch(reason);
+    t.lines.length = 0;
+  });
+});
