@@ -110,6 +110,11 @@ export interface Account {
 
 /** Account lookups for `platform.system.getAccountByToken(token)`. */
 export interface AccountService {
+  /**
+   * The account of a non-empty token, or null / undefined for none. A throw, a rejection or an
+   * answer that is neither (not an object with a string `id`) fails the script's call with
+   * HOST_ERROR (270602).
+   */
   getAccountByToken(token: string): Awaitable<Account | null | undefined>;
 }
 

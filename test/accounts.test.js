@@ -71,3 +71,31 @@ describe('a lookup that fails', () => {
     t.lines.length = 0;
   });
 });
+
+describe.each(['quickjs', 'vm2'])('accounts.getAccountByToken answers (%s)', (engine) => {
+  let t;
+  beforeAll(() => {
+    t = setup(engine);
+  });
+  afterAll(() => t.router.close());
+
+  test('an account object reaches the script; null and undefined are no account', async () => {
+    const good = await request(t.app).get('/web0/api/app1/p?token=good');
+    expect([good.status, good.body]).toEqual([200, { account: { id: 'u1', userName: 'ada' } }]);
+    for (const token of ['none', 'undef']) {
+      const res = await request(t.app).get(`/web0/api/app1/p?token=${token}`);
+      expect([token, res.status, res.body.code]).toEqual([token, 401, 270001]);
+    }
+  });
+
+  test.each(['number', 'string', 'false', 'true', 'array', 'noId', 'numericId', 'toJsonString'])(
+    'an answer that is no account (%s) is HOST_ERROR, logged naming the provider; the script never sees it',
+    async (token) => {
+      const res = await request(t.app).get(`/web0/api/app1/p?token=${token}`);
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'Account lookup failed', code: 270602 });
+      const line = t.lines.find((l) => l.meta?.requestId === res.headers['x-request-id'] && /accounts\.getAccountByToken/.test(l.message));
+      expect(line?.message).toMatch(/accounts\.getAccountByToken returned .*not an account/);
+    },
+  );
+});

@@ -284,7 +284,7 @@ describe('a value that grows step after step (the interpreterâ€™s values live on
   const apis = automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON' }));
   // another app's call, waiting on the host on the same (only) worker meanwhile
   const other = { scripts: { 'w.js': "export function who(ctx) { return platform.system.getAccountByToken('ada') }" }, apis: [{ path: 'who', call: { script: 'w.js', function: 'who' }, returnType: 'JSON' }] };
-  const accounts = { getAccountByToken: (name) => new Promise((r) => setTimeout(() => r({ name }), 3000)) };
+  const accounts = { getAccountByToken: (name) => new Promise((r) => setTimeout(() => r({ id: name }), 3000)) };
   const { app, router } = makeApp({ apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis }, b: other }, router: { accounts, maxWorkers: 1 } });
   afterAll(() => router.close());
 
@@ -300,7 +300,7 @@ describe('a value that grows step after step (the interpreterâ€™s values live on
     const fine = await request(app).get('/web0/api/a/fine');
     expect(fine.body).toEqual({ ok: true });
     const who = await waiting;
-    expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { name: 'ada' } });
+    expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { id: 'ada' } });
   }, 60_000);
 });
 
@@ -325,7 +325,7 @@ describe('a forEach collecting large http bodies (its list lives on the workerâ€
   ];
   const apis = automations.map(({ id }) => ({ path: id, call: { automation: id }, returnType: 'JSON' }));
   const other = { scripts: { 'w.js': "export function who(ctx) { return platform.system.getAccountByToken('ada') }" }, apis: [{ path: 'who', call: { script: 'w.js', function: 'who' }, returnType: 'JSON' }] };
-  const accounts = { getAccountByToken: (name) => new Promise((r) => setTimeout(() => r({ name }), 3000)) };
+  const accounts = { getAccountByToken: (name) => new Promise((r) => setTimeout(() => r({ id: name }), 3000)) };
   const { app, router } = makeApp({
     apps: { a: { scripts: { 's.js': SCRIPT }, automations, apis }, b: other },
     router: { accounts, maxWorkers: 1, scriptTimeoutMs: 60_000, outbound: { allowPrivateNetworks: true } },
@@ -342,7 +342,7 @@ describe('a forEach collecting large http bodies (its list lives on the workerâ€
     const few = await request(app).get('/web0/api/a/few').set('x-upstream', up);
     expect({ status: few.status, body: few.body }).toEqual({ status: 200, body: { ok: true } });
     const who = await waiting;
-    expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { name: 'ada' } });
+    expect({ status: who.status, body: who.body }).toEqual({ status: 200, body: { id: 'ada' } });
   }, 90_000);
 });
 

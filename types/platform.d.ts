@@ -104,7 +104,8 @@ interface PlatformApp {
 interface PlatformSystem {
   /**
    * Looks up the account a token belongs to. Returns null when the token is empty, unknown or
-   * expired, or when the host has no account service; throws when the lookup itself fails.
+   * expired, or when the host has no account service; throws (code 270602) when the
+   * lookup itself fails or the host's service answers something that is not an account.
    */
   getAccountByToken(token: string): Account | null;
 }

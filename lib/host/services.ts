@@ -72,6 +72,16 @@ function thrownText(e: unknown): string {
   return typeof e === 'string' ? e : inspect(e);
 }
 
+/** What an accounts lookup answered, as JSON, when it is neither null nor an account (an object with a string `id`). */
+function notAnAccount(v: unknown): string | undefined {
+  if (v === null) return undefined;
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v !== 'object') return `a ${typeof v}`;
+  const id = (v as { id?: unknown }).id;
+  if (typeof id !== 'string') return `an object whose id is ${id === undefined ? 'missing' : `a ${id === null ? 'null' : typeof id}`}`;
+  return undefined;
+}
+
 function str(v: unknown, field: string): string {
   if (typeof v !== 'string' || v === '') throw new ApiError('SCRIPT_ERROR', `${field} must be a non-empty string`);
   return v;
@@ -126,12 +136,20 @@ export class HostServices implements HostBridge {
     'system.getAccountByToken': async (s, args) => {
       const { accounts } = s.shared.options;
       if (!accounts || args.token == null || args.token === '') return null;
+      let account: unknown;
       try {
-        return hostJson(await accounts.getAccountByToken(String(args.token))) as HostOps['system.getAccountByToken']['result'];
+        account = hostJson(await accounts.getAccountByToken(String(args.token)));
       } catch (e) {
         s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${thrownText(e)}`, { appId: s.info.appId, requestId: s.info.requestId });
         throw new ApiError('HOST_ERROR', 'Account lookup failed');
       }
+      // (what a script checks is `account == null`: a false, 0 or '' for "no account" would pass as one)
+      const wrong = notAnAccount(account);
+      if (wrong !== undefined) {
+        s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken returned ${wrong}, not an account (an object with a string id) or null`, { appId: s.info.appId, requestId: s.info.requestId });
+        throw new ApiError('HOST_ERROR', 'Account lookup failed');
+      }
+      return account as HostOps['system.getAccountByToken']['result'];
     },
     'http.request': async (s, args) => {
       // (requests in flight count: a script's calls at once must not each pass the check)
