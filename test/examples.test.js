@@ -28,6 +28,13 @@ describe('README worked example (examples/apps/shop)', () => {
     expect(bad.body.message).toBe('token expired or invalid');
   });
 
+  test("before: a token named like a property every object has (__proto__, constructor...) is no account: 401", async () => {
+    for (const token of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+      const res = await request(app).get(`/web0/api/shop/orders/list?token=${token}`);
+      expect([token, res.status, res.body.message]).toEqual([token, 401, 'token expired or invalid']);
+    }
+  });
+
   test('the call sees the account set by before; after audits', async () => {
     const res = await request(app).get('/web0/api/shop/orders/list').set('Authorization', 'Bearer demo-token');
     expect(res.status).toBe(200);
