@@ -99,3 +99,37 @@ describe.each(['quickjs', 'vm2'])('accounts.getAccountByToken answers (%s)', (en
     },
   );
 });
+
+// A lookup that never answers ends its call at scriptTimeoutMs (SCRIPT_TIMEOUT); the failure line
+// names the stage and script that were waiting on it (the worker goes on: no stage is unknown).
+describe.each(['quickjs', 'vm2'])('a lookup that never answers (%s)', (engine) => {
+  const lines = [];
+  const logger = { info() {}, warn() {}, error: (message, meta) => lines.push({ message, meta }) };
+  const accounts = { getAccountByToken: () => new Promise(() => {}) };
+  const { app, router } = makeApp({
+    router: { accounts, engine, logger, scriptTimeoutMs: 1000 },
+    apps: {
+      app1: {
+        scripts: {
+          'auth.js': 'export function check(ctx) { platform.system.getAccountByToken(ctx.query.token) }',
+          'main.js': 'export function fn(ctx) { return platform.system.getAccountByToken(ctx.query.token) }\nexport function ok(ctx) { return 1 }',
+        },
+        apis: [
+          { path: 'before', before: { script: 'auth.js', function: 'check' }, call: { script: 'main.js', function: 'ok' }, returnType: 'JSON' },
+          { path: 'call', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' },
+        ],
+      },
+    },
+  });
+  afterAll(() => router.close());
+
+  test.each([
+    ['before', 'auth.js'],
+    ['call', 'main.js'],
+  ])('in %s: SCRIPT_TIMEOUT, logged at that stage and script', async (path, script) => {
+    const res = await request(app).get(`/web0/api/app1/${path}?token=t`);
+    expect([res.status, res.body.code]).toEqual([500, 270200]);
+    const line = lines.find((l) => l.meta?.requestId === res.headers['x-request-id']);
+    expect(line.meta).toMatchObject({ stage: path, script, code: 270200 });
+  });
+});

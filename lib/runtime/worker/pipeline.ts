@@ -45,6 +45,8 @@ export interface PipelineEnv {
   notCounted(ms: number): void;
   /** Runs synchronous work of the job outside any script (an automation's expressions) as a slice the pool sees. */
   compute?<T>(work: () => T): T;
+  /** The stage the job runs from now on, and its script (or automation id): where a failure found outside it (its deadline passing while it waits on the host) is. */
+  entering?(stage: Stage, script: string): void;
 }
 
 type Fail = Extract<JobOutcome, { kind: 'error' }>;
@@ -233,6 +235,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
 
   // 1. before
   if (job.phase !== 'rest' && job.before) {
+    env.entering?.('before', job.before.script);
     const r = await runScript(job.before, 'before', false);
     if (r.fail) return result(r.fail);
     if (wrote(state)) return result({ kind: 'written' });
@@ -241,6 +244,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   if (job.phase === 'before') return result({ kind: 'continue' });
 
   // 2. the call
+  env.entering?.('call', isAutomation(job.call) ? job.call.automation : job.call.script);
   const call = isAutomation(job.call) ? await runAutomation(job.call, 'call') : await runScript(job.call, 'call', callValueWanted(job));
   // (a call that returned nothing where its return type needs a value (Redirect, File), and wrote
   // no answer, failed as one returning null would: with no after hook to give one, onError runs)
@@ -261,6 +265,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     }
     const before = answerText(state.response);
     const { status, contentType } = state.response;
+    env.entering?.('onError', job.onError.script);
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
     if (r.fail) {
       // (the client gets onError's failure; the log keeps what it was handling)
@@ -291,6 +296,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   // 3. after
   let final = call.out!;
   if (job.after) {
+    env.entering?.('after', isAutomation(job.after) ? job.after.automation : job.after.script);
     const a = isAutomation(job.after) ? await runAutomation(job.after, 'after', final.value) : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;

@@ -8,6 +8,7 @@ import { setHeldBudgetMb } from '../../automation/held';
 import { ERRORS } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
+import type { Stage } from '../protocol';
 import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { runPipeline } from './pipeline';
@@ -28,6 +29,8 @@ interface RunningJob extends StageJob {
   timer?: NodeJS.Timeout;
   /** Its host calls made by the worker itself (ownCalls) not answered yet. */
   ownCalls: number;
+  /** The stage it runs (PipelineEnv.entering): where its deadline finds it. */
+  at?: { stage: Stage; script: string };
 }
 
 const jobs = new Map<number, RunningJob>();
@@ -250,7 +253,9 @@ function start(id: number, seq: number, job: ScriptJob): void {
     }
     stages!.cancel(running);
     const e = ERRORS.SCRIPT_TIMEOUT;
-    finish(running, { state: job.state, outcome: { kind: 'error', code: e.code, status: e.status, message: e.message } });
+    // (the stage waits on the host: a service that never answers is logged at the stage that asked it)
+    const detail = running.at === undefined ? undefined : { ...running.at };
+    finish(running, { state: job.state, outcome: { kind: 'error', code: e.code, status: e.status, message: e.message, ...(detail ? { detail } : {}) } });
   };
   running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, job.timeoutMs));
   runPipeline(job, {
@@ -275,6 +280,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
         post({ type: 'host', jobId: id, callId, op, args, blocking: false });
       }),
     deadline: () => running.deadline,
+    entering: (stage, script) => void (running.at = { stage, script }),
     notCounted: (ms) => void (running.deadline += ms),
     // (an automation's expressions run here, on the thread: the pool's watchdog must see them)
     compute: (work) => {
