@@ -108,6 +108,17 @@ export interface Account {
   [key: string]: unknown;
 }
 
+/** Who asks for an account: the second argument of `AccountService.getAccountByToken`. */
+export interface AccountLookup {
+  /** The app whose script asks (one service serves every app: scope its tokens by it if its apps have their own users). */
+  appId: string;
+  requestId: string;
+  /** True on the preview path. */
+  preview: boolean;
+  /** Aborted when the call ends before the lookup answers (its time limit passed...): the answer is no longer read. */
+  signal: AbortSignal;
+}
+
 /** Account lookups for `platform.system.getAccountByToken(token)`. */
 export interface AccountService {
   /**
@@ -115,7 +126,7 @@ export interface AccountService {
    * answer that is neither (not an object with a string `id`) fails the script's call with
    * HOST_ERROR (270602).
    */
-  getAccountByToken(token: string): Awaitable<Account | null | undefined>;
+  getAccountByToken(token: string, lookup: AccountLookup): Awaitable<Account | null | undefined>;
 }
 
 /** What an automation runner receives. */

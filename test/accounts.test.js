@@ -133,3 +133,39 @@ describe.each(['quickjs', 'vm2'])('a lookup that never answers (%s)', (engine) =
     expect(line.meta).toMatchObject({ stage: path, script, code: 270200 });
   });
 });
+
+// The service is told which app asks (the same service serves every app): one whose apps have
+// their own users answers null for another app's token. Its `signal` aborts when the call ends.
+describe.each(['quickjs', 'vm2'])('what the service is given (%s)', (engine) => {
+  const USERS = { app1: { t1: { id: 'u1' } }, app2: { t2: { id: 'u2' } } };
+  const asked = [];
+  const accounts = {
+    getAccountByToken: (token, lookup) => {
+      asked.push({ token, lookup });
+      if (token === 'hang') return new Promise(() => {});
+      return (lookup && Object.hasOwn(USERS, lookup.appId) && Object.hasOwn(USERS[lookup.appId], token) && USERS[lookup.appId][token]) || null;
+    },
+  };
+  const app = (id) => ({
+    scripts: { 's.js': 'export function fn(ctx) { return { account: platform.system.getAccountByToken(ctx.query.token) } }' },
+    apis: [{ path: 'who', call: { script: 's.js', function: 'fn' }, returnType: 'JSON' }],
+  });
+  const t = makeApp({ router: { accounts, engine, logger: false, scriptTimeoutMs: 1000 }, apps: { app1: app('app1'), app2: app('app2') } });
+  afterAll(() => t.router.close());
+
+  test("the asking app's id, the request's id and preview: another app's token is no account there", async () => {
+    const own = await request(t.app).get('/web0/api/app1/who?token=t1');
+    expect([own.status, own.body]).toEqual([200, { account: { id: 'u1' } }]);
+    const other = await request(t.app).get('/web0/api/app2/who?token=t1');
+    expect([other.status, other.body]).toEqual([200, { account: null }]);
+    expect(asked[1].lookup).toMatchObject({ appId: 'app2', requestId: other.headers['x-request-id'], preview: false });
+  });
+
+  test('its signal aborts when the call ends (a lookup that never answers, past scriptTimeoutMs)', async () => {
+    const res = await request(t.app).get('/web0/api/app1/who?token=hang');
+    expect(res.body.code).toBe(270200);
+    const { lookup } = asked.find((a) => a.token === 'hang');
+    if (!lookup.signal.aborted) await new Promise((resolve) => lookup.signal.addEventListener('abort', resolve));
+    expect(lookup.signal.aborted).toBe(true);
+  });
+});

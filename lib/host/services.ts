@@ -138,7 +138,8 @@ export class HostServices implements HostBridge {
       if (!accounts || args.token == null || args.token === '') return null;
       let account: unknown;
       try {
-        account = hostJson(await accounts.getAccountByToken(String(args.token)));
+        const { appId, requestId } = s.info;
+        account = hostJson(await accounts.getAccountByToken(String(args.token), { appId, requestId, preview: s.info.stage === 'preview', signal: s.endSignal() }));
       } catch (e) {
         s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${thrownText(e)}`, { appId: s.info.appId, requestId: s.info.requestId });
         throw new ApiError('HOST_ERROR', 'Account lookup failed');
