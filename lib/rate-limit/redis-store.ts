@@ -59,19 +59,34 @@ export interface RedisClientLike {
 
 type RedisCtor = new (url: string, options: Record<string, unknown>) => RedisClientLike;
 
-export interface RedisRateLimitStoreOptions {
-  /** A Redis URL (`redis://host:6379/0`); the store creates, and on close() quits, its client. */
-  url?: string;
-  /** An ioredis client (Redis or Cluster) you own; the store never closes it. */
-  client?: RedisClientLike;
+/** Options of RedisRateLimitStore: `{ url }` (the store makes its client) or `{ client }` (yours), not both. */
+export type RedisRateLimitStoreOptions = RedisRateLimitStoreUrlOptions | RedisRateLimitStoreClientOptions;
+
+interface RedisRateLimitStoreCommonOptions {
   /** Prefix of every bucket key. Default `sapi:rl:`. */
   prefix?: string;
-  /** A reserve() that takes longer than this rejects (the limiter then falls back). Default 1000. */
+  /** A reserve() that takes longer than this rejects (the limiter then falls back), ms from 0 to 2147483647. Default 1000. */
   commandTimeoutMs?: number;
-  /** Connection timeout of a client created from `url`, ms. Default 1000. */
+}
+
+/** A store that creates, and on close() quits, its own ioredis client. */
+export interface RedisRateLimitStoreUrlOptions extends RedisRateLimitStoreCommonOptions {
+  /** A Redis URL (`redis://host:6379/0`); the store creates, and on close() quits, its client. */
+  url: string;
+  client?: undefined;
+  /** Connection timeout of the client, ms from 0 to 2147483647. Default 1000. */
   connectTimeoutMs?: number;
-  /** Further ioredis options (`RedisOptions`) for a client created from `url`. */
+  /** Further ioredis options (`RedisOptions`) for the client. */
   redisOptions?: Record<string, unknown>;
+}
+
+/** A store over an ioredis client of yours (its connection settings are yours too). */
+export interface RedisRateLimitStoreClientOptions extends RedisRateLimitStoreCommonOptions {
+  /** An ioredis client (Redis or Cluster) you own; the store never closes it. */
+  client: RedisClientLike;
+  url?: undefined;
+  connectTimeoutMs?: undefined;
+  redisOptions?: undefined;
 }
 
 /**
@@ -112,8 +127,15 @@ export class RedisRateLimitStore implements RateLimitStore {
       throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
     }
     // (ioredis reads a number as a port, an object as its options: each would connect somewhere unmeant)
-    if (options.url !== undefined && typeof options.url !== 'string') throw new ConfigError('url', `must be a Redis URL such as 'redis://host:6379', got ${typeof options.url === 'number' ? options.url : `a value of type ${typeof options.url}`}`); // (an object may hold a password)
+    const url: unknown = options.url;
+    if (url !== undefined && typeof url !== 'string') throw new ConfigError('url', `must be a Redis URL such as 'redis://host:6379', got ${typeof url === 'number' ? url : `a value of type ${typeof url}`}`); // (an object may hold a password)
     if (typeof options.url === 'string') checkRedisUrl(options.url);
+    // (with a client of yours, the settings of a client made from url would be silently ignored)
+    if (options.client !== undefined) {
+      for (const k of ['url', 'connectTimeoutMs', 'redisOptions'] as const) {
+        if (options[k] !== undefined) throw new ConfigError(k, `is for a client made from url: give either url or client (with its own settings), not both`);
+      }
+    }
     const c = options.client as unknown as Record<string, unknown> | undefined;
     if (c !== undefined && (typeof c !== 'object' || c === null || ['evalsha', 'eval', 'on', 'once', 'off'].some((m) => typeof c[m] !== 'function'))) {
       throw new ConfigError('client', 'must be an ioredis client (Redis or Cluster)');

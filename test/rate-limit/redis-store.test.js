@@ -44,6 +44,26 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     expect(() => new RedisRateLimitStore({})).toThrow(/url.*client/);
   });
 
+  test('a url beside a client is refused naming url (the client would be used and the url silently ignored), and so are the options only a client made from url takes', () => {
+    const { ConfigError } = require('../..');
+    const client = new Redis(redis.url, { lazyConnect: true });
+    cleanup.push(async () => client.disconnect());
+    for (const [extra, field] of [[{ url: redis.url }, 'url'], [{ connectTimeoutMs: 50 }, 'connectTimeoutMs'], [{ redisOptions: { password: 'x' } }, 'redisOptions']]) {
+      let error;
+      try {
+        new RedisRateLimitStore({ client, ...extra });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe(field);
+      expect(error.message).toMatch(/client/);
+    }
+    // (a client alone, with the options that apply to it, is fine)
+    const s = new RedisRateLimitStore({ client, prefix: 'p:', commandTimeoutMs: 50 });
+    expect(s.client).toBe(client);
+  });
+
   test('refuses timeouts a timer cannot hold (Node fires them after 1 ms) and a prefix that is not a string, naming the option', () => {
     for (const [name, bad] of [['commandTimeoutMs', 3e9], ['commandTimeoutMs', -1], ['commandTimeoutMs', '1000'], ['connectTimeoutMs', 2 ** 31], ['connectTimeoutMs', NaN], ['prefix', 5]]) {
       expect(() => new RedisRateLimitStore({ url: redis.url, [name]: bad })).toThrow(new RegExp(name));
