@@ -20,6 +20,6 @@ export { validateAutomation } from './automation/compile';
 export { LocalFileStorage } from './files/local-storage';
 export type { LocalFileStorageOptions } from './files/local-storage';
 export { S3FileStorage } from './files/s3-storage';
-export type { S3FileStorageOptions } from './files/s3-storage';
+export type { S3FileStorageOptions, S3Credentials } from './files/s3-storage';
 export type { FileStorage, StoredFile, StoredFileInfo, StoragePutInfo, StoragePutResult, StorageOptions, ByteRange } from './files/storage';
 export type * from './types';

@@ -205,6 +205,14 @@ describe('S3FileStorage', () => {
     }
     new S3FileStorage({ bucket: 'b', prefix: 'files', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, clientOptions: { maxAttempts: 3 } });
   });
+
+  test('credentials may be a provider function (the SDK calls it), as S3FileStorageOptions types them', async () => {
+    let asked = 0;
+    const provided = s3.storage({ prefix: 'provided', credentials: async () => (asked++, { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }) });
+    await provided.put('app1', 'p.txt', Readable.from([Buffer.from('by provider')]), {});
+    expect((await text((await provided.get('app1', 'p.txt')).stream)).toString()).toBe('by provider');
+    expect(asked).toBeGreaterThan(0);
+  });
 });
 
 describe('through the router', () => {

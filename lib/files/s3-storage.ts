@@ -11,6 +11,13 @@ import { onlyKnownKeys, shown, type Same } from '../validations';
 import { ConfigError } from '../errors';
 import type { ByteRange, FileStorage, StorageOptions, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
 
+/** Static S3 credentials. */
+export interface S3Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
 /** Options of S3FileStorage. Give `client`, or the settings to make one. */
 export interface S3FileStorageOptions {
   /** The bucket (it must exist). */
@@ -25,8 +32,11 @@ export interface S3FileStorageOptions {
   endpoint?: string;
   /** Path-style URLs (`endpoint/bucket/key`), which most S3-compatible services need. */
   forcePathStyle?: boolean;
-  /** Static credentials. Default: the SDK's credential chain (environment, profile, role). */
-  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /**
+   * Static credentials, or a provider function returning a promise of them (such as the SDK's
+   * `fromIni()`). Default: the SDK's credential chain (environment, profile, role).
+   */
+  credentials?: S3Credentials | (() => Promise<S3Credentials>);
   /**
    * Any other `S3ClientConfig` field, laid over the defaults. The defaults set
    * `requestChecksumCalculation` and `responseChecksumValidation` to `WHEN_REQUIRED`, which

@@ -17,3 +17,13 @@ export const redisStores = [
   // @ts-expect-error redisOptions configure a client made from url
   new api.RedisRateLimitStore({ client, redisOptions: { db: 1 } }),
 ];
+
+// S3FileStorage: static credentials or a provider function (the SDK's fromIni()...), as the runtime takes them.
+export const s3Credentials: api.S3FileStorageOptions[] = [
+  { bucket: 'b', credentials: { accessKeyId: 'a', secretAccessKey: 's', sessionToken: 't' } },
+  { bucket: 'b', credentials: async () => ({ accessKeyId: 'a', secretAccessKey: 's' }) },
+  // @ts-expect-error a secret key is needed
+  { bucket: 'b', credentials: { accessKeyId: 'a' } },
+  // @ts-expect-error credentials are not a string
+  { bucket: 'b', credentials: 'AKIA...' },
+];
