@@ -7,7 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { MAX_TIMER_MS } from '../timers';
 import { reserveGcra } from './gcra';
 import type { RateLimitStore, Reservation } from './types';
-import { onlyKnownKeys, type Same } from '../validations';
+import { onlyKnownKeys, shown, type Same } from '../validations';
+import { ConfigError } from '../errors';
 
 export interface MemoryRateLimitStoreOptions {
   /** Most buckets kept. Default 100000. */
@@ -42,16 +43,21 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
     onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
-    const maxKeys = options.maxKeys ?? 100000;
+    // (undefined takes the default; null, like any other value, is checked)
+    const maxKeys = options.maxKeys === undefined ? 100000 : options.maxKeys;
     if (!(Number.isInteger(maxKeys) && maxKeys > 0)) {
-      throw new TypeError('scriptable-api: MemoryRateLimitStore maxKeys must be a positive integer');
+      throw new ConfigError('maxKeys', `must be a positive integer, got ${shown(maxKeys)}`);
     }
     this.maxKeys = maxKeys;
+    // (a now that is not a function would throw at every reservation: the limiter would fall back to a store of its own)
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      throw new ConfigError('now', `must be a function returning ms, got ${shown(options.now)}`);
+    }
     this.now = options.now ?? (() => performance.now());
-    const every = options.sweepIntervalMs ?? 60000;
+    const every = options.sweepIntervalMs === undefined ? 60000 : options.sweepIntervalMs;
     // (past MAX_TIMER_MS a Node.js timer fires after 1 ms: a sweep of every bucket each millisecond)
     if (typeof every !== 'number' || !(every >= 0 && every <= MAX_TIMER_MS)) {
-      throw new TypeError(`scriptable-api: MemoryRateLimitStore sweepIntervalMs must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(every)}`);
+      throw new ConfigError('sweepIntervalMs', `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${shown(every)}`);
     }
     if (every > 0) {
       this.timer = setInterval(() => this.sweep(), every);

@@ -105,14 +105,30 @@ describe('MemoryRateLimitStore', () => {
   });
 
   test('rejects invalid maxKeys', () => {
-    expect(() => new MemoryRateLimitStore({ maxKeys: 0 })).toThrow(/maxKeys/);
+    for (const bad of [0, 1.5, null, '10']) expect(() => new MemoryRateLimitStore({ maxKeys: bad })).toThrow(/maxKeys/);
   });
 
   test('rejects a sweepIntervalMs a timer cannot hold (Node would sweep every 1 ms) or that is not a number', () => {
-    for (const bad of [2 ** 31, 3e9, Infinity, NaN, -1, '60000']) {
+    for (const bad of [2 ** 31, 3e9, Infinity, NaN, -1, '60000', null]) {
       expect(() => new MemoryRateLimitStore({ sweepIntervalMs: bad })).toThrow(/sweepIntervalMs/);
     }
     return Promise.all([0, 1, 2 ** 31 - 1].map((ok) => new MemoryRateLimitStore({ sweepIntervalMs: ok }).close()));
+  });
+
+  test('refuses a now that is not a function, naming it (each reservation would throw, and the limiter fall back to a store of its own)', () => {
+    const { ConfigError } = require('../..');
+    for (const bad of [5, 'performance.now', null, { now: () => 0 }]) {
+      let error;
+      try {
+        new MemoryRateLimitStore({ now: bad });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe('now');
+    }
+    const s = new MemoryRateLimitStore({ now: () => 5, sweepIntervalMs: 0 });
+    expect(s.reserveSync('k', 1000, 0)).toEqual({ admitted: true, waitMs: 0 });
   });
 
   test('refuses a key that is not an option, naming it and the nearest option', () => {
