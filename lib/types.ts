@@ -268,7 +268,12 @@ export interface RateLimitOptions {
 /** Options of `createApiRouter`. Everything but `registry` is optional. */
 export interface ApiRouterOptions {
   registry: ApiRegistry;
-  /** `quickjs` (default), `vm2`, or your own engine. */
+  /**
+   * `quickjs` (default), `vm2`, or your own engine (such as a shared WorkerPool). `workers`,
+   * `maxWorkers`, `scriptMemoryLimitMb`, `contextBudgetMb`, `maxConcurrentPerApp`,
+   * `maxWorkersPerApp` and `queueTimeoutMs` configure the built-in one: beside your own engine
+   * they throw a ConfigError (set them on it).
+   */
   engine?: 'quickjs' | 'vm2' | ScriptEngine;
   /**
    * Wall-clock limit of one call (before + call + after + onError), ms, counted from when its

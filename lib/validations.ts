@@ -144,6 +144,17 @@ function validHostPattern(entry: string): boolean {
   return (ipv6 || /^[^\s/:?#@*]+$/.test(probe)) && hostAllowed(probe, [entry]);
 }
 
+/** The router options that configure the WorkerPool it makes, and the pool's own names for them. */
+const BUILT_IN_ENGINE_KEYS = {
+  workers: 'size',
+  maxWorkers: 'maxWorkers',
+  scriptMemoryLimitMb: 'memoryLimitMb',
+  contextBudgetMb: 'contextBudgetMb',
+  maxConcurrentPerApp: 'maxConcurrentPerApp',
+  maxWorkersPerApp: 'maxWorkersPerApp',
+  queueTimeoutMs: 'queueTimeoutMs',
+} as const;
+
 /** Checks `createApiRouter` options. */
 export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   if (!isObject(o)) throw new ConfigError('options', 'createApiRouter needs an options object with a registry');
@@ -160,6 +171,14 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     }
     for (const m of ['ready', 'stats'] as const) {
       if (engine[m] !== undefined && typeof engine[m] !== 'function') throw new ConfigError(`engine.${m}`, `must be a function when given, got ${shown(engine[m], 40)}`);
+    }
+  }
+  if (isObject(engine)) {
+    // (they configure the WorkerPool the router makes: with an engine of one's own they did nothing)
+    for (const [k, poolKey] of Object.entries(BUILT_IN_ENGINE_KEYS)) {
+      if (o[k] !== undefined) {
+        throw new ConfigError(k, `configures the built-in engine ('quickjs' or 'vm2'), not an engine of your own: set it on that engine (a WorkerPool: new WorkerPool({ ${poolKey} }))`);
+      }
     }
   }
   timeoutMs(o.scriptTimeoutMs, 'scriptTimeoutMs');

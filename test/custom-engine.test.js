@@ -62,6 +62,24 @@ test('what the sketch does not run answers its error outcome', async () => {
   expect(missing.body).toMatchObject({ code: 270202 });
 });
 
+test("with an engine of one's own, the options of the built-in engine (workers, scriptMemoryLimitMb...) are refused at startup, naming them (they did nothing)", () => {
+  const { ConfigError } = require('scriptable-api');
+  const engine = { name: 'x', run: async () => ({}), close: async () => {} };
+  for (const [field, value] of [['workers', 4], ['maxWorkers', 8], ['scriptMemoryLimitMb', 128], ['contextBudgetMb', 64], ['maxConcurrentPerApp', 10], ['maxWorkersPerApp', 2], ['queueTimeoutMs', 1000]]) {
+    let error;
+    try {
+      createApiRouter({ registry: new MemoryRegistry(), engine, logger: false, [field]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.field).toBe(field);
+    expect(error.message).toMatch(/new WorkerPool/);
+  }
+  // (the options the router itself applies stay: the time limit of a call, the rest)
+  routers.push(createApiRouter({ registry: new MemoryRegistry(), engine, logger: false, scriptTimeoutMs: 1000, bodyLimit: '2mb' }));
+});
+
 test("an engine whose optional ready or stats is not a function is refused at startup, naming it (not at router.ready() or the first scrape)", () => {
   const { ConfigError } = require('scriptable-api');
   const base = { name: 'x', run: async () => ({}), close: async () => {} };

@@ -14,7 +14,9 @@ const EXPRESS = { 5: require('express'), 4: require('express4') };
 function makeApp(opts = {}) {
   const express = EXPRESS[opts.express ?? 5];
   const registry = opts.registry ?? new MemoryRegistry({ apps: opts.apps ?? {} });
-  const router = createApiRouter({ registry, workers: 1, ...(opts.router ?? {}) });
+  // (one worker for the built-in engine; an engine of one's own has its own workers)
+  const ownEngine = typeof opts.router?.engine === 'object';
+  const router = createApiRouter({ registry, ...(ownEngine ? {} : { workers: 1 }), ...(opts.router ?? {}) });
   const app = express();
   if (opts.setup) opts.setup(app);
   app.use('/web0/api', router);
