@@ -466,6 +466,9 @@ test('an empty flag value (an unset variable in `--host "$HOST"`) is refused: --
     write(`conf/empty-${key}.json`, { [key]: '' });
     await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, `conf/empty-${key}.json`)]))).rejects.toThrow(`${key} must be a folder path, got ""`);
   }
+  // (an empty redisUrl, as --redis-url '', would leave the rate limits in this process without a word)
+  write('conf/empty-redisUrl.json', { redisUrl: '' });
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/empty-redisUrl.json')]))).rejects.toThrow("redisUrl must be a Redis URL such as 'redis://host:6379', got \"\"");
 });
 
 test("behind a reverse proxy, --trust-proxy sets Express's `trust proxy`: scripts see the client's address and each client gets its own {ip} rate-limit bucket", async () => {

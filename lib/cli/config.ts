@@ -170,6 +170,9 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   const trustProxy = args.trustProxy ?? file.trustProxy;
   const trustProblem = args.trustProxy !== undefined || trustProxy === undefined ? undefined : trustProxyProblem(trustProxy);
   if (trustProblem !== undefined) throw new ConfigFileError(`trustProxy must be ${TRUST_PROXY_RULE}, got ${shown(trustProxy)} (${trustProblem})`);
+  const redisUrl = pick(args.redisUrl, fileString(file, 'redisUrl'), undefined as string | undefined);
+  // (as --redis-url '': the rate limits would stay in this process without a word)
+  if (redisUrl === '') throw new ConfigFileError(`redisUrl must be a Redis URL such as 'redis://host:6379', got ""`);
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
@@ -180,7 +183,7 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
     mount: mount.replace(/\/+$/, '') || '/',
     index: pick(args.index, fileBoolean(file, 'index'), true),
     quiet: pick(args.quiet, fileBoolean(file, 'quiet'), false),
-    redisUrl: pick(args.redisUrl, fileString(file, 'redisUrl'), undefined as string | undefined),
+    redisUrl,
     shutdownTimeoutMs,
     trustProxy: trustProxy as TrustProxy | undefined,
     router: router as Omit<ApiRouterOptions, 'registry'>,
