@@ -217,7 +217,7 @@ export interface OutboundOptions {
   allowPrivateNetworks?: boolean;
   /** If set, only these host names (exact, or `*.example.com`) may be called. */
   allowHosts?: string[];
-  /** Per-request timeout in ms. Default 10000. */
+  /** Per-request timeout in ms (1 to 2147483647). Default 10000. */
   timeoutMs?: number;
   /** Largest response body read, in bytes. Default 10 MiB. */
   maxBodyBytes?: number;
@@ -276,13 +276,16 @@ export interface ApiRouterOptions {
    */
   engine?: 'quickjs' | 'vm2' | ScriptEngine;
   /**
-   * Wall-clock limit of one call (before + call + after + onError), ms, counted from when its
-   * first stage starts running in a worker. Default 10000.
+   * Wall-clock limit of one call (before + call + after + onError), ms (1 to 2147483647, a Node.js
+   * timer), counted from when its first stage starts running in a worker. Default 10000.
    */
   scriptTimeoutMs?: number;
-  /** Longest a call may wait for a worker, ms; then 503 QUEUE_TIMEOUT with Retry-After. Default 5000. */
+  /** Longest a call may wait for a worker, ms (1 to 2147483647); then 503 QUEUE_TIMEOUT with Retry-After. Default 5000. */
   queueTimeoutMs?: number;
-  /** Memory limit of one script context, MiB. Default 64. */
+  /**
+   * Memory limit of one script context, MiB, at least 8; on QuickJS at most 2016 minus
+   * `contextBudgetMb` (a worker's heap holds at most 2048 MiB). Default 64.
+   */
   scriptMemoryLimitMb?: number;
   /**
    * Worker threads kept running scripts, started with the router. Default: the number of CPUs
@@ -290,7 +293,7 @@ export interface ApiRouterOptions {
    * once while they wait on the host.
    */
   workers?: number;
-  /** Most worker threads, counting ones started while others are held by long-running or blocked scripts. Default 32. */
+  /** Most worker threads, counting ones started while others are held by long-running or blocked scripts; at least `workers`. Default 32, or `workers` if more. */
   maxWorkers?: number;
   /** Most calls of one app in flight at once (running or waiting on the host); more wait in line. Default 1000. */
   maxConcurrentPerApp?: number;
