@@ -357,6 +357,19 @@ test('server keys of a config file of the wrong type are refused, naming the key
   expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/types-ok.json')]))).toMatchObject({ index: false, quiet: true, host: '0.0.0.0', redisUrl: 'redis://r:6379' });
 });
 
+test("a config file's redisUrl beside its own rateLimit.store is refused naming both (the store the url makes replaced the file's store without a word); --redis-url wins over it, as flags do", async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  const store = `{ reserve: async () => ({ admitted: true, waitMs: 0 }) }`;
+  write('conf/redis-both.js', `module.exports = { redisUrl: 'redis://r:6379', rateLimit: { store: ${store}, maxWaiting: 5 } };`);
+  await expect(resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/redis-both.js')]))).rejects.toThrow(/redisUrl.*rateLimit\.store/);
+  write('conf/redis-store.js', `module.exports = { rateLimit: { store: ${store} } };`);
+  const flag = await resolveConfig(parseCli(['serve', tmp, '--redis-url', 'redis://r:6379', '--config', path.join(tmp, 'conf/redis-store.js')]));
+  expect(flag.redisUrl).toBe('redis://r:6379');
+  const fileOnly = await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/redis-store.js')]));
+  expect(typeof fileOnly.router.rateLimit.store.reserve).toBe('function');
+});
+
 test('--preview-root without a preview option in the config file: exit 1 saying what is missing', async () => {
   write('prev/demo/apis/hello.json', { path: 'hello', call: { script: 'main.js', function: 'hello' }, returnType: 'Text' });
   const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--preview-root', path.join(tmp, 'prev')]);

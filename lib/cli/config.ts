@@ -173,6 +173,11 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   const redisUrl = pick(args.redisUrl, fileString(file, 'redisUrl'), undefined as string | undefined);
   // (as --redis-url '': the rate limits would stay in this process without a word)
   if (redisUrl === '') throw new ConfigFileError(`redisUrl must be a Redis URL such as 'redis://host:6379', got ""`);
+  // (the store redisUrl makes takes the place of rateLimit.store: one of the file's two would be dropped; a --redis-url flag wins, as flags do)
+  const fileStore = (file.rateLimit as { store?: unknown } | null | undefined)?.store;
+  if (args.redisUrl === undefined && file.redisUrl !== undefined && fileStore !== undefined) {
+    throw new ConfigFileError('redisUrl and rateLimit.store both name the rate-limit store: give one of them');
+  }
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
