@@ -22,7 +22,7 @@ export interface MetricsOptions {
   registry?: Registry;
   /** Prefix of every metric name. Default `scriptable_api_`. */
   prefix?: string;
-  /** Buckets (seconds) of the duration histograms, finite (the +Inf bucket is added). Default 1 ms to 10 s. */
+  /** Buckets (seconds) of the duration histograms: a non-empty list of increasing positive finite numbers (the +Inf bucket is added). Default 1 ms to 10 s. */
   buckets?: number[];
 }
 

@@ -18,7 +18,7 @@ export interface PreviewOptions {
    * Preflights (CORS) are answered without it: browsers send them without credentials.
    */
   authorize(req: Request): Awaitable<boolean>;
-  /** First path segment of preview requests. Default `preview` (an app with that id is then unreachable). */
+  /** First path segment of preview requests: letters, digits, `-`, `.`, `_` and `~` (not `.` or `..`). Default `preview` (an app with that id is then unreachable). */
   segment?: string;
 }
 

@@ -27,3 +27,24 @@ export const s3Credentials: api.S3FileStorageOptions[] = [
   // @ts-expect-error credentials are not a string
   { bucket: 'b', credentials: 'AKIA...' },
 ];
+
+// createApiRouter: values the validation refuses do not type-check either.
+const registry = new api.MemoryRegistry();
+export const routerOptions: api.ApiRouterOptions[] = [
+  { registry, engine: 'vm2', scriptMemoryLimitMb: 128, workers: 2, maxWorkers: 4, contextBudgetMb: 64, bodyLimit: '2mb', upload: { fileSize: '100mb', fieldSize: 65536 } },
+  { registry, logger: false, preview: false, metrics: false, rateLimit: { onStoreError: 'open', maxWaiting: 0, ipv6Subnet: 64 }, cors: { origins: '*', maxAge: 600 } },
+  // @ts-expect-error the router's cors is an object (false is for one API)
+  { registry, cors: false },
+  // @ts-expect-error preview needs authorize(req)
+  { registry, preview: true },
+  // @ts-expect-error onStoreError is 'memory' or 'open'
+  { registry, rateLimit: { onStoreError: 'closed' } },
+  // @ts-expect-error loggerStyle is 'message-first' or 'meta-first'
+  { registry, loggerStyle: 'pino' },
+  // @ts-expect-error engine is 'quickjs', 'vm2' or a ScriptEngine
+  { registry, engine: 'QuickJS' },
+  // @ts-expect-error a key that is not an option
+  { registry, scriptTimeoutMS: 500 },
+  // @ts-expect-error a key that is not an outbound option
+  { registry, outbound: { timeout: 500 } },
+];
