@@ -204,6 +204,8 @@ test('options are checked', () => {
   expect(() => new DirectoryRegistry({})).toThrow(/invalid root/);
   expect(() => new DirectoryRegistry({ root: '/x', debounceMs: -1 })).toThrow(/invalid debounceMs/);
   expect(() => new DirectoryRegistry({ root: '/x', debounceMs: 2 ** 31 })).toThrow(/invalid debounceMs: must be a number of ms from 0 to/);
+  // (null is a value, checked as others are: it is not left out)
+  expect(() => new DirectoryRegistry({ root: '/x', debounceMs: null })).toThrow(/invalid debounceMs: must be a number of ms from 0 to .*, got null/);
 });
 
 test('an unknown option, a watch that is not a boolean and a logger without its methods are refused, naming them', () => {

@@ -179,6 +179,9 @@ describe('S3FileStorage', () => {
     expect(() => new S3FileStorage({})).toThrow(/needs a bucket/);
     expect(() => new S3FileStorage({ bucket: 'b', partSize: 1024 })).toThrow(/partSize/);
     expect(() => new S3FileStorage({ bucket: 'b', queueSize: 0 })).toThrow(/queueSize/);
+    // (null is a value, checked as others are: it is not left out)
+    expect(() => new S3FileStorage({ bucket: 'b', partSize: null })).toThrow(/partSize/);
+    expect(() => new S3FileStorage({ bucket: 'b', queueSize: null })).toThrow(/queueSize/);
   });
 
   test('an option of the wrong type is refused at construction, naming it (not at the first request, nor spread into the client)', () => {

@@ -114,9 +114,9 @@ export class S3FileStorage implements FileStorage {
     if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
     checkTypes(options);
-    const partSize = options.partSize ?? MIN_PART;
+    const partSize = options.partSize === undefined ? MIN_PART : options.partSize; // (null is checked, not taken as left out)
     if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
-    const queueSize = options.queueSize ?? 4;
+    const queueSize = options.queueSize === undefined ? 4 : options.queueSize;
     if (!Number.isInteger(queueSize) || queueSize < 1) throw new TypeError('S3FileStorage queueSize must be an integer >= 1');
     this.sdk = loadSdk();
     this.bucket = options.bucket;

@@ -152,7 +152,7 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
     if (l !== undefined && l !== false && (typeof l !== 'object' || l === null || ['info', 'warn', 'error'].some((m) => typeof l[m] !== 'function'))) {
       throw new ConfigError('logger', 'must have info, warn and error methods (or be false)');
     }
-    const debounceMs = options.debounceMs ?? 100;
+    const debounceMs: unknown = options.debounceMs === undefined ? 100 : options.debounceMs; // (null is checked, not taken as left out)
     if (typeof debounceMs !== 'number' || !Number.isFinite(debounceMs) || debounceMs < 0 || debounceMs > MAX_TIMER_MS) {
       throw new ConfigError('debounceMs', `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounceMs)}`);
     }
