@@ -117,6 +117,8 @@ export class RedisRateLimitStore implements RateLimitStore {
   private readonly ownsClient: boolean;
   private readonly commandTimeoutMs: number;
   private closed = false;
+  /** Set by the first close(): settles once the client's connection is closed. */
+  private closing: Promise<void> | undefined;
   /** Whether the client has been ready once; before that, calls wait (bounded) for the first connection. */
   private everReady = false;
   private firstReady: Promise<void> | undefined;
@@ -192,9 +194,13 @@ export class RedisRateLimitStore implements RateLimitStore {
     return withTimeout(run.then(parseReply), this.commandTimeoutMs, `RedisRateLimitStore: no answer from Redis within ${this.commandTimeoutMs} ms`);
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /** Quits the client it created (a call while one is under way resolves with it, once the connection is closed). */
+  close(): Promise<void> {
     this.closed = true;
+    return (this.closing ??= this.quit());
+  }
+
+  private async quit(): Promise<void> {
     if (!this.ownsClient) return;
     const client = this.client;
     if (client.status === 'end') return;

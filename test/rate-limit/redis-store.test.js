@@ -234,6 +234,17 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     expect(['end', 'close']).toContain(s.client.status);
   });
 
+  test('close() called again while the first is under way resolves once the connection is closed, with the first', async () => {
+    const s = new RedisRateLimitStore({ url: redis.url });
+    await s.reserve(uniq('q2'), 1000, 0);
+    const first = s.close();
+    await s.close(); // (a host closing from two places: its shutdown handler and its teardown)
+    expect(['end', 'close']).toContain(s.client.status);
+    await first;
+    await s.close();
+    expect(s.client.status).toBe('end');
+  });
+
   test('Redis stopped mid-test: reserve rejects quickly, the limiter falls back, then recovers on restart', async () => {
     const s = store({ prefix: `${uniq('outage')}:` });
     const log = logger();
