@@ -194,7 +194,7 @@ describe.each([
       const { answer } = await sent(ac.signal);
       ac.abort();
       expect(await answer).toBe('AbortError');
-      const closed = await Promise.race([router.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 5000))]);
+      const closed = await Promise.race([router.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 5000).unref())]);
       expect(closed).toBe('closed');
     } finally {
       await router.close({ force: true });
@@ -208,7 +208,7 @@ describe.each([
     try {
       const { answer } = await sent();
       await router.close({ force: true });
-      const res = await Promise.race([answer, new Promise((r) => setTimeout(() => r('no answer'), 5000))]);
+      const res = await Promise.race([answer, new Promise((r) => setTimeout(() => r('no answer'), 5000).unref())]);
       expect(res.status).toBe(503);
       expect(res.body.code).toBe(270208);
     } finally {

@@ -63,7 +63,7 @@ test('a worker that can take no more work and sent its last call back ends', asy
     pool.onMessage(w, { type: 'poisoned' });
     pool.onMessage(w, { type: 'bounce', ids: [id] });
     // it ends now, not once the call it sent back has finished there (that call's deadline, 10 s on)
-    await Promise.race([new Promise((r) => w.worker.once('exit', r)), new Promise((r) => setTimeout(r, 3000))]);
+    await Promise.race([new Promise((r) => w.worker.once('exit', r)), new Promise((r) => setTimeout(r, 3000).unref())]);
     expect(w.dead).toBe(true);
   } finally {
     await pool.close({ force: true });

@@ -393,6 +393,7 @@ describe('temporary files are removed when the request ends', () => {
           req.destroy();
         }
       }, 10);
+      req.once('close', () => clearInterval(check)); // (answered before that: the test fails, the poll stops)
     });
     expect(res.error).toBeDefined();
     await emptied(x.tmpDir);
@@ -409,6 +410,7 @@ describe('temporary files are removed when the request ends', () => {
           req.destroy();
         }
       }, 10);
+      req.once('close', () => clearInterval(check)); // (answered before the script ran: the test fails, the poll stops)
     });
 
   test('after the client goes away while the script runs', async () => {
@@ -484,7 +486,7 @@ describe('a client gone before its body is read', () => {
     client.on('error', () => undefined);
     client.end(body);
     await gate;
-    const closed = await Promise.race([router.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting for the request'), 10_000))]);
+    const closed = await Promise.race([router.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting for the request'), 10_000).unref())]);
     expect(closed).toBe('closed');
     await emptied(tmpDir);
   });
