@@ -4,6 +4,7 @@
 // holds no thread), one app flooding runaway scripts does not starve another, and the router
 // starts ready, drains on close and answers 503 while it does.
 const http = require('node:http');
+const { EventEmitter, once } = require('node:events');
 const express = require('express');
 const { createApiRouter, MemoryRegistry, WorkerPool } = require('..');
 
@@ -176,64 +177,83 @@ describe('ready, close and drain', () => {
         },
       },
     });
-  const accounts = { getAccountByToken: (t) => new Promise((r) => setTimeout(() => r({ id: t }), 600)) };
+  // (each lookup is announced under its token: a test awaits its request's, not a guessed delay)
+  const asked = new EventEmitter();
+  const accounts = { getAccountByToken: (t) => (asked.emit(t), new Promise((r) => setTimeout(() => r({ id: t }), 600))) };
 
   test('close() lets running requests finish, answers new ones 503 SHUTTING_DOWN with Retry-After, then stops', async () => {
     const srv = await serve(registry(), { accounts });
-    await srv.router.ready();
-    const running = srv.get('/app1/slow?t=running');
-    await new Promise((r) => setTimeout(r, 200)); // it waits on the account lookup now
-    const closing = srv.router.close();
-    const refused = await srv.get('/app1/slow?t=late');
-    expect(refused.status).toBe(503);
-    expect(refused.body.code).toBe(270208);
-    expect(refused.headers.get('retry-after')).toBe('1');
-    const done = await running;
-    expect(done).toMatchObject({ status: 200, body: { id: 'running' } });
-    await closing;
-    await srv.close();
+    try {
+      await srv.router.ready();
+      const waiting = once(asked, 'running');
+      const running = srv.get('/app1/slow?t=running');
+      await waiting; // it waits on the account lookup now
+      const closing = srv.router.close();
+      const refused = await srv.get('/app1/slow?t=late');
+      expect(refused.status).toBe(503);
+      expect(refused.body.code).toBe(270208);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      const done = await running;
+      expect(done).toMatchObject({ status: 200, body: { id: 'running' } });
+      await closing;
+    } finally {
+      await srv.close();
+    }
   });
 
   test('close() lets a request finish that had not reached the engine yet (its definition still loading)', async () => {
     const memory = registry();
     // a registry that takes its time: the request is inside the router, not yet inside the engine
-    const slow = { getApi: async (...args) => (await new Promise((r) => setTimeout(r, 300)), memory.getApi(...args)), getScript: (...args) => memory.getScript(...args) };
+    const looking = new EventEmitter();
+    const slow = { getApi: async (...args) => (looking.emit('getApi'), await new Promise((r) => setTimeout(r, 300)), memory.getApi(...args)), getScript: (...args) => memory.getScript(...args) };
     const srv = await serve(slow, { accounts });
-    await srv.router.ready();
-    const running = srv.get('/app1/slow?t=early');
-    await new Promise((r) => setTimeout(r, 100));
-    const closing = srv.router.close();
-    expect(await running).toMatchObject({ status: 200, body: { id: 'early' } });
-    await closing;
-    await srv.close();
+    try {
+      await srv.router.ready();
+      const loading = once(looking, 'getApi');
+      const running = srv.get('/app1/slow?t=early');
+      await loading;
+      const closing = srv.router.close();
+      expect(await running).toMatchObject({ status: 200, body: { id: 'early' } });
+      await closing;
+    } finally {
+      await srv.close();
+    }
   });
 
   test('a second close() waits for the same requests as the first', async () => {
     const srv = await serve(registry(), { accounts });
-    await srv.router.ready();
-    const running = srv.get('/app1/slow?t=running');
-    await new Promise((r) => setTimeout(r, 200));
-    const first = srv.router.close();
-    const second = srv.router.close();
-    const t0 = Date.now();
-    await Promise.all([first, second]);
-    expect(Date.now() - t0).toBeLessThan(5000); // (not the engine's drain cap)
-    expect(await running).toMatchObject({ status: 200, body: { id: 'running' } });
-    await srv.close();
+    try {
+      await srv.router.ready();
+      const waiting = once(asked, 'running');
+      const running = srv.get('/app1/slow?t=running');
+      await waiting;
+      const first = srv.router.close();
+      const second = srv.router.close();
+      const t0 = Date.now();
+      await Promise.all([first, second]);
+      expect(Date.now() - t0).toBeLessThan(5000); // (not the engine's drain cap)
+      expect(await running).toMatchObject({ status: 200, body: { id: 'running' } });
+    } finally {
+      await srv.close();
+    }
   });
 
   test('close({ force: true }) ends running requests at once', async () => {
     const srv = await serve(registry(), { accounts });
-    await srv.router.ready();
-    const running = srv.get('/app1/slow?t=running');
-    await new Promise((r) => setTimeout(r, 200));
-    const t0 = Date.now();
-    await srv.router.close({ force: true });
-    expect(Date.now() - t0).toBeLessThan(600);
-    const res = await running;
-    expect(res.status).toBe(503);
-    expect(res.body.code).toBe(270208); // SHUTTING_DOWN: stopped by the close, not an engine failure
-    await srv.close();
+    try {
+      await srv.router.ready();
+      const waiting = once(asked, 'running');
+      const running = srv.get('/app1/slow?t=running');
+      await waiting;
+      const t0 = Date.now();
+      await srv.router.close({ force: true });
+      expect(Date.now() - t0).toBeLessThan(600);
+      const res = await running;
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe(270208); // SHUTTING_DOWN: stopped by the close, not an engine failure
+    } finally {
+      await srv.close();
+    }
   });
 
   test('ready() resolves once the workers started with the router can take work', async () => {
