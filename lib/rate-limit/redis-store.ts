@@ -236,16 +236,20 @@ export class RedisRateLimitStore implements RateLimitStore {
       this.firstReady = new Promise<void>((resolve, reject) => {
         const onReady = () => {
           client.off('close', onEnd);
+          client.off('end', onEnd);
           this.firstReady = undefined;
           resolve();
         };
         const onEnd = () => {
           client.off('ready', onReady);
+          client.off('close', onEnd);
+          client.off('end', onEnd);
           this.firstReady = undefined;
           reject(new Error('RedisRateLimitStore: the Redis connection was closed'));
         };
         client.once('ready', onReady);
         client.once('close', onEnd); // the first attempt failed (refused, reset, closed)
+        client.once('end', onEnd); // (close() while it connects: ioredis ends it with no 'close')
         if (client.status === 'wait') client.connect().catch(() => {});
       });
       // The call timeout rejects the callers; this promise may settle later without anyone waiting.

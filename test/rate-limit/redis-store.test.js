@@ -245,6 +245,16 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     expect(s.client.status).toBe('end');
   });
 
+  test('close() while the client first connects fails a reservation waiting for it at once, not at commandTimeoutMs', async () => {
+    const s = new RedisRateLimitStore({ url: redis.url, commandTimeoutMs: 5000 });
+    expect(s.client.status).toBe('connecting');
+    const t0 = Date.now();
+    const waiting = s.reserve('k', 1000, 0).then(() => 'admitted', (e) => e.message);
+    await s.close();
+    expect(await waiting).toMatch(/connection was closed/);
+    expect(Date.now() - t0).toBeLessThan(2500);
+  });
+
   test('Redis stopped mid-test: reserve rejects quickly, the limiter falls back, then recovers on restart', async () => {
     const s = store({ prefix: `${uniq('outage')}:` });
     const log = logger();
