@@ -256,6 +256,21 @@ describe('saveAttachment', () => {
     expect(res.body).toEqual({ code: 270602, message: 'The file could not be stored' });
     expect(logged.join('\n')).toMatch(/part\.saveAttachment failed in storage: Error: connect ECONNREFUSED 10\.0\.3\.7/);
   });
+
+  test.each([
+    ['an object with no prototype', () => Object.assign(Object.create(null), { reason: 'quota' }), /failed in storage: \[Object: null prototype\] \{ reason: 'quota' \}/],
+    ['a string', () => 'quota exceeded', /failed in storage: quota exceeded/],
+  ])("the attachments service throwing %s: logged as it is; the script gets HOST_ERROR", async (_label, thrown, line) => {
+    const logged = [];
+    const logger = { error: (m) => logged.push(m), warn() {}, info() {} };
+    const attachments = { save: async () => { throw thrown(); } };
+    const x = setup(`export function fn(ctx) {
+      try { ctx.getParts()[0].saveAttachment('t1', 'f1') } catch (e) { return { code: e.code, message: e.message } }
+    }`, { attachments, logger });
+    const res = await request(x.app).post('/web0/api/app1/p').attach('up', Buffer.from('bytes!'), { filename: 'a.txt', contentType: 'text/plain' });
+    expect(res.body).toEqual({ code: 270602, message: 'The file could not be stored' });
+    expect(logged.join('\n')).toMatch(line);
+  });
 });
 
 describe('limits: 413 naming the limit, before any script runs', () => {

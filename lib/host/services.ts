@@ -269,7 +269,7 @@ export class HostServices implements HostBridge {
       def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
     } catch (e) {
       // (as when the router looks a definition up: logged, and the caller gets no internals)
-      this.shared.logger?.error(`scriptable-api: registry.getAutomation failed: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      this.shared.logger?.error(`scriptable-api: registry.getAutomation failed: ${thrownText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
       throw new ApiError('HOST_ERROR');
     }
     if (!options.registry.getAutomation) throw new ApiError('AUTOMATION_UNAVAILABLE', `The registry has no getAutomation: automation '${id}' cannot be loaded`);
@@ -308,7 +308,7 @@ export class HostServices implements HostBridge {
       if (e instanceof ApiError) throw e;
       // (ended by the request's end, dispose(): nothing failed in the storage, and nobody waits for the answer)
       if (this.ended?.signal.aborted) throw new ApiError('HOST_ERROR', 'The file could not be stored: the request has ended');
-      this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${(e as Error)?.stack ?? String(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${thrownText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
       throw new ApiError('HOST_ERROR', 'The file could not be stored');
     }
   }
