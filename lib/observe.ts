@@ -37,6 +37,8 @@ export interface RequestTrace {
   corsDone: boolean;
   /** The status of the host failure logged: a response it leaves unfinished (a download cut short) counts with it, not as 499. */
   failedStatus?: number;
+  /** The router has begun writing its answer (a response sent otherwise was the host's). */
+  answering?: boolean;
 }
 
 /** The error body with `location` added when the router exposes it. */
@@ -100,6 +102,18 @@ export class Observer {
     const body: ErrorBodyWithLocation = { requestId: trace.requestId, message: e.message, code: e.code };
     if (this.exposeLocation && e.detail?.location !== undefined) body.location = e.detail.location;
     return body;
+  }
+
+  /**
+   * The host's own middleware sent a response while the router worked (a request timeout, say):
+   * it stands, untouched; the router's answer is dropped, with a warning.
+   */
+  answeredBefore(trace: RequestTrace): void {
+    const where = trace.appId === undefined ? '' : ` ${trace.stage === 'preview' ? 'preview/' : ''}${trace.appId}/${trace.apiPath ?? ''}`;
+    this.logger?.warn(
+      `request ${trace.requestId}${where}: the response had been sent before the router answered (by the host's middleware, a request timeout say); the router's answer was dropped`,
+      this.where(trace),
+    );
   }
 
   /** Logs a failure on the host side (an ApiError, or anything else thrown: HOST_ERROR with its stack). */

@@ -305,6 +305,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   async function send(res: Response, trace: RequestTrace, appId: string, req: Request, result: JobResult): Promise<void> {
     const { outcome, state } = result;
     const { requestId } = trace;
+    if (res.headersSent) return observer.answeredBefore(trace); // (the host answered while the scripts ran)
+    trace.answering = true;
     switch (outcome.kind) {
       case 'error':
         if (outcome.code === ERRORS.QUEUE_TIMEOUT.code || outcome.code === ERRORS.SHUTTING_DOWN.code) res.setHeader('Retry-After', '1');
@@ -329,6 +331,11 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   }
 
   const router = ((req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) {
+      // (the host's middleware began its own answer and still called next(): it stands, untouched)
+      logger?.warn(`scriptable-api: ${req.method} ${req.originalUrl.slice(0, 200)} reached the router with a response already under way (the host's middleware answered it): the router left it alone`);
+      return;
+    }
     const requestId = randomUUID();
     const priorId = res.getHeader('X-Request-Id'); // (the host's own, put back when the request falls through)
     res.setHeader('X-Request-Id', requestId);
@@ -337,6 +344,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     serve(req, res, trace).catch((err: unknown) => {
       if (err === CLIENT_LEFT) return void res.destroy(); // (it left while a lookup waited: no one to answer)
       if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next, priorId);
+      if (res.headersSent && !trace.answering) return observer.answeredBefore(trace);
       observer.hostFailed(trace, err);
       if (res.headersSent) {
         res.destroy();
