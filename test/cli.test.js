@@ -562,3 +562,21 @@ test("with --trust-proxy, the index's URLs name the host and scheme the client a
     await run.exited;
   }
 });
+
+test('a File download prints no warning: the stream pipeline\'s listeners on the response are not taken for a leak (MaxListenersExceededWarning on stderr)', async () => {
+  write('apps-files/docs/apis/get.json', { path: 'get', call: { script: 'main.js', function: 'get' }, returnType: 'File' });
+  write('apps-files/docs/scripts/main.js', "export function get(ctx) { return { path: 'report.txt' } }");
+  write('files-sandbox/docs/report.txt', 'the report');
+  const run = cli(['serve', path.join(tmp, 'apps-files'), '--port', '0', '--sandbox-dir', path.join(tmp, 'files-sandbox')]);
+  const url = await run.ready;
+  for (let i = 0; i < 2; i++) {
+    const res = await get(`${url}/docs/get`);
+    expect(res.status).toBe(200);
+    expect(res.body).toBe('the report');
+  }
+  await waitFor(run, 'stdout', /GET \/web0\/api\/docs\/get 200[\s\S]*GET \/web0\/api\/docs\/get 200/);
+  run.child.kill('SIGTERM');
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(run.out.stderr).not.toMatch(/MaxListenersExceededWarning/);
+  expect(run.out.stderr).toBe('');
+});

@@ -584,3 +584,43 @@ test.each([['a BigInt', 5n], ['a negative number', -1], ['a fraction', 2.5]])('a
     await x.router.close({ force: true });
   }
 });
+
+test("a host's own 'close' listeners on the response (a request log, a tracker of requests in flight) do not pass its listener limit during a download (Node.js would print a MaxListenersExceededWarning); the limit is restored after", async () => {
+  const express = require('express');
+  const host = express();
+  let restored;
+  const limitBack = new Promise((r) => (restored = r));
+  let most = 0;
+  const over = [];
+  host.use((req, res, next) => {
+    const setMax = res.setMaxListeners;
+    res.setMaxListeners = function (n) {
+      setMax.call(this, n);
+      if (n === 10) restored(this.getMaxListeners());
+      return this;
+    };
+    // (what Node.js checks on each listener added, to warn of a leak)
+    const watch = (add) =>
+      function (event, listener) {
+        const out = add.call(this, event, listener);
+        if (event !== 'close') return out;
+        most = Math.max(most, this.listenerCount('close'));
+        if (this.listenerCount('close') > this.getMaxListeners()) over.push(`${this.listenerCount('close')} of ${this.getMaxListeners()}`);
+        return out;
+      };
+    res.on = watch(res.on);
+    res.once = watch(res.once);
+    res.addListener = watch(res.addListener);
+    res.prependListener = watch(res.prependListener);
+    res.once('close', () => undefined);
+    res.once('close', () => undefined);
+    next();
+  });
+  host.use('/web0/api', router);
+  const res = await request(host).get(DATA);
+  expect(res.status).toBe(200);
+  expect(res.text).toBe(content.toString());
+  expect(most).toBeGreaterThan(10); // (the pipeline's own listeners are there)
+  expect(over).toEqual([]);
+  expect(await limitBack).toBe(10);
+});
