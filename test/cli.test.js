@@ -580,3 +580,18 @@ test('a File download prints no warning: the stream pipeline\'s listeners on the
   expect(run.out.stderr).not.toMatch(/MaxListenersExceededWarning/);
   expect(run.out.stderr).toBe('');
 });
+
+test('the reader of its output going away (`serve … | head`, a log shipper restarting: EPIPE) loses the log lines, not the server: requests go on being answered and SIGTERM still stops it cleanly', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0']);
+  const url = await run.ready;
+  run.child.stdout.destroy(); // (the pipe's reading end closes: the next line logged fails with EPIPE)
+  for (let i = 0; i < 3; i++) {
+    const res = await get(`${url}/demo/hello?name=${i}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toBe(`hello ${i}`);
+  }
+  expect(run.child.exitCode).toBe(null);
+  run.child.kill('SIGTERM');
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(run.out.stderr).toBe('');
+});

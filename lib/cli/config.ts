@@ -195,8 +195,24 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   };
 }
 
+/** A failed write of the log (the line is lost). */
+function lostLine(): void {}
+
+/**
+ * The reader of stdout or stderr going away (`serve … | head`, a log shipper restarting) fails the
+ * next write with EPIPE: an 'error' event nobody listened to, which ended the process and every
+ * request in flight. Such a line is lost; the server goes on.
+ */
+function loseLinesOnWriteError(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  if (!stream.listeners('error').includes(lostLine)) stream.on('error', lostLine);
+  return stream;
+}
+
 /** The CLI's logger: info to stdout, warnings and errors to stderr, one line each with its meta as JSON (control characters escaped). */
 export function consoleLogger(): Logger {
-  const line = (stream: NodeJS.WriteStream) => (message: string, meta?: Record<string, unknown>) => void stream.write(`${logLine(message, meta)}\n`);
+  const line = (stream: NodeJS.WriteStream) => {
+    loseLinesOnWriteError(stream);
+    return (message: string, meta?: Record<string, unknown>) => void stream.write(`${logLine(message, meta)}\n`);
+  };
   return { info: line(process.stdout), debug: line(process.stdout), warn: line(process.stderr), error: line(process.stderr) };
 }
