@@ -595,3 +595,24 @@ test('the reader of its output going away (`serve … | head`, a log shipper res
   expect(await run.exited).toEqual({ code: 0, signal: null });
   expect(run.out.stderr).toBe('');
 });
+
+test('--redis-url without ioredis installed: exit 1 naming --redis-url and the package to install (not rateLimit.store, an option the command line has not given)', async () => {
+  // (makes `require('ioredis')` fail as it does when the package is not installed)
+  write('hide-ioredis.js', `
+    const Module = require('node:module');
+    const resolve = Module._resolveFilename;
+    Module._resolveFilename = function (request, ...rest) {
+      if (request === 'ioredis') throw Object.assign(new Error("Cannot find module 'ioredis'"), { code: 'MODULE_NOT_FOUND' });
+      return resolve.call(this, request, ...rest);
+    };`);
+  const child = spawn(process.execPath, ['--require', path.join(tmp, 'hide-ioredis.js'), BIN, 'serve', path.join(tmp, 'apps'), '--port', '0', '--redis-url', 'redis://127.0.0.1:6379'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise((resolve) => child.once('close', (c) => resolve(c)));
+  expect(code).toBe(1);
+  expect(stdout).toBe('');
+  expect(stderr).toBe("scriptable-api: invalid --redis-url: RedisRateLimitStore (created from a url) needs the optional package 'ioredis': install it with `npm install ioredis`\n");
+});

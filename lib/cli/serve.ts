@@ -43,12 +43,15 @@ function mountServerRoutes(app: import('express').Express, config: ServeConfig, 
   if (config.index) app.get(config.mount === '/' ? '/' : [config.mount, `${config.mount}/`], appIndex(registry, config.mount));
 }
 
-/** The store of --redis-url (or `redisUrl` in --config): a url it refuses is reported under that name. */
+/** Fields of the store's errors that are --redis-url's: a url it refuses, ioredis missing (reported as the router's `rateLimit.store`). */
+const REDIS_URL_FIELDS = ['url', 'rateLimit.store'];
+
+/** The store of --redis-url (or `redisUrl` in --config): an error of the url or of the package it needs is reported under that name. */
 function redisStore(url: string): RedisRateLimitStore {
   try {
     return new RedisRateLimitStore({ url });
   } catch (e) {
-    if (e instanceof ConfigError && e.field === 'url') throw new ConfigError('--redis-url', e.message.replace(/^scriptable-api: invalid url: /, ''));
+    if (e instanceof ConfigError && REDIS_URL_FIELDS.includes(e.field)) throw new ConfigError('--redis-url', e.message.slice(`scriptable-api: invalid ${e.field}: `.length));
     throw e;
   }
 }
