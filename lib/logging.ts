@@ -35,10 +35,14 @@ function isWinston(logger: object): boolean {
   return typeof l.log === 'function' && typeof l.add === 'function' && typeof l.levels === 'object' && l.levels !== null && typeof format?.transform === 'function';
 }
 
+/** A line a logger failed to write (see adaptLogger). */
+function lostLine(): void {}
+
 /**
  * The logger the router uses: every method takes `(message, meta?)`. A meta-first logger is called
  * `(meta, message)` (or `(message)` without meta); `debug` falls back to `info` when missing. A
- * logger that throws (a transport that is down) loses that line, never the request that logs it:
+ * logger that throws, or whose promise rejects (a transport that is down), loses that line, never
+ * the request that logs it, nor the process:
  * the router logs inside its error paths, where a throw would leave the request unanswered.
  * The message is never read as a format: a script's or a path's `%s`, `%c` or `%d` must not take
  * `meta` (the request id, app, stage) off the line. winston gets `{ ...meta, message }`, Node's
@@ -53,11 +57,14 @@ export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
     const fn = target[level] ?? target.info!;
     return (message: string, meta?: Record<string, unknown>) => {
       try {
-        if (meta === undefined) fn.call(logger, message);
-        else if (metaFirst) fn.call(logger, meta, message);
-        else if (infoObject) fn.call(logger, { ...meta, message });
-        else if (isConsole) fn.call(logger, '%s', message, meta);
-        else fn.call(logger, message, meta);
+        let out: unknown;
+        if (meta === undefined) out = fn.call(logger, message);
+        else if (metaFirst) out = fn.call(logger, meta, message);
+        else if (infoObject) out = fn.call(logger, { ...meta, message });
+        else if (isConsole) out = fn.call(logger, '%s', message, meta);
+        else out = fn.call(logger, message, meta);
+        // (an async logger fails with a rejected promise: unhandled, it would end the process)
+        if (typeof (out as PromiseLike<unknown> | null)?.then === 'function') (out as PromiseLike<unknown>).then(undefined, lostLine);
       } catch {
         // (the line is lost: see above)
       }

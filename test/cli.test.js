@@ -616,3 +616,24 @@ test('--redis-url without ioredis installed: exit 1 naming --redis-url and the p
   expect(stdout).toBe('');
   expect(stderr).toBe("scriptable-api: invalid --redis-url: RedisRateLimitStore (created from a url) needs the optional package 'ioredis': install it with `npm install ioredis`\n");
 });
+
+test('an async logger whose write fails (a log transport down: a rejected promise) loses that line, not the process: the failed call is answered and the server goes on', async () => {
+  write('async-logger.js', `
+    const line = (m) => void process.stdout.write('app-log ' + m + '\\n');
+    const down = async (m) => { line(m); throw new Error('log transport is down'); };
+    module.exports = { logger: { debug: line, info: down, warn: down, error: down } };`);
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--config', path.join(tmp, 'async-logger.js')]);
+  const url = await run.ready;
+  const failed = await get(`${url}/demo/broken`);
+  expect(failed.status).toBe(500);
+  expect(JSON.parse(failed.body)).toMatchObject({ code: 270000 });
+  await waitFor(run, 'stdout', /app-log request \S+ demo\/broken failed in call/);
+  const unknown = await get(`${url}/demo/nope`);
+  expect(unknown.status).toBe(404);
+  const hello = await get(`${url}/demo/hello`);
+  expect(hello.status).toBe(200);
+  expect(run.child.exitCode).toBe(null);
+  run.child.kill('SIGTERM');
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(run.out.stderr).not.toMatch(/log transport is down/);
+});
