@@ -167,7 +167,7 @@ test('SIGTERM while a request is in flight: it finishes, then the process exits 
   upstream.close();
 });
 
-test('SIGTERM with a script still running after shutdownTimeoutMs: its connection closes, the script stops, the process exits 0', async () => {
+test('SIGTERM with a script still running after shutdownTimeoutMs: its connection closes, the script stops, the log line says the server closed it, the process exits 0', async () => {
   let onArrival;
   const arrived = new Promise((resolve) => (onArrival = resolve));
   const upstream = http.createServer(() => onArrival()); // never answers
@@ -186,6 +186,9 @@ test('SIGTERM with a script still running after shutdownTimeoutMs: its connectio
     expect(exited).toEqual({ code: 0, signal: null });
     expect(await pending).toBe('ECONNRESET');
     expect(run.out.stderr + run.out.stdout).toMatch(/1 request\(s\) still open after 500 ms: closing their connections and stopping their scripts/);
+    // (the server cut it, not its client)
+    expect(run.out.stdout).toMatch(/GET \/web0\/api\/demo\/slow\?upstream=\S+ - \(closed at shutdown\) [\d.]+ms /);
+    expect(run.out.stdout).not.toMatch(/client closed/);
   } finally {
     upstream.closeAllConnections();
     upstream.close();

@@ -3,11 +3,12 @@
  *   2026-01-05T10:00:00.000Z GET /web0/api/shop/hello?name=Ada 200 3.1ms 6f0c1d2e-…
  * The last field is the request id the router sent in X-Request-Id ('-' for other routes). A
  * request whose client left first ends in `(client closed)`, after its status if one was sent
- * (`- (client closed)` when none was).
+ * (`- (client closed)` when none was); one the server cut when the shutdown's limit passed ends in
+ * `(closed at shutdown)`.
  */
 import type { NextFunction, Request, Response } from 'express';
 
-export function requestLog(write: (line: string) => void) {
+export function requestLog(write: (line: string) => void, cutAtShutdown: () => boolean = () => false) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = process.hrtime.bigint();
     let done = false;
@@ -17,7 +18,7 @@ export function requestLog(write: (line: string) => void) {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const id = res.getHeader('x-request-id');
       // (a client that left before the answer: its status, if it was sent, else '-')
-      const status = aborted && !res.writableFinished ? `${res.headersSent ? res.statusCode : '-'} (client closed)` : String(res.statusCode);
+      const status = aborted && !res.writableFinished ? `${res.headersSent ? res.statusCode : '-'} (${cutAtShutdown() ? 'closed at shutdown' : 'client closed'})` : String(res.statusCode);
       write(`${new Date().toISOString()} ${req.method} ${req.originalUrl} ${status} ${ms.toFixed(1)}ms ${typeof id === 'string' ? id : '-'}`);
     };
     res.once('finish', () => end(false));

@@ -79,6 +79,8 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   // responses in flight: at shutdown each one closes its connection once sent
   const inFlight = new Set<http.ServerResponse>();
   let draining = false;
+  // (past the shutdown's limit: the connections still open are the server's to close, not their clients')
+  let cutting = false;
   app.use((req, res, next) => {
     if (draining) res.setHeader('Connection', 'close');
     inFlight.add(res);
@@ -88,7 +90,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
     });
     next();
   });
-  if (!config.quiet) app.use(requestLog((line) => logger.info(line)));
+  if (!config.quiet) app.use(requestLog((line) => logger.info(line), () => cutting));
   app.use(requireHost());
   mountServerRoutes(app, config, registry, router);
   app.use(config.mount, router);
@@ -145,6 +147,7 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
       // timeout, also one whose client left) does not hold the exit past the limit
       const limit = setTimeout(() => {
         logger.warn(`scriptable-api: ${inFlight.size} request(s) still open after ${config.shutdownTimeoutMs} ms: closing their connections and stopping their scripts`);
+        cutting = true;
         server.closeAllConnections();
         // (the graceful router.close() below, waiting for them, then ends too)
         router.close({ force: true }).catch((e: unknown) => logger.error(`scriptable-api: error while stopping the scripts: ${(e as Error)?.message ?? e}`));
