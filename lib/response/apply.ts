@@ -22,33 +22,42 @@ function appendVary(prior: string, value: string): string {
   }
 }
 
+/** The headers a script set, each with the value the router had put there before (undefined: none). */
+export type AppliedHeaders = ReadonlyMap<string, ReturnType<ServerResponse['getHeader']>>;
+
 /**
  * Headers recorded by scripts. The whole state is checked first (lib/response/framing.ts): a
  * breach throws before any header is set, so the error response carries none of them. Returns
- * the names set (see removeHeaders).
+ * the names set with the router's values they replaced (see removeHeaders).
  */
-export function applyHeaders(res: ServerResponse, state: ResponseState): Set<string> {
+export function applyHeaders(res: ServerResponse, state: ResponseState): AppliedHeaders {
   checkResponseState(state);
-  const seen = new Set<string>();
+  const applied = new Map<string, ReturnType<ServerResponse['getHeader']>>();
   for (const [name, value] of state.headers) {
     const key = name.toLowerCase();
     if (key === 'x-request-id') continue;
+    const first = !applied.has(key);
+    if (first) applied.set(key, res.getHeader(key));
     if (key === 'vary') {
       // (added to what the router's CORS put there: a shared cache must still key on Origin)
       const prior = res.getHeader('Vary');
       res.setHeader('Vary', prior === undefined ? value : appendVary(String(prior), value));
-    } else if (seen.has(key)) res.appendHeader(name, value);
-    else {
-      seen.add(key);
-      res.setHeader(name, value);
-    }
+    } else if (first) res.setHeader(name, value);
+    else res.appendHeader(name, value);
   }
-  return seen;
+  return applied;
 }
 
-/** Takes the script's headers off a response that fails before it is sent (the error body goes without them). */
-export function removeHeaders(res: ServerResponse, names: ReadonlySet<string>): void {
-  if (!res.headersSent) for (const name of names) res.removeHeader(name);
+/**
+ * Takes the script's headers off a response that fails before it is sent (the error body goes
+ * without them), and puts back the router's own (CORS, rate limit) that they replaced.
+ */
+export function removeHeaders(res: ServerResponse, applied: AppliedHeaders): void {
+  if (res.headersSent) return;
+  for (const [name, prior] of applied) {
+    if (prior === undefined) res.removeHeader(name);
+    else res.setHeader(name, prior);
+  }
 }
 
 export function contentTypeOf(state: ResponseState): string | null {

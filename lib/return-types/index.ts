@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { FileStorage } from '../files/storage';
 import { ApiError } from '../errors';
 import type { ResponseState, SerializedOutput } from '../runtime/protocol';
-import { applyHeaders, removeHeaders } from '../response/apply';
+import { applyHeaders, removeHeaders, type AppliedHeaders } from '../response/apply';
 import { checkRedirectLocation } from '../response/framing';
 import { sendJson } from './json';
 import { sendText } from './text';
@@ -26,8 +26,8 @@ export interface SendContext {
   state: ResponseState;
   /** The apps' local sandboxes and shared storage. */
   files: { sandbox?: FileStorage; storage?: FileStorage };
-  /** Names of the headers the script set, now on `res` (an error body a handler sends goes without them). */
-  scriptHeaders?: ReadonlySet<string>;
+  /** The headers the script set, now on `res` (an error body a handler sends goes without them). */
+  scriptHeaders?: AppliedHeaders;
 }
 
 export type ReturnTypeHandler<T extends SerializedOutput['type']> = (

@@ -186,3 +186,43 @@ test('a custom registry that changes an API definition in place: its CORS is wha
   const put = await preflight(x.app, '/web0/api/app1/p', 'PUT', 'content-type', 'https://other.example.com');
   expect([put.status, put.headers['access-control-allow-methods']]).toEqual([204, 'PUT']);
 });
+
+test.each(['quickjs', 'vm2'])("a File response that fails after the script set Access-Control-* headers carries the router's CORS headers, not none (%s)", async (engine) => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cors-file-'));
+  fs.mkdirSync(path.join(sandboxDir, 'app1'));
+  fs.writeFileSync(path.join(sandboxDir, 'app1', 'a.txt'), 'hello');
+  try {
+    const x = makeApp({
+      router: { engine, sandboxDir, cors: { origins: [ORIGIN] } },
+      apps: {
+        app1: {
+          scripts: {
+            'f.js': `export function fn(ctx) {
+              ctx.response.setHeader('Access-Control-Allow-Origin', ctx.headers.origin);
+              ctx.response.setHeader('Access-Control-Expose-Headers', 'Content-Disposition, X-Request-Id');
+              return { path: ctx.query.p, name: 'a.txt' };
+            }`,
+          },
+          apis: [{ path: 'f', call: { script: 'f.js', function: 'fn' }, returnType: 'File' }],
+        },
+      },
+    });
+    routers.push(x.router);
+    const ok = await request(x.app).get('/web0/api/app1/f').query({ p: 'a.txt' }).set('Origin', ORIGIN);
+    expect([ok.status, ok.headers['access-control-allow-origin'], ok.headers['access-control-expose-headers']]).toEqual([200, ORIGIN, 'Content-Disposition, X-Request-Id']);
+    const missing = await request(x.app).get('/web0/api/app1/f').query({ p: 'nope.txt' }).set('Origin', ORIGIN);
+    expect([missing.status, missing.body.code]).toEqual([404, 270301]);
+    expect(missing.headers['access-control-allow-origin']).toBe(ORIGIN);
+    expect(missing.headers['access-control-expose-headers']).toBe('X-Request-Id,Retry-After,RateLimit,RateLimit-Policy');
+    expect(missing.headers.vary).toBe('Origin');
+    const failed = await request(x.app).get('/web0/api/app1/f').query({ p: 'a.txt' }).set('Origin', ORIGIN).set('If-Match', '"other"');
+    expect(failed.status).toBe(412);
+    expect(failed.headers['access-control-allow-origin']).toBe(ORIGIN);
+    expect(failed.headers['access-control-expose-headers']).toBe('X-Request-Id,Retry-After,RateLimit,RateLimit-Policy');
+  } finally {
+    fs.rmSync(sandboxDir, { recursive: true, force: true });
+  }
+});
