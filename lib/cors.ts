@@ -17,7 +17,8 @@ import { ConfigError } from './errors';
 export interface CorsOptions {
   /**
    * Origins allowed: `'*'` (any, the default), or a list of origins, exact (`https://app.example.com`)
-   * or with a wildcard subdomain (`https://*.example.com`). With `credentials`, `'*'` echoes the
+   * or with a wildcard subdomain (`https://*.example.com`), matched as browsers send them (no
+   * default port, lowercase, punycode). With `credentials`, `'*'` echoes the
    * caller's origin (browsers refuse `*` with credentials).
    */
   origins?: '*' | string[];
@@ -36,7 +37,24 @@ export interface CorsOptions {
 const KEYS = ['origins', 'methods', 'headers', 'exposeHeaders', 'credentials', 'maxAge'] as const;
 const DEFAULT_EXPOSE = ['X-Request-Id', 'Retry-After', 'RateLimit', 'RateLimit-Policy'];
 const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
-const ORIGIN = /^(https?|[a-z][a-z0-9+.-]*):\/\/(\*\.)?[^/\s*]+$/i;
+// (no path, query, fragment or user name: a browser's Origin has none)
+const ORIGIN = /^(https?|[a-z][a-z0-9+.-]*):\/\/(\*\.)?[^/\s*?#@]+$/i;
+
+/**
+ * A configured origin as a browser sends it in `Origin`, which is compared with it as a string:
+ * lowercase, without the scheme's default port, an international name in punycode
+ * (`HTTPS://Bücher.example:443` is `https://xn--bcher-kva.example`); other schemes than http(s),
+ * such as `capacitor://localhost`, lowercase. Null when it is no origin.
+ */
+function canonicalOrigin(o: string): string | null {
+  if (!ORIGIN.test(o)) return null;
+  if (!/^https?:/i.test(o)) return o.toLowerCase();
+  try {
+    return new URL(o).origin; // (keeps a leading `*.` as it is)
+  } catch {
+    return null; // (a port past 65535, a host no URL has)
+  }
+}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -59,7 +77,7 @@ export function validateCors(v: unknown, field = 'cors', allowFalse = true): Cor
     if (!(KEYS as readonly string[]).includes(k)) throw new ConfigError(`${field}.${k}`, `is not a CORS setting; the settings are ${KEYS.join(', ')}`);
   }
   if (v.origins !== undefined && v.origins !== '*') {
-    if (!Array.isArray(v.origins) || v.origins.some((o) => typeof o !== 'string' || (o !== '*' && !ORIGIN.test(o)))) {
+    if (!Array.isArray(v.origins) || v.origins.some((o) => typeof o !== 'string' || (o !== '*' && canonicalOrigin(o) === null))) {
       throw new ConfigError(`${field}.origins`, `must be '*' or an array of origins like 'https://app.example.com' or 'https://*.example.com' (no path), got ${JSON.stringify(v.origins)}`);
     }
   }
@@ -81,9 +99,10 @@ export function isPreflight(req: IncomingMessage): boolean {
 function originOption(c: CorsOptions): CorsPackageOptions['origin'] {
   const list = c.origins ?? '*';
   if (list === '*' || list.includes('*')) return c.credentials ? true : '*';
-  return list.map((o) => {
-    if (!o.includes('://*.')) return o.toLowerCase();
-    const [scheme, host] = o.toLowerCase().split('://*.');
+  return list.map((configured) => {
+    const o = canonicalOrigin(configured) ?? configured.toLowerCase(); // (validated: never null)
+    if (!o.includes('://*.')) return o;
+    const [scheme, host] = o.split('://*.');
     return new RegExp(`^${scheme.replace(/[.+]/g, '\\$&')}://[^/]+\\.${host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'i');
   });
 }

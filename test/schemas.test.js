@@ -69,6 +69,8 @@ const apiSamples = [
   { ...base, cors: { origins: 'https://app.example.com' } },
   { ...base, cors: { origins: ['https://app.example.com/path'] } },
   { ...base, cors: { origins: ['app.example.com'] } },
+  { ...base, cors: { origins: ['https://app.example.com?x', 'https://user@app.example.com', 'https://app.example.com#top'] } },
+  { ...base, cors: { origins: ['https://app.example.com:443', 'https://bücher.example', 'https://*.example.com:443'] } },
   { ...base, cors: { origins: [5] } },
   { ...base, cors: { methods: 'GET' } },
   { ...base, cors: { methods: ['GE T'] } },

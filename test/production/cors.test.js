@@ -226,3 +226,20 @@ test.each(['quickjs', 'vm2'])("a File response that fails after the script set A
     fs.rmSync(sandboxDir, { recursive: true, force: true });
   }
 });
+
+test("origins are compared in the form browsers send: a default port, capitals or an international name in the list still match; a query, fragment or user name is refused", async () => {
+  const { app } = setup({ origins: ['HTTPS://App.Example.com:443', 'http://localhost:80', 'https://bücher.example', 'https://*.Example.org:443', 'capacitor://localhost'] }, [api('p')]);
+  for (const origin of ['https://app.example.com', 'http://localhost', 'https://xn--bcher-kva.example', 'https://a.example.org', 'capacitor://localhost']) {
+    const res = await request(app).get('/web0/api/app1/p').set('Origin', origin);
+    expect([origin, res.headers['access-control-allow-origin'], res.headers.vary]).toEqual([origin, origin, 'Origin']);
+    const pre = await preflight(app, '/web0/api/app1/p', 'PUT', 'x-a', origin);
+    expect([origin, pre.status, pre.headers['access-control-allow-origin']]).toEqual([origin, 204, origin]);
+  }
+  for (const origin of ['https://app.example.com:8443', 'http://app.example.com', 'https://example.org']) {
+    expect((await request(app).get('/web0/api/app1/p').set('Origin', origin)).headers['access-control-allow-origin']).toBeUndefined();
+  }
+  const reg = new MemoryRegistry();
+  for (const origin of ['https://app.example.com?x=1', 'https://app.example.com#top', 'https://user@app.example.com', 'https://user:pw@app.example.com', 'https://app.example.com:99999']) {
+    expect(() => reg.putApi('a', api('p', { cors: { origins: [origin] } }))).toThrow(/api 'p'\.cors\.origins/);
+  }
+});
