@@ -85,6 +85,13 @@ export function validateCors(v: unknown, field = 'cors', allowFalse = true): Cor
   if (v.headers !== undefined) tokenList(v.headers, `${field}.headers`, 'header names');
   if (v.exposeHeaders !== undefined) tokenList(v.exposeHeaders, `${field}.exposeHeaders`, 'header names');
   if (v.credentials !== undefined && typeof v.credentials !== 'boolean') throw new ConfigError(`${field}.credentials`, 'must be a boolean');
+  if (v.credentials === true) {
+    // (Fetch standard: with credentials a browser reads `*` in Access-Control-Allow-Methods,
+    // -Allow-Headers and -Expose-Headers as a name, not as "any": the requests would fail)
+    for (const k of ['methods', 'headers', 'exposeHeaders'] as const) {
+      if ((v[k] as string[] | undefined)?.includes('*')) throw new ConfigError(`${field}.${k}`, `cannot hold '*' with credentials: browsers take it for a name, not for any (list the names${k === 'headers' ? ', or leave headers out to allow those the preflight asks for' : ''})`);
+    }
+  }
   if (v.maxAge !== undefined && (typeof v.maxAge !== 'number' || !Number.isInteger(v.maxAge) || v.maxAge < 0)) {
     throw new ConfigError(`${field}.maxAge`, `must be a whole number of seconds >= 0, got ${JSON.stringify(v.maxAge)}`);
   }

@@ -79,6 +79,11 @@ const apiSamples = [
   { ...base, cors: { credentials: 'yes' } },
   { ...base, cors: { maxAge: -1 } },
   { ...base, cors: { maxAge: 1.5 } },
+  { ...base, cors: { methods: ['*'], headers: ['*'], exposeHeaders: ['*'] } },
+  { ...base, cors: { credentials: true, headers: ['x-a', '*'] } },
+  { ...base, cors: { credentials: true, exposeHeaders: ['*'] } },
+  { ...base, cors: { credentials: true, methods: ['*'] } },
+  { ...base, cors: { credentials: false, methods: ['*'] } },
   [],
   null,
 ];

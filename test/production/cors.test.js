@@ -133,6 +133,12 @@ test('invalid cors settings are ConfigErrors naming the field', () => {
   const { createApiRouter } = require('../..');
   expect(() => createApiRouter({ registry: reg, cors: false })).toThrow(/invalid cors: must be an object/);
   expect(() => createApiRouter({ registry: reg, cors: { headers: ['bad header'] } })).toThrow(/invalid cors\.headers/);
+  // with credentials a browser reads '*' as a name (Fetch standard): nothing would be allowed or exposed
+  expect(bad({ credentials: true, headers: ['x-token', '*'] })).toThrow(/api 'p'\.cors\.headers: cannot hold '\*' with credentials/);
+  expect(bad({ credentials: true, methods: ['*'] })).toThrow(/cors\.methods: cannot hold '\*' with credentials/);
+  expect(bad({ credentials: true, exposeHeaders: ['*'] })).toThrow(/cors\.exposeHeaders: cannot hold '\*' with credentials/);
+  expect(() => createApiRouter({ registry: reg, cors: { credentials: true, exposeHeaders: ['*'] } })).toThrow(/invalid cors\.exposeHeaders: cannot hold/);
+  expect(() => reg.putApi('a', api('p', { cors: { headers: ['*'], methods: ['*'], exposeHeaders: ['*'] } }))).not.toThrow();
 });
 
 test("a script's Vary header is added to the router's `Vary: Origin`, not put in its place", async () => {
