@@ -1826,6 +1826,30 @@ describe('platform', () => {
     expect(out.error).toMatchObject({ name: 'HostError', message: 'accounts down', code: 270602 });
   });
 
+  test('a host failure named as a built-in error type is an instance of it, called sync or awaited', async () => {
+    const sb = sandbox({ 'system.getAccountByToken': { error: { name: 'TypeError', message: 'bad token', code: 270602 } } });
+    // (the script's TypeError and Error: the sandbox realm's, as the functions below are evaluated there)
+    sb.evaluate('globalThis.check = (e) => ({ name: e.name, type: e instanceof TypeError, error: e instanceof Error, message: e.message, code: e.code })');
+    const expected = { name: 'TypeError', type: true, error: true, message: 'bad token', code: 270602 };
+    const sync = function () {
+      try {
+        platform.system.getAccountByToken('t');
+      } catch (e) {
+        return check(e);
+      }
+    };
+    // (an async stage: the failure comes through entry.reply, on the Error made at the call)
+    const awaited = async function () {
+      try {
+        await platform.system.getAccountByToken('t');
+      } catch (e) {
+        return check(e);
+      }
+    };
+    expect(await sb.probe(sync)).toEqual(expected);
+    expect(await sb.probe(awaited, { async: true })).toEqual(expected);
+  });
+
   test('await on a host call works', async () => {
     const sb = sandbox({ 'system.getAccountByToken': { id: 'u2' } });
     expect(await sb.probe(async () => (await platform.system.getAccountByToken('t')).id)).toBe('u2');

@@ -259,11 +259,27 @@ export function unionKeys(a: object, b: object): string[] {
   return out;
 }
 /**
- * An Error `name: message`. `at`: an Error made earlier, taken instead (its stack is read where it
- * was made): an async host call's failure is made where the script called, not in the reply.
+ * The built-in error types by name: an error the adapter or the host reports as one of them is an
+ * instance of it, so that a script's `e instanceof RangeError` holds, as the types say it throws one.
+ */
+var ERROR_TYPES: { readonly [name: string]: ErrorConstructor | undefined } = freeze({
+  __proto__: null,
+  TypeError: TypeError,
+  RangeError: RangeError,
+  SyntaxError: SyntaxError,
+  ReferenceError: ReferenceError,
+  URIError: URIError,
+  EvalError: EvalError,
+} as unknown as { [name: string]: ErrorConstructor | undefined });
+/**
+ * An Error `name: message` (of the built-in type of that name, if there is one). `at`: an Error
+ * made earlier, taken instead (its stack is read where it was made): an async host call's failure
+ * is made where the script called, not in the reply.
  */
 export function makeError(name: string, message: string, code?: number, status?: number, at?: Error): Error {
-  var e = at === undefined ? new ErrorCtor(message) : at;
+  var type = ERROR_TYPES[name];
+  var e = at === undefined ? new (type === undefined ? ErrorCtor : type)(message) : at;
+  if (at !== undefined && type !== undefined) setPrototypeOf(e, type.prototype);
   if (at !== undefined) defineProperty(e, 'message', { __proto__: null, value: message, writable: true, enumerable: false, configurable: true });
   defineProperty(e, 'name', { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
   if (code !== undefined) setOwn(e, 'code', code);
