@@ -113,12 +113,39 @@ export function errors(ctx) {
     writeNull: caught(() => ctx.response.getOutputStream().write(null)),
   };
 }
-export async function errorsAwaited(ctx) {
+function thrown(f) {
   try {
-    await platform.utils.stringToBytes('a', 'no-such-charset');
+    f();
+    return 'no error';
   } catch (e) {
-    return { name: e.name, instance: e instanceof RangeError };
+    return e.name;
   }
+}
+export function responseThrows(ctx) {
+  const res = ctx.response;
+  return {
+    headerName: thrown(() => res.setHeader('X Bad', 'v')),
+    headerValue: thrown(() => res.setHeader('X-Bad', 'a\\r\\nSet-Cookie: x=1')),
+    headerWide: thrown(() => res.addHeader('X-Bad', '\\u20ac')),
+    contentTypeHeader: thrown(() => res.setHeader('Content-Type', 'text/plain\\nX: y')),
+    date: thrown(() => res.setDateHeader('X-Date', NaN)),
+    addDate: thrown(() => res.addDateHeader('X-Date', 'tomorrow')),
+    int: thrown(() => res.setIntHeader('X-Int', 'many')),
+    addInt: thrown(() => res.addIntHeader('X-Int', NaN)),
+    sendError: thrown(() => res.sendError(99)),
+    sendRedirect: thrown(() => res.sendRedirect(null)),
+    bufferSize: thrown(() => res.setBufferSize('big')),
+    writeRange: thrown(() => res.getOutputStream().write([1, 2], 1, 5)),
+    set: res.getHeaderNames(),
+  };
+}
+export function badHeader(ctx) {
+  ctx.response.setHeader('X-Bad', 'a\\nb');
+  return {};
+}
+export function badContentType(ctx) {
+  ctx.response.setContentType('text/plain\\r\\nX-Injected: 1');
+  return {};
 }
 `;
 
@@ -149,7 +176,7 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
     apps: {
       app1: {
         scripts: { 'types.js': SCRIPT },
-        apis: [api('shapes', 'fn'), api('error', 'fail', { onError: { script: 'types.js', function: 'onError' } }), api('errors', 'errors'), api('awaited', 'errorsAwaited')],
+        apis: [api('shapes', 'fn'), api('error', 'fail', { onError: { script: 'types.js', function: 'onError' } }), api('errors', 'errors'), api('throws', 'responseThrows'), api('bad-header', 'badHeader'), api('bad-type', 'badContentType')],
       },
     },
   });
@@ -201,7 +228,24 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
       notJson: as('SyntaxError'),
       writeNull: as('TypeError'),
     });
-    const awaited = await request(app).get('/web0/api/app1/awaited');
-    expect(awaited.body).toEqual({ name: 'RangeError', instance: true });
+  });
+
+  test('ctx.response refuses what the types say it throws for, at the call', async () => {
+    const res = await request(app).get('/web0/api/app1/throws');
+    expect(res.status).toBe(200);
+    const IAE = 'IllegalArgumentException';
+    expect(res.body).toEqual({
+      headerName: IAE, headerValue: IAE, headerWide: IAE, contentTypeHeader: IAE, date: IAE, addDate: IAE, int: IAE, addInt: IAE,
+      sendError: IAE, sendRedirect: IAE, bufferSize: IAE, writeRange: 'IndexOutOfBoundsException', set: [],
+    });
+    // uncaught, it is the call's error (SCRIPT_ERROR), as the README says
+    const header = await request(app).get('/web0/api/app1/bad-header');
+    expect(header.status).toBe(500);
+    expect(header.body).toMatchObject({ code: 270000, message: 'Invalid character in the value of header X-Bad' });
+    // a content type is checked where the host writes the response
+    const type = await request(app).get('/web0/api/app1/bad-type');
+    expect(type.status).toBe(500);
+    expect(type.body).toMatchObject({ code: 270304 });
+    expect(type.headers['x-injected']).toBeUndefined();
   });
 });

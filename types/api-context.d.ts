@@ -256,7 +256,8 @@ interface ServletOutputStream {
   write(text: string): void;
   /**
    * Writes bytes (each number is truncated to 8 bits): all of them, or `len` bytes starting at
-   * `off`. Accepts a number array, a Uint8Array (or any typed array) or an ArrayBuffer.
+   * `off`. Accepts a number array, a Uint8Array (or any typed array) or an ArrayBuffer; anything
+   * else throws a `TypeError`, and an `off` / `len` outside the bytes an `IndexOutOfBoundsException` error.
    */
   write(bytes: ArrayLike<number> | ArrayBuffer, off?: number, len?: number): void;
   /** Writes `String(value)` as UTF-8 (`null` and `undefined` print as `null`). */
@@ -349,12 +350,14 @@ interface PlatformHttpResponse {
    * status's reason phrase, e.g. `Not Found`) as its message and `sc` as its code. The response
    * becomes committed; later writes are dropped.
    * Throws an `IllegalStateException` error when the response is already committed.
+   * A status outside 100-999 throws an `IllegalArgumentException` error.
    * The host sends only statuses 200-599: another one ends the call with a 500 (code 270304).
    */
   sendError(sc: number, msg?: string): void;
   /**
    * Redirects the client to `location` with status 302, clearing the buffered body. The response
-   * becomes committed. Throws an `IllegalStateException` error when it is already committed.
+   * becomes committed. Throws an `IllegalStateException` error when it is already committed, and
+   * an `IllegalArgumentException` error when `location` is null or undefined.
    */
   sendRedirect(location: string): void;
   /**
@@ -362,19 +365,24 @@ interface PlatformHttpResponse {
    * null removes it. `Content-Type` and `Content-Length` set the matching response properties
    * (the host always sends the body's real length). The host frames the message: a
    * `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`, `TE`, `Trailer` or `Proxy-*`
-   * header ends the call with a 500 (code 270304). A response holds at most 1000 header entries:
-   * one more throws an `IllegalStateException` error. Ignored once committed.
+   * header ends the call with a 500 (code 270304). A name that is not an HTTP token, or a value
+   * with control characters (CR, LF...) or characters past U+00FF, throws an
+   * `IllegalArgumentException` error. A response holds at most 1000 header entries: one more
+   * throws an `IllegalStateException` error. Ignored once committed.
    */
   setHeader(name: string, value: string | null): void;
-  /** Adds a value to response header `name`, keeping the ones it has (the same host rules as `setHeader`). Ignored once committed. */
+  /** Adds a value to response header `name`, keeping the ones it has (the same rules and errors as `setHeader`). Ignored once committed. */
   addHeader(name: string, value: string): void;
-  /** Sets header `name` to the date `date` (ms since the epoch) in HTTP date format. Ignored once committed. */
+  /**
+   * Sets header `name` to the date `date` (ms since the epoch) in HTTP date format; a date that is
+   * not a valid time (NaN) throws an `IllegalArgumentException` error. Ignored once committed.
+   */
   setDateHeader(name: string, date: number): void;
-  /** Adds the date `date` (ms since the epoch) in HTTP date format to header `name`. Ignored once committed. */
+  /** Adds the date `date` (ms since the epoch) in HTTP date format to header `name` (the same errors as `setDateHeader`). Ignored once committed. */
   addDateHeader(name: string, date: number): void;
-  /** Sets header `name` to the integer `value`. Ignored once committed. */
+  /** Sets header `name` to the integer `value` (a fraction is cut off; NaN throws an `IllegalArgumentException` error). Ignored once committed. */
   setIntHeader(name: string, value: number): void;
-  /** Adds the integer `value` to header `name`. Ignored once committed. */
+  /** Adds the integer `value` to header `name` (the same rules as `setIntHeader`). Ignored once committed. */
   addIntHeader(name: string, value: number): void;
   /**
    * Sets the status code (100-999; throws an `IllegalArgumentException` error otherwise). Ignored
@@ -394,7 +402,8 @@ interface PlatformHttpResponse {
   getBufferSize(): number;
   /**
    * Sets the size of the body buffer in bytes: a body larger than it commits the response.
-   * Throws an `IllegalStateException` error once content has been written.
+   * Throws an `IllegalStateException` error once content has been written, and an
+   * `IllegalArgumentException` error when `size` is not a number.
    */
   setBufferSize(size: number): void;
   /** Commits the response: status and headers can no longer change. */
