@@ -777,10 +777,13 @@ describe.each(['quickjs', 'vm2'])('response text in the charset the response dec
       export function encText(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); return 'café€' }
       export function encWriter(ctx) { ctx.response.setCharacterEncoding('Shift_JIS'); ctx.response.getWriter().write('日本') }
       export function encJson(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); return { a: 'café' } }
-      export function encBytes(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); ctx.response.getOutputStream().write([1, 2]); ctx.response.getWriter().write('é') }`,
+      export function encBytes(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); ctx.response.getOutputStream().write([1, 2]); ctx.response.getWriter().write('é') }
+      export function encHex(ctx) { ctx.response.setCharacterEncoding('hex'); return { a: 'café' } }
+      export function encBase64(ctx) { ctx.response.setContentType('text/plain;charset=BASE64'); return 'café' }
+      export function encBinary(ctx) { ctx.response.setCharacterEncoding('binary'); ctx.response.getWriter().write('日本') }`,
   };
-  const fns = ['text', 'writer', 'plain', 'encText', 'encWriter', 'encJson', 'encBytes'];
-  const apis = fns.map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: fn === 'encJson' ? 'JSON' : 'Text' }));
+  const fns = ['text', 'writer', 'plain', 'encText', 'encWriter', 'encJson', 'encBytes', 'encHex', 'encBase64', 'encBinary'];
+  const apis = fns.map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: fn === 'encJson' || fn === 'encHex' ? 'JSON' : 'Text' }));
   const { app, router } = makeApp({ apps: { app1: { scripts, apis } }, router: { engine } });
   afterAll(() => router.close());
   const bytes = (path) => request(app).get(`/web0/api/app1/${path}`).buffer(true).parse((res, cb) => {
@@ -817,6 +820,15 @@ describe.each(['quickjs', 'vm2'])('response text in the charset the response dec
     const mixed = await bytes('encBytes');
     expect(mixed.headers['content-type']).toBe('application/octet-stream');
     expect(mixed.body).toEqual(Buffer.from([1, 2, 0xe9]));
+  });
+
+  test('a charset iconv-lite knows that is not a charset (hex, base64, binary) is an unknown one: the text goes out as UTF-8, not as the bytes it names', async () => {
+    // (hex sent an empty 200, base64 a few bytes of noise, binary each character cut to its low byte)
+    const hex = await bytes('encHex');
+    expect(hex.headers['content-type']).toBe('application/json;charset=hex');
+    expect(hex.body).toEqual(Buffer.from('{"a":"café"}', 'utf8'));
+    expect((await bytes('encBase64')).body).toEqual(Buffer.from('café', 'utf8'));
+    expect((await bytes('encBinary')).body).toEqual(Buffer.from('日本', 'utf8'));
   });
 });
 

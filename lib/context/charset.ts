@@ -34,11 +34,23 @@ function iconvLite(): typeof import('iconv-lite') {
   return (iconv ??= require('iconv-lite') as typeof import('iconv-lite'));
 }
 
+/**
+ * Names iconv-lite takes (as Node's Buffer encodings) that are not charsets: hex and base64 turn
+ * bytes into their digits, binary cuts each character to its low byte. Compared as iconv-lite
+ * compares names (lower case, letters and digits only, a year suffix dropped: `Base-64` is base64).
+ */
+const NOT_CHARSETS = new Set(['hex', 'base64', 'binary']);
+
+/** A charset iconv-lite encodes and decodes (a name it knows that is a character encoding). */
+function iconvCharset(cs: string): boolean {
+  return !NOT_CHARSETS.has(cs.toLowerCase().replace(/:\d{4}$|[^0-9a-z]/g, '')) && iconvLite().encodingExists(cs);
+}
+
 /** Throws 415 UNSUPPORTED_CHARSET for a charset neither Node nor iconv-lite knows. */
 export function checkCharset(contentType: string | undefined): void {
   const cs = declaredCharset(contentType);
   if (cs === undefined || NATIVE[cs] !== undefined) return;
-  if (!iconvLite().encodingExists(cs)) throw new ApiError('UNSUPPORTED_CHARSET', `Unsupported charset '${cs}' in the Content-Type`);
+  if (!iconvCharset(cs)) throw new ApiError('UNSUPPORTED_CHARSET', `Unsupported charset '${cs}' in the Content-Type`);
 }
 
 /** The body bytes as text, by the declared charset (UTF-8 by default). */
@@ -62,7 +74,7 @@ export function nativeEncoding(charset: string): BufferEncoding | undefined {
  */
 export function responseCharset(contentType: string | null): string | undefined {
   const cs = declaredCharset(contentType ?? undefined);
-  if (cs === undefined || NATIVE[cs] === 'utf8' || !iconvLite().encodingExists(cs)) return undefined;
+  if (cs === undefined || NATIVE[cs] === 'utf8' || !iconvCharset(cs)) return undefined;
   return cs;
 }
 

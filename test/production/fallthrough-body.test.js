@@ -136,6 +136,16 @@ describe('ctx.body is the bytes the client sent', () => {
     expect(res.body).toMatchObject({ code: 270104, message: "Unsupported charset 'klingon-8' in the Content-Type" });
   });
 
+  test("names iconv-lite knows that are not charsets (hex, base64, binary) are 415 UNSUPPORTED_CHARSET, not the body's bytes as hex or base64", async () => {
+    const { app: server } = app();
+    for (const cs of ['hex', 'base64', 'Base-64', 'binary']) {
+      const res = await request(server).post('/web0/api/app1/echo').set('content-type', `text/plain; charset=${cs}`).send('abc');
+      expect([cs, res.status, res.body.code]).toEqual([cs, 415, 270104]);
+    }
+    const form = await request(server).post('/web0/api/app1/echo').set('content-type', 'application/x-www-form-urlencoded; charset=hex').send('name=%41');
+    expect(form.status).toBe(415);
+  });
+
   test('a raw body kept by the host is decoded by its charset too', async () => {
     const express = EXPRESS[5];
     const { app: server } = app((a) => a.use(express.raw({ type: 'text/*', verify: (req, _res, buf) => { req.rawBody = buf; } })));
