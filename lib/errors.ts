@@ -16,7 +16,7 @@ export const ERRORS = {
   BODY_TOO_LARGE: { code: 270102, status: 413, message: 'Request body too large' },
   /** The request could not be read (bad multipart data, aborted upload, malformed path encoding or request target). */
   BAD_REQUEST: { code: 270103, status: 400, message: 'Malformed request' },
-  /** The request body declares a charset neither Node nor iconv-lite knows, or a name that is no charset (hex, base64, binary). */
+  /** The request body declares a charset neither Node nor iconv-lite knows, or a name that is no charset (hex, base64, binary); a multipart form field one busboy does not decode. */
   UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },
   /** A preview path request that the `preview.authorize(req)` check refused. */
   PREVIEW_FORBIDDEN: { code: 270105, status: 403, message: 'Preview not allowed' },

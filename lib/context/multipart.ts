@@ -127,6 +127,9 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
       if (name === undefined) return failSoon(unnamed());
       if (info.nameTruncated) return failSoon(tooLarge(`A form field name is longer than ${FIELD_NAME_SIZE} bytes`));
       if (info.valueTruncated) return failSoon(tooLarge(`Form field '${name}' is larger than upload.fieldSize (${limits.fieldSize} bytes)`));
+      // (busboy decodes a part's declared charset itself: UTF-8, ISO-8859-1, US-ASCII, UTF-16LE;
+      // for any other one, gbk too, it gives no value and the bytes are gone)
+      if (value === undefined) return failSoon(new ApiError('UNSUPPORTED_CHARSET', `Form field '${name}' declares a charset the multipart parser cannot decode`));
       fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
       if (fieldBytes > fieldsTotal) return failSoon(tooLarge(`The form fields together are larger than bodyLimit (${fieldsTotal} bytes)`));
       const list = ownGet(form, name);
