@@ -333,7 +333,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const router = ((req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) {
       // (the host's middleware began its own answer and still called next(): it stands, untouched)
-      logger?.warn(`scriptable-api: ${req.method} ${req.originalUrl.slice(0, 200)} reached the router with a response already under way (the host's middleware answered it): the router left it alone`);
+      logger?.warn(`scriptable-api: ${req.method} ${String(req.originalUrl ?? req.url).slice(0, 200)} reached the router with a response already under way (the host's middleware answered it): the router left it alone`);
       return;
     }
     const requestId = randomUUID();
