@@ -35,8 +35,8 @@ function isWinston(logger: object): boolean {
   return typeof l.log === 'function' && typeof l.add === 'function' && typeof l.levels === 'object' && l.levels !== null && typeof format?.transform === 'function';
 }
 
-/** A line a logger failed to write (see adaptLogger). */
-function lostLine(): void {}
+/** What becomes of a line a logger failed to write: it is lost (see adaptLogger). */
+export function lostLine(): void {}
 
 /**
  * The logger the router uses: every method takes `(message, meta?)`. A meta-first logger is called

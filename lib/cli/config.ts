@@ -12,7 +12,7 @@ import type { ApiRouterOptions, Logger } from '../types';
 import { MOUNT_RULE, PLAIN_MOUNT, type CliArgs } from './args';
 import { nearestName, shown } from '../definitions/names';
 import { ROUTER_KEYS } from '../validations';
-import { logLine } from '../logging';
+import { logLine, lostLine } from '../logging';
 import { TRUST_PROXY_RULE, trustProxyProblem, type TrustProxy } from './trust-proxy';
 
 /** What `serve` runs with. */
@@ -194,9 +194,6 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
     router: router as Omit<ApiRouterOptions, 'registry'>,
   };
 }
-
-/** A failed write of the log (the line is lost). */
-function lostLine(): void {}
 
 /**
  * The reader of stdout or stderr going away (`serve … | head`, a log shipper restarting) fails the

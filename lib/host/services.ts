@@ -8,7 +8,7 @@
 import { setMaxListeners } from 'node:events';
 import { stat } from 'node:fs/promises';
 import { inspect } from 'node:util';
-import { ApiError } from '../errors';
+import { ApiError, thrownText } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
 import type { HostOp, HostOps } from '../runtime/messages';
@@ -65,11 +65,18 @@ async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
   return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
 }
 
-/** What a host service threw, for its log line: an error's stack, else the value as inspect shows it (never throws). */
-function thrownText(e: unknown): string {
-  const stack = (e as Error | null)?.stack;
-  if (typeof stack === 'string') return stack;
-  return typeof e === 'string' ? e : inspect(e);
+/**
+ * What a host service threw, for its log line: an error's stack, else the value as inspect shows it
+ * (errors.ts's thrownText, the message alone, when even that throws: a hostile proxy).
+ */
+function failureText(e: unknown): string {
+  try {
+    const stack = (e as Error | null)?.stack;
+    if (typeof stack === 'string') return stack;
+    return typeof e === 'string' ? e : inspect(e);
+  } catch {
+    return thrownText(e);
+  }
 }
 
 /** What an accounts lookup answered, as JSON, when it is neither null nor an account (an object with a string `id`). */
@@ -141,7 +148,7 @@ export class HostServices implements HostBridge {
         const { appId, requestId } = s.info;
         account = hostJson(await accounts.getAccountByToken(String(args.token), { appId, requestId, preview: s.info.stage === 'preview', signal: s.endSignal() }));
       } catch (e) {
-        s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${thrownText(e)}`, { appId: s.info.appId, requestId: s.info.requestId });
+        s.shared.logger?.error(`scriptable-api: accounts.getAccountByToken failed: ${failureText(e)}`, { appId: s.info.appId, requestId: s.info.requestId });
         throw new ApiError('HOST_ERROR', 'Account lookup failed');
       }
       // (what a script checks is `account == null`: a false, 0 or '' for "no account" would pass as one)
@@ -269,7 +276,7 @@ export class HostServices implements HostBridge {
       def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
     } catch (e) {
       // (as when the router looks a definition up: logged, and the caller gets no internals)
-      this.shared.logger?.error(`scriptable-api: registry.getAutomation failed: ${thrownText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      this.shared.logger?.error(`scriptable-api: registry.getAutomation failed: ${failureText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
       throw new ApiError('HOST_ERROR');
     }
     if (!options.registry.getAutomation) throw new ApiError('AUTOMATION_UNAVAILABLE', `The registry has no getAutomation: automation '${id}' cannot be loaded`);
@@ -308,7 +315,7 @@ export class HostServices implements HostBridge {
       if (e instanceof ApiError) throw e;
       // (ended by the request's end, dispose(): nothing failed in the storage, and nobody waits for the answer)
       if (this.ended?.signal.aborted) throw new ApiError('HOST_ERROR', 'The file could not be stored: the request has ended');
-      this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${thrownText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
+      this.shared.logger?.error(`scriptable-api: ${op} failed in storage: ${failureText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
       throw new ApiError('HOST_ERROR', 'The file could not be stored');
     }
   }

@@ -63,6 +63,11 @@ function isAutomation(ref: ScriptRef | AutomationRef): ref is AutomationRef {
   return typeof (ref as AutomationRef).automation === 'string';
 }
 
+/** The script, or the automation's id, a stage runs (as failures name it). */
+function refName(ref: ScriptRef | AutomationRef): string {
+  return isAutomation(ref) ? ref.automation : ref.script;
+}
+
 function fromThrown(e: ThrownError): Fail {
   if (e.name === 'AbortError' && e.code === ERRORS.ABORTED.code) {
     // (an error status, 400 to 599, whatever the adapter passed on: the host frames the response)
@@ -244,13 +249,12 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   if (job.phase === 'before') return result({ kind: 'continue' });
 
   // 2. the call
-  env.entering?.('call', isAutomation(job.call) ? job.call.automation : job.call.script);
+  env.entering?.('call', refName(job.call));
   const call = isAutomation(job.call) ? await runAutomation(job.call, 'call') : await runScript(job.call, 'call', callValueWanted(job));
   // (a call that returned nothing where its return type needs a value (Redirect, File), and wrote
   // no answer, failed as one returning null would: with no after hook to give one, onError runs)
   if (!call.fail && !job.after && !wrote(state) && call.out!.output?.type === 'invalid') {
-    const script = isAutomation(job.call) ? job.call.automation : job.call.script;
-    call.fail = located({ kind: 'error', ...ERRORS.INVALID_RESULT, message: call.out!.output.message }, job, 'call', script);
+    call.fail = located({ kind: 'error', ...ERRORS.INVALID_RESULT, message: call.out!.output.message }, job, 'call', refName(job.call));
   }
 
   // 4. onError, on an error of the call only
@@ -296,7 +300,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   // 3. after
   let final = call.out!;
   if (job.after) {
-    env.entering?.('after', isAutomation(job.after) ? job.after.automation : job.after.script);
+    env.entering?.('after', refName(job.after));
     const a = isAutomation(job.after) ? await runAutomation(job.after, 'after', final.value) : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;
