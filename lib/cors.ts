@@ -85,17 +85,40 @@ export function validateCors(v: unknown, field = 'cors', allowFalse = true): Cor
   if (v.headers !== undefined) tokenList(v.headers, `${field}.headers`, 'header names');
   if (v.exposeHeaders !== undefined) tokenList(v.exposeHeaders, `${field}.exposeHeaders`, 'header names');
   if (v.credentials !== undefined && typeof v.credentials !== 'boolean') throw new ConfigError(`${field}.credentials`, 'must be a boolean');
-  if (v.credentials === true) {
-    // (Fetch standard: with credentials a browser reads `*` in Access-Control-Allow-Methods,
-    // -Allow-Headers and -Expose-Headers as a name, not as "any": the requests would fail)
-    for (const k of ['methods', 'headers', 'exposeHeaders'] as const) {
-      if ((v[k] as string[] | undefined)?.includes('*')) throw new ConfigError(`${field}.${k}`, `cannot hold '*' with credentials: browsers take it for a name, not for any (list the names${k === 'headers' ? ', or leave headers out to allow those the preflight asks for' : ''})`);
-    }
-  }
+  checkCredentials(v as CorsOptions, field, '');
   if (v.maxAge !== undefined && (typeof v.maxAge !== 'number' || !Number.isInteger(v.maxAge) || v.maxAge < 0)) {
     throw new ConfigError(`${field}.maxAge`, `must be a whole number of seconds >= 0, got ${JSON.stringify(v.maxAge)}`);
   }
   return v as CorsOptions;
+}
+
+/**
+ * With credentials, a browser reads `*` in Access-Control-Allow-Methods, -Allow-Headers and
+ * -Expose-Headers as a name, not as "any" (Fetch standard): every request would fail. `from` says
+ * where `credentials` came from when it is not `c`'s own field.
+ */
+function checkCredentials(c: CorsOptions, field: string, from: string): void {
+  if (c.credentials !== true) return;
+  for (const k of ['methods', 'headers', 'exposeHeaders'] as const) {
+    if (c[k]?.includes('*')) throw new ConfigError(`${field}.${k}`, `cannot hold '*' with credentials${from}: browsers take it for a name, not for any (list the names${k === 'headers' ? ', or leave headers out to allow those the preflight asks for' : ''})`);
+  }
+}
+
+/**
+ * Checks an API's `cors` together with the router's: settings that are right on their own can
+ * make a combination no browser accepts (the router's `credentials` with the API's `methods:
+ * ['*']`, or the reverse). Throws a ConfigError naming the API's field; `where` names the API.
+ */
+export function validateCombinedCors(router: CorsOptions | undefined, api: CorsOptions | false | undefined, where: string): void {
+  if (!router || !api) return;
+  const c = { ...router, ...api };
+  if (c.credentials !== true) return;
+  const from = api.credentials === true ? '' : " (the router's cors.credentials)";
+  for (const k of ['methods', 'headers', 'exposeHeaders'] as const) {
+    // (name the level the '*' comes from)
+    const owner = api[k] !== undefined ? `${where}.cors` : 'cors';
+    if (c[k]?.includes('*')) checkCredentials({ credentials: true, [k]: c[k] }, owner, owner === 'cors' ? ` (${where}.cors.credentials)` : from);
+  }
 }
 
 /** A preflight: the browser asks before sending the actual request. */

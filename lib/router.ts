@@ -23,7 +23,7 @@ import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
 import { resolveAutomations, runsAutomation } from './automation/resolve';
 import type { ApiDefinition, ApiRouter, ApiRouterOptions, Awaitable, AutomationRef, ScriptRef } from './types';
-import { Cors, isPreflight } from './cors';
+import { Cors, isPreflight, validateCombinedCors } from './cors';
 import { Preview, type RegistryStage } from './preview';
 import { createMetrics } from './metrics';
 import { Observer, type RequestTrace } from './observe';
@@ -126,7 +126,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
     } else {
       try {
-        return copyApiDefinition(def);
+        const copy = copyApiDefinition(def);
+        validateCombinedCors(options.cors, copy.cors, `api '${copy.path}'`);
+        return copy;
       } catch (e) {
         if (!(e instanceof ConfigError)) throw e; // (a getter or proxy of the registry's failed: HOST_ERROR)
         message = e.message;

@@ -141,6 +141,42 @@ test('invalid cors settings are ConfigErrors naming the field', () => {
   expect(() => reg.putApi('a', api('p', { cors: { headers: ['*'], methods: ['*'], exposeHeaders: ['*'] } }))).not.toThrow();
 });
 
+test("an API's cors that is right alone but not with the router's (credentials and '*' from different levels) answers INVALID_API_DEFINITION naming both", async () => {
+  const logged = [];
+  const logger = { info() {}, warn() {}, error: (m) => logged.push(String(m)) };
+  const x = makeApp({
+    router: { cors: { credentials: true, origins: [ORIGIN] }, logger },
+    apps: {
+      app1: {
+        scripts: { 'main.js': COUNTER },
+        apis: [api('star', { cors: { methods: ['*'] } }), api('ok', { cors: { methods: ['GET', 'POST'] } }), api('off', { cors: { methods: ['*'], credentials: false } })],
+      },
+    },
+  });
+  routers.push(x.router);
+  const star = await request(x.app).get('/web0/api/app1/star').set('Origin', ORIGIN);
+  expect(star.status).toBe(500);
+  expect(star.body.code).toBe(270600);
+  expect(logged.join('\n')).toMatch(/api 'star'\.cors\.methods: cannot hold '\*' with credentials \(the router's cors\.credentials\)/);
+  const pre = await preflight(x.app, '/web0/api/app1/star');
+  expect(pre.status).toBe(500);
+  // the same API with its own list, or turning credentials off, is served
+  expect((await request(x.app).get('/web0/api/app1/ok').set('Origin', ORIGIN)).body).toEqual({ runs: 1, method: 'GET' });
+  const off = await request(x.app).get('/web0/api/app1/off').set('Origin', ORIGIN);
+  expect(off.status).toBe(200);
+  expect(off.headers['access-control-allow-credentials']).toBeUndefined();
+
+  // the reverse: '*' on the router, credentials on the API
+  const y = makeApp({
+    router: { cors: { headers: ['*'] }, logger },
+    apps: { app1: { scripts: { 'main.js': COUNTER }, apis: [api('cred', { cors: { credentials: true, origins: [ORIGIN] } })] } },
+  });
+  routers.push(y.router);
+  const cred = await request(y.app).get('/web0/api/app1/cred').set('Origin', ORIGIN);
+  expect(cred.body.code).toBe(270600);
+  expect(logged.at(-1)).toMatch(/cors\.headers: cannot hold '\*' with credentials \(api 'cred'\.cors\.credentials\)/);
+});
+
 test("a script's Vary header is added to the router's `Vary: Origin`, not put in its place", async () => {
   const x = makeApp({
     apps: {
