@@ -280,7 +280,10 @@ export interface ApiRouterOptions {
    * timer), counted from when its first stage starts running in a worker. Default 10000.
    */
   scriptTimeoutMs?: number;
-  /** Longest a call may wait for a worker, ms (1 to 2147483647); then 503 QUEUE_TIMEOUT with Retry-After. Default 5000. */
+  /**
+   * Longest a call may wait for a worker, ms (1 to 2147483647); then 503 QUEUE_TIMEOUT with
+   * Retry-After. Counted while a worker is ready (not while the workers start). Default 5000.
+   */
   queueTimeoutMs?: number;
   /**
    * Memory limit of one script context, MiB, at least 8; on QuickJS at most 2016 minus

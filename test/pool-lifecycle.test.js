@@ -190,6 +190,32 @@ test('a graceful close() replaces a worker that ends meanwhile: the calls in lin
   }
 }, 40_000);
 
+test('queueTimeoutMs counts while a worker is ready: calls that come while the workers start run once one is; a call behind a held worker still times out', async () => {
+  // (a worker takes far longer than 1 ms to start: every call below waits for it)
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1, queueTimeoutMs: 1 });
+  try {
+    const results = await Promise.all(['a', 'b', 'c'].map((app) => pool.run(job(app, FAST), host)));
+    expect(results.map((r) => r.outcome.kind)).toEqual(['output', 'output', 'output']);
+  } finally {
+    await pool.close({ force: true });
+  }
+  const busy = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1, queueTimeoutMs: 300 });
+  try {
+    await busy.ready();
+    await Promise.all([busy.run(job('s', SPIN), host), busy.run(job('f', FAST), host)]); // (contexts loaded)
+    const spin = busy.run(job('s', SPIN, { ms: '2000' }), host);
+    const [w] = busy.workers;
+    while (w.sliceMs() === 0) await new Promise(setImmediate);
+    const t0 = Date.now();
+    const late = await busy.run(job('f', FAST), host);
+    expect(late.outcome).toMatchObject({ kind: 'error', code: 270207, status: 503 });
+    expect(Date.now() - t0).toBeLessThan(1900); // (while the worker was held, not after it)
+    expect((await spin).outcome.kind).toBe('output');
+  } finally {
+    await busy.close({ force: true });
+  }
+}, 30_000);
+
 /** Records the order in which the pool hands out app `appId`'s calls (their `n` query value). */
 function handedOut(pool, appId) {
   const order = [];

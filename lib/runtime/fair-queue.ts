@@ -57,6 +57,11 @@ export class FairQueue<T extends { appId: string }> {
     return false;
   }
 
+  /** Every call waiting (in no particular order). */
+  *[Symbol.iterator](): IterableIterator<T> {
+    for (const line of this.apps.values()) yield* line;
+  }
+
   /** Takes every call out. */
   clear(): T[] {
     const all = [...this.apps.values()].flat();

@@ -33,7 +33,10 @@ export interface PoolOptions {
    * calls. Default: half the CPUs, at least 1 (blocking host calls: half of maxWorkers at least).
    */
   maxWorkersPerApp?: number;
-  /** Longest a call may wait in line for a worker, in ms; then it fails with QUEUE_TIMEOUT. Default 5000. */
+  /**
+   * Longest a call may wait in line for a worker, in ms, counted while a worker is ready (not
+   * while the workers start or are all replaced); then it fails with QUEUE_TIMEOUT. Default 5000.
+   */
   queueTimeoutMs?: number;
   /** How long a worker beyond `size` may stay idle before it stops, in ms. Default 30000. */
   idleTimeoutMs?: number;

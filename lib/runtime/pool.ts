@@ -3,8 +3,9 @@
  * QuickJS or vm2 driver (a job waiting on the host holds no thread).
  *
  * - Calls wait in a line that is fair across apps (round-robin, lib/runtime/fair-queue.ts), for
- *   at most `queueTimeoutMs` (then QUEUE_TIMEOUT). A job's `timeoutMs` starts when a worker
- *   starts it.
+ *   at most `queueTimeoutMs` (then QUEUE_TIMEOUT), counted while a worker is ready: time spent
+ *   waiting for the first worker to start (or for every worker to be replaced) does not count.
+ *   A job's `timeoutMs` starts when a worker starts it.
  * - A job goes to the least loaded worker that can start it now: not in a long slice of script
  *   work (past SLOW_MS) and not blocked in a blocking host call. An app's jobs keep going to the
  *   worker of its last job (which holds its contexts) while that one is not much busier.
@@ -166,15 +167,27 @@ export class WorkerPool implements ScriptEngine {
     if (this.closed) return this.finish(task, lineResult(task.job, 'SHUTTING_DOWN'));
     if (front) this.queue.unshift(task);
     else this.queue.push(task);
-    clearTimeout(task.queueTimer);
     // (counted from when the call first came: a call sent back by a worker keeps its time in line)
     task.queuedAt ??= Date.now();
+    this.armQueueTimer(task);
+  }
+
+  /**
+   * QUEUE_TIMEOUT once the call has waited `queueTimeoutMs`. While no worker is ready (the pool is
+   * starting, or replacing every worker) the line is not a sign of load: the timer is dropped and
+   * armed again, from that moment, when a worker is ready (see onMessage 'ready').
+   */
+  private armQueueTimer(task: Task): void {
+    clearTimeout(task.queueTimer);
     task.queueTimer = setTimeout(() => {
-      if (task.done || !this.queue.remove(task)) return;
+      task.queueTimer = undefined;
+      if (task.done) return;
+      if (!this.live().some((w) => w.ready)) return;
+      if (!this.queue.remove(task)) return;
       const message = `The call waited ${this.options.queueTimeoutMs} ms for a worker; try again later`;
       this.finish(task, lineResult(task.job, 'QUEUE_TIMEOUT', message));
       this.dispatch();
-    }, Math.max(0, task.queuedAt + this.options.queueTimeoutMs - Date.now()));
+    }, Math.max(0, task.queuedAt! + this.options.queueTimeoutMs - Date.now()));
   }
 
   private finish(task: Task, result: JobResult): void {
@@ -350,13 +363,23 @@ export class WorkerPool implements ScriptEngine {
 
   private onMessage(w: PoolWorker, msg: FromWorker): void {
     switch (msg.type) {
-      case 'ready':
+      case 'ready': {
+        // (the first worker ready after none was: calls in line count their time from now)
+        const first = !this.live().some((x) => x.ready);
         w.ready = true;
+        if (first) {
+          const now = Date.now();
+          for (const task of this.queue) {
+            task.queuedAt = now;
+            this.armQueueTimer(task);
+          }
+        }
         this.startFailures = 0;
         if (this.live().filter((x) => x.ready).length >= this.options.size) for (const r of this.readyWaiters.splice(0)) r.resolve();
         this.idle(w);
         this.dispatch();
         return;
+      }
       case 'fatal':
         this.startFailed(w, msg.message);
         return;
