@@ -516,6 +516,68 @@ describe('request headers are bounded', () => {
     expect(await res.text()).toBe('100');
   });
 
+  // The host holds each request's head until the upstream reads it, outside the budget for bodies:
+  // 32 requests of one call with a 1 MiB header (or URL) to an upstream not reading them raised
+  // its RSS by about 170 MB.
+  test('the client refuses a request whose method, URL and headers take more than MAX_REQUEST_HEAD_BYTES before connecting; one at the limit is sent', async () => {
+    const { MAX_REQUEST_HEAD_BYTES } = require('../dist/cjs/outbound/client.js');
+    expect(MAX_REQUEST_HEAD_BYTES).toBe(64 * 1024);
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    const big = 'v'.repeat(MAX_REQUEST_HEAD_BYTES);
+    const tooLarge = { errorName: 'OUTBOUND_FAILED', message: expect.stringMatching(/^request head too large: at most 65536 bytes of method, URL and headers \(\d+ given\)$/) };
+    expect(await rejection(client.request({ url: 'http://public.example/', headers: { 'x-big': big } }))).toMatchObject(tooLarge);
+    expect(await rejection(client.request({ url: `http://public.example/?q=${big}` }))).toMatchObject(tooLarge);
+    // a URL that long is refused before it is parsed (a million characters of it)
+    expect(await rejection(client.request({ url: `http://public.example/?q=${'v'.repeat(1e6)}` }))).toMatchObject({ message: expect.stringContaining('(1000028 given)') }); // (GET, 25 + 1e6)
+    // many headers just under the limit each, together over it
+    const halves = { 'x-a': big.slice(0, 40000), 'x-b': big.slice(0, 40000) };
+    expect(await rejection(client.request({ url: 'http://public.example/', headers: halves }))).toMatchObject(tooLarge);
+    expect(connectSpy).not.toHaveBeenCalled();
+
+    // (an upstream that takes large heads: the client sends one of 64 KiB whole)
+    const server = http.createServer({ maxHeaderSize: 256 * 1024 }, (req, res) => res.end(`${req.url.length} ${(req.headers['x-fill'] ?? '').length}`));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    const url = `http://127.0.0.1:${server.address().port}/`;
+    const fill = MAX_REQUEST_HEAD_BYTES - 'GET'.length - url.length - 'x-fill'.length;
+    expect(await (await client.request({ url, headers: { 'x-fill': 'v'.repeat(fill) } })).text()).toBe(`1 ${fill}`);
+    expect(await rejection(client.request({ url, headers: { 'x-fill': 'v'.repeat(fill + 1) } }))).toMatchObject(tooLarge);
+    client.close();
+  });
+
+  test.each(['quickjs', 'vm2'])('%s: a script whose request carries more than 64 KiB of URL and headers gets OUTBOUND_FAILED; nothing is sent', async (engine) => {
+    const request = require('supertest');
+    const { makeApp } = require('./helpers/app');
+    const up = await serve((req, res) => res.end('reached'));
+    const { app, router } = makeApp({
+      router: { engine, outbound: { allowPrivateNetworks: true } },
+      apps: {
+        a: {
+          scripts: {
+            'm.js': `export function fn(ctx) {
+              var v = 'v'; while (v.length < Number(ctx.query.n)) v += v;
+              var opts = ctx.query.in === 'url' ? { url: ctx.query.url + '?q=' + v } : { url: ctx.query.url, headers: { 'x-big': v } };
+              try { return { sent: platform.http.request(opts).text() } }
+              catch (e) { return { name: e.name, code: e.code, message: e.message } }
+            }`,
+          },
+          apis: [{ path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    try {
+      for (const where of ['header', 'url']) {
+        const over = await request(app).get('/web0/api/a/p').query({ n: 1 << 20, url: up.url, in: where });
+        expect([where, over.body]).toEqual([where, { name: 'ApiError', code: 270501, message: expect.stringMatching(/^request head too large: at most 65536 bytes of method, URL and headers/) }]);
+      }
+      expect(up.stats.connections).toBe(0);
+      const ok = await request(app).get('/web0/api/a/p').query({ n: 1024, url: up.url, in: 'header' });
+      expect(ok.body).toEqual({ sent: 'reached' });
+    } finally {
+      await router.close();
+    }
+  }, 60_000);
+
   test.each(['quickjs', 'vm2'])('%s: a script sending more than 100 headers gets OUTBOUND_FAILED at once; 100 are sent', async (engine) => {
     const request = require('supertest');
     const { makeApp } = require('./helpers/app');

@@ -47,7 +47,8 @@ interface PlatformHttpRequestOptions {
   method?: string;
   /**
    * Request headers. Hop-by-hop headers (Host, Connection, Content-Length...) are dropped. At most
-   * 100 (others than null or undefined): more fails the call with OUTBOUND_FAILED (270501).
+   * 100 (others than null or undefined): more fails the call with OUTBOUND_FAILED (270501). The
+   * method, URL and headers (names and values) take at most 64 KiB together; more fails the same way.
    */
   headers?: Record<string, string>;
   /**

@@ -58,6 +58,14 @@ const MiB = 1024 * 1024;
  * every app shares (a script sending 100,000 held it for seconds, whatever the destination).
  */
 export const MAX_REQUEST_HEADERS = 100;
+/**
+ * Most bytes of one request's head: its method, URL and headers (names and values) together.
+ * The host holds the head of every request in flight (a few copies of it, until the upstream
+ * reads it), outside the budget for bodies: 32 requests of a call carrying a 1 MiB header or URL
+ * to an upstream not reading them raised its RSS by about 170 MB. No common server takes a head
+ * this large (Node.js: 16 KiB).
+ */
+export const MAX_REQUEST_HEAD_BYTES = 64 * 1024;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Methods RFC 9110 calls idempotent: safe to send again when a reused connection was reset before the answer. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
@@ -73,10 +81,17 @@ const blocked = (message: string) => new ApiError('OUTBOUND_BLOCKED', message);
 const bareHost = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : fallback);
 
-function buildHeaders(input: Record<string, string> | undefined): Record<string, string> {
+const headTooLarge = (size: number) => failed(`request head too large: at most ${MAX_REQUEST_HEAD_BYTES} bytes of method, URL and headers (${size} given)`);
+
+/** The request's headers, checked; `used`: the bytes its method and URL take of MAX_REQUEST_HEAD_BYTES. */
+function buildHeaders(input: Record<string, string> | undefined, used: number): Record<string, string> {
   const out: Record<string, string> = {};
   const entries = Object.entries(input ?? {});
   if (entries.length > MAX_REQUEST_HEADERS) throw failed(`too many request headers: at most ${MAX_REQUEST_HEADERS} (${entries.length} given)`);
+  // (sizes first: each value is then checked on the host's event loop)
+  let size = used;
+  for (const [name, value] of entries) size += name.length + (value === undefined || value === null ? 0 : String(value).length);
+  if (size > MAX_REQUEST_HEAD_BYTES) throw headTooLarge(size);
   for (const [rawName, rawValue] of entries) {
     const name = rawName.toLowerCase();
     if (DROPPED.has(name) || rawValue === undefined || rawValue === null) continue;
@@ -171,10 +186,14 @@ export class OutboundClient {
   async request(req: OutboundRequest): Promise<OutboundResponse> {
     if (!req || typeof req !== 'object') throw failed('request must be an object with a url');
     const timeoutMs = Math.min(num(req.timeoutMs, this.timeoutMs) || this.timeoutMs, this.timeoutMs);
-    let url = parseUrl(req.url);
-    let method = (typeof req.method === 'string' && req.method ? req.method : 'GET').toUpperCase();
+    const rawUrl = String(req.url);
+    let method = typeof req.method === 'string' && req.method ? req.method : 'GET';
+    // (a URL this long is not parsed)
+    if (method.length + rawUrl.length > MAX_REQUEST_HEAD_BYTES) throw headTooLarge(method.length + rawUrl.length);
+    let url = parseUrl(rawUrl);
+    method = method.toUpperCase();
     if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method) || method === 'CONNECT') throw failed(`unsupported method ${method.slice(0, 20)}`);
-    let headers = buildHeaders(req.headers);
+    let headers = buildHeaders(req.headers, method.length + url.href.length);
     let body = toBody(req.body);
     // (held on the host until the request is answered: counted in the call's budget meanwhile)
     const sent = body?.length ?? 0;
