@@ -163,6 +163,16 @@ describe('saveBufferTo and copyFileTo', () => {
     expect(fs.readdirSync(path.join(appRoot, 'long')).sort()).toEqual(['n'.repeat(255), `${'報'.repeat(80)}.txt`].sort());
   });
 
+  test('a path too long for the file system is refused before any of its directories is made', async () => {
+    const before = fs.readdirSync(appRoot).sort();
+    await expectOutside(saveBufferTo(root, 'app1', 'deep/' + 'd/'.repeat(2100) + 'f', Buffer.from('x')), 'too long');
+    await expectOutside(saveBufferTo(root, 'app1', `wide/${'w'.repeat(256)}/f`, Buffer.from('x')), 'too long');
+    expect(fs.readdirSync(appRoot).sort()).toEqual(before);
+    // a deep path the file system holds is still written
+    const deep = 'd/'.repeat(500) + 'f';
+    expect(await saveBufferTo(root, 'app1', deep, Buffer.from('x'))).toEqual({ path: deep, size: 1 });
+  });
+
   test('copyFileTo copies a host file; a missing source is FILE_NOT_FOUND', async () => {
     const src = path.join(outside, 'upload.tmp');
     fs.writeFileSync(src, 'uploaded bytes');

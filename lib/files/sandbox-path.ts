@@ -44,6 +44,9 @@ function segmentsOf(userPath: string): string[] {
 
 const isInside = (real: string, rootReal: string) => real === rootReal || real.startsWith(rootReal + path.sep);
 const code = (err: unknown) => (err as NodeJS.ErrnoException)?.code;
+/** The longest path (bytes, with its NUL) and file name the system's calls take (Linux; macOS: 1024). */
+const PATH_MAX = process.platform === 'darwin' ? 1024 : 4096;
+const NAME_MAX = 255;
 const tooLong = (userPath: string) => outside(`the path ${show(userPath)} is too long for the file system`);
 /** A write whose target is a directory (PATH_OUTSIDE_SANDBOX, 400). */
 export const namesDirectory = (userPath: string) => outside(`the path ${show(userPath)} names a directory`);
@@ -66,6 +69,8 @@ export async function resolveAppPath(root: string | undefined, appId: string, us
   const forWrite = opts?.forWrite === true;
   const appRoot = path.join(path.resolve(root), appId);
   const target = path.join(appRoot, ...segments);
+  // (refused before a directory is made: a write failing deep down left every level above it)
+  if (forWrite && (Buffer.byteLength(target) >= PATH_MAX || segments.some((s) => Buffer.byteLength(s) > NAME_MAX))) throw tooLong(userPath);
   if (forWrite) await fs.promises.mkdir(appRoot, { recursive: true }).catch((err) => Promise.reject(hostFailure(userPath, err)));
   let rootReal: string;
   try {
