@@ -74,6 +74,7 @@ describe('isBlockedAddress', () => {
     ['::ffff:169.254.169.254', 'metadata'], ['::127.0.0.1', 'IPv4-compatible'], ['::ffff:0:127.0.0.1', 'IPv4-translated'],
     ['64:ff9b::7f00:1', 'loopback address (NAT64'], ['64:ff9b::10.0.0.1', 'private address (NAT64'], ['64:ff9b::a9fe:a9fe', 'metadata'],
     ['2002:7f00:1::', 'loopback address (6to4'], ['2002:c0a8:101::1', 'private address (6to4'],
+    ['2001:2::1', 'benchmarking'], ['2001:db8::1', 'documentation'], ['3fff::1', 'documentation'], ['3fff:fff:ffff::1', 'documentation'],
     ['2130706433', 'loopback'], ['0x7f.1', 'loopback'], ['127.1', 'loopback'], ['0177.0.0.1', 'loopback'], ['0x7f000001', 'loopback'],
     ['localhost', 'not a valid IP'], ['', 'not a valid IP'],
   ])('%s is blocked (%s)', (ip, reason) => {
@@ -83,7 +84,7 @@ describe('isBlockedAddress', () => {
 
   test.each([
     '8.8.8.8', '1.1.1.1', '11.0.0.1', '172.15.255.255', '172.32.0.1', '100.63.255.255', '100.128.0.1', '192.169.0.1', '223.255.255.255',
-    '2606:4700:4700::1111', '2a00:1450::1', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1',
+    '2606:4700:4700::1111', '2a00:1450::1', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1', '2001:2:1::1', '3fff:1000::1',
   ])('%s is allowed', (ip) => {
     expect(isBlockedAddress(ip)).toBe(false);
   });

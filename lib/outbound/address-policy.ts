@@ -78,7 +78,8 @@ function v6Reason(g: number[]): string | null {
   if (g[0] < 0x100) return 'a reserved address';
   if (g[0] === 0x100 && g[1] === 0 && g[2] === 0 && g[3] === 0) return 'a reserved (discard-only) address';
   if (g[0] === 0x2001 && g[1] === 0) return 'a reserved (Teredo) address';
-  if (g[0] === 0x2001 && g[1] === 0xdb8) return 'a reserved (documentation) address';
+  if (g[0] === 0x2001 && g[1] === 2 && g[2] === 0) return 'a reserved (benchmarking) address';
+  if ((g[0] === 0x2001 && g[1] === 0xdb8) || (g[0] === 0x3fff && g[1] < 0x1000)) return 'a reserved (documentation) address';
   if (g[0] === 0x2002) return embedded(g[1], g[2], '6to4 IPv6');
   if ((g[0] & 0xfe00) === 0xfc00) return 'a unique-local address';
   if ((g[0] & 0xffc0) === 0xfe80) return 'a link-local address';
