@@ -423,8 +423,10 @@ const ES_GLOBALS = [
 ];
 const ENGINE_GLOBALS = {
   quickjs: ['FinalizationRegistry', 'Float16Array', 'InternalError', 'Iterator', 'WeakRef'],
-  // V8's Atomics, Intl and WebAssembly; vm2's aliases of the global object and its error class
-  vm2: ['Atomics', 'Intl', 'WebAssembly', 'GLOBAL', 'global', 'root', 'VMError'],
+  // V8's Atomics, Intl and WebAssembly (and the newer standard built-ins this Node.js's V8 has: a
+  // vm2 context gets them all); vm2's aliases of the global object and its error class
+  vm2: ['Atomics', 'Intl', 'WebAssembly', 'GLOBAL', 'global', 'root', 'VMError',
+    ...['Iterator', 'Float16Array', 'DisposableStack', 'AsyncDisposableStack', 'SuppressedError'].filter((n) => n in globalThis)],
 };
 
 const STATIC_IMPORTS = ['staticImportFs', 'staticImportChildProcess', 'staticImportAll'];

@@ -45,9 +45,10 @@ export function validateFileRootKinds(o: { sandboxDir?: string; storageDir?: str
     if (typeof dir !== 'string') continue;
     let stat: fs.Stats | undefined;
     try {
-      stat = fs.statSync(dir, { throwIfNoEntry: false });
+      stat = fs.statSync(dir);
     } catch (e) {
-      // (ENOTDIR: a file on the way; other failures, such as EACCES, are left to the file operations)
+      // (ENOTDIR: a file on the way (throwIfNoEntry: false hides it too from Node.js 22 on); ENOENT:
+      // made on first use; other failures, such as EACCES, are left to the file operations)
       if ((e as NodeJS.ErrnoException).code === 'ENOTDIR') throw new ConfigError(field, `${JSON.stringify(dir)} is under a file, not a folder`);
     }
     if (stat && !stat.isDirectory()) throw new ConfigError(field, `${JSON.stringify(dir)} is a file, not a folder`);
