@@ -388,6 +388,34 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([wrote.status, wrote.headers.location]).toEqual([302, '/w']);
   });
 
+  test("a Redirect result that is no http(s) or relative URL (javascript:, data:) is the call's INVALID_RESULT: onError runs, as for null", async () => {
+    const logged = [];
+    const { app, registry } = api(
+      `export function fn(ctx) { return ctx.query.to }
+      export function e(ctx, error) { ctx.response.setContentType('application/json'); ctx.response.getWriter().write(JSON.stringify({ handled: error.code, message: error.message })) }
+      export function keep(ctx, result) { }`,
+      { returnType: 'Redirect', onError: { script: 'main.js', function: 'e' } },
+      { logger: { info() {}, warn() {}, error: (m) => logged.push(String(m)) } },
+    );
+    registry.putApi('app1', { path: 'after', call: { script: 'main.js', function: 'fn' }, after: { script: 'main.js', function: 'keep' }, returnType: 'Redirect', onError: { script: 'main.js', function: 'e' } });
+    registry.putAutomation('app1', { id: 'to', steps: [{ type: 'return', value: 'ctx.query.to' }] });
+    registry.putApi('app1', { path: 'auto', call: { automation: 'to' }, returnType: 'Redirect', onError: { script: 'main.js', function: 'e' } });
+    for (const p of ['p', 'after', 'auto']) {
+      for (const to of ['javascript:alert(1)', 'data:text/html,<script>x</script>']) {
+        const res = await request(app).get(`/web0/api/app1/${p}`).query({ to }).redirects(0);
+        expect([p, res.status, res.headers.location, res.body.handled]).toEqual([p, 200, undefined, 270300]);
+        expect(res.body.message).toMatch(/^Redirect location must be an http\(s\) or relative URL, got a '(javascript|data):' URL$/);
+      }
+      const ok = await request(app).get(`/web0/api/app1/${p}`).query({ to: '/next?a=1' }).redirects(0);
+      expect([p, ok.status, ok.headers.location]).toEqual([p, 302, '/next?a=1']);
+    }
+    // without onError: the default error, logged as the call's failure (not the response's)
+    registry.putApi('app1', { path: 'plain', call: { script: 'main.js', function: 'fn' }, returnType: 'Redirect' });
+    const plain = await request(app).get('/web0/api/app1/plain').query({ to: 'javascript:x' }).redirects(0);
+    expect([plain.status, plain.body.code, plain.headers.location]).toEqual([500, 270300, undefined]);
+    expect(logged.filter((l) => l.includes(plain.headers['x-request-id']))).toEqual([expect.stringContaining('app1/plain failed in call: 500 270300')]);
+  });
+
   test('attributes pass from before to the call and after', async () => {
     const { app } = api('export function fn(ctx) { return { user: ctx.request.getAttribute("user"), n: ctx.request.getAttribute("n") } }', {
       before: { script: 'h.js', function: 'b' },

@@ -5,6 +5,8 @@
  */
 import type { ReturnType } from '../types';
 import type { SerializedOutput } from './protocol';
+import { ApiError } from '../errors';
+import { checkRedirectLocation } from '../response/framing';
 
 function dateToMs(this: unknown, key: string, value: unknown): unknown {
   const raw = (this as Record<string, unknown>)[key];
@@ -35,6 +37,22 @@ export function toJsonText(value: unknown): string {
   return value === undefined ? 'null' : (JSON.stringify(value, dateToMs) ?? 'null');
 }
 
+/**
+ * A Redirect output whose location is no http(s) or relative URL (`javascript:`, `data:`) does not
+ * fit its return type, as a non-string does: `invalid`, the stage's INVALID_RESULT (onError runs for
+ * the call's), not a failure found only when the router sends it.
+ */
+export function fittedOutput(output: SerializedOutput): SerializedOutput {
+  if (output.type !== 'Redirect') return output;
+  try {
+    checkRedirectLocation(output.location);
+    return output;
+  } catch (e) {
+    if (e instanceof ApiError) return { type: 'invalid', message: e.message };
+    throw e;
+  }
+}
+
 export function serializeForReturnType(value: unknown, returnType: ReturnType): SerializedOutput {
   switch (returnType) {
     case 'JSON':
@@ -43,7 +61,7 @@ export function serializeForReturnType(value: unknown, returnType: ReturnType): 
       return { type: 'Text', text: value == null ? '' : String(value) };
     case 'Redirect':
       return typeof value === 'string' && value !== ''
-        ? { type: 'Redirect', location: value }
+        ? fittedOutput({ type: 'Redirect', location: value })
         : { type: 'invalid', message: `Redirect return type needs a URL string, got ${value === null ? 'null' : typeof value}` };
     case 'File': {
       if (value === null || typeof value !== 'object') {

@@ -11,7 +11,7 @@ import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS, thrownCode } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
 import { ctxFields, ctxMaps, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
-import { serializeForReturnType } from '../serialize';
+import { fittedOutput, serializeForReturnType } from '../serialize';
 import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
 import { thrownDetail, type ErrorDetail } from '../../error-location';
@@ -164,6 +164,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         if (out.response) responseJson = responseText(state.response);
       }
       if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
+      if (out.output) out.output = fittedOutput(out.output);
       if (out.status === 'error') return { out, fail: fromThrown(out.error ?? { name: 'Error', message: '' }) };
       if (out.output?.type === 'invalid' && out.hasValue) {
         return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: out.output.message } };
