@@ -1502,17 +1502,18 @@ describe('return values by return type', () => {
     expect(await redirect(() => ({ url: 'x' }))).toEqual({ type: 'invalid', message: 'Redirect return type needs a URL string, got object' });
   });
 
-  test('File: an object gives the four fields (strings or null); anything else is invalid', async () => {
+  test('File: an object gives the four fields (strings, or null when absent); a field that is there but no string, or anything else, is invalid', async () => {
     const sb = sandbox();
     const file = async (fn) => (await sb.run(fn, { returnType: 'File' })).output;
     expect(await file(() => ({ path: 'out/a.pdf', storagePath: 's/a.pdf', name: 'a.pdf', contentDisposition: 'inline' }))).toEqual({
       type: 'File',
       file: { path: 'out/a.pdf', storagePath: 's/a.pdf', name: 'a.pdf', contentDisposition: 'inline' },
     });
-    expect(await file(() => ({ storagePath: 's/b', name: 5 }))).toEqual({
+    expect(await file(() => ({ storagePath: 's/b', name: null }))).toEqual({
       type: 'File',
       file: { path: null, storagePath: 's/b', name: null, contentDisposition: null },
     });
+    expect(await file(() => ({ storagePath: 's/b', name: 5 }))).toEqual({ type: 'invalid', message: "A File result's name must be a string, got number" });
     expect(await file(() => 'a.pdf')).toEqual({ type: 'invalid', message: 'File return type needs a file result object, got string' });
     expect(await file(() => null)).toEqual({ type: 'invalid', message: 'File return type needs a file result object, got null' });
   });

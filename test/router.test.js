@@ -416,6 +416,33 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(logged.filter((l) => l.includes(plain.headers['x-request-id']))).toEqual([expect.stringContaining('app1/plain failed in call: 500 270300')]);
   });
 
+  test("a File result whose path, storagePath, name or contentDisposition is there but no string is the call's INVALID_RESULT (onError runs), not a 404 for a file with no path", async () => {
+    const { app, registry } = api(
+      `export function fn(ctx) { return JSON.parse(ctx.query.r) }
+      export function e(ctx, error) { ctx.response.setContentType('application/json'); ctx.response.getWriter().write(JSON.stringify({ handled: error.code, message: error.message })) }`,
+      { returnType: 'File', onError: { script: 'main.js', function: 'e' } },
+    );
+    registry.putAutomation('app1', { id: 'file', steps: [{ type: 'return', value: 'ctx.json' }] });
+    registry.putApi('app1', { path: 'auto', call: { automation: 'file' }, returnType: 'File', onError: { script: 'main.js', function: 'e' } });
+    const cases = [
+      [{ path: 5 }, 'path', 'number'],
+      [{ path: ['docs/a.txt'] }, 'path', 'object'],
+      [{ storagePath: { p: 'x' } }, 'storagePath', 'object'],
+      [{ path: 'docs/a.txt', name: 42 }, 'name', 'number'],
+      [{ path: 'docs/a.txt', contentDisposition: true }, 'contentDisposition', 'boolean'],
+    ];
+    for (const [file, field, type] of cases) {
+      const called = await request(app).get('/web0/api/app1/p').query({ r: JSON.stringify(file) });
+      const auto = await request(app).post('/web0/api/app1/auto').send(file);
+      for (const res of [called, auto]) {
+        expect([field, res.status, res.body]).toEqual([field, 200, { handled: 270300, message: `A File result's ${field} must be a string, got ${type}` }]);
+      }
+    }
+    // null or missing fields are absent, as before: no path at all is the 404 of the spec
+    const none = await request(app).get('/web0/api/app1/p').query({ r: JSON.stringify({ path: null, storagePath: null, name: null }) });
+    expect([none.status, none.body.code]).toEqual([404, 270301]);
+  });
+
   test('attributes pass from before to the call and after', async () => {
     const { app } = api('export function fn(ctx) { return { user: ctx.request.getAttribute("user"), n: ctx.request.getAttribute("n") } }', {
       before: { script: 'h.js', function: 'b' },

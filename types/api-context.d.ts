@@ -488,6 +488,8 @@ interface APIError {
  * - `path` (local sandbox) is used first; `storagePath` (shared storage) only when `path` is
  *   missing or empty.
  * - When neither gives a path, or the file does not exist, the caller gets status 404.
+ * - A field that is neither a string nor null / undefined is a result that does not fit the
+ *   return type: status 500, code 270300 (`INVALID_RESULT`; `onError` runs for the call's).
  * - The host must be configured with the matching directory (local sandbox / shared storage).
  * - A path may not leave its sandbox (`..`, absolute paths).
  * - The file is sent as a download unless `contentDisposition` is `inline`.

@@ -68,6 +68,11 @@ export function serializeForReturnType(value: unknown, returnType: ReturnType): 
         return { type: 'invalid', message: `File return type needs a file result object, got ${value === null ? 'null' : typeof value}` };
       }
       const v = value as Record<string, unknown>;
+      // (a field that is there but no string does not fit, as in a script's File result)
+      for (const field of ['path', 'storagePath', 'name', 'contentDisposition'] as const) {
+        const x = v[field];
+        if (x !== undefined && x !== null && typeof x !== 'string') return { type: 'invalid', message: `A File result's ${field} must be a string, got ${typeof x}` };
+      }
       const str = (x: unknown) => (typeof x === 'string' ? x : null);
       return {
         type: 'File',

@@ -53,6 +53,10 @@ export function thrownInfo(e: unknown): ThrownError {
 export function typeName(v: unknown): string {
   return v === null ? 'null' : typeof v;
 }
+/** A File result's field that is there (not null or undefined) but no string: the message saying so, else null. */
+function notText(field: string, x: unknown): string | null {
+  return isNil(x) || typeof x === 'string' ? null : "A File result's " + field + ' must be a string, got ' + typeName(x);
+}
 /**
  * Whether String(v) has a method to call: an object without toString, valueOf and
  * Symbol.toPrimitive (Object.create(null)) has no string form. (Reading them may run a getter.)
@@ -75,8 +79,15 @@ export function serializeOutput(returnType: StageHead['returnType'], v: unknown)
   }
   if (returnType === 'File') {
     if (v === null || typeof v !== 'object') return { type: 'invalid', message: 'File return type needs a file result object, got ' + typeName(v) };
+    // (each field read once: a getter runs once)
+    var path = (v as FileResult).path;
+    var storagePath = (v as FileResult).storagePath;
+    var name = (v as FileResult).name;
+    var disposition = (v as FileResult).contentDisposition;
+    var bad = notText('path', path) || notText('storagePath', storagePath) || notText('name', name) || notText('contentDisposition', disposition);
+    if (bad !== null) return { type: 'invalid', message: bad };
     var str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
-    return { type: 'File', file: { path: str((v as FileResult).path), storagePath: str((v as FileResult).storagePath), name: str((v as FileResult).name), contentDisposition: str((v as FileResult).contentDisposition) } };
+    return { type: 'File', file: { path: str(path), storagePath: str(storagePath), name: str(name), contentDisposition: str(disposition) } };
   }
   var json;
   try {
