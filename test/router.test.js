@@ -103,6 +103,25 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([thrown.status, thrown.body.code, thrown.body.message]).toEqual([500, 4001, 'no text']);
   });
 
+  test("Text: an object whose toString and valueOf give objects (no primitive, so no string form) is INVALID_RESULT on both engines, not the engine's TypeError ('toPrimitive' on QuickJS)", async () => {
+    const { app } = api(
+      `export function fn(ctx) {
+        if (ctx.query.m === 'both') return { toString() { return {} }, valueOf() { return [] } };
+        if (ctx.query.m === 'prim') return { [Symbol.toPrimitive]() { return {} } };
+        if (ctx.query.m === 'valueOf') return { toString() { return {} }, valueOf() { return 7 } };
+        return { toString() { return {} } };
+      }`,
+      { returnType: 'Text' },
+    );
+    for (const m of ['toString', 'both', 'prim']) {
+      const res = await request(app).get(`/web0/api/app1/p?m=${m}`);
+      expect([m, res.status, res.body.code, res.body.message]).toEqual([m, 500, 270300, 'Text return type needs a value with a string form, got an object whose toString and valueOf give no primitive']);
+    }
+    // (String() falls back to valueOf when toString gives an object, as the language does)
+    const fallback = await request(app).get('/web0/api/app1/p?m=valueOf');
+    expect([fallback.status, fallback.text]).toEqual([200, '7']);
+  });
+
   test('Redirect: a 302 also when the script set another status (the spec: status 302); its headers go out', async () => {
     const { app } = api('export function fn(ctx) { ctx.response.setStatus(301); ctx.response.setHeader("X-Kept", "1"); return "https://example.com/moved" }', { returnType: 'Redirect' });
     const res = await request(app).get('/web0/api/app1/p').redirects(0);

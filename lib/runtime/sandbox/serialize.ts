@@ -4,7 +4,7 @@
  * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
  */
-import { Str, SymToPrimitive, indexOf, isNil, isObj, safeString, strSlice } from './prelude';
+import { Str, SymToPrimitive, fnApply, indexOf, isNil, isObj, safeString, strSlice } from './prelude';
 import { stringifyUser } from './encoding';
 import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 
@@ -65,12 +65,36 @@ function hasStringForm(v: unknown): boolean {
   if (!isObj(v)) return true;
   return typeof v[SymToPrimitive] === 'function' || typeof v.toString === 'function' || typeof v.valueOf === 'function';
 }
+/**
+ * String(v) as the language computes it (ToPrimitive with the hint 'string': Symbol.toPrimitive,
+ * else toString, then valueOf), or null when the object gives no primitive: String(v) would throw
+ * the engine's TypeError ('toPrimitive' on QuickJS). A method that throws throws (the script's error).
+ */
+function textForm(v: unknown): string | null {
+  if (!isObj(v)) return Str(v);
+  var exotic = v[SymToPrimitive];
+  if (!isNil(exotic)) {
+    if (typeof exotic !== 'function') return Str(v); // (the language's TypeError)
+    var p: unknown = fnApply(exotic, v, ['string']);
+    return isObj(p) ? null : '' + (p as string); // ('' + a symbol throws, as String(v) does)
+  }
+  var methods = [v.toString, v.valueOf];
+  for (var i = 0; i < 2; i++) {
+    var m = methods[i];
+    if (typeof m !== 'function') continue;
+    var r: unknown = fnApply(m, v, []);
+    if (!isObj(r)) return '' + (r as string);
+  }
+  return null;
+}
 /** A JSON result with no JSON form (BigInt, cycle) is `invalid`, as a Text result with no string form is; only running out of memory throws. */
 export function serializeOutput(returnType: StageHead['returnType'], v: unknown): SerializedOutput {
   if (returnType === 'Text') {
     if (isNil(v)) return { type: 'Text', text: '' };
     if (!hasStringForm(v)) return { type: 'invalid', message: 'Text return type needs a value with a string form, got an object without toString' };
-    return { type: 'Text', text: Str(v) };
+    var text = textForm(v);
+    if (text === null) return { type: 'invalid', message: 'Text return type needs a value with a string form, got an object whose toString and valueOf give no primitive' };
+    return { type: 'Text', text: text };
   }
   if (returnType === 'Redirect') {
     return typeof v === 'string' && v !== ''
