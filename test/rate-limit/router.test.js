@@ -92,6 +92,17 @@ describe('rate limiting through the router', () => {
     }
   });
 
+  // (the spec's Timeout Duration: 'A negative value is treated as zero'; 0.1 req/s keeps both requests in one interval)
+  test('a negative timeoutMs counts as 0: a request that would have to wait is rejected at once, never run late', async () => {
+    const { app } = limitedApp({ requestsPerSecond: 0.1, timeoutMs: -5000 });
+    expect((await get(app, '10.0.0.1')).status).toBe(200);
+    const t0 = Date.now();
+    const again = await get(app, '10.0.0.1');
+    expect([again.status, again.body.code]).toEqual([429, 270400]);
+    expect(Number(again.headers['retry-after'])).toBeGreaterThan(5); // (its slot is the next one, about 10 s away)
+    expect(Date.now() - t0).toBeLessThan(5000); // (rejected at arrival: not after a 10 s wait)
+  });
+
   // (0.1 req/s: each test's requests fall in one 10 s interval however slow the machine is)
   test('default identifier {ip}: one IP is limited separately from another', async () => {
     const { app } = limitedApp({ requestsPerSecond: 0.1 });
