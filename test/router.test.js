@@ -435,6 +435,29 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect(logged.filter((l) => l.includes(plain.headers['x-request-id']))).toEqual([expect.stringContaining('app1/plain failed in call: 500 270300')]);
   });
 
+  test("sendRedirect to a location that is no http(s) or relative URL fails its stage with INVALID_RESULT: the call's runs onError, as a Redirect result's does", async () => {
+    const logged = [];
+    const { app, registry } = api(
+      `export function fn(ctx) { ctx.response.sendRedirect(ctx.query.to) }
+      export function b(ctx) { ctx.response.sendRedirect('javascript:alert(1)') }
+      export function e(ctx, error) { return { handled: error.code, message: error.message } }`,
+      { returnType: 'JSON', onError: { script: 'main.js', function: 'e' } },
+      { logger: { info() {}, warn() {}, error: (m) => logged.push(String(m)) } },
+    );
+    registry.putApi('app1', { path: 'plain', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' });
+    registry.putApi('app1', { path: 'before', before: { script: 'main.js', function: 'b' }, call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', onError: { script: 'main.js', function: 'e' } });
+    const handled = await request(app).get('/web0/api/app1/p').query({ to: 'javascript:alert(1)' }).redirects(0);
+    expect([handled.status, handled.headers.location, handled.body]).toEqual([200, undefined, { handled: 270300, message: "Redirect location must be an http(s) or relative URL, got a 'javascript:' URL" }]);
+    const ok = await request(app).get('/web0/api/app1/p').query({ to: '/next' }).redirects(0);
+    expect([ok.status, ok.headers.location]).toEqual([302, '/next']);
+    // without onError, and in before (onError is the call's only): the default error, logged at the stage that redirected
+    for (const [p, stage] of [['plain', 'call'], ['before', 'before']]) {
+      const res = await request(app).get(`/web0/api/app1/${p}`).query({ to: 'data:,x' }).redirects(0);
+      expect([p, res.status, res.body.code, res.headers.location]).toEqual([p, 500, 270300, undefined]);
+      expect(logged.filter((l) => l.includes(res.headers['x-request-id']))).toEqual([expect.stringContaining(`app1/${p} failed in ${stage}: 500 270300`)]);
+    }
+  });
+
   test("a File result whose path, storagePath, name or contentDisposition is there but no string is the call's INVALID_RESULT (onError runs), not a 404 for a file with no path", async () => {
     const { app, registry } = api(
       `export function fn(ctx) { return JSON.parse(ctx.query.r) }

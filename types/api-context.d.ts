@@ -357,7 +357,9 @@ interface PlatformHttpResponse {
   /**
    * Redirects the client to `location` with status 302, clearing the buffered body. The response
    * becomes committed. Throws an `IllegalStateException` error when it is already committed, and
-   * an `IllegalArgumentException` error when `location` is null or undefined.
+   * an `IllegalArgumentException` error when `location` is null or undefined. A location that is
+   * no http(s) or relative URL (`javascript:`, `data:`) fails the script's stage when it ends:
+   * status 500, code 270300 (`INVALID_RESULT`; `onError` runs for the call's).
    */
   sendRedirect(location: string): void;
   /**

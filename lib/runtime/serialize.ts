@@ -44,11 +44,17 @@ export function toJsonText(value: unknown): string {
  */
 export function fittedOutput(output: SerializedOutput): SerializedOutput {
   if (output.type !== 'Redirect') return output;
+  const problem = unfitRedirect(output.location);
+  return problem === null ? output : { type: 'invalid', message: problem };
+}
+
+/** Why a redirect cannot go to `location` (no http(s) or relative URL), or null when it can. */
+export function unfitRedirect(location: string): string | null {
   try {
-    checkRedirectLocation(output.location);
-    return output;
+    checkRedirectLocation(location);
+    return null;
   } catch (e) {
-    if (e instanceof ApiError) return { type: 'invalid', message: e.message };
+    if (e instanceof ApiError) return e.message;
     throw e;
   }
 }

@@ -11,7 +11,7 @@ import type { AutomationRef, ScriptRef } from '../../types';
 import { ERRORS, thrownCode } from '../../errors';
 import type { JobOutcome, JobResult, ScriptJob } from '../engine';
 import { ctxFields, ctxMaps, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
-import { fittedOutput, serializeForReturnType } from '../serialize';
+import { fittedOutput, serializeForReturnType, unfitRedirect } from '../serialize';
 import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
 import { thrownDetail, type ErrorDetail } from '../../error-location';
@@ -166,6 +166,14 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
       if (out.output) out.output = fittedOutput(out.output);
       if (out.status === 'error') return { out, fail: fromThrown(out.error ?? { name: 'Error', message: '' }) };
+      // (a sendRedirect to no http(s) or relative URL: the stage's INVALID_RESULT, as such a Redirect
+      // result is, and its redirect void, so that onError's answer or the error body can go out)
+      const redirectProblem = typeof out.response?.redirect === 'string' ? unfitRedirect(out.response.redirect) : null;
+      if (redirectProblem !== null) {
+        state = { ...state, response: { ...state.response, redirect: null, status: 200 } };
+        responseJson = responseText(state.response);
+        return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: redirectProblem } };
+      }
       if (out.output?.type === 'invalid' && out.hasValue) {
         return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: out.output.message } };
       }
