@@ -532,3 +532,48 @@ describe.each(['quickjs', 'vm2'])('values nested more than 100 levels deep on th
     expect([tooDeep.status, tooDeep.body.code, tooDeep.body.message]).toEqual([500, 270300, `Result is not JSON-serializable: ${TOO_DEEP}`]);
   }, 60_000);
 });
+
+// Preparing a script version (parsing it, and the rewrite's analysis of its host calls) runs on a
+// worker's thread before the call's time limit starts: seconds for a script of a few hundred
+// kilobytes. The pool must see that work, as it sees a script running: a QuickJS worker looked
+// idle, so another app's call sent to it waited the whole preparation (19 s for 1.2 MB), past its
+// own queue and time limits.
+describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (engine) => {
+  /** n functions, each calling n others: n² calls to analyze (400: 1.2 MB, about 10 s of preparation on a 2-core VM). */
+  function denseScript(n) {
+    let s = 'function f0(t) { return platform.system.getAccountByToken(t) }\n';
+    for (let i = 1; i < n; i++) {
+      s += `function f${i}(t) {`;
+      for (let j = 1; j <= n; j++) s += ` f${(i + j) % n}(t);`;
+      s += ' }\n';
+    }
+    return `${s}export function fn() { return 1 }\n`;
+  }
+
+  test("holds its worker: another app's call goes elsewhere at once, and the preparation ends at the time limit", async () => {
+    const { app, router } = makeApp({
+      apps: {
+        big: { scripts: { 'big.js': denseScript(400) }, apis: [{ path: 'p', call: { script: 'big.js', function: 'fn' }, returnType: 'JSON' }] },
+        good: { scripts: { 'g.js': 'export function f() { return { good: true } }' }, apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }] },
+      },
+      // (the preparation runs well past 2 s, on a fast machine too; the other app's call comes 1 s in)
+      router: { engine, scriptTimeoutMs: 2000, workers: 2, queueTimeoutMs: 25_000 },
+    });
+    try {
+      await router.ready();
+      expect((await request(app).get('/web0/api/good/g')).body).toEqual({ good: true }); // (its context is on one worker)
+      const big = request(app).get('/web0/api/big/p').then((r) => r);
+      await sleep(1000); // the worker is preparing big.js now
+      const t0 = Date.now();
+      const good = await request(app).get('/web0/api/good/g');
+      const goodMs = Date.now() - t0;
+      expect(good.body).toEqual({ good: true });
+      expect(goodMs).toBeLessThan(2000);
+      const res = await big;
+      expect([res.status, res.body.code]).toEqual([500, C.TIMEOUT]);
+      for (let i = 0; i < 2; i++) expect((await request(app).get('/web0/api/good/g')).body).toEqual({ good: true });
+    } finally {
+      await router.close();
+    }
+  }, 60_000);
+});

@@ -92,8 +92,13 @@ const turns = {
  */
 function interrupt(): boolean {
   if (stages && Date.now() >= stages.entryDeadline) return true;
-  if (!bounced && depth > 0 && clock() - shared.clock[0] > config.slowMs) bounce();
+  bounceIfSlow();
   return false;
+}
+
+/** Once the current slice has run past `slowMs`, the jobs that arrived behind it go back to the pool. */
+function bounceIfSlow(): void {
+  if (!bounced && depth > 0 && clock() - shared.clock[0] > config.slowMs) bounce();
 }
 
 function bounce(): void {
@@ -261,7 +266,18 @@ function start(id: number, seq: number, job: ScriptJob): void {
   runPipeline(job, {
     stage: (ref, source, hash, texts) => {
       const t0 = Date.now();
-      const p = prepare(job.appId, ref.script, hash, source);
+      // Preparing a source (parsing it and the rewrite's analysis, synchronous: seconds for a
+      // script of a megabyte) is a slice of this job's work the pool sees: the worker is held
+      // meanwhile (other calls go to another worker, those that came meanwhile go back), and the
+      // backstop ends it past the job's time limit, as a runaway script.
+      let p: PreparedScript;
+      slices.begin(id);
+      try {
+        p = prepare(job.appId, ref.script, hash, source);
+        bounceIfSlow();
+      } finally {
+        slices.end();
+      }
       running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
       const head = JSON.stringify({ ...texts.head, async: p.async });
       return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts);
