@@ -368,6 +368,21 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([step.status, step.body.message, step.body.code]).toEqual([500, 'The call was aborted', 270001]);
   });
 
+  test("an abort in a getter or toJSON of the result (run as the result is written) ends the call, caught or not, as anywhere in the script", async () => {
+    const { app, registry } = api(`
+      export function fn(ctx) { return { id: 1, get secret() { try { platform.app.abort('denied', 403) } catch (e) {} return 's3cret' } } }
+      export function json(ctx) { return { id: 1, secret: { toJSON() { platform.app.abort('denied', 403) } } } }
+      export function text(ctx) { return { toString() { try { platform.app.abort('denied', 403) } catch (e) {} return 's3cret' } } }
+      export function attr(ctx) { ctx.request.setAttribute('a', { toJSON() { try { platform.app.abort('denied', 403) } catch (e) {} return 1 } }); return { id: 1 } }`);
+    registry.putApi('app1', { path: 'json', call: { script: 'main.js', function: 'json' }, returnType: 'JSON' });
+    registry.putApi('app1', { path: 'text', call: { script: 'main.js', function: 'text' }, returnType: 'Text' });
+    registry.putApi('app1', { path: 'attr', call: { script: 'main.js', function: 'attr' }, returnType: 'JSON' });
+    for (const path of ['p', 'json', 'text', 'attr']) {
+      const res = await request(app).get(`/web0/api/app1/${path}`);
+      expect([path, res.status, res.body]).toEqual([path, 403, { requestId: res.headers['x-request-id'], message: 'denied', code: 270001 }]);
+    }
+  });
+
   test('platform.app.abort takes a status only when it is a whole number from 400 to 599, as an automation abort step does (404.5 is no status: 500)', async () => {
     const { app, registry } = api('export function fn(ctx) { platform.app.abort("m", Number(ctx.query.s)) }');
     registry.putAutomation('app1', { id: 'stop', steps: [{ type: 'abort', message: "'m'", status: 'double(ctx.query.s)' }] });

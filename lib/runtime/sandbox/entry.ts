@@ -280,6 +280,8 @@ export function drain(): string {
   for (var i = 0; i < settled.length; i++) {
     var st = settled[i];
     if (st.done) continue;
+    // (writing its result and attributes runs its code, getters and toJSON: they act for it)
+    setActive(st);
     out += (out === '' ? '' : ',') + collect(st);
     finish(st);
   }
@@ -296,8 +298,7 @@ export function collect(st: StageRecord): string {
   var output;
   var error;
   if (st.abort !== null) {
-    status = 'error'; // platform.app.abort wins, even when the script caught it
-    error = st.abort;
+    // (aborted already: nothing of the result is written)
   } else if (status === 'error') {
     error = st.error;
   } else if (status === 'value' && st.value === undefined && st.stage !== 'call') {
@@ -319,16 +320,10 @@ export function collect(st: StageRecord): string {
       }
     }
   }
-  var s = '{"id":' + enc(st.id) + ',"status":"' + status + '","hasValue":' + (hasValue ? 'true' : 'false');
-  if (valueJson !== undefined) s += ',"value":' + valueJson;
-  if (output !== undefined && status === 'value') {
-    // (a JSON result, the common case, without enc's walk over the output object)
-    s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + quote(output.json) + '}' : enc(output));
-  }
-  if (error !== undefined) s += ',"error":' + enc(error);
   // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
+  var attrs: string | undefined;
   if (st.attrsObj !== null && st.attrsChanged) {
-    var attrs = '';
+    attrs = '';
     for (var keys = objectKeys(st.attrsObj), i = 0; i < keys.length; i++) {
       var json;
       try {
@@ -338,8 +333,24 @@ export function collect(st: StageRecord): string {
       }
       if (json !== undefined) attrs += (attrs ? ',' : '') + keyJson(keys[i]) + ':' + json;
     }
-    s += ',"attributes":{' + attrs + '}';
   }
+  if (st.abort !== null) {
+    // platform.app.abort wins, even when the script caught it, also when it ran as the result or
+    // the attributes were written (a getter, a toJSON)
+    status = 'error';
+    hasValue = false;
+    valueJson = undefined;
+    output = undefined;
+    error = st.abort;
+  }
+  var s = '{"id":' + enc(st.id) + ',"status":"' + status + '","hasValue":' + (hasValue ? 'true' : 'false');
+  if (valueJson !== undefined) s += ',"value":' + valueJson;
+  if (output !== undefined && status === 'value') {
+    // (a JSON result, the common case, without enc's walk over the output object)
+    s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + quote(output.json) + '}' : enc(output));
+  }
+  if (error !== undefined) s += ',"error":' + enc(error);
+  if (attrs !== undefined) s += ',"attributes":{' + attrs + '}';
   if (st.resObj !== null) s += encResponse(st.resObj, ',"response":');
   if (st.answered) s += ',"answered":true';
   return s + '}';
