@@ -84,14 +84,17 @@ test('close({ force: true }) during a graceful close ends both at once', async (
   expect(pool.workerCount).toBe(0);
 }, 30_000);
 
-test('workers that keep failing to start: ready() and calls fail at once with the reason', async () => {
-  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2, logger: { error() {}, warn() {}, info() {} } });
+test('workers that keep failing to start: ready() fails at once with the reason, calls without it (it may name host files), the log has it', async () => {
+  const errors = [];
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2, logger: { error: (m) => errors.push(m), warn() {}, info() {} } });
   try {
-    for (let i = 0; i < 3; i++) pool.onMessage(pool.workers[pool.workers.length - 1], { type: 'fatal', message: 'no engine here' });
-    await expect(pool.ready()).rejects.toThrow('The script engine cannot start: no engine here');
+    const reason = "Cannot find module '/srv/app/node_modules/scriptable-api/dist/cjs/runtime/worker/worker.js'";
+    for (let i = 0; i < 3; i++) pool.onMessage(pool.workers[pool.workers.length - 1], { type: 'fatal', message: reason });
+    await expect(pool.ready()).rejects.toThrow(`The script engine cannot start: ${reason}`);
+    expect(errors).toContain(`scriptable-api: a script worker failed to start: ${reason}`);
     const t0 = Date.now();
     const res = await pool.run(job('a', FAST), host);
-    expect(res.outcome).toMatchObject({ kind: 'error', code: 270205, message: 'The script engine cannot start: no engine here' });
+    expect(res.outcome).toEqual({ kind: 'error', code: 270205, status: 500, message: 'The script engine cannot start' });
     expect(Date.now() - t0).toBeLessThan(1000); // not QUEUE_TIMEOUT's 5 s
   } finally {
     await pool.close();

@@ -37,6 +37,8 @@ const VM2_BATCH = 16;
 const HOME_SLACK = 64;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
+/** What the calls get then (the reason is logged, and given to ready()). */
+const START_FAILED = 'The script engine cannot start';
 
 function errorResult(job: ScriptJob, name: ErrorName, message?: string): JobResult {
   const e = ERRORS[name];
@@ -105,7 +107,7 @@ export class WorkerPool implements ScriptEngine {
 
   run(job: ScriptJob, host: HostBridge): Promise<JobResult> {
     if (this.closing) return Promise.resolve(errorResult(job, 'SHUTTING_DOWN'));
-    if (this.startError !== undefined) return Promise.resolve(errorResult(job, 'ENGINE_FAILURE', this.startError));
+    if (this.startError !== undefined) return Promise.resolve(errorResult(job, 'ENGINE_FAILURE', START_FAILED));
     this.longestTimeoutMs = Math.max(this.longestTimeoutMs, job.timeoutMs);
     return new Promise<JobResult>((resolve) => {
       const task: Task = { id: this.nextId, appId: job.appId, job, host, resolve, blockedCalls: 0, done: false };
@@ -497,7 +499,8 @@ export class WorkerPool implements ScriptEngine {
     void this.terminate(w);
     if (this.startFailures < MAX_START_FAILURES) return;
     this.startError = `The script engine cannot start: ${reason}`;
-    for (const t of this.queue.clear()) this.finish(t, lineResult(t.job, 'ENGINE_FAILURE', this.startError));
+    // (the reason, logged above and given to ready(), may name host files: callers get none of it)
+    for (const t of this.queue.clear()) this.finish(t, lineResult(t.job, 'ENGINE_FAILURE', START_FAILED));
     for (const r of this.readyWaiters.splice(0)) r.reject(new Error(this.startError));
   }
 
@@ -514,6 +517,9 @@ export class WorkerPool implements ScriptEngine {
     if (i >= 0) this.workers.splice(i, 1);
     for (const [app, home] of this.homes) if (home === w) this.homes.delete(app);
     const started = w.started();
+    // (why it ended is the host's to know, not the callers': another app's error text that ended
+    // the thread, Node.js's heap message. Said here once; each call gets the table's message)
+    if (err && w.ready && !this.closed) this.options.logger?.error(`scriptable-api: a script worker ended: ${err.message}`);
     // (the worker's heap filled up: the call whose slice was running asked for the memory; the
     // others it was running end with it, as an engine failure)
     const oom = (err as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
@@ -530,7 +536,7 @@ export class WorkerPool implements ScriptEngine {
       } else if (oom && task.id === hog) {
         this.finish(task, errorResult(task.job, 'SCRIPT_OUT_OF_MEMORY'));
       } else {
-        this.finish(task, errorResult(task.job, 'ENGINE_FAILURE', `The script engine failed${err ? `: ${err.message}` : ''}`));
+        this.finish(task, errorResult(task.job, 'ENGINE_FAILURE'));
       }
     }
     if (!this.closed) this.dispatch();
