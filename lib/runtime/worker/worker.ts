@@ -355,6 +355,10 @@ const endTurn = (): void => turns.end();
 
 async function main(): Promise<void> {
   if (config.engine === 'vm2') {
+    // A script's promise rejected with nothing to handle it (an async function called without
+    // `await` that throws) would end this thread, and with it every call on it, whichever app's.
+    // It is dropped, as QuickJS drops it; its reason is not read (reading it runs script code).
+    process.on('unhandledRejection', () => undefined);
     // (the heap is the scripts' memory limit: automations' values get a share of it, see held.ts)
     setHeldBudgetMb(Math.max(8, config.memoryLimitMb / 2));
     const { Vm2Driver } = await import('./vm2-driver');
