@@ -73,6 +73,34 @@ export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
   return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
 }
 
+/**
+ * Query parameters whose value a log must not hold: names with token, key, secret, pass, auth,
+ * sig, session or cred in them (`token`, `access_token`, `api_key`, `password`, `X-Amz-Signature`,
+ * `sig`, `X-Amz-Credential`...). The spec's own authentication reads the token from the query.
+ */
+const CREDENTIAL_PARAM = /token|key|secret|pass|auth|sig|session|cred/i;
+
+/**
+ * A request target as a log line writes it: the value of each query parameter that names a
+ * credential is `[REDACTED]`; the path and the other parameters are kept as sent.
+ */
+export function loggedTarget(target: string): string {
+  const q = target.indexOf('?');
+  if (q < 0) return target;
+  const params = target.slice(q + 1).split('&').map((param) => {
+    const eq = param.indexOf('=');
+    if (eq < 0) return param;
+    let name = param.slice(0, eq);
+    try {
+      name = decodeURIComponent(name.replace(/\+/g, ' '));
+    } catch {
+      // (a malformed name is matched as it was sent)
+    }
+    return CREDENTIAL_PARAM.test(name) ? `${param.slice(0, eq)}=[REDACTED]` : param;
+  });
+  return `${target.slice(0, q)}?${params.join('&')}`;
+}
+
 /** `meta` as one line of JSON (values that cannot be written are shown as strings). */
 function metaText(meta: Record<string, unknown>): string {
   try {

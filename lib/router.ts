@@ -27,7 +27,7 @@ import { Cors, isPreflight, validateCombinedCors } from './cors';
 import { Preview, type RegistryStage } from './preview';
 import { createMetrics } from './metrics';
 import { Observer, type RequestTrace } from './observe';
-import { logOnce } from './logging';
+import { loggedTarget, logOnce } from './logging';
 import { passOn } from './fallthrough';
 
 /** Thrown where a request stops waiting for a lookup because its client left (see lookup). */
@@ -335,7 +335,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const router = ((req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) {
       // (the host's middleware began its own answer and still called next(): it stands, untouched)
-      logger?.warn(`scriptable-api: ${req.method} ${String(req.originalUrl ?? req.url).slice(0, 200)} reached the router with a response already under way (the host's middleware answered it): the router left it alone`);
+      logger?.warn(`scriptable-api: ${req.method} ${loggedTarget(String(req.originalUrl ?? req.url)).slice(0, 200)} reached the router with a response already under way (the host's middleware answered it): the router left it alone`);
       return;
     }
     const requestId = randomUUID();

@@ -409,6 +409,23 @@ test('a request whose client leaves before the answer is logged without a status
   }
 });
 
+test("a credential in the query string (the spec's ?token=) is not written to the request log: its value is [REDACTED], the other parameters are kept", async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0']);
+  const base = await run.ready;
+  const query = 'name=cli&token=s3cr3t-1&access_token=s3cr3t-2&api_key=s3cr3t-3&X-Amz-Signature=s3cr3t-4&pass%77ord=s3cr3t-5&page=2';
+  const hello = await get(`${base}/demo/hello?${query}`);
+  expect(hello.body).toBe('hello cli');
+  const id = hello.headers['x-request-id'];
+  await waitFor(run, 'stdout', new RegExp(id));
+  const line = run.out.stdout.split('\n').find((l) => l.includes(id));
+  expect(line).toContain(
+    'GET /web0/api/demo/hello?name=cli&token=[REDACTED]&access_token=[REDACTED]&api_key=[REDACTED]&X-Amz-Signature=[REDACTED]&pass%77ord=[REDACTED]&page=2 200 ',
+  );
+  expect(`${run.out.stdout}${run.out.stderr}`).not.toContain('s3cr3t');
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+});
+
 test('a request cannot forge a line of the log: line breaks in logged values are escaped', async () => {
   const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0']);
   const base = await run.ready;

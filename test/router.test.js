@@ -846,6 +846,24 @@ function rawRequest(server, line) {
   });
 }
 
+test("a request whose response the host's middleware began before next() is left alone, and the warning it logs holds no credential of its query string", async () => {
+  const warned = [];
+  const { app } = track(
+    oneApi('export function fn() { return { ran: true } }', {}, { logger: { info() {}, error() {}, warn: (m) => warned.push(String(m)) } }, {
+      setup: (host) =>
+        host.use((req, res, next) => {
+          res.status(202).send('host');
+          next();
+        }),
+    }),
+  );
+  const res = await request(app).get('/web0/api/app1/p?access_token=s3cr3t&x=1');
+  expect([res.status, res.text]).toEqual([202, 'host']);
+  expect(warned).toHaveLength(1);
+  expect(warned[0]).toContain('GET /web0/api/app1/p?access_token=[REDACTED]&x=1 reached the router');
+  expect(warned[0]).not.toContain('s3cr3t');
+});
+
 test('a request target with a fragment or a backslash in its path is a 400 BAD_REQUEST: Express routes it by url.parse (the fragment dropped, `\\` read as `/`), the script would see it as sent', async () => {
   const { app, router } = track(oneApi('export function fn(ctx) { return { uri: ctx.request.getRequestURI(), q: ctx.query } }', {}, { engine: 'vm2' }));
   await router.ready();

@@ -4,9 +4,11 @@
  * The last field is the request id the router sent in X-Request-Id ('-' for other routes). A
  * request whose client left first ends in `(client closed)`, after its status if one was sent
  * (`- (client closed)` when none was); one the server cut when the shutdown's limit passed ends in
- * `(closed at shutdown)`.
+ * `(closed at shutdown)`. A query parameter naming a credential (`?token=`) is written
+ * `token=[REDACTED]` (loggedTarget).
  */
 import type { NextFunction, Request, Response } from 'express';
+import { loggedTarget } from '../logging';
 
 export function requestLog(write: (line: string) => void, cutAtShutdown: () => boolean = () => false) {
   return (req: Request, res: Response, next: NextFunction): void => {
@@ -19,7 +21,7 @@ export function requestLog(write: (line: string) => void, cutAtShutdown: () => b
       const id = res.getHeader('x-request-id');
       // (a client that left before the answer: its status, if it was sent, else '-')
       const status = aborted && !res.writableFinished ? `${res.headersSent ? res.statusCode : '-'} (${cutAtShutdown() ? 'closed at shutdown' : 'client closed'})` : String(res.statusCode);
-      write(`${new Date().toISOString()} ${req.method} ${req.originalUrl} ${status} ${ms.toFixed(1)}ms ${typeof id === 'string' ? id : '-'}`);
+      write(`${new Date().toISOString()} ${req.method} ${loggedTarget(req.originalUrl)} ${status} ${ms.toFixed(1)}ms ${typeof id === 'string' ? id : '-'}`);
     };
     res.once('finish', () => end(false));
     res.once('close', () => end(true));
