@@ -9,8 +9,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Counter, Histogram, Registry } from 'prom-client';
-import { ConfigError } from './errors';
+import { ConfigError, thrownText } from './errors';
 import type { EngineStats } from './runtime/engine';
+import type { Logger } from './types';
 
 /** The `metrics` option of createApiRouter. */
 export interface MetricsOptions {
@@ -79,8 +80,12 @@ export function validateMetrics(v: unknown): void {
   }
 }
 
-/** Creates the metrics of a router (prom-client is loaded here). `stats` reads the engine's workers when scraped. */
-export function createMetrics(options: MetricsOptions | undefined, stats: (() => EngineStats) | undefined): MetricsRecorder {
+/**
+ * Creates the metrics of a router (prom-client is loaded here). `stats` reads the engine's workers
+ * when scraped; `logger` gets why a scrape failed (its client gets none of it: a collector of the
+ * host's registry, or an engine's stats(), may fail with the host's internals).
+ */
+export function createMetrics(options: MetricsOptions | undefined, stats: (() => EngineStats) | undefined, logger?: Logger): MetricsRecorder {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const prom = require('prom-client') as typeof import('prom-client');
   const registry = options?.registry ?? new prom.Registry();
@@ -125,7 +130,7 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     contentType: registry.contentType,
     text,
     handler(_req, res) {
-      text().then(
+      Promise.resolve().then(text).then(
         (body) => {
           res.statusCode = 200;
           res.setHeader('Content-Type', registry.contentType);
@@ -134,7 +139,8 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
         (err: unknown) => {
           res.statusCode = 500;
           res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-          res.end(`metrics failed: ${(err as Error)?.message ?? String(err)}`);
+          logger?.error(`scriptable-api: collecting the metrics failed: ${thrownText(err)}`);
+          res.end('metrics failed');
         },
       );
     },

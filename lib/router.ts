@@ -81,7 +81,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const logger = opts.logger;
   // (metrics first: a clash in a shared registry fails before any worker or store exists)
   const engineStats = typeof options.engine !== 'object' || typeof options.engine.stats === 'function';
-  const metrics = options.metrics === false ? undefined : createMetrics(options.metrics, engineStats ? () => engine.stats!() : undefined);
+  const metrics = options.metrics === false ? undefined : createMetrics(options.metrics, engineStats ? () => engine.stats!() : undefined, logger);
   const ownEngine = typeof options.engine !== 'object';
   const engine: ScriptEngine =
     typeof options.engine === 'object'

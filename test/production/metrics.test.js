@@ -98,6 +98,25 @@ test("into the host's registry with a prefix; metrics: false turns them off", as
   expect(() => setup({ metrics: { prefix: 'bad-prefix' } })).toThrow(/invalid metrics\.prefix/);
 });
 
+test("a metric of the registry that fails to collect: /metrics answers 500 without its error's text (the host's internals), which the router's logger gets", async () => {
+  const registry = new prom.Registry();
+  new prom.Gauge({
+    name: 'host_db_connections',
+    help: 'a gauge of the host whose collect fails',
+    registers: [registry],
+    collect() {
+      throw new Error('connect ECONNREFUSED 10.0.0.7:5432 (postgres://app:hunter2@db.internal)');
+    },
+  });
+  const errors = [];
+  const { app } = setup({ metrics: { registry }, logger: { info() {}, warn() {}, error: (m) => errors.push(String(m)) } });
+  const res = await request(app).get('/metrics');
+  expect(res.status).toBe(500);
+  expect(res.text).toBe('metrics failed');
+  expect(errors).toEqual([expect.stringContaining('ECONNREFUSED 10.0.0.7:5432')]);
+  expect(errors[0]).toMatch(/^scriptable-api: collecting the metrics failed: /);
+});
+
 test('queue wait counts time spent waiting for the one worker', async () => {
   const slow = 'export function fn() { const end = Date.now() + 150; while (Date.now() < end) {} return 1 }';
   const registry = new MemoryRegistry({ apps: { a: { scripts: { 's.js': slow }, apis: [{ path: 's', call: { script: 's.js', function: 'fn' }, returnType: 'JSON' }] } } });
