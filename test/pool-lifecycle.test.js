@@ -286,3 +286,28 @@ test('a flood of one app computing long, all in one turn, holds at most maxWorke
     await pool.close();
   }
 }, 30_000);
+
+test.each(['quickjs', 'vm2'])('%s: a burst of one app\'s short computing calls on one worker delays another app\'s call by a turn, not the burst', async (engine) => {
+  const pool = new WorkerPool({ engine, size: 1, maxWorkers: 1 });
+  try {
+    await pool.ready();
+    await pool.run(job('burst', SPIN), host);
+    await pool.run(job('b', FAST), host);
+    // each call computes 15 ms, under the 25 ms that makes a slice long: 200 of them are 3 s of work
+    let done = 0;
+    const burst = Array.from({ length: 200 }, () => pool.run(job('burst', SPIN, { ms: '15' }), host).then((r) => (done++, r)));
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    const other = await pool.run(job('b', FAST), host);
+    const ms = Date.now() - t0;
+    const before = done;
+    const results = await Promise.all(burst);
+    console.log(`[${engine}] app b answered in ${ms} ms, after ${before} of the burst's 200 calls`);
+    expect(other.outcome.kind).toBe('output');
+    expect(results.every((r) => r.outcome.kind === 'output')).toBe(true);
+    expect(before).toBeLessThan(60);
+    expect(ms).toBeLessThan(1500);
+  } finally {
+    await pool.close();
+  }
+}, 60_000);

@@ -11,6 +11,7 @@ import type { JobResult, ScriptJob } from '../engine';
 import type { Stage } from '../protocol';
 import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
+import { FairQueue } from '../fair-queue';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
 import { prepareScript, type PreparedScript } from './transpile';
@@ -109,7 +110,7 @@ function bounce(): void {
 
 /** Sends the jobs not started (arrived, or waiting on the port) back to the pool (replies wait for the thread). */
 function bounceJobs(): void {
-  const ids: number[] = arrived.splice(0).map((a) => a.msg.id);
+  const ids: number[] = arrived.clear().map((a) => a.msg.id);
   for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
     for (const msg of decode<ToWorker>(m.message)) {
       if (msg.type === 'job') {
@@ -317,31 +318,44 @@ function start(id: number, seq: number, job: ScriptJob): void {
 }
 
 /**
- * Jobs that arrived and have not started. They start one after another, each once the promise
- * jobs queued before it have run (the next start is a promise job itself): a job computing long
- * holds up no other, since the ones still here go back to the pool (bounceJobs).
+ * Jobs that arrived and have not started, in one line per app served in turn. They start one
+ * after another, each once the promise jobs queued before it have run (the next start is a
+ * promise job itself): a job computing long holds up no other, since the ones still here go back
+ * to the pool (bounceJobs). Once the thread's turn has run past `slowMs` (many short jobs handed
+ * over together), the next start waits for the event loop to turn, so the jobs the pool sent
+ * since (another app's) join the line and start in their turn, not behind the whole batch.
  */
-const arrived: Array<{ msg: JobMessage; job: ScriptJob }> = [];
+const arrived = new FairQueue<{ appId: string; msg: JobMessage; job: ScriptJob }>();
 let nextQueued = false;
+const anyApp = (): boolean => true;
 
 function startNext(): void {
   nextQueued = false;
-  const next = arrived.shift();
+  const next = arrived.take(anyApp);
   if (next === undefined) return;
   // a poisoned engine takes nothing more: the pool gives the job to another worker
   if (driver.poisoned) post({ type: 'bounce', ids: [next.msg.id] });
   else start(next.msg.id, next.msg.seq, next.job);
   // (after the promise jobs this start queued; none if it went long: the rest went back)
-  if (arrived.length > 0) {
+  if (arrived.size > 0) {
     nextQueued = true;
-    queueMicrotask(startNext);
+    if (shared.clock[1] !== 0 && clock() - shared.clock[1] <= config.slowMs) queueMicrotask(startNext);
+    else setImmediate(startInNewTurn);
   }
+}
+
+/** startNext after the event loop turned: a turn of its own, as a message's. */
+function startInNewTurn(): void {
+  if (config.engine === 'vm2') outbox.flush();
+  turns.begin();
+  setImmediate(endTurn);
+  startNext();
 }
 
 /** A message of the pool: a job joins `arrived` (started by startNext), a reply goes to its call. */
 function onMessage(msg: ToWorker): void {
   if (msg.type === 'job') {
-    arrived.push({ msg, job: withSources(msg) });
+    arrived.push({ appId: msg.job.appId, msg, job: withSources(msg) });
     return;
   }
   const own = ownCalls.get(msg.callId);
