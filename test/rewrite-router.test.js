@@ -106,3 +106,18 @@ test.each(['quickjs', 'vm2'])('%s: a script that runs in blocking mode is named 
     await router.close();
   }
 });
+
+test.each(['quickjs', 'vm2'])('%s: two apps running the same blocking-mode script (same name and source) are each named in a warning', async (engine) => {
+  const lines = [];
+  const logger = { info: () => undefined, warn: (message, meta) => lines.push({ message, meta }), error: () => undefined };
+  const blocking = `export function fn(ctx) { return ['t'].map((t) => platform.system.getAccountByToken(t))[0] }`;
+  const app = { scripts: { 'slow.js': blocking }, apis: [{ path: 'slow', call: { script: 'slow.js', function: 'fn' }, returnType: 'JSON' }] };
+  const made = makeApp({ apps: { shop: app, blog: app }, router: { engine, workers: 1, maxWorkers: 1, logger, accounts: { getAccountByToken: (t) => ({ id: t }) } } });
+  try {
+    for (const id of ['shop', 'blog', 'shop', 'blog']) await request(made.app).get(`/web0/api/${id}/slow`).expect(200, { id: 't' });
+    const notices = lines.filter((l) => /blocking mode/.test(l.message));
+    expect(notices.map((l) => l.meta.appId).sort()).toEqual(['blog', 'shop']);
+  } finally {
+    await made.router.close();
+  }
+});

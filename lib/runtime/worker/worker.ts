@@ -201,12 +201,14 @@ let poisonReported = false;
 const prepared = new Map<string, PreparedScript | EngineError>();
 let preparedChars = 0;
 
+/** The (app, script version) pairs whose blocking mode was reported (apps may run the same source). */
+const blockingReported = new Set<string>();
+
 function prepare(appId: string, name: string, hash: string, source: string): PreparedScript {
   let p = prepared.get(hash);
   if (p === undefined) {
     try {
       p = prepareScript(name, source, config.engine === 'vm2');
-      if (!p.async) post({ type: 'blockingMode', appId, script: name, reason: p.reason ?? `${name}: the rewrite left it unchanged` });
     } catch (e) {
       const message = String((e as Error)?.message ?? e);
       p = new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${message}`, { name: 'SyntaxError', location: compileLocation(name, message, undefined) });
@@ -220,6 +222,11 @@ function prepare(appId: string, name: string, hash: string, source: string): Pre
     preparedChars += chars;
   }
   if (p instanceof EngineError) throw p;
+  if (!p.async && !blockingReported.has(`${appId}\u0000${hash}`)) {
+    if (blockingReported.size >= SOURCE_SLOTS) blockingReported.clear();
+    blockingReported.add(`${appId}\u0000${hash}`);
+    post({ type: 'blockingMode', appId, script: name, reason: p.reason ?? `${name}: the rewrite left it unchanged` });
+  }
   return p;
 }
 
