@@ -311,3 +311,34 @@ test.each(['quickjs', 'vm2'])('%s: a burst of one app\'s short computing calls o
     await pool.close();
   }
 }, 60_000);
+
+test.each(['quickjs', 'vm2'])('%s: a burst of one app\'s calls resuming at once after a host call, each computing briefly, delays another app\'s call by a turn, not the burst', async (engine) => {
+  const pool = new WorkerPool({ engine, size: 1, maxWorkers: 1 });
+  const WAIT_SPIN = 'export function fn(ctx) { const a = platform.system.getAccountByToken("t"); const t = Date.now(); while (Date.now() - t < Number(ctx.query.ms || 0)) {} return { a } }';
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const gatedHost = { call: async () => (await gate, { id: 't' }) };
+  try {
+    await pool.ready();
+    await pool.run(job('burst', WAIT_SPIN), host);
+    await pool.run(job('b', FAST), host);
+    let done = 0;
+    const burst = Array.from({ length: 200 }, () => pool.run(job('burst', WAIT_SPIN, { ms: '15' }, 30_000), gatedHost).then((r) => (done++, r)));
+    await new Promise((r) => setTimeout(r, 1000)); // all 200 wait on the host
+    release(); // their answers go to the worker together: 3 s of work
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    const other = await pool.run(job('b', FAST), host);
+    const ms = Date.now() - t0;
+    const before = done;
+    const results = await Promise.all(burst);
+    console.log(`[${engine}] app b answered in ${ms} ms, after ${before} of the burst's 200 calls`);
+    expect(other.outcome.kind).toBe('output');
+    expect(results.every((r) => r.outcome.kind === 'output')).toBe(true);
+    // (before: about a second, after 50-100 of them)
+    expect(before).toBeLessThan(20);
+    expect(ms).toBeLessThan(500);
+  } finally {
+    await pool.close();
+  }
+}, 60_000);

@@ -45,8 +45,13 @@ const CALL_OVER: HostReply = { ok: false, error: { name: 'Error', message: 'The 
 let depth = 0;
 /** The jobs that arrived during the current long slice went back to the pool. */
 let bounced = false;
-/** Replies pulled off the port while bouncing: delivered once the slice ends. */
-const deferred: ToWorker[] = [];
+/**
+ * Replies of the pool not delivered yet, in the order they came (deliverReplies); those pulled off
+ * the port while bouncing are delivered once the slice ends.
+ */
+const replies: ToWorker[] = [];
+/** deliverReplies is running or waits for the event loop to turn. */
+let repliesQueued = false;
 const slices = {
   begin(jobId: number): void {
     if (depth++ === 0) {
@@ -58,7 +63,10 @@ const slices = {
   end(): void {
     if (--depth > 0) return;
     shared.clock[0] = 0;
-    if (deferred.length > 0) setImmediate(() => deferred.splice(0).forEach(onMessage));
+    if (replies.length > 0 && !repliesQueued) {
+      repliesQueued = true;
+      setImmediate(deliverInNewTurn);
+    }
   },
   untilTurn(): void {
     if (config.engine !== 'vm2') return; // (QuickJS runs an entry's promise jobs within it)
@@ -116,7 +124,7 @@ function bounceJobs(): void {
       if (msg.type === 'job') {
         withSources(msg);
         ids.push(msg.id);
-      } else deferred.push(msg);
+      } else replies.push(msg);
     }
   }
   if (ids.length > 0) post({ type: 'bounce', ids }, true);
@@ -346,17 +354,41 @@ function startNext(): void {
   // (after the promise jobs this start queued; none if it went long: the rest went back)
   if (arrived.size > 0) {
     nextQueued = true;
-    if (shared.clock[1] !== 0 && clock() - shared.clock[1] <= config.slowMs) queueMicrotask(startNext);
-    else setImmediate(startInNewTurn);
+    if (turnIsLong()) setImmediate(startInNewTurn);
+    else queueMicrotask(startNext);
   }
 }
 
-/** startNext after the event loop turned: a turn of its own, as a message's. */
-function startInNewTurn(): void {
-  if (config.engine === 'vm2') outbox.flush();
-  turns.begin();
-  setImmediate(endTurn);
-  startNext();
+/** Whether the thread's turn has run past `slowMs` (or none is open): the next piece of work waits for the event loop to turn. */
+const turnIsLong = (): boolean => shared.clock[1] === 0 || clock() - shared.clock[1] > config.slowMs;
+
+/** Runs `work` after the event loop turned: a turn of its own, as a message's. */
+function inNewTurn(work: () => void): () => void {
+  return () => {
+    if (config.engine === 'vm2') outbox.flush();
+    turns.begin();
+    setImmediate(endTurn);
+    work();
+  };
+}
+const startInNewTurn = inNewTurn(() => startNext());
+const deliverInNewTurn = inNewTurn(() => deliverReplies());
+
+/**
+ * Delivers the replies in line, each resuming its call's script. Once the turn has run past
+ * `slowMs` (many calls resuming at once), the rest wait for the event loop to turn, so jobs the
+ * pool sent meanwhile (another app's) start in between instead of behind all of them.
+ */
+function deliverReplies(): void {
+  repliesQueued = true; // (replies a bounce pulls off the port meanwhile join this delivery)
+  let i = 0;
+  while (i < replies.length) {
+    if (i > 0 && turnIsLong()) break;
+    onMessage(replies[i++]);
+  }
+  replies.splice(0, i);
+  if (replies.length > 0) setImmediate(deliverInNewTurn);
+  else repliesQueued = false;
 }
 
 /** A message of the pool: a job joins `arrived` (started by startNext), a reply goes to its call. */
@@ -409,7 +441,8 @@ async function main(): Promise<void> {
     const msgs = decode<ToWorker>(data);
     // every job of the message joins `arrived` before any script code runs
     for (const msg of msgs) if (msg.type === 'job') onMessage(msg);
-    for (const msg of msgs) if (msg.type !== 'job') onMessage(msg);
+    for (const msg of msgs) if (msg.type !== 'job') replies.push(msg);
+    if (!repliesQueued) deliverReplies();
     if (!nextQueued) startNext();
   });
   post({ type: 'ready' }, true);
