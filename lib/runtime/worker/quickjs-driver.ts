@@ -29,6 +29,7 @@ import {
   type QuickJSRuntime,
 } from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
+import { randomBytes } from 'node:crypto';
 import { compileLocation } from '../../error-location';
 import { EngineError, type DriverOptions, type EngineContext, type HostFn, type SandboxDriver } from './driver';
 import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
@@ -49,6 +50,25 @@ interface WasmMemory {
   grow(delta: number): number;
 }
 const WasmMemoryCtor = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => WasmMemory } }).WebAssembly.Memory;
+
+/**
+ * QuickJS seeds each context's Math.random with the wall clock when the context is made (in
+ * milliseconds in this build): contexts made in the same millisecond share one sequence, and
+ * anyone who knows about when a context was made (a client whose call loaded it) can compute its
+ * numbers. Each context gets a Math.random of its own instead, shaped like the built-in:
+ * xoshiro128** seeded with 128 bits from the host's CSPRNG, 53 bits a number. Called with the
+ * four seed words; the built-ins it uses are captured first.
+ */
+const SEEDED_RANDOM = `(function (a, b, c, d) {
+  var imul = Math.imul, s0 = a | 0, s1 = b | 0, s2 = c | 0, s3 = d | 0;
+  if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+  function next() {
+    var x = imul(s1, 5), r = imul((x << 7) | (x >>> 25), 9), t = s1 << 9;
+    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = (s3 << 11) | (s3 >>> 21);
+    return r >>> 0;
+  }
+  Object.defineProperty(Math, 'random', { value: { random() { return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992; } }.random, writable: true, enumerable: false, configurable: true });
+})`;
 
 function errorOf(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; message: string; stack?: string } {
   let e: unknown;
@@ -265,6 +285,10 @@ class QuickJsContext implements EngineContext {
 
   init(name: string, code: string, host: HostFn, moduleStarts?: () => void): void {
     const { ctx } = this;
+    const seed = randomBytes(16);
+    const seeded = ctx.evalCode(`${SEEDED_RANDOM}(${[0, 4, 8, 12].map((i) => seed.readInt32LE(i)).join(',')})`, 'scriptable-api:random.js');
+    if (seeded.error) throw this.setupError('random', errorOf(ctx, seeded.error));
+    seeded.value.dispose();
     const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
     if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
     const hostH = ctx.newFunction('host', (idH, opH, argsH, asyncH) => {
