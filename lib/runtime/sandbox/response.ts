@@ -172,16 +172,21 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
     return ln;
   }
+  /** A header's value as text, converted once: what is checked is what is kept (a toString may answer differently each time). */
+  function textOnce(value: unknown): unknown {
+    return isNil(value) ? value : Str(value);
+  }
   /** A header past MAX_HEADERS (each one costs the host's event loop, shared by every app). */
   function tooManyHeaders(): Error {
     return illegalState('A script may set at most ' + MAX_HEADERS + ' response headers');
   }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
-  function setHeader(name: unknown, value: unknown): void {
+  function setHeader(name: unknown, value0: unknown): void {
     var res = st.res;
     if (res.committed || isNil(name)) return;
     var n = Str(name);
     if (n === '') return;
+    var value = textOnce(value0);
     var ln = checkHeader(n, value);
     if (special(ln, value)) return;
     var h = res.headers;
@@ -202,9 +207,10 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     }
     res.headers = kept;
   }
-  function addHeader(name: unknown, value: unknown): void {
+  function addHeader(name: unknown, value0: unknown): void {
     if (badName(name)) return;
     var n = Str(name);
+    var value = textOnce(value0);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
     if (st.res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
     push(st.res.headers, [n, Str(value)]);
