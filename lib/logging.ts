@@ -178,6 +178,8 @@ export interface FailureLog {
   detail?: ErrorDetail;
   /** A host-side exception's own stack (unexpected errors only: these are bugs or host outages). */
   hostStack?: string;
+  /** What a host failure came from (the message of its cause: a file system's, a service's error), never sent to the client. */
+  cause?: string;
 }
 
 /**
@@ -218,12 +220,14 @@ export function logFailure(logger: Logger | undefined, f: FailureLog): void {
   if (d.location !== undefined) meta.location = d.location;
   if (d.stack !== undefined) meta.stack = d.stack;
   if (f.hostStack !== undefined) meta.hostStack = f.hostStack;
+  if (f.cause !== undefined) meta.cause = clip(f.cause);
   const cause = d.callFailure;
   if (cause !== undefined) meta.callFailure = { ...cause, message: clip(cause.message) };
   const where = f.appId === undefined ? '' : ` ${f.preview ? 'preview/' : ''}${f.appId}/${f.apiPath ?? ''}`;
   const at = d.location === undefined ? '' : ` at ${d.location}`;
   const after = cause === undefined ? '' : ` (handling the call's failure: ${cause.code} ${clip(cause.message)}${cause.location === undefined ? '' : ` at ${cause.location}`})`;
-  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${message}${at}${after}`;
+  const why = f.cause === undefined ? '' : ` (${clip(f.cause)})`;
+  const text = `request ${f.requestId}${where} failed in ${meta.stage as string}: ${f.status} ${f.code} ${message}${why}${at}${after}`;
   if (f.status >= 500) logger.error(text, meta);
   else logger.info(text, meta);
 }

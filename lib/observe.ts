@@ -121,7 +121,10 @@ export class Observer {
     if (err instanceof ApiError) {
       trace.failedStatus = err.status;
       const stage = err.errorName === 'BAD_REQUEST' && !trace.matched ? 'route' : hostStage(err.errorName, trace.ran ? 'response' : 'host');
-      logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message });
+      // (a host failure's cause, such as the file system's or a preview authorize's error, is for the log only)
+      const cause = (err as { cause?: unknown }).cause;
+      const why = cause === undefined ? {} : { cause: thrownText(cause), hostStack: typeof (cause as Error)?.stack === 'string' ? (cause as Error).stack : undefined };
+      logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message, ...why });
       return;
     }
     const e = ERRORS.HOST_ERROR;

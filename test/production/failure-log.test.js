@@ -198,6 +198,31 @@ describe('host-side failures', () => {
     expect(failures[0].meta).toMatchObject({ appId: 'app1', apiPath: 'nope' });
     expect(failures[1].meta.requestId).toBe(limited.body.requestId);
   });
+
+  test("a host failure's cause (a preview authorize that throws, a storage that fails) is in its log line, never in the body", async () => {
+    const { lines, logger } = recorder();
+    const scripts = { 'main.js': 'export function fn() { return 1 }', 'file.js': 'export function fn() { return { storagePath: "report.pdf" } }' };
+    const authorize = () => {
+      throw new Error('authorization backend down: connect ECONNREFUSED 10.0.0.9:443');
+    };
+    const down = () => Promise.reject(new Error('S3 GetObject: connect ETIMEDOUT 10.0.0.7:9000'));
+    const storage = { put: down, get: down, stat: down, delete: down };
+    const apis = [api('p', 'main.js'), { ...api('f', 'file.js'), returnType: 'File' }];
+    const { app: server } = app('quickjs', scripts, apis, { logger, storage, preview: { authorize } });
+    const res = await request(server).get('/web0/api/preview/app1/p');
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ requestId: res.body.requestId, message: 'The preview authorization failed', code: 270602 });
+    const line = lines.find((l) => l.meta && l.meta.requestId === res.body.requestId);
+    expect(line.message).toMatch(/failed in host: 500 270602 The preview authorization failed \(authorization backend down: connect ECONNREFUSED 10\.0\.0\.9:443\)/);
+    expect(line.meta.cause).toBe('authorization backend down: connect ECONNREFUSED 10.0.0.9:443');
+    expect(line.meta.hostStack).toMatch(/at authorize/);
+
+    const file = await request(server).get('/web0/api/app1/f');
+    expect(file.status).toBe(500);
+    expect(file.body).toEqual({ requestId: file.body.requestId, message: "File 'report.pdf' cannot be read", code: 270602 });
+    const fileLine = lines.find((l) => l.meta && l.meta.requestId === file.body.requestId);
+    expect(fileLine.meta.cause).toBe('S3 GetObject: connect ETIMEDOUT 10.0.0.7:9000');
+  });
 });
 
 describe('logger call shapes', () => {
