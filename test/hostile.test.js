@@ -550,7 +550,7 @@ describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (
     return `${s}export function fn() { return 1 }\n`;
   }
 
-  test("holds its worker: another app's call goes elsewhere at once, and the preparation ends at the time limit", async () => {
+  test("holds its worker: another app's call goes elsewhere at once; the preparation is not the script's time (the call then runs)", async () => {
     const { app, router } = makeApp({
       apps: {
         big: { scripts: { 'big.js': denseScript(400) }, apis: [{ path: 'p', call: { script: 'big.js', function: 'fn' }, returnType: 'JSON' }] },
@@ -570,10 +570,12 @@ describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (
       expect(good.body).toEqual({ good: true });
       expect(goodMs).toBeLessThan(2000);
       const res = await big;
-      expect([res.status, res.body.code]).toEqual([500, C.TIMEOUT]);
+      // (vm2 compiles the 1.2 MB source in its worker's heap, which scriptMemoryLimitMb bounds)
+      if (engine === 'quickjs' || res.status === 200) expect([res.status, res.body]).toEqual([200, 1]);
+      else expect([res.status, res.body.code]).toEqual([500, C.OOM]);
       for (let i = 0; i < 2; i++) expect((await request(app).get('/web0/api/good/g')).body).toEqual({ good: true });
     } finally {
       await router.close();
     }
-  }, 60_000);
+  }, 120_000);
 });

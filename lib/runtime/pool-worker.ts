@@ -156,7 +156,12 @@ export class PoolWorker {
 
   /** The job of the current (or last) slice. */
   sliceJob(): number {
-    return Atomics.load(this.ints, SHARED_SLICE_JOB);
+    return Math.abs(Atomics.load(this.ints, SHARED_SLICE_JOB));
+  }
+
+  /** Whether the current slice prepares a script version (parse, rewrite): not script time. */
+  preparing(): boolean {
+    return Atomics.load(this.ints, SHARED_SLICE_JOB) < 0;
   }
 
   /** The `seq` of the last job the worker started: jobs sent after it never started. */

@@ -351,7 +351,7 @@ export class WorkerPool implements ScriptEngine {
         if (w.dead || ms === 0) continue;
         const task = this.sent.get(w.sliceJob());
         const limit = (task ? task.job.timeoutMs : this.longestTimeoutMs) + this.options.graceMs;
-        if (ms > limit && !w.retiring) {
+        if (ms > limit && !w.retiring && !w.preparing()) {
           const meta = task ? { appId: task.appId, requestId: task.job.requestId } : undefined;
           this.options.logger?.warn(`scriptable-api: terminating a worker: ${task ? `app '${task.appId}'` : 'a script'} ran past its deadline`, meta);
           w.killedFor = task;

@@ -284,10 +284,11 @@ function start(id: number, seq: number, job: ScriptJob): void {
       const t0 = Date.now();
       // Preparing a source (parsing it and the rewrite's analysis, synchronous: seconds for a
       // script of a megabyte) is a slice of this job's work the pool sees: the worker is held
-      // meanwhile (other calls go to another worker, those that came meanwhile go back), and the
-      // backstop ends it past the job's time limit, as a runaway script.
+      // meanwhile (other calls go to another worker, those that came meanwhile go back). It is
+      // not the script's time, and it ends (its cost is linear in the source): the pool's
+      // deadline backstop leaves it alone (a negative job id marks it).
       let p: PreparedScript;
-      slices.begin(id);
+      slices.begin(-id);
       try {
         p = prepare(job.appId, ref.script, hash, source);
         bounceIfSlow();
@@ -295,6 +296,8 @@ function start(id: number, seq: number, job: ScriptJob): void {
         slices.end();
       }
       running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
+      // (nor the turn's, which the pool's backstop measures on vm2)
+      if (shared.clock[1] > 0 && Date.now() - t0 > config.slowMs) shared.clock[1] = clock();
       const head = JSON.stringify({ ...texts.head, async: p.async });
       return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts);
     },
