@@ -63,10 +63,15 @@ export class Observer {
     const metrics = this.metrics;
     if (metrics) {
       res.once('close', () => {
-        if (trace.passed) return;
-        // (a client that went away before the response ended counts as 499, as nginx logs it)
-        const status = res.writableFinished ? res.statusCode : (trace.failedStatus ?? 499);
-        metrics.request(...labels(trace), status, (performance.now() - trace.started) / 1000);
+        const ended = performance.now();
+        // (once the microtasks queued with the close have run: from Node.js 24 on, a source failing a
+        // download closes the response before the router hears of the failure)
+        setImmediate(() => {
+          if (trace.passed) return;
+          // (a client that went away before the response ended counts as 499, as nginx logs it)
+          const status = res.writableFinished ? res.statusCode : (trace.failedStatus ?? 499);
+          metrics.request(...labels(trace), status, (ended - trace.started) / 1000);
+        });
       });
     }
     return trace;

@@ -186,13 +186,21 @@ const send = async (output: Parameters<ReturnTypeHandler<'File'>>[0], { res, req
   // backpressure from the client to the source; a client that goes away destroys the source,
   // which frees its file handle or connection
   const restore = roomForPipeline(res);
-  await pipeline(opened.stream, exactly(headers['Content-Length'] as number), res)
+  const counted = exactly(headers['Content-Length'] as number);
+  // (which gave out first: the source (it failed or ended early) or the client. The pipeline then
+  // ends the other, and from Node.js 24 on it closes the response before it rejects)
+  let first: 'source' | 'client' | undefined;
+  const sourceFirst = () => void (first ??= 'source');
+  opened.stream.once('error', sourceFirst);
+  counted.once('error', sourceFirst);
+  res.once('close', () => void (first ??= 'client'));
+  await pipeline(opened.stream, counted, res)
     .catch((err: unknown) => {
       opened.stream.destroy();
       res.destroy();
       // (a source that failed or ended early is the host's failure, with the client still there: the
       // router logs it and counts it; a client that left is nobody's)
-      if (!signal.aborted) throw new SourceFailed(err);
+      if (first === 'source' || (first === undefined && !signal.aborted)) throw new SourceFailed(err);
     })
     .finally(restore);
 };
