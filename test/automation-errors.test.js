@@ -258,8 +258,9 @@ describe('a forEach whose rounds have no steps', () => {
     const automation = compileAutomation({ id: 'empty', steps: [{ id: 'spin', type: 'forEach', items: 'ctx.items', steps: [] }] });
     let turned = false;
     setTimeout(() => (turned = true), 1);
-    const deadline = Date.now() + 3000; // (long enough for many turns on a loaded machine)
-    const run = runAutomation(automation, { ctx: { items } }, executors, () => deadline);
+    // (the deadline passes once the event loop has turned: a run that never lets it turn ends its
+    // million rounds, one that checks the deadline only before steps ends them too)
+    const run = runAutomation(automation, { ctx: { items } }, executors, () => (turned ? 0 : Number.MAX_SAFE_INTEGER));
     const turnedFirst = await run.then(
       () => null,
       (e) => {
@@ -267,7 +268,7 @@ describe('a forEach whose rounds have no steps', () => {
         return turned;
       },
     );
-    // (before, the million rounds ran to the end, past the deadline and without a turn)
+    // (before, the rounds ran to the end, past the deadline and without a turn)
     expect(turnedFirst).toBe(true);
   }, 30_000);
 });
