@@ -104,7 +104,8 @@ export class ApiError extends Error {
 
 /** A thrown value's `code` for the error body: kept when it is an integer (APIError.code), else SCRIPT_ERROR's. */
 export function thrownCode(code: unknown): number {
-  return typeof code === 'number' && Number.isInteger(code) ? code : ERRORS.SCRIPT_ERROR.code;
+  // (a safe integer: JSON writes larger ones as 1e+21, which integer readers refuse)
+  return typeof code === 'number' && Number.isSafeInteger(code) ? code : ERRORS.SCRIPT_ERROR.code;
 }
 
 /**

@@ -156,6 +156,12 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     registry.putApi('app1', { path: 'f', call: { script: 'f.js', function: 'f' }, returnType: 'JSON' });
     const fraction = await request(app).get('/web0/api/app1/f');
     expect(fraction.body).toEqual({ requestId: fraction.headers['x-request-id'], message: 'fraction', code: 270000 });
+    // (nor one past what a JSON reader holds exactly: 1e21 went out as 1e+21)
+    registry.putScript('app1', 'h.js', 'export function f() { const e = new Error("huge"); e.code = 1e21; throw e }');
+    registry.putApi('app1', { path: 'h', call: { script: 'h.js', function: 'f' }, returnType: 'JSON' });
+    const huge = await request(app).get('/web0/api/app1/h');
+    expect(huge.text).not.toMatch(/e\+21/);
+    expect(huge.body).toEqual({ requestId: huge.headers['x-request-id'], message: 'huge', code: 270000 });
   });
 
   test('before: a returned value is the response and the call does not run', async () => {
