@@ -63,14 +63,17 @@ export class Observer {
     const metrics = this.metrics;
     if (metrics) {
       res.once('close', () => {
-        const ended = performance.now();
-        // (once the microtasks queued with the close have run: from Node.js 24 on, a source failing a
-        // download closes the response before the router hears of the failure)
+        const seconds = (performance.now() - trace.started) / 1000;
+        if (res.writableFinished) {
+          if (!trace.passed) metrics.request(...labels(trace), res.statusCode, seconds);
+          return;
+        }
+        // A response cut short: a client that went away counts as 499 (as nginx logs it), a host
+        // failure with its status. Read once the microtasks queued with the close have run: from
+        // Node.js 24 on, a source failing a download closes the response before the router hears
+        // of the failure.
         setImmediate(() => {
-          if (trace.passed) return;
-          // (a client that went away before the response ended counts as 499, as nginx logs it)
-          const status = res.writableFinished ? res.statusCode : (trace.failedStatus ?? 499);
-          metrics.request(...labels(trace), status, (ended - trace.started) / 1000);
+          if (!trace.passed) metrics.request(...labels(trace), trace.failedStatus ?? 499, seconds);
         });
       });
     }
