@@ -177,6 +177,9 @@ describe('an automation as a whole is bounded (its compiled form is held on the 
     const v8 = require('node:v8');
     v8.setFlagsFromString('--expose-gc');
     const gc = require('node:vm').runInNewContext('gc');
+    // the flag stays set for the rest of this jest worker: contexts created later (other suites'
+    // sandboxes) would get a `gc` global too
+    v8.setFlagsFromString('--no-expose-gc');
     const registry = new MemoryRegistry();
     gc();
     const before = process.memoryUsage().heapUsed;
