@@ -671,3 +671,28 @@ describe.each(['quickjs', 'vm2'])('escape corpus on the %s engine', (engine) => 
     expect(c.body).toEqual({ frozen: true, same: true, toJSON: '{"a":1}', extra: null, app: 'object', hijacked: null });
   });
 });
+
+describe.each(['quickjs', 'vm2'])('a host process run with --expose-gc (%s engine)', (engine) => {
+  test('scripts get no gc function: it would pause the whole worker for a full collection at will', async () => {
+    const v8 = require('node:v8');
+    // V8 flags are per process: the worker thread's new contexts get `gc` like the host's would
+    v8.setFlagsFromString('--expose-gc');
+    const { app, router } = makeApp({
+      apps: {
+        a: {
+          scripts: { 's.js': "export function fn() { var d = Object.getOwnPropertyDescriptor(globalThis, 'gc'); return { type: typeof gc, own: d ? typeof d.value : 'none', call: (function () { try { gc(); return 'called' } catch (e) { return e.name } })() } }" },
+          apis: [{ path: 'x', call: { script: 's.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+      router: { engine, workers: 1, maxWorkers: 1 },
+    });
+    try {
+      const res = await request(app).get('/web0/api/a/x');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(engine === 'vm2' ? { type: 'undefined', own: 'undefined', call: 'TypeError' } : { type: 'undefined', own: 'none', call: 'ReferenceError' });
+    } finally {
+      v8.setFlagsFromString('--no-expose-gc');
+      await router.close();
+    }
+  });
+});

@@ -18,9 +18,28 @@ import type { AdapterEntry } from '../protocol';
  * a spin there would stall the other calls on this worker, whichever app they belong to.
  */
 const HARDEN = new VMScript(
-  "'use strict'; delete globalThis.Buffer; if (typeof Atomics === 'object') delete Atomics.waitAsync;",
+  "'use strict'; delete globalThis.Buffer; if (typeof Atomics === 'object') delete Atomics.waitAsync;" +
+    // (V8 makes them non-configurable: emptied and made read-only where they cannot be deleted)
+    `for (const n of ${JSON.stringify(v8FlagGlobals())}) { const d = Object.getOwnPropertyDescriptor(globalThis, n);` +
+    ' if (d && d.configurable) delete globalThis[n]; else if (d) Object.defineProperty(globalThis, n, { value: undefined, writable: false }); }',
+
   'scriptable-api:harden.js',
 );
+
+/**
+ * What V8's flags put on every new context's global object when the process runs with them:
+ * `gc` (`--expose-gc`, or the name `--expose-gc-as` gives) would let a script pause this worker's
+ * whole heap for a full collection at will; `--expose-externalize-string` adds three test helpers.
+ */
+function v8FlagGlobals(): string[] {
+  const names = ['gc', 'externalizeString', 'createExternalizableString', 'isOneByteString'];
+  const args = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  for (const a of args) {
+    const m = /^--expose[-_]gc[-_]as=(.+)$/.exec(a);
+    if (m && /^[A-Za-z_$][\w$]*$/.test(m[1])) names.push(m[1]);
+  }
+  return names;
+}
 
 /**
  * Stack traces inside a sandbox: vm2 hides host frames but prints every frame as `CallSite {}`;
