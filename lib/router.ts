@@ -21,7 +21,7 @@ import { clientGone, type ClientGone } from './response/client-gone';
 import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
-import { resolveAutomations, runsAutomation } from './automation/resolve';
+import { readAutomations, resolveAutomations, runsAutomation } from './automation/resolve';
 import type { ApiDefinition, ApiRouter, ApiRouterOptions, Awaitable, AutomationRef, ScriptRef } from './types';
 import { Cors, isPreflight, validateCombinedCors } from './cors';
 import { Preview, type RegistryStage } from './preview';
@@ -233,10 +233,12 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       throw new ApiError('METHOD_NOT_ALLOWED', `${req.method} is not allowed for this API (allowed: ${def.methods.join(', ')})`);
     }
 
-    // [automation] definitions (and the scripts their steps call) travel with the job, unless the host
-    // runs them. Read right after the definition, before any wait (rate limit, body), so that a
-    // request runs one version of its app, not a definition and the scripts of a later one.
+    // [automation] definitions (and the scripts their steps call) travel with the job, or, when the
+    // host runs them, wait for its runner in the request's host services. Read right after the
+    // definition, before any wait (rate limit, body, the before script), so that a request runs one
+    // version of its app, not a definition and the scripts of a later one.
     const auto = options.automations || !runsAutomation(def) ? undefined : await lookup(res, resolveAutomations(registry, appId, def, logger, stage));
+    const hosted = options.automations && runsAutomation(def) ? await lookup(res, readAutomations(registry, appId, def, stage)) : undefined;
     const scripts: Record<string, ScriptSource> = {};
     for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
       const source: unknown = await lookup(res, registry.getScript(appId, name, stage));
@@ -270,7 +272,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       automations: auto?.automations, // [automation]
     };
     if (stage === 'preview') preview.mark(job.request);
-    const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage });
+    const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage, automations: hosted });
     const run = async (j: ScriptJob): Promise<JobResult> => {
       const t0 = performance.now();
       const r = await engine.run(j, services);

@@ -115,3 +115,40 @@ test("a registry whose getAutomation fails: HOST_ERROR without its message (logg
   }
   expect(logged.filter((m) => m.includes('ECONNREFUSED 10.1.2.3')).length).toBe(2);
 });
+
+test("a request runs one version of its app: the host runner gets the automation as it was when the request's scripts were read, not one changed while the before script ran", async () => {
+  const { MemoryRegistry } = require('..');
+  const version = (v) => ({
+    scripts: { 'b.js': `export function b(ctx) { platform.system.getAccountByToken('t'); ctx.request.setAttribute('v', '${v}') }` },
+    automation: { id: 'report', name: v, steps },
+  });
+  const registry = new MemoryRegistry({
+    apps: { app1: { scripts: version('v1').scripts, automations: [version('v1').automation], apis: [{ path: 'p', before: { script: 'b.js', function: 'b' }, call: { automation: 'report' }, returnType: 'JSON' }] } },
+  });
+  let reached;
+  const inBefore = new Promise((r) => (reached = r));
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const accounts = {
+    async getAccountByToken() {
+      reached();
+      await gate;
+      return null;
+    },
+  };
+  const seen = { async run(inv) { return { automation: inv.automation.name, before: inv.input.attributes.v } } };
+  const host = makeApp({ registry, router: { automations: seen, accounts } });
+  try {
+    const answer = request(host.app).get('/web0/api/app1/p').then((r) => r);
+    await inBefore; // (the before script of v1 is running: a deploy of v2 lands now)
+    registry.putScript('app1', 'b.js', version('v2').scripts['b.js']).putAutomation('app1', version('v2').automation);
+    release();
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ automation: 'v1', before: 'v1' });
+    const next = await request(host.app).get('/web0/api/app1/p');
+    expect(next.body).toEqual({ automation: 'v2', before: 'v2' });
+  } finally {
+    await host.router.close();
+  }
+});

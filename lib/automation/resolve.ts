@@ -5,6 +5,7 @@
  */
 import { ApiError, ConfigError } from '../errors';
 import type { ApiDefinition, ApiRegistry, AutomationRef, Logger, ScriptRef } from '../types';
+import type { ReadAutomation } from '../host/services';
 import { automationScripts } from './compile';
 
 export interface ResolvedAutomations {
@@ -59,6 +60,25 @@ export async function resolveAutomations(
     if (text === undefined) texts.set(a, (text = JSON.stringify(a)));
     Object.defineProperty(out.automations, id, { value: text, enumerable: true, writable: true, configurable: true });
     out.scripts.push(...scripts);
+  }
+  return out;
+}
+
+/**
+ * For the host's `automations` runner: the definitions `def` names, read from the registry as they
+ * are now (with the request's scripts), by id; a lookup that throws or rejects is kept as such, to
+ * fail the stage that runs it (HOST_ERROR). Empty when the registry cannot look automations up.
+ */
+export async function readAutomations(registry: ApiRegistry, appId: string, def: ApiDefinition, stage: 'published' | 'preview'): Promise<Map<string, ReadAutomation>> {
+  const out = new Map<string, ReadAutomation>();
+  if (typeof registry.getAutomation !== 'function') return out;
+  for (const id of [automationId(def.call), automationId(def.after)]) {
+    if (id === undefined || out.has(id)) continue;
+    try {
+      out.set(id, { ok: true, value: await registry.getAutomation(appId, id, stage) });
+    } catch (error) {
+      out.set(id, { ok: false, error });
+    }
   }
   return out;
 }

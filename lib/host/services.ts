@@ -37,7 +37,15 @@ export interface RequestInfo {
   parts: UploadedPart[];
   /** The registry stage the request is served from (preview path: `preview`). */
   stage?: RegistryStage;
+  /**
+   * [automation] The definitions of the automations the API names, as the router read them with
+   * its scripts (for the host's runner): by id, the registry's answer or what its lookup threw.
+   */
+  automations?: ReadonlyMap<string, ReadAutomation>;
 }
+
+/** What `registry.getAutomation` answered for one id, or what it threw. */
+export type ReadAutomation = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Most outbound responses a call holds, in flight or kept (for `saveBodyAsFile`, or a body over
@@ -272,8 +280,12 @@ export class HostServices implements HostBridge {
     const { options } = this.shared;
     const id = str(args.automation, 'automation');
     let def: AutomationDefinition | null | undefined;
+    // (read with the request's scripts: a definition changed since is for the next request)
+    const read = this.info.automations?.get(id);
     try {
-      def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
+      if (read !== undefined && !read.ok) throw read.error;
+      if (read !== undefined) def = read.value as AutomationDefinition | null | undefined;
+      else def = options.registry.getAutomation ? await options.registry.getAutomation(this.info.appId, id, this.info.stage ?? 'published') : undefined;
     } catch (e) {
       // (as when the router looks a definition up: logged, and the caller gets no internals)
       this.shared.logger?.error(`scriptable-api: registry.getAutomation failed: ${failureText(e)}`, { appId: this.info.appId, requestId: this.info.requestId });
