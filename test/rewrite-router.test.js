@@ -121,3 +121,21 @@ test.each(['quickjs', 'vm2'])('%s: two apps running the same blocking-mode scrip
     await made.router.close();
   }
 });
+
+test.each(['quickjs', 'vm2'])("%s: a script that does not compile is not said to run in blocking mode (it does not run); put right, it runs with no such warning", async (engine) => {
+  const lines = [];
+  const logger = { info: () => undefined, warn: (message, meta) => lines.push({ message, meta }), error: () => undefined };
+  const { app, router, registry } = makeApp({
+    apps: { app1: { scripts: { 'm.js': 'export function fn(ctx) { return ' }, apis: [{ path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON' }] } },
+    router: { engine, workers: 1, logger },
+  });
+  try {
+    const broken = await request(app).get('/web0/api/app1/p');
+    expect([broken.status, broken.body.code]).toEqual([500, 270204]);
+    registry.putScript('app1', 'm.js', 'export function fn(ctx) { return 2 }');
+    await request(app).get('/web0/api/app1/p').expect(200, '2');
+    expect(lines.filter((l) => /blocking mode/.test(l.message))).toEqual([]);
+  } finally {
+    await router.close();
+  }
+});

@@ -107,8 +107,11 @@ export class Stages {
     private readonly hogMinBytes = 0,
   ) {}
 
-  /** Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. */
-  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, texts: Omit<StageTexts, 'head'>): Promise<StageOutput> {
+  /**
+   * Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. `runs` is
+   * called once the script is known to run (its context loaded, `fn` found), before `fn` starts.
+   */
+  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, texts: Omit<StageTexts, 'head'>, runs?: () => void): Promise<StageOutput> {
     // (a job that ended, at its deadline, while it waited on the host between two stages runs no more
     // script code: started past its deadline, it would be interrupted and take its context with it)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
@@ -133,6 +136,7 @@ export class Stages {
     job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `Script '${script}' does not export a function named '${fn}'`);
+    runs?.();
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
       const p: Pending = { job, script, request: texts.request, resolve, reject, started: false };

@@ -212,7 +212,7 @@ let preparedChars = 0;
 /** The (app, script version) pairs whose blocking mode was reported (apps may run the same source). */
 const blockingReported = new Set<string>();
 
-function prepare(appId: string, name: string, hash: string, source: string): PreparedScript {
+function prepare(name: string, hash: string, source: string): PreparedScript {
   let p = prepared.get(hash);
   if (p === undefined) {
     try {
@@ -230,12 +230,20 @@ function prepare(appId: string, name: string, hash: string, source: string): Pre
     preparedChars += chars;
   }
   if (p instanceof EngineError) throw p;
+  return p;
+}
+
+/**
+ * Names a script that runs in blocking mode, once per (app, version): when it runs, not when it is
+ * prepared (a source the rewrite could not parse falls back to blocking mode, and most often the
+ * engine cannot compile it either: it never runs, and its compile error says why).
+ */
+function reportBlocking(appId: string, name: string, hash: string, p: PreparedScript): void {
   if (!p.async && !blockingReported.has(`${appId}\u0000${hash}`)) {
     if (blockingReported.size >= SOURCE_SLOTS) blockingReported.clear();
     blockingReported.add(`${appId}\u0000${hash}`);
     post({ type: 'blockingMode', appId, script: name, reason: p.reason ?? `${name}: the rewrite left it unchanged` });
   }
-  return p;
 }
 
 function finish(running: RunningJob, result: JobResult): void {
@@ -290,7 +298,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
       let p: PreparedScript;
       slices.begin(-id);
       try {
-        p = prepare(job.appId, ref.script, hash, source);
+        p = prepare(ref.script, hash, source);
         bounceIfSlow();
       } finally {
         slices.end();
@@ -299,7 +307,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
       // (nor the turn's, which the pool's backstop measures on vm2)
       if (shared.clock[1] > 0 && Date.now() - t0 > config.slowMs) shared.clock[1] = clock();
       const head = JSON.stringify({ ...texts.head, async: p.async });
-      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts);
+      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts, () => reportBlocking(job.appId, ref.script, hash, p));
     },
     callHost: (op, args) =>
       new Promise((resolve, reject) => {
