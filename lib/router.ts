@@ -70,6 +70,19 @@ function pathSegments(path: string): string[] {
   }
 }
 
+/**
+ * What is wrong with an error outcome of an engine of one's own, if anything: a status that is no
+ * error status (a 101 would switch the connection's protocol, a 200 or 302 pass the error body as
+ * an answer), a code that is no integer (the spec's APIError code is an Integer), a message that
+ * is no text.
+ */
+function unfitErrorOutcome(o: { message: unknown; code: unknown; status: unknown }): string | undefined {
+  if (typeof o.status !== 'number' || !Number.isInteger(o.status) || o.status < 400 || o.status > 599) return `status is ${shown(o.status)}, not an error status (400 to 599)`;
+  if (typeof o.code !== 'number' || !Number.isSafeInteger(o.code)) return `code is ${shown(o.code)}, not an integer`;
+  if (typeof o.message !== 'string') return `message is ${shown(o.message)}, not a string`;
+  return undefined;
+}
+
 function splitPath(segments: string[]): { appId: string; apiPath: string } | null {
   return segments.length < 2 ? null : { appId: segments[0], apiPath: segments.slice(1).join('/') };
 }
@@ -312,9 +325,13 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     if (res.headersSent) return observer.answeredBefore(trace); // (the host answered while the scripts ran)
     trace.answering = true;
     switch (outcome.kind) {
-      case 'error':
+      case 'error': {
+        // (an engine of one's own that gives an error no error status, code or message: HOST_ERROR, logged)
+        const unfit = unfitErrorOutcome(outcome);
+        if (unfit !== undefined) throw new Error(`engine ${engine.name} returned an error outcome whose ${unfit}`);
         if (outcome.code === ERRORS.QUEUE_TIMEOUT.code || outcome.code === ERRORS.SHUTTING_DOWN.code) res.setHeader('Retry-After', '1');
         return sendErrorBody(res, observer.scriptFailed(trace, outcome), outcome.status);
+      }
       case 'written':
       case 'continue':
         return sendWritten(res, requestId, state.response);

@@ -124,3 +124,39 @@ test("a result of an outcome kind or output type the router does not know answer
   outcome = { kind: 'output', output: { type: 'JSON', json: '{"ok":1}' } };
   await request(a).get('/web0/api/shop/p').expect(200, { ok: 1 });
 });
+
+test('an error outcome with a status that is no error status (101, 200, 302, 204), a code that is no integer or a message that is no text answers 500 HOST_ERROR, logged', async () => {
+  const registry = new MemoryRegistry();
+  registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
+  registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
+  const errors = [];
+  const logger = { info() {}, warn() {}, error: (m) => errors.push(String(m)) };
+  let outcome;
+  const engine = { name: 'mine', run: async (job) => ({ state: job.state, outcome }), close: async () => {} };
+  const router = createApiRouter({ registry, engine, logger });
+  routers.push(router);
+  const a = express().use('/web0/api', router);
+  const cases = [
+    [{ status: 101 }, 'engine mine returned an error outcome whose status is 101, not an error status (400 to 599)'],
+    [{ status: 200 }, 'status is 200'],
+    [{ status: 302 }, 'status is 302'],
+    [{ status: 204 }, 'status is 204'],
+    [{ status: undefined }, 'status is undefined'],
+    [{ code: 'abc' }, 'engine mine returned an error outcome whose code is "abc", not an integer'],
+    [{ code: 1.5 }, 'code is 1.5'],
+    [{ message: 5 }, 'engine mine returned an error outcome whose message is 5, not a string'],
+  ];
+  for (const [given, logged] of cases) {
+    outcome = { kind: 'error', message: 'm', code: 270000, status: 500, ...given };
+    errors.length = 0;
+    const res = await request(a).get('/web0/api/shop/p').timeout(10000);
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'A host service failed', code: 270602 });
+    expect(errors.join('\n')).toContain(logged);
+  }
+  // an error outcome that fits is the error body, with its own status and code
+  outcome = { kind: 'error', message: 'go away', code: 4001, status: 418 };
+  const res = await request(a).get('/web0/api/shop/p').timeout(10000);
+  expect(res.status).toBe(418);
+  expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'go away', code: 4001 });
+});
