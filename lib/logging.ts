@@ -145,9 +145,11 @@ const HOST_STAGES: Partial<Record<ErrorName, string>> = {
   METHOD_NOT_ALLOWED: 'route',
   BAD_REQUEST: 'body', // (a malformed path is the route's: see Observer.hostFailed)
   BODY_TOO_LARGE: 'body',
+  UPLOAD_TOO_LARGE: 'body',
   UNSUPPORTED_CHARSET: 'body',
   PREVIEW_FORBIDDEN: 'preview',
   INVALID_API_DEFINITION: 'definition',
+  INVALID_AUTOMATION: 'definition',
   RATE_LIMITED: 'rateLimit',
   RATE_LIMIT_QUEUE_FULL: 'rateLimit',
   INVALID_RESULT: 'response',

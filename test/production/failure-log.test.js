@@ -199,6 +199,38 @@ describe('host-side failures', () => {
     expect(failures[1].meta.requestId).toBe(limited.body.requestId);
   });
 
+  test('an upload over a limit is logged at stage body, as a body over bodyLimit; an invalid automation at stage definition, as an invalid API definition', async () => {
+    const { MemoryRegistry } = require('../..');
+    const { lines, logger } = recorder();
+    const registry = new MemoryRegistry({
+      apps: {
+        app1: {
+          scripts: { 'main.js': 'export function fn(ctx) { return ctx.getParts().length }' },
+          apis: [api('up', 'main.js', 'fn', { methods: ['POST'] }), { path: 'auto', call: { automation: 'steps' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    // (a registry of one's own: MemoryRegistry refuses both when they are put)
+    const getApi = registry.getApi.bind(registry);
+    registry.getApi = (appId, path, stage) => (path === 'bad' ? { path: 'bad', returnType: 'JSON' } : getApi(appId, path, stage));
+    registry.getAutomation = () => ({ id: 'steps', steps: [{ type: 'dialog' }] });
+    const x = makeApp({ registry, router: { logger, bodyLimit: 64, upload: { fileSize: 10 } } });
+    routers.push(x.router);
+    const stageOf = (res) => lines.find((l) => l.meta && l.meta.requestId === res.body.requestId).meta.stage;
+    const upload = await request(x.app).post('/web0/api/app1/up').attach('f', Buffer.alloc(100), 'f.bin');
+    expect([upload.status, upload.body.code]).toEqual([413, 270110]);
+    expect(stageOf(upload)).toBe('body');
+    const body = await request(x.app).post('/web0/api/app1/up').set('Content-Type', 'text/plain').send('x'.repeat(100));
+    expect([body.status, body.body.code]).toEqual([413, 270102]);
+    expect(stageOf(body)).toBe('body');
+    const automation = await request(x.app).get('/web0/api/app1/auto');
+    expect([automation.status, automation.body.code]).toEqual([500, 270604]);
+    expect(stageOf(automation)).toBe('definition');
+    const definition = await request(x.app).get('/web0/api/app1/bad');
+    expect([definition.status, definition.body.code]).toEqual([500, 270600]);
+    expect(stageOf(definition)).toBe('definition');
+  });
+
   test("a host failure's cause (a preview authorize that throws, a storage that fails) is in its log line, never in the body", async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'file.js': 'export function fn() { return { storagePath: "report.pdf" } }' };
