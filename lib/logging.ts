@@ -156,6 +156,8 @@ const HOST_STAGES: Partial<Record<ErrorName, string>> = {
   FILE_NOT_FOUND: 'response',
   PATH_OUTSIDE_SANDBOX: 'response',
   FILES_NOT_CONFIGURED: 'response',
+  // (no stage to name: the router refused the request, or ended its wait, as it closed)
+  SHUTTING_DOWN: 'engine',
 };
 
 /** The stage of a host-side error: its entry in HOST_STAGES, `response` once the script has run, else `host`. */

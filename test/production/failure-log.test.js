@@ -231,6 +231,16 @@ describe('host-side failures', () => {
     expect(stageOf(definition)).toBe('definition');
   });
 
+  test("a request a closing router refuses (503 SHUTTING_DOWN) is logged at stage engine, as the README says, not as a host failure", async () => {
+    const { lines, logger } = recorder();
+    const x = makeApp({ router: { logger }, apps: { app1: { scripts: { 'main.js': 'export function fn() { return 1 }' }, apis: [api('p', 'main.js')] } } });
+    await x.router.close();
+    const res = await request(x.app).get('/web0/api/app1/p');
+    expect([res.status, res.headers['retry-after'], res.body.code]).toEqual([503, '1', 270208]);
+    const line = lines.find((l) => l.meta && l.meta.requestId === res.body.requestId);
+    expect([line.level, line.meta.stage]).toEqual(['error', 'engine']);
+  });
+
   test("a host failure's cause (a preview authorize that throws, a storage that fails) is in its log line, never in the body", async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'file.js': 'export function fn() { return { storagePath: "report.pdf" } }' };
