@@ -121,6 +121,30 @@ test('headers over the size limit: 431 with the JSON error body (HEADERS_TOO_LAR
   expect(more).toEqual([]);
 });
 
+test("headers that do not arrive within headersTimeout: 408 with the JSON error body (REQUEST_TIMEOUT), then the connection closes", async () => {
+  // (the server's own handler on a server whose timeouts are short: Node.js checks them every
+  // connectionsCheckingInterval, 30 s by default, which only a new server can change)
+  const { clientErrorHandler } = require('../dist/cjs/cli/client-error');
+  const server = http.createServer({ connectionsCheckingInterval: 50, headersTimeout: 300, requestTimeout: 600 }, (_req, res) => res.end('x'));
+  server.on('clientError', clientErrorHandler(() => []));
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const read = await new Promise((resolve, reject) => {
+      const socket = net.connect(server.address().port, '127.0.0.1', () => socket.write(`GET ${HELLO} HTTP/1.1\r\nHost: x\r\n`));
+      let text = '';
+      socket.on('data', (d) => (text += d.toString('latin1')));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    const [res, ...more] = responses(read);
+    expectErrorBody(res, 408, 270107);
+    expect(JSON.parse(res.body).message).toBe('The request did not arrive in time');
+    expect(more).toEqual([]);
+  } finally {
+    server.close();
+  }
+});
+
 test('a bad request pipelined after a slow one: the slow one gets its own answer first, then the error', async () => {
   let release;
   let onArrival;
