@@ -39,6 +39,8 @@ export interface RequestTrace {
   failedStatus?: number;
   /** The router has begun writing its answer (a response sent otherwise was the host's). */
   answering?: boolean;
+  /** The call's failure the answer being sent is an `onError` hook's answer to: a failure to send it names it. */
+  handled?: ErrorDetail['callFailure'];
 }
 
 /** The error body with `location` added when the router exposes it. */
@@ -132,7 +134,7 @@ export class Observer {
       // (a host failure's cause, such as the file system's or a preview authorize's error, is for the log only)
       const cause = (err as { cause?: unknown }).cause;
       const why = cause === undefined ? {} : { cause: thrownText(cause), hostStack: typeof (cause as Error)?.stack === 'string' ? (cause as Error).stack : undefined };
-      logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message, ...why });
+      logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message, ...why, ...this.handled(trace) });
       return;
     }
     const e = ERRORS.HOST_ERROR;
@@ -145,7 +147,13 @@ export class Observer {
       status: e.status,
       message,
       hostStack: typeof (err as Error)?.stack === 'string' ? (err as Error).stack : undefined,
+      ...this.handled(trace),
     });
+  }
+
+  /** The call's failure an onError hook's refused answer was handling, for its log line. */
+  private handled(trace: RequestTrace): { detail?: ErrorDetail } {
+    return trace.handled === undefined ? {} : { detail: { callFailure: trace.handled } };
   }
 
   private where(trace: RequestTrace) {

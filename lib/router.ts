@@ -324,6 +324,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const { requestId } = trace;
     if (res.headersSent) return observer.answeredBefore(trace); // (the host answered while the scripts ran)
     trace.answering = true;
+    if (result.handled !== undefined) trace.handled = result.handled; // (the answer is onError's)
     switch (outcome.kind) {
       case 'error': {
         // (an engine of one's own that gives an error no error status, code or message: HOST_ERROR, logged)

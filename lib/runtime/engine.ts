@@ -72,6 +72,11 @@ export interface JobResult {
    * result as queue wait (without it, the whole wait as script time).
    */
   runMs?: number;
+  /**
+   * The call's failure an `onError` hook answered (the outcome is the hook's answer): the router's
+   * log line names it when the host then refuses that answer (a framing header, a missing file).
+   */
+  handled?: ErrorDetail['callFailure'];
 }
 
 /**

@@ -405,6 +405,37 @@ describe.each(['quickjs', 'vm2'])('%s: an onError hook that throws', (engine) =>
   });
 });
 
+describe.each(['quickjs', 'vm2'])('%s: an onError answer the host refuses', (engine) => {
+  test("its log line (stage response) names the call's failure the hook was handling: a framing header, a missing file", async () => {
+    const { lines, logger } = recorder();
+    const scripts = {
+      'c.js': 'export function fn(ctx) {\n  throw new Error("the call broke");\n}',
+      'h.js': 'export function header(ctx, error) { ctx.response.setHeader("Connection", "close"); return { error } }\nexport function file(ctx, error) { return { path: "gone.txt" } }',
+    };
+    const os = require('node:os');
+    const fs = require('node:fs');
+    const path = require('node:path');
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-onerror-answer-'));
+    const apis = [
+      api('header', 'c.js', 'fn', { onError: { script: 'h.js', function: 'header' } }),
+      { ...api('file', 'c.js', 'fn', { onError: { script: 'h.js', function: 'file' } }), returnType: 'File' },
+    ];
+    const { app: server } = app(engine, scripts, apis, { logger, sandboxDir });
+    for (const [p, status, code] of [['header', 500, 270304], ['file', 404, 270301]]) {
+      const res = await request(server).get(`/web0/api/app1/${p}`);
+      expect([p, res.status, res.body.code]).toEqual([p, status, code]);
+      const line = lines.find((l) => l.meta && l.meta.requestId === res.body.requestId);
+      expect(line.meta).toMatchObject({ stage: 'response', code, callFailure: { code: 270000, message: 'the call broke', script: 'c.js', location: expect.stringMatching(/^c\.js:2:\d+$/) } });
+      expect(line.message).toMatch(/\(handling the call's failure: 270000 the call broke at c\.js:2:\d+\)$/);
+      expect(JSON.stringify(res.body)).not.toMatch(/the call broke/);
+    }
+    // (a response the call answered itself has nothing to name)
+    const plain = await request(server).get('/web0/api/app1/nope');
+    expect(lines.find((l) => l.meta && l.meta.requestId === plain.body.requestId).meta.callFailure).toBeUndefined();
+    fs.rmSync(sandboxDir, { recursive: true, force: true });
+  });
+});
+
 describe('a File download cut short', () => {
   const http = require('node:http');
   const { Readable } = require('node:stream');

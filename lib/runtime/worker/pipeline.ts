@@ -280,20 +280,23 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     const { status, contentType } = state.response;
     env.entering?.('onError', job.onError.script);
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
+    const d = call.fail.detail;
+    const callFailure = { code: call.fail.code, message: call.fail.message, script: d?.script, location: d?.location };
     if (r.fail) {
       // (the client gets onError's failure; the log keeps what it was handling)
-      const d = call.fail.detail;
-      r.fail.detail = { ...r.fail.detail, callFailure: { code: call.fail.code, message: call.fail.message, script: d?.script, location: d?.location } };
+      r.fail.detail = { ...r.fail.detail, callFailure };
       return result(r.fail);
     }
+    // (the answer is onError's: should the host refuse it, its log line names what it was handling)
+    const answered = (outcome: JobOutcome): JobResult => ({ ...result(outcome), handled: callFailure });
     // (what the failed call wrote, redirected or sent is not onError's answer: only a body it wrote is;
     // a header it set is not, whatever the call wrote before)
-    if (wrote(state) && answerText(state.response) !== before) return result({ kind: 'written' });
+    if (wrote(state) && answerText(state.response) !== before) return answered({ kind: 'written' });
     if (r.out!.hasValue) {
       // (the status the failed call's sendError / sendRedirect set is not its answer's either: a
       // 302 without its Location; onError could not set one, the response being committed)
       if (state.response.error !== null || state.response.redirect !== null) state = { ...state, response: { ...state.response, status: 200 } };
-      return result({ kind: 'output', output: r.out!.output! });
+      return answered({ kind: 'output', output: r.out!.output! });
     }
     // A status or content type set without a body is its answer, sent with an empty body (not the
     // failed call's); headers alone (an audit header) are not: the default error response goes
@@ -301,7 +304,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // sendError or sendRedirect of the call is left to drop.)
     if (r.out!.answered === true || state.response.status !== status || state.response.contentType !== contentType) {
       state = { ...state, response: { ...state.response, chunks: [], written: false } };
-      return result({ kind: 'written' });
+      return answered({ kind: 'written' });
     }
     return result(call.fail);
   }
