@@ -147,7 +147,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
         message = e.message;
       }
     }
-    logger?.error(message);
+    // (logged once, with the request, by the failure line)
     throw new ApiError('INVALID_API_DEFINITION', message);
   }
 
@@ -250,7 +250,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     // host runs them, wait for its runner in the request's host services. Read right after the
     // definition, before any wait (rate limit, body, the before script), so that a request runs one
     // version of its app, not a definition and the scripts of a later one.
-    const auto = options.automations || !runsAutomation(def) ? undefined : await lookup(res, resolveAutomations(registry, appId, def, logger, stage));
+    const auto = options.automations || !runsAutomation(def) ? undefined : await lookup(res, resolveAutomations(registry, appId, def, stage));
     const hosted = options.automations && runsAutomation(def) ? await lookup(res, readAutomations(registry, appId, def, stage)) : undefined;
     const scripts: Record<string, ScriptSource> = {};
     for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {

@@ -4,7 +4,7 @@
  * and travel with the job as JSON text, with the names of the scripts their steps call.
  */
 import { ApiError, ConfigError } from '../errors';
-import type { ApiDefinition, ApiRegistry, AutomationRef, Logger, ScriptRef } from '../types';
+import type { ApiDefinition, ApiRegistry, AutomationRef, ScriptRef } from '../types';
 import type { ReadAutomation } from '../host/services';
 import { automationScripts } from './compile';
 
@@ -28,14 +28,13 @@ const texts = new WeakMap<object, string>();
 
 /**
  * The automations `def` runs, or undefined when it runs none. Throws ApiError
- * INVALID_AUTOMATION (logged) for an invalid definition, AUTOMATION_UNAVAILABLE when the registry
+ * INVALID_AUTOMATION for an invalid definition, AUTOMATION_UNAVAILABLE when the registry
  * cannot look automations up.
  */
 export async function resolveAutomations(
   registry: ApiRegistry,
   appId: string,
   def: ApiDefinition,
-  logger?: Logger,
   stage?: 'published' | 'preview',
 ): Promise<ResolvedAutomations | undefined> {
   const ids = [automationId(def.call), automationId(def.after)].filter((id): id is string => id !== undefined);
@@ -53,7 +52,7 @@ export async function resolveAutomations(
       scripts = automationScripts(a);
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
-      logger?.error(e.message);
+      // (logged once, with the request, by the router's failure line)
       throw new ApiError('INVALID_AUTOMATION', e.message);
     }
     let text = texts.get(a);

@@ -231,6 +231,24 @@ describe('host-side failures', () => {
     expect(stageOf(definition)).toBe('definition');
   });
 
+  test('an invalid API or automation definition logs one line, the failure line with its request id, not a second line without one', async () => {
+    const { MemoryRegistry } = require('../..');
+    const { lines, logger } = recorder();
+    const registry = new MemoryRegistry({ apps: { app1: { scripts: {}, apis: [{ path: 'auto', call: { automation: 'steps' }, returnType: 'JSON' }] } } });
+    const getApi = registry.getApi.bind(registry);
+    registry.getApi = (appId, path, stage) => (path === 'bad' ? { path: 'bad', returnType: 'JSON' } : getApi(appId, path, stage));
+    registry.getAutomation = () => ({ id: 'steps', steps: [{ type: 'dialog' }] });
+    const x = makeApp({ registry, router: { logger } });
+    routers.push(x.router);
+    for (const [p, code] of [['bad', 270600], ['auto', 270604]]) {
+      lines.length = 0;
+      const res = await request(x.app).get(`/web0/api/app1/${p}`);
+      expect([p, res.body.code]).toEqual([p, code]);
+      expect(lines.map((l) => [l.level, l.meta && l.meta.requestId])).toEqual([['error', res.body.requestId]]);
+      expect(lines[0].message).toContain(res.body.message);
+    }
+  });
+
   test("a request a closing router refuses (503 SHUTTING_DOWN) is logged at stage engine, as the README says, not as a host failure", async () => {
     const { lines, logger } = recorder();
     const x = makeApp({ router: { logger }, apps: { app1: { scripts: { 'main.js': 'export function fn() { return 1 }' }, apis: [api('p', 'main.js')] } } });
