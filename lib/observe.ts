@@ -139,13 +139,14 @@ export class Observer {
     }
     const e = ERRORS.HOST_ERROR;
     trace.failedStatus = e.status;
-    const message = thrownText(err);
+    // (the message the client got, as for every failure; what failed is the cause)
     logFailure(this.logger, {
       ...this.where(trace),
       stage: trace.ran ? 'response' : 'host',
       code: e.code,
       status: e.status,
-      message,
+      message: e.message,
+      cause: thrownText(err),
       hostStack: typeof (err as Error)?.stack === 'string' ? (err as Error).stack : undefined,
       ...this.handled(trace),
     });

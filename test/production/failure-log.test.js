@@ -259,6 +259,23 @@ describe('host-side failures', () => {
     expect([line.level, line.meta.stage]).toEqual(['error', 'engine']);
   });
 
+  test("an unexpected host failure (a registry that throws) is logged as the body says it, with the error as its cause", async () => {
+    const { lines, logger } = recorder();
+    const registry = {
+      getApi: () => {
+        throw new Error('connect ECONNREFUSED 10.0.0.5:5432');
+      },
+      getScript: () => undefined,
+    };
+    const x = makeApp({ registry, router: { logger } });
+    routers.push(x.router);
+    const res = await request(x.app).get('/web0/api/app1/p');
+    expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'A host service failed', code: 270602 });
+    const line = lines.find((l) => l.meta && l.meta.requestId === res.body.requestId);
+    expect(line.meta).toMatchObject({ stage: 'host', code: 270602, status: 500, message: res.body.message, cause: 'connect ECONNREFUSED 10.0.0.5:5432', hostStack: expect.stringMatching(/at getApi/) });
+    expect(line.message).toMatch(/failed in host: 500 270602 A host service failed \(connect ECONNREFUSED 10\.0\.0\.5:5432\)$/);
+  });
+
   test("a host failure's cause (a preview authorize that throws, a storage that fails) is in its log line, never in the body", async () => {
     const { lines, logger } = recorder();
     const scripts = { 'main.js': 'export function fn() { return 1 }', 'file.js': 'export function fn() { return { storagePath: "report.pdf" } }' };
@@ -514,7 +531,8 @@ describe('a File download cut short', () => {
       expect(await count('slow', 499)).toBe(1);
       const failures = lines.filter((l) => l.meta && l.meta.stage);
       expect(failures).toHaveLength(1);
-      expect(failures[0]).toMatchObject({ level: 'error', meta: { requestId: failed.requestId, appId: 'app1', apiPath: 'fail', stage: 'response', status: 500, message: expect.stringMatching(/the disk went away/) } });
+      expect(failures[0]).toMatchObject({ level: 'error', meta: { requestId: failed.requestId, appId: 'app1', apiPath: 'fail', stage: 'response', status: 500, message: 'A host service failed', cause: expect.stringMatching(/the disk went away/) } });
+      expect(failures[0].message).toMatch(/the disk went away/);
     } finally {
       await new Promise((r) => server.close(r));
     }
