@@ -189,16 +189,16 @@ class Limiter implements RateLimiter {
         let outcome: Outcome;
         try {
           outcome = checkReservation(
-            (this.store.reserveSync as NonNullable<RateLimitStore['reserveSync']>)(key, intervalMs, ctx.reserveWaitMs),
+            (this.store.reserveSync as NonNullable<RateLimitStore['reserveSync']>)(key, intervalMs, ctx.reserveWaitMs, maxWaitMs),
           );
         } catch (err) {
-          outcome = this.storeFailed(err, key, intervalMs, ctx.reserveWaitMs);
+          outcome = this.storeFailed(err, key, intervalMs, ctx.reserveWaitMs, maxWaitMs);
         }
         const decision = this.finish(outcome, ctx);
         return decision instanceof Promise ? decision : Promise.resolve(decision);
       }
       const c = ctx;
-      return untilAborted(this.reserveAsync(key, intervalMs, c.reserveWaitMs), signal)
+      return untilAborted(this.reserveAsync(key, intervalMs, c.reserveWaitMs, maxWaitMs), signal)
         .then((outcome) => {
           if (outcome === undefined || signal?.aborted) {
             this.release(c);
@@ -228,14 +228,14 @@ class Limiter implements RateLimiter {
   }
 
   /** The store call, with outage handling. Never rejects unless something unexpected throws. */
-  private reserveAsync(key: string, intervalMs: number, maxWaitMs: number): Promise<Outcome> {
+  private reserveAsync(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs: number): Promise<Outcome> {
     if (this.storeDown) {
       // One request at a time tries the store again, at most once per storeRetryMs.
       if (this.probing || Date.now() < this.nextProbeAt) {
-        return Promise.resolve(this.degraded(key, intervalMs, maxWaitMs));
+        return Promise.resolve(this.degraded(key, intervalMs, maxWaitMs, ruleMaxWaitMs));
       }
       this.probing = true;
-      return this.callStore(key, intervalMs, maxWaitMs).then(
+      return this.callStore(key, intervalMs, maxWaitMs, ruleMaxWaitMs).then(
         (reservation) => {
           this.probing = false;
           this.recovered();
@@ -243,26 +243,26 @@ class Limiter implements RateLimiter {
         },
         (err) => {
           this.probing = false;
-          return this.storeFailed(err, key, intervalMs, maxWaitMs);
+          return this.storeFailed(err, key, intervalMs, maxWaitMs, ruleMaxWaitMs);
         },
       );
     }
-    return this.callStore(key, intervalMs, maxWaitMs).then(
+    return this.callStore(key, intervalMs, maxWaitMs, ruleMaxWaitMs).then(
       (reservation) => reservation,
-      (err) => this.storeFailed(err, key, intervalMs, maxWaitMs),
+      (err) => this.storeFailed(err, key, intervalMs, maxWaitMs, ruleMaxWaitMs),
     );
   }
 
-  private callStore(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation> {
+  private callStore(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs: number): Promise<Reservation> {
     try {
-      const call = Promise.resolve(this.store.reserve(key, intervalMs, maxWaitMs));
+      const call = Promise.resolve(this.store.reserve(key, intervalMs, maxWaitMs, ruleMaxWaitMs));
       return (this.storeTimeoutMs > 0 ? withTimeout(call, this.storeTimeoutMs, `rate-limit store did not answer within ${this.storeTimeoutMs} ms`) : call).then(checkReservation);
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
-  private storeFailed(err: unknown, key: string, intervalMs: number, maxWaitMs: number): Outcome {
+  private storeFailed(err: unknown, key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs: number): Outcome {
     // (a call that outlived close(): its request was ended by a forced close; no outage to report)
     if (this.closed) return OPEN;
     this.nextProbeAt = Date.now() + this.storeRetryMs;
@@ -276,7 +276,7 @@ class Limiter implements RateLimiter {
         err,
       );
     }
-    return this.degraded(key, intervalMs, maxWaitMs);
+    return this.degraded(key, intervalMs, maxWaitMs, ruleMaxWaitMs);
   }
 
   private recovered(): void {
@@ -285,10 +285,10 @@ class Limiter implements RateLimiter {
     this.logger?.info('scriptable-api: rate-limit store recovered');
   }
 
-  private degraded(key: string, intervalMs: number, maxWaitMs: number): Outcome {
+  private degraded(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs: number): Outcome {
     if (this.onStoreError === 'open') return OPEN;
     if (!this.fallback) this.fallback = new MemoryRateLimitStore();
-    return this.fallback.reserveSync(key, intervalMs, maxWaitMs);
+    return this.fallback.reserveSync(key, intervalMs, maxWaitMs, ruleMaxWaitMs);
   }
 
   private release(ctx: Ctx): void {

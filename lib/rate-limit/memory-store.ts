@@ -71,11 +71,11 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   /** The GCRA reservation, answered synchronously (the limiter uses this to skip a promise). */
-  reserveSync(key: string, intervalMs: number, maxWaitMs: number): Reservation {
+  reserveSync(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs?: number): Reservation {
     const now = this.now();
     const buckets = this.buckets;
     const tat = buckets.get(key);
-    const result = reserveGcra(tat === undefined ? 0 : tat, now, intervalMs, maxWaitMs);
+    const result = reserveGcra(tat === undefined ? 0 : tat, now, intervalMs, maxWaitMs, ruleMaxWaitMs);
     if (result.reservation.admitted) {
       if (tat === undefined) {
         if (buckets.size >= this.maxKeys) this.makeRoom(now);
@@ -83,12 +83,14 @@ export class MemoryRateLimitStore implements RateLimitStore {
         buckets.delete(key); // move to the most recently used end
       }
       buckets.set(key, result.tat);
+    } else if (tat !== undefined && result.tat !== tat) {
+      buckets.set(key, result.tat); // a stale TAT left by an earlier rule, lowered to this rule's bound
     }
     return result.reservation;
   }
 
-  reserve(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation> {
-    return Promise.resolve(this.reserveSync(key, intervalMs, maxWaitMs));
+  reserve(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs?: number): Promise<Reservation> {
+    return Promise.resolve(this.reserveSync(key, intervalMs, maxWaitMs, ruleMaxWaitMs));
   }
 
   /** Drops every bucket whose theoretical arrival time is not after now. Returns how many. */

@@ -13,10 +13,13 @@ import { onlyKnownKeys, type Same } from '../validations';
 import { ConfigError } from '../errors';
 
 /**
- * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs).
+ * KEYS[1] = bucket key; ARGV[1] = interval (µs), ARGV[2] = max wait (µs), ARGV[3] (optional) =
+ * the rule's own max wait (µs).
  * The value is the bucket's TAT in µs since the epoch (Redis TIME). Returns {1, wait µs} when
  * admitted, {0, retry-after µs} when rejected. The key expires when the TAT passes (an idle bucket
- * carries no state), so Redis holds only buckets that still matter.
+ * carries no state), so Redis holds only buckets that still matter. With ARGV[3], a TAT past
+ * now + ARGV[3] + interval was left by an earlier rule (a longer interval or wait): it is lowered
+ * to that bound, and stored so even when the request is rejected (see reserveGcra).
  */
 export const GCRA_LUA = `
 if redis.replicate_commands then redis.replicate_commands() end
@@ -26,15 +29,25 @@ local interval = tonumber(ARGV[1])
 local maxWait = tonumber(ARGV[2])
 local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
 if tat < now then tat = now end
+local function save(v)
+  local ttl = math.ceil((v - now) / 1000)
+  if ttl < 1 then ttl = 1 end
+  if ttl > 1e15 then ttl = 1e15 end
+  redis.call('SET', KEYS[1], string.format('%.0f', v), 'PX', string.format('%.0f', ttl))
+end
+local ruleMaxWait = tonumber(ARGV[3])
+local stale = false
+if ruleMaxWait then
+  if ruleMaxWait < maxWait then ruleMaxWait = maxWait end
+  local bound = now + ruleMaxWait + interval
+  if tat > bound then tat = bound; stale = true end
+end
 local wait = tat - now
 if wait > maxWait then
+  if stale then save(tat) end
   return {0, math.ceil(wait - maxWait)}
 end
-local newTat = tat + interval
-local ttl = math.ceil((newTat - now) / 1000)
-if ttl < 1 then ttl = 1 end
-if ttl > 1e15 then ttl = 1e15 end
-redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', string.format('%.0f', ttl))
+save(tat + interval)
 return {1, math.floor(wait)}
 `;
 
@@ -181,16 +194,17 @@ export class RedisRateLimitStore implements RateLimitStore {
     else this.client.once('ready', () => (this.everReady = true));
   }
 
-  reserve(key: string, intervalMs: number, maxWaitMs: number): Promise<Reservation> {
+  reserve(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs?: number): Promise<Reservation> {
     if (this.closed) return Promise.reject(new Error('RedisRateLimitStore is closed'));
     const fullKey = this.prefix + key;
     const intervalUs = String(Math.max(0, intervalMs * 1000));
-    const maxWaitUs = String(Number.isFinite(maxWaitMs) && maxWaitMs > 0 ? Math.round(maxWaitMs * 1000) : 0);
+    const us = (ms: number) => String(Number.isFinite(ms) && ms > 0 ? Math.round(ms * 1000) : 0);
+    const waits = ruleMaxWaitMs === undefined ? [us(maxWaitMs)] : [us(maxWaitMs), us(ruleMaxWaitMs)];
     const status = this.client.status;
     const run =
       this.everReady || !(status === 'wait' || status === 'connecting' || status === 'connect')
-        ? this.evalGcra(fullKey, intervalUs, maxWaitUs)
-        : this.whenFirstReady().then(() => this.evalGcra(fullKey, intervalUs, maxWaitUs));
+        ? this.evalGcra(fullKey, intervalUs, waits)
+        : this.whenFirstReady().then(() => this.evalGcra(fullKey, intervalUs, waits));
     return withTimeout(run.then(parseReply), this.commandTimeoutMs, `RedisRateLimitStore: no answer from Redis within ${this.commandTimeoutMs} ms`);
   }
 
@@ -258,11 +272,11 @@ export class RedisRateLimitStore implements RateLimitStore {
     return this.firstReady;
   }
 
-  private evalGcra(key: string, intervalUs: string, maxWaitUs: string): Promise<unknown> {
+  private evalGcra(key: string, intervalUs: string, waitsUs: string[]): Promise<unknown> {
     const client = this.client;
-    return client.evalsha(GCRA_SHA, 1, key, intervalUs, maxWaitUs).catch((err: unknown) => {
+    return client.evalsha(GCRA_SHA, 1, key, intervalUs, ...waitsUs).catch((err: unknown) => {
       if (err instanceof Error && /NOSCRIPT/.test(err.message)) {
-        return client.eval(GCRA_LUA, 1, key, intervalUs, maxWaitUs);
+        return client.eval(GCRA_LUA, 1, key, intervalUs, ...waitsUs);
       }
       throw err;
     });

@@ -101,6 +101,33 @@ describe('reserveGcra (fake clock)', () => {
     expect(b.reserve(60_000).admitted).toBe(false);
   });
 
+  test('a rule changed at runtime (the rule\'s own max wait given): a raised limit takes effect within one new interval, a lowered one grants no fresh slot', () => {
+    // 1 per minute, one request at t=0: TAT = 60 000
+    const first = reserveGcra(0, 0, 60_000, 0, 0);
+    expect(first.reservation.admitted).toBe(true);
+    // raised to 100/s at t=1000: the old TAT is past anything this rule could leave (now + 0 + 10),
+    // so it is lowered to that bound (and returned, to be stored even though this one is rejected)
+    const raised = reserveGcra(first.tat, 1000, 10, 0, 0);
+    expect(raised.reservation).toEqual({ admitted: false, retryAfterMs: 10 });
+    expect(raised.tat).toBe(1010);
+    expect(reserveGcra(raised.tat, 1010, 10, 0, 0).reservation).toEqual({ admitted: true, waitMs: 0 });
+    // with a wait of 50 ms, the bound is now + 50 + 10
+    expect(reserveGcra(first.tat, 1000, 10, 50, 50)).toEqual({ tat: 1060, reservation: { admitted: false, retryAfterMs: 10 } });
+    // the limiter's waiting cap asks with a max wait of 0 but the rule's own 50: a TAT the rule
+    // can leave (within now + 50 + 10) is no stale one and stands
+    expect(reserveGcra(1055, 1000, 10, 0, 50)).toEqual({ tat: 1055, reservation: { admitted: false, retryAfterMs: 55 } });
+    // a caller without the rule's max wait (a store of an older contract) keeps the old TAT
+    expect(reserveGcra(first.tat, 1000, 10, 0).reservation).toEqual({ admitted: false, retryAfterMs: 59_000 });
+    // lowered from 10/s to 1 per minute right after a request: its TAT stands, no fresh slot
+    const fast = reserveGcra(0, 0, 100, 0, 0);
+    const lowered = reserveGcra(fast.tat, 50, 60_000, 0, 0);
+    expect(lowered.reservation).toEqual({ admitted: false, retryAfterMs: 50 });
+    expect(lowered.tat).toBe(100);
+    const next = reserveGcra(lowered.tat, 100, 60_000, 0, 0);
+    expect(next.reservation.admitted).toBe(true);
+    expect(reserveGcra(next.tat, 30_000, 60_000, 0, 0).reservation).toEqual({ admitted: false, retryAfterMs: 30_100 });
+  });
+
   test('0 requests per second = no limit: the rule is inactive', () => {
     const limiter = createRateLimiter(undefined, undefined);
     expect(limiter.isActive({ requestsPerSecond: 0 })).toBe(false);

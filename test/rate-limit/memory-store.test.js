@@ -25,6 +25,23 @@ describe('MemoryRateLimitStore', () => {
     return store.close();
   });
 
+  test('a limit raised at runtime takes effect within the new interval, not once the old one has passed', () => {
+    const c = clock(0);
+    const store = new MemoryRateLimitStore({ now: c.now, sweepIntervalMs: 0 });
+    expect(store.reserveSync('a', 60_000, 0, 0).admitted).toBe(true); // 1 per minute
+    c.t = 1000;
+    expect(store.reserveSync('a', 60_000, 0, 0)).toEqual({ admitted: false, retryAfterMs: 59_000 });
+    // raised to 100/s: at most one new interval (10 ms) to wait
+    expect(store.reserveSync('a', 10, 0, 0)).toEqual({ admitted: false, retryAfterMs: 10 });
+    c.t = 1010;
+    expect(store.reserveSync('a', 10, 0, 0)).toEqual({ admitted: true, waitMs: 0 });
+    c.t = 1015;
+    expect(store.reserveSync('a', 10, 0, 0).admitted).toBe(false);
+    c.t = 1020;
+    expect(store.reserveSync('a', 10, 0, 0).admitted).toBe(true);
+    return store.close();
+  });
+
   test('sweep drops buckets whose TAT has passed, keeps live ones', () => {
     const c = clock(0);
     const store = new MemoryRateLimitStore({ now: c.now, sweepIntervalMs: 0 });

@@ -130,6 +130,31 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     expect(await admin.get(`sapi:rl:${key}`)).toBe(tat); // rejected: bucket unchanged
   });
 
+  test('a limit raised at runtime takes effect within the new interval: the old, longer TAT is lowered (and kept so) even by a rejected request', async () => {
+    const s = store();
+    const key = uniq('raised');
+    // (a caller of the older contract, without the rule's max wait, leaves the bucket as it was)
+    const old = uniq('old-contract');
+    expect(await s.reserve(old, 60_000, 0)).toEqual({ admitted: true, waitMs: 0 });
+    expect((await s.reserve(old, 50, 0)).retryAfterMs).toBeGreaterThan(50_000);
+    expect(await s.reserve(key, 60_000, 0, 0)).toEqual({ admitted: true, waitMs: 0 }); // 1 per minute
+    // raised to 20/s (50 ms): rejected at most for one new interval
+    const first = await s.reserve(key, 50, 0, 0);
+    if (!first.admitted) expect(first.retryAfterMs).toBeLessThanOrEqual(50);
+    expect(Number(await admin.pttl(`sapi:rl:${key}`))).toBeLessThanOrEqual(100);
+    const deadline = Date.now() + 2000;
+    let admitted = first.admitted;
+    while (!admitted && Date.now() < deadline) {
+      await sleep(20);
+      admitted = (await s.reserve(key, 50, 0, 0)).admitted;
+    }
+    expect(admitted).toBe(true);
+    // a rule unchanged keeps its bucket as it was: a rejection does not touch it
+    const tat = await admin.get(`sapi:rl:${key}`);
+    const again = await s.reserve(key, 50, 0, 0);
+    if (!again.admitted) expect(await admin.get(`sapi:rl:${key}`)).toBe(tat);
+  });
+
   test('a rate so low its bucket outlives any clock (1e-16 req/s): admitted once, then refused, without a Redis error', async () => {
     const s = store();
     const key = uniq('tiny');

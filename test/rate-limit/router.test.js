@@ -63,6 +63,40 @@ const get = (app, ip, query = '', headers = {}) => {
   return r;
 };
 
+/**
+ * A rule changed in the registry between requests: 1 per minute → 20/s must admit again within the
+ * new interval (a 429 meanwhile says Retry-After 1, not 60); then lowered back to 1 per minute,
+ * it grants at most the one slot the new rule allows, however many requests follow.
+ */
+async function ruleChangedAtRuntime(rateLimit) {
+  const built = limitedApp({ requestsPerSecond: 1 / 60, identifier: 'global' }, { rateLimit });
+  const put = (rule) => built.registry.putApi('app1', { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', rateLimit: rule });
+  expect((await get(built.app, '10.0.0.1')).status).toBe(200);
+  const limited = await get(built.app, '10.0.0.1');
+  expect(limited.status).toBe(429);
+  expect(Number(limited.headers['retry-after'])).toBeGreaterThan(50);
+  put({ requestsPerSecond: 20, identifier: 'global' });
+  const t0 = Date.now();
+  let res;
+  for (;;) {
+    res = await get(built.app, '10.0.0.1');
+    if (res.status === 200 || Date.now() - t0 > 3000) break;
+    expect(res.status).toBe(429);
+    expect(Number(res.headers['retry-after'])).toBe(1);
+    await sleep(20);
+  }
+  expect(res.status).toBe(200);
+  put({ requestsPerSecond: 1 / 60, identifier: 'global' });
+  const statuses = [];
+  const t1 = Date.now();
+  while (Date.now() - t1 < 300 || statuses.length < 3) {
+    statuses.push((await get(built.app, '10.0.0.1')).status);
+    await sleep(10);
+  }
+  expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(1);
+  expect(statuses[statuses.length - 1]).toBe(429);
+}
+
 describe('rate limiting through the router', () => {
   test('429 with the error body, Retry-After and the RateLimit headers', async () => {
     const { app, router } = limitedApp({ requestsPerSecond: 1 });
@@ -373,6 +407,10 @@ export function before(ctx) { ctx.request.setAttribute('user', [ctx.query.t, ctx
     expect((await request(built.app).get('/web0/api/preview/app1/p')).status).toBe(429);
   });
 
+  test('a rule changed at runtime (memory store): a raised limit admits within the new interval, a lowered one grants no fresh burst', async () => {
+    await ruleChangedAtRuntime(undefined);
+  });
+
   test('maxWaiting: over the cap, 429 RATE_LIMIT_QUEUE_FULL at once', async () => {
     // (0.1 req/s: the second request falls in the first one's interval however slow the machine is)
     const { app } = limitedApp({ requestsPerSecond: 0.1, timeoutMs: 20000, identifier: 'global' }, { rateLimit: { maxWaiting: 0 } });
@@ -442,6 +480,12 @@ describeRedis('rate limiting through two routers sharing Redis', () => {
   });
   afterAll(async () => {
     if (redis) await redis.stop();
+  });
+
+  test('a rule changed at runtime (Redis store): a raised limit admits within the new interval, a lowered one grants no fresh burst', async () => {
+    const store = new RedisRateLimitStore({ url: redis.url, prefix: `reconfig-${process.pid}-${Date.now()}:` });
+    cleanup.push(() => store.close());
+    await ruleChangedAtRuntime({ store });
   });
 
   test('one limit and one order: 5 at once at 1 req/s, 1500 ms → 200 at ~0 and ~1000 ms, three 429 at once', async () => {
