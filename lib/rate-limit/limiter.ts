@@ -77,6 +77,13 @@ export interface RateLimiterOptions extends RateLimitOptions {
 /** Bucket keys longer than this are replaced by their SHA-256. */
 const MAX_KEY_LENGTH = 200;
 
+/**
+ * The lowest rate applied (one per 1e15 ms, about 31,700 years). A lower positive rate (the schema
+ * takes any number > 0, down to 5e-324) gave waits past what a Redis integer reply holds (Redis
+ * answered a negative wait, read as an outage), or an interval of Infinity (`Retry-After: Infinity`).
+ */
+const MIN_RATE = 1e-12;
+
 function admitNoHeaders(): RateLimitDecision {
   return { ok: true, headers: {} };
 }
@@ -166,8 +173,9 @@ class Limiter implements RateLimiter {
     try {
       const { rule, signal } = args;
       if (signal?.aborted) return Promise.resolve({ ok: false, headers: {} });
-      const rps = rule.requestsPerSecond;
+      let rps = rule.requestsPerSecond;
       if (!(rps > 0)) return Promise.resolve(admitNoHeaders());
+      if (rps < MIN_RATE) rps = MIN_RATE;
       const intervalMs = 1000 / rps;
       const maxWaitMs = maxWaitFor(rule.timeoutMs);
       const identifier = resolveIdentifier(rule.identifier, args.req, args.attributes, this.ipv6Subnet, this.allowUnderscoreHeaders);

@@ -35,6 +35,11 @@ local function save(v)
   if ttl > 1e15 then ttl = 1e15 end
   redis.call('SET', KEYS[1], string.format('%.0f', v), 'PX', string.format('%.0f', ttl))
 end
+-- (an integer reply past 2^63 wraps to a negative number: keep replies exact in JavaScript too)
+local function reply(us)
+  if us > 9007199254740991 then return 9007199254740991 end
+  return us
+end
 local ruleMaxWait = tonumber(ARGV[3])
 local stale = false
 if ruleMaxWait then
@@ -45,10 +50,10 @@ end
 local wait = tat - now
 if wait > maxWait then
   if stale then save(tat) end
-  return {0, math.ceil(wait - maxWait)}
+  return {0, reply(math.ceil(wait - maxWait))}
 end
 save(tat + interval)
-return {1, math.floor(wait)}
+return {1, reply(math.floor(wait))}
 `;
 
 const GCRA_SHA = createHash('sha1').update(GCRA_LUA).digest('hex');

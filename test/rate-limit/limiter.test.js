@@ -62,6 +62,18 @@ describe('headers', () => {
 });
 
 describe('createRateLimiter', () => {
+  test('a rate so low its interval overflows to Infinity (1e-320 req/s, a valid rule): one admission, then 429 with whole-number headers', async () => {
+    const l = createRateLimiter(undefined, undefined);
+    const rule = { requestsPerSecond: 1e-320, identifier: 'global' };
+    expect((await l.acquire(args(rule))).ok).toBe(true);
+    const d = await l.acquire(args(rule));
+    expect(d.ok).toBe(false);
+    expect(d.headers['Retry-After']).toMatch(/^\d{1,15}$/);
+    expect(d.headers.RateLimit).toMatch(/^"default"; r=0; t=\d{1,15}$/);
+    expect(d.headers['RateLimit-Policy']).toMatch(/^"default"; q=1; w=\d{1,15}$/);
+    return l.close();
+  });
+
   test('isActive / needsAttributes', async () => {
     const l = createRateLimiter(undefined, undefined);
     expect(l.isActive({ requestsPerSecond: 5 })).toBe(true);

@@ -155,6 +155,25 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     if (!again.admitted) expect(await admin.get(`sapi:rl:${key}`)).toBe(tat);
   });
 
+  test('a rate whose interval overflows to Infinity (1e-320 req/s, a valid rule): limited, with whole-number headers, and no false Redis outage', async () => {
+    const log = logger();
+    const l = createRateLimiter({ store: store() }, log);
+    cleanup.push(() => l.close());
+    const args = { appId: 'app', apiPath: uniq('subnormal'), rule: { requestsPerSecond: 1e-320, identifier: 'global' }, req: fakeReq() };
+    expect((await l.acquire(args)).ok).toBe(true);
+    const d = await l.acquire(args);
+    expect(d).toMatchObject({ ok: false, error: 'RATE_LIMITED' });
+    expect(d.headers['Retry-After']).toMatch(/^\d{1,15}$/);
+    expect(d.headers['RateLimit-Policy']).toMatch(/^"default"; q=1; w=\d{1,15}$/);
+    expect(log.warn).not.toHaveBeenCalled();
+    expect(log.error).not.toHaveBeenCalled();
+    // the store alone, asked for a wait past what a Redis integer holds, answers a positive one
+    const s = store();
+    const key = uniq('huge');
+    await s.reserve(key, 1e19, 0, 0);
+    expect((await s.reserve(key, 1e19, 0, 0)).retryAfterMs).toBeGreaterThan(1e12);
+  });
+
   test('a rate so low its bucket outlives any clock (1e-16 req/s): admitted once, then refused, without a Redis error', async () => {
     const s = store();
     const key = uniq('tiny');
