@@ -8,7 +8,7 @@
  * awaited (or an export, which the runtime awaits), so no caller ever sees a promise it did not
  * expect.
  */
-import { quote, type Node } from './ast';
+import { FUNCTION_TYPES, propertyName, quote, type Node } from './ast';
 import { droppedPromises, splitUpdate } from './concurrency';
 import { TreeQueries, type Failure } from './queries';
 
@@ -32,6 +32,10 @@ export class Planner extends TreeQueries {
   /** Functions written async that wait on the host. */
   private readonly waitingAsync = new Set<Node>();
   private readonly work: Site[] = [];
+  /** The direct call sites of each function made async. */
+  private readonly callSitesOf = new Map<Node, Node[]>();
+  /** The return statements of each function (built on first use). */
+  private returnsOf: Map<Node, Node[]> | null = null;
 
   plan(hostCalls: Node[]): Plan {
     for (const call of hostCalls) {
@@ -40,6 +44,17 @@ export class Planner extends TreeQueries {
     }
     for (let site = this.work.pop(); site !== undefined; site = this.work.pop()) this.visit(site);
     this.asyncCallers();
+    for (const fn of this.converted) {
+      const made = this.returnedPromise(fn);
+      if (made !== null && !this.resultsAwaited(fn, new Set())) {
+        const name = this.namingVariables(fn)[0]?.name;
+        this.fail(
+          made.start,
+          `${name ? `function \`${name}\`` : 'a function that'} waits on the host and returns a promise (\`${quote(this.source, made)}\`) at ${this.at(made)}, ` +
+            'and a caller uses what it returns (async mode would give that caller the promise\'s value; write the function `async`)',
+        );
+      }
+    }
     for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn, (call) => this.wraps.has(call)));
     // Functions written async that wait on the host may run at the same time (Promise.all over
     // async callbacks): an inserted await must not split a read-modify-write of shared state.
@@ -103,8 +118,96 @@ export class Planner extends TreeQueries {
     else {
       const name = fn.id?.name ?? (this.parent(fn)?.type === 'VariableDeclarator' ? this.parent(fn)?.id.name : null);
       const subject = name ? `call of \`${name}\` (which waits on the host)` : 'call of a function that waits on the host';
+      this.callSitesOf.set(fn, conv.callSites);
       for (const call of conv.callSites) this.work.push({ call, subject });
     }
+  }
+
+  /**
+   * An expression `fn` returns that may be a promise (`new Promise(...)`, `Promise.resolve(x)`,
+   * `p.then(...)`, a call of a function written `async`, or a variable set to one), or null. Made
+   * async, `fn` would hand the promise's value to callers that received the promise.
+   */
+  private returnedPromise(fn: Node): Node | null {
+    if (this.returnsOf === null) {
+      this.returnsOf = new Map();
+      for (const ret of this.index.returns) {
+        const where = this.owner(ret);
+        if (!('fn' in where) || ret.argument === null) continue;
+        const list = this.returnsOf.get(where.fn) ?? [];
+        list.push(ret.argument);
+        this.returnsOf.set(where.fn, list);
+      }
+    }
+    const values = fn.expression ? [fn.body as Node] : (this.returnsOf.get(fn) ?? []);
+    return values.find((v) => this.mayBePromise(v, 0)) ?? null;
+  }
+
+  private mayBePromise(e: Node, depth: number): boolean {
+    switch (e.type) {
+      case 'NewExpression':
+        return e.callee.type === 'Identifier' && e.callee.name === 'Promise';
+      case 'CallExpression': {
+        const callee = e.callee as Node;
+        if (callee.type === 'MemberExpression') {
+          const name = propertyName(callee);
+          if (name === 'then' || name === 'catch' || name === 'finally') return true;
+          return (callee.object as Node).type === 'Identifier' && callee.object.name === 'Promise' && name !== 'withResolvers';
+        }
+        if (FUNCTION_TYPES.has(callee.type)) return callee.async === true;
+        const variable = callee.type === 'Identifier' ? this.reference(callee)?.resolved : null;
+        return (variable?.defs ?? []).some((d) => {
+          const node = d.node as unknown as Node;
+          if (d.type === 'FunctionName') return node.async === true;
+          return d.type === 'Variable' && node.init != null && FUNCTION_TYPES.has(node.init.type) && node.init.async === true;
+        });
+      }
+      case 'ConditionalExpression':
+        return this.mayBePromise(e.consequent, depth) || this.mayBePromise(e.alternate, depth);
+      case 'LogicalExpression':
+        return this.mayBePromise(e.left, depth) || this.mayBePromise(e.right, depth);
+      case 'SequenceExpression':
+        return this.mayBePromise((e.expressions as Node[]).at(-1) as Node, depth);
+      case 'Identifier': {
+        const variable = depth < 3 ? this.reference(e)?.resolved : null;
+        if (!variable) return false;
+        return variable.references.some((ref) => {
+          const value = ref.writeExpr as unknown as Node | null | undefined;
+          return value != null && this.mayBePromise(value, depth + 1);
+        });
+      }
+      default:
+        return false;
+    }
+  }
+
+  /**
+   * Whether every direct call of `fn` (made async) only awaits what it returns: the call is
+   * awaited, or returned by a function that is `async` or is made async and itself only awaited.
+   * An export the runtime calls awaits it too.
+   */
+  private resultsAwaited(fn: Node, seen: Set<Node>): boolean {
+    if (seen.has(fn)) return true;
+    seen.add(fn);
+    for (const call of this.callSitesOf.get(fn) ?? []) {
+      let target = this.wrapTarget(call) ?? call;
+      let up = this.parent(target);
+      // (`return n ? f(n - 1) : x`, `return a && f()`, `return (log(), f())` return it as it is)
+      while (
+        up !== undefined &&
+        ((up.type === 'ConditionalExpression' && up.test !== target) ||
+          (up.type === 'LogicalExpression' && up.right === target) ||
+          (up.type === 'SequenceExpression' && (up.expressions as Node[]).at(-1) === target))
+      ) {
+        target = up;
+        up = this.parent(up);
+      }
+      if (up?.type === 'AwaitExpression') continue;
+      const where = up?.type === 'ReturnStatement' ? this.owner(up) : up !== undefined && FUNCTION_TYPES.has(up.type) && up.body === target ? { fn: up } : null;
+      if (where !== null && 'fn' in where && (where.fn.async || (this.converted.has(where.fn) && this.resultsAwaited(where.fn, seen)))) continue;
+      return false;
+    }
+    return true;
   }
 
   /**

@@ -32,11 +32,13 @@ export interface AstIndex {
   objectPatterns: Node[];
   /** `import` declarations and `import()` expressions. */
   imports: Node[];
+  /** ReturnStatement nodes. */
+  returns: Node[];
 }
 
 /** One iterative walk (deeply nested expressions must not overflow the stack). */
 export function indexTree(root: Node): AstIndex {
-  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [] };
+  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [] };
   const { parent } = index;
   const stack: Node[] = [root];
   while (stack.length > 0) {
@@ -55,6 +57,9 @@ export function indexTree(root: Node): AstIndex {
       case 'ImportDeclaration':
       case 'ImportExpression':
         index.imports.push(node);
+        break;
+      case 'ReturnStatement':
+        index.returns.push(node);
         break;
       default:
     }
