@@ -19,6 +19,16 @@ function status(p) { return platform.http.request({ url: U + p }).status }
 const acct = (t) => platform.system.getAccountByToken(t);
 `;
 
+/** Helpers for the cases of async functions ($U: the upstream's URL). */
+const K = `
+const U = '$U';
+const log = [];
+async function keep(tag) { log.push('start ' + tag); const r = platform.http.request({ url: U + '/' + tag }); log.push('got ' + tag + ' ' + r.status); return r.status }
+`;
+
+/** An async function that waits on the host, its promise dropped. */
+const DROPPED = /call of async `keep` at line \d+ is not awaited, but it waits on the host/;
+
 /** A function that waits on the host and returns a promise: its callers must get the promise. */
 const RETURNS_PROMISE = /waits on the host and returns a promise/;
 
@@ -275,6 +285,21 @@ function load(p) { const s = status(p); return Promise.all([s, Promise.resolve(s
 function pick(p, n) { return n > 0 ? pick(p, n - 1) : load(p) }
 export async function main(ctx) { const a = await load('/aw'); return [a, await pick('/aw2', 2)] }
 export function other(ctx) { return load('/aw3') }`],
+  // an async function that waits on the host, its promise dropped: blocking mode finished its host calls first
+  ['async function promises in an array statement', `${K}
+export function main(ctx) { log.length = 0; [keep('a1'), keep('a2')]; log.push('after'); return log.slice() }`, DROPPED],
+  ['async function promise assigned to a let never read', `${K}
+export function main(ctx) { log.length = 0; let p; p = keep('b1'); log.push('after'); return log.slice() }`, DROPPED],
+  ['async function promise in an object never read', `${K}
+export function main(ctx) { log.length = 0; const o = { p: keep('e1') }; log.push('after'); return log.slice() }`, DROPPED],
+  ['typeof of an async function promise', `${K}
+export function main(ctx) { log.length = 0; const t = typeof keep('g1'); log.push('after'); return [t, log.slice()] }`, DROPPED],
+  ['async function promise made text', `${K}
+export function main(ctx) { log.length = 0; const s = \`\${keep('h1')}\`; log.push('after' + (keep('h2') === null)); return [s, log.slice()] }`, DROPPED],
+  ['async function promise left of &&', `${K}
+export function main(ctx) { log.length = 0; const v = keep('k1') && 5; log.push('after'); return [v, log.slice()] }`, DROPPED],
+  ['async function promise stored in a member and awaited: still async', `${K}
+export async function main(ctx) { log.length = 0; const s = {}; s.p = keep('m1'); const v = await s.p; const q = [keep('m2')]; return [v, await q[0], log.slice()] }`],
 ];
 
 let upstream;

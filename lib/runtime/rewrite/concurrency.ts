@@ -23,8 +23,10 @@ function memberName(member: Node): string | null {
  * An async function that waits on the host must not be left running. Flags the usual ways of
  * dropping its promise: `forEach(async ...)`, an async callback passed to a call whose value is
  * dropped (`xs.map(async ...);`), and a call of it (by name, as a method by its name unless the
- * rewrite awaits that call, or where it is written) as a statement of its own, under `void` or `!`, as a condition, chained with
- * `then` / `catch` / `finally` whose promise is dropped, or kept in a variable never read.
+ * rewrite awaits that call, or where it is written) as a statement of its own, under `void`, `!`
+ * or `typeof`, compared or made text, as a condition or the left of `&&`, chained with
+ * `then` / `catch` / `finally` whose promise is dropped, kept in a variable never read, or an
+ * element of an array or object literal that is one of those (`[keep(a), keep(b)];`).
  */
 export function droppedPromises(q: TreeQueries, fn: Node, awaited: (call: Node) => boolean): Failure[] {
   const up = q.parent(fn) as Node;
@@ -32,14 +34,23 @@ export function droppedPromises(q: TreeQueries, fn: Node, awaited: (call: Node) 
   const dropped = (node: Node): boolean => {
     const use = q.parent(node);
     if (use === undefined) return false;
-    if (use.type === 'ExpressionStatement' || (use.type === 'UnaryExpression' && (use.operator === 'void' || use.operator === '!'))) return true;
+    // (`void`, `!`, `typeof`...; compared, or made text: a promise's value is never waited for there)
+    if (use.type === 'ExpressionStatement' || use.type === 'UnaryExpression' || use.type === 'BinaryExpression' || use.type === 'TemplateLiteral') return true;
     if (TESTS.has(use.type) && use.test === node) return true; // only tested: a promise is always true
     if (use.type === 'VariableDeclarator' && use.init === node) return q.neverRead(use);
+    if (use.type === 'AssignmentExpression' && use.right === node && use.operator === '=') {
+      return use.left.type === 'Identifier' && q.neverReadName(use.left); // (stored in a member: kept)
+    }
+    // (an element of an array or object literal that is itself dropped, or kept where it is never read)
+    if (use.type === 'ArrayExpression') return dropped(use);
+    if (use.type === 'Property' && use.value === node && q.parent(use)?.type === 'ObjectExpression') return dropped(q.parent(use) as Node);
     if (use.type === 'MemberExpression' && use.object === node && CHAINS.has(propertyName(use) as string)) {
       const chained = q.parent(use) as Node;
       return chained.type === 'CallExpression' && chained.callee === use && dropped(chained);
     }
     if (use.type === 'LogicalExpression' && use.right === node) return dropped(use);
+    // (a promise is true: `p && x` drops it, `p || x` is it)
+    if (use.type === 'LogicalExpression') return use.operator === '&&' || dropped(use);
     if (use.type === 'ConditionalExpression' && use.test !== node) return dropped(use);
     if (use.type === 'SequenceExpression') return (use.expressions as Node[]).at(-1) !== node || dropped(use);
     if (use.type === 'ArrowFunctionExpression' && use.body === node) return droppedCallback(use);

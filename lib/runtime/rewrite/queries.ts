@@ -71,6 +71,12 @@ export class TreeQueries {
     return variables.length > 0 && variables.every((v) => v.references.every((ref) => !ref.isRead()));
   }
 
+  /** Whether the variable an assignment's target (`p` of `p = ...`) names is never read. */
+  neverReadName(id: Node): boolean {
+    const variable = this.reference(id)?.resolved;
+    return variable != null && variable.references.every((ref) => !ref.isRead());
+  }
+
   /** The reference an identifier node makes, if it makes one (index built on first use). */
   reference(id: Node): Reference | undefined {
     if (this.referenceMap === null) {
