@@ -59,11 +59,28 @@ function at(file: string, line: number, column?: number): string {
 
 /**
  * The script frames of a thrown error's stack and the innermost one's location. `isScript` tells
- * the job's script names from everything else.
+ * the job's script names from everything else; `sourceColumn`, when given, maps a frame's column
+ * back to the script as written.
  */
-export function thrownDetail(stack: string | undefined, isScript: (file: string) => boolean): Pick<ErrorDetail, 'location' | 'stack'> {
+export function thrownDetail(
+  stack: string | undefined,
+  isScript: (file: string) => boolean,
+  sourceColumn?: (file: string, line: number, column: number) => number,
+): Pick<ErrorDetail, 'location' | 'stack'> {
   const fs = frames(stack, isScript);
   if (fs.length === 0) return {};
+  // (a column of the code the engine ran, which the rewrite may have added to: the author's column)
+  if (sourceColumn !== undefined) {
+    for (const f of fs) {
+      if (f.column === undefined) continue;
+      const column = sourceColumn(f.file, f.line, f.column);
+      if (column === f.column) continue;
+      const head = `${f.file}:${f.line}:`;
+      const i = f.text.lastIndexOf(`${head}${f.column}`);
+      if (i >= 0) f.text = f.text.slice(0, i) + head + column + f.text.slice(i + head.length + String(f.column).length);
+      f.column = column;
+    }
+  }
   return { location: at(fs[0].file, fs[0].line, fs[0].column), stack: fs.map((f) => f.text).join('\n') };
 }
 

@@ -2,8 +2,9 @@
 // Differential test of the sync-to-await rewrite through the real router (QuickJS): each corpus
 // script runs as written (rewritten into async mode where the rewrite can) and forced into
 // blocking mode (a copy with a function using `eval`), against a real upstream on 127.0.0.1 and
-// an account service; status, body, and the host calls made (in order) must be the same. Each
-// case also states whether the rewrite must make it async or fall back (and why).
+// an account service; status, body (failures with their `location`: exposeErrorLocation), and the
+// host calls made (in order) must be the same. Each case also states whether the rewrite must make
+// it async or fall back (and why).
 const http = require('node:http');
 const request = require('supertest');
 const { rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
@@ -300,6 +301,14 @@ export function main(ctx) { log.length = 0; const s = \`\${keep('h1')}\`; log.pu
 export function main(ctx) { log.length = 0; const v = keep('k1') && 5; log.push('after'); return [v, log.slice()] }`, DROPPED],
   ['async function promise stored in a member and awaited: still async', `${K}
 export async function main(ctx) { log.length = 0; const s = {}; s.p = keep('m1'); const v = await s.p; const q = [keep('m2')]; return [v, await q[0], log.slice()] }`],
+  // an error's location names the script as written, not the text the rewrite inserted
+  ['error location after a host call on the same line', `${H}
+export function main(ctx) { const a = get('/loc').json().nope.deeper; return a }`],
+  ['error location in a converted function', `${H}
+function f(x) { return platform.http.request({ url: U + '/loc2' }).status + x.y.z }
+export function main(ctx) { return f({}) }`],
+  ['thrown Error location after two host calls on its line', `${H}
+export function main(ctx) { const s = status('/loc3') + get('/loc4').status; throw new Error('boom ' + s) }`],
 ];
 
 let upstream;
@@ -334,7 +343,7 @@ beforeAll(async () => {
     },
   };
   const logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
-  made = makeApp({ apps: { app1: { scripts, apis } }, router: { workers: 1, logger, accounts, outbound: { allowPrivateNetworks: true } } });
+  made = makeApp({ apps: { app1: { scripts, apis } }, router: { workers: 1, logger, accounts, outbound: { allowPrivateNetworks: true }, exposeErrorLocation: true } });
   await made.router.ready();
 }, 60_000);
 

@@ -652,3 +652,44 @@ describe('size', () => {
     });
   });
 });
+
+describe('columns', () => {
+  const { sourceColumn } = require('../dist/cjs/runtime/rewrite/index.js');
+  const { corpus } = require('./helpers/rewrite-corpus');
+
+  test('the insertions it reports map every column of the rewritten code to the column as written', () => {
+    let checked = 0;
+    for (const [, , source] of corpus()) {
+      const insertions = [];
+      const r = rewriteHostCalls(source, { insertions });
+      if (!r.async) {
+        expect(insertions).toEqual([]);
+        continue;
+      }
+      const written = source.split('\n');
+      const ran = r.code.split('\n');
+      written.forEach((text, i) => {
+        const line = i + 1;
+        const here = insertions.filter(([l]) => l === line);
+        for (let c = 0; c < text.length; c++) {
+          const at = c + here.filter(([, col]) => col <= c).reduce((n, [, , length]) => n + length, 0);
+          expect(ran[i][at]).toBe(text[c]);
+          expect(sourceColumn(insertions, line, at + 1)).toBe(c + 1);
+          checked++;
+        }
+        // (a column inside inserted text is where it was inserted)
+        for (const [, col, length] of here) {
+          const start = col + here.filter(([, c2]) => c2 < col).reduce((n, [, , l2]) => n + l2, 0);
+          for (let k = 0; k < length; k++) expect(sourceColumn(insertions, line, start + k + 1)).toBe(col + 1);
+        }
+      });
+    }
+    expect(checked).toBeGreaterThan(10000);
+  });
+
+  test('a script with no host calls reports no insertions', () => {
+    const insertions = [];
+    expect(rewriteHostCalls('export function f() { return 1 }', { insertions })).toEqual({ code: 'export function f() { return 1 }', async: true });
+    expect(insertions).toEqual([]);
+  });
+});

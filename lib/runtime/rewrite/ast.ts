@@ -105,6 +105,11 @@ export class Lines {
   private starts: number[] | null = null;
   constructor(private readonly source: string) {}
 
+  /** The column (from 0) of an offset. */
+  columnOf(pos: number): number {
+    return pos - (this.starts as number[])[this.lineOf(pos) - 1];
+  }
+
   lineOf(pos: number): number {
     if (this.starts === null) {
       const starts = [0];

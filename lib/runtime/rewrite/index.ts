@@ -25,6 +25,16 @@ export interface RewriteResult {
   syntaxError?: string;
 }
 
+export interface RewriteOptions {
+  /** Names the script in fallback reasons. */
+  filename?: string;
+  /**
+   * Filled, in async mode, with the text the rewrite inserted: [line, column (from 0) in the
+   * source, length], in source order. `sourceColumn` maps a column of the rewritten code back.
+   */
+  insertions?: Array<[number, number, number]>;
+}
+
 /**
  * Method names treated as host calls wherever they are called as `x.name(...)`: the host
  * helpers that wait on I/O. Calling a local method with one of these names is awaited too, which
@@ -52,7 +62,7 @@ function isHostCall(node: Node): boolean {
  * a local function that waits on the host, is awaited, and each function holding one is async.
  * Only inserts text (`(await `, `)`, `async `, `;`): line numbers are unchanged.
  */
-export function rewriteHostCalls(source: string, options: { filename?: string } = {}): RewriteResult {
+export function rewriteHostCalls(source: string, options: RewriteOptions = {}): RewriteResult {
   const prefix = options.filename ? `${options.filename}: ` : '';
   const fallback = (reason: string): RewriteResult => ({ code: source, async: false, reason: prefix + reason });
 
@@ -84,10 +94,28 @@ export function rewriteHostCalls(source: string, options: { filename?: string } 
     const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
     if (!plan.ok) return fallback(plan.message);
     if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
-    return { code: applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent), async: true };
+    const inserted: Array<[number, number]> = [];
+    const code = applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent, inserted);
+    for (const [pos, length] of inserted) options.insertions?.push([lines.lineOf(pos), lines.columnOf(pos), length]);
+    return { code, async: true };
   } catch (err) {
     // The scope analysis recurses: an expression nested thousands deep exhausts the stack.
     if (err instanceof RangeError) return fallback('the script is nested too deeply to analyze');
     throw err;
   }
+}
+
+/**
+ * The column (from 1) in the source as written of a column (from 1) on line `line` of the
+ * rewritten code: an error's location names the author's text, not the inserted `(await `.
+ */
+export function sourceColumn(insertions: ReadonlyArray<readonly [number, number, number]>, line: number, column: number): number {
+  let shift = 0;
+  for (const [l, c, length] of insertions) {
+    if (l < line) continue;
+    if (l > line || column - 1 < c + shift) break;
+    if (column - 1 < c + shift + length) return c + 1; // (in the inserted text: where it was inserted)
+    shift += length;
+  }
+  return column - shift;
 }

@@ -45,6 +45,8 @@ export interface PipelineEnv {
   notCounted(ms: number): void;
   /** Runs synchronous work of the job outside any script (an automation's expressions) as a slice the pool sees. */
   compute?<T>(work: () => T): T;
+  /** The column (from 1) in script `script` as written of a column of the code the engine ran (the rewrite inserts text). */
+  sourceColumn?(script: string, line: number, column: number): number;
   /** The stage the job runs from now on, and its script (or automation id): where a failure found outside it (its deadline passing while it waits on the host) is. */
   entering?(stage: Stage, script: string): void;
 }
@@ -88,11 +90,11 @@ function fromEngine(e: EngineError): Fail {
 }
 
 /** Adds where a stage failed: the stage, its script, and the script frames of a thrown error. */
-function located(fail: Fail, job: ScriptJob, stage: Stage, script: string, thrown?: ThrownError): Fail {
+function located(fail: Fail, job: ScriptJob, stage: Stage, script: string, thrown?: ThrownError, env?: PipelineEnv): Fail {
   const detail: ErrorDetail = { ...fail.detail, stage, script };
   if (thrown) {
     detail.name = thrown.name;
-    Object.assign(detail, thrownDetail(thrown.stack, (file) => ownGet(job.scripts, file) !== undefined));
+    Object.assign(detail, thrownDetail(thrown.stack, (file) => ownGet(job.scripts, file) !== undefined, env?.sourceColumn?.bind(env)));
   }
   fail.detail = detail;
   return fail;
@@ -140,7 +142,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
 
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const r = await runScriptStage(ref, stage, wantValue, value, returnType);
-    if (r.fail) located(r.fail, job, stage, ref.script, r.out?.status === 'error' ? r.out.error : undefined);
+    if (r.fail) located(r.fail, job, stage, ref.script, r.out?.status === 'error' ? r.out.error : undefined, env);
     return r;
   };
 

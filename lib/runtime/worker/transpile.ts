@@ -37,6 +37,8 @@ export interface PreparedScript {
   async: boolean;
   /** Why the script runs in blocking mode. */
   reason?: string;
+  /** Async mode: what the rewrite inserted (see `sourceColumn`), to locate errors in the source as written. */
+  insertions?: Array<[number, number, number]>;
 }
 
 /**
@@ -47,10 +49,11 @@ export interface PreparedScript {
 export function prepareScript(name: string, source: string, toCommonJs: boolean): PreparedScript {
   const esm = sucrase(name, source, isTypeScript(name) ? ['typescript'] : []);
   // the one place the mode is chosen
-  const mode = rewriteHostCalls(esm, { filename: name });
+  const insertions: Array<[number, number, number]> = [];
+  const mode = rewriteHostCalls(esm, { filename: name, insertions });
   if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(mode.syntaxError);
   const clash = toCommonJs ? commonJsNameClash(esm) : null;
   if (clash !== null) throw new SyntaxError(clash);
   const code = toCommonJs ? withoutPreamble(sucrase(name, fixExportsForCommonJs(mode.code), ['imports'])) : mode.code;
-  return { code, async: mode.async, reason: mode.reason };
+  return { code, async: mode.async, reason: mode.reason, ...(insertions.length > 0 ? { insertions } : {}) };
 }

@@ -15,6 +15,8 @@ import { FairQueue } from '../fair-queue';
 import { runPipeline } from './pipeline';
 import { Stages, type StageJob } from './stages';
 import { prepareScript, type PreparedScript } from './transpile';
+import { sourceColumn } from '../rewrite';
+import { ownGet } from '../../context/own-map';
 import { compileLocation } from '../../error-location';
 
 const config = workerData as WorkerConfig;
@@ -323,6 +325,10 @@ function start(id: number, seq: number, job: ScriptJob): void {
         post({ type: 'host', jobId: id, callId, op, args, blocking: false });
       }),
     deadline: () => running.deadline,
+    sourceColumn: (script, line, column) => {
+      const p = prepared.get(ownGet(job.scripts, script)?.hash ?? '');
+      return p === undefined || p instanceof EngineError || p.insertions === undefined ? column : sourceColumn(p.insertions, line, column);
+    },
     entering: (stage, script) => void (running.at = { stage, script }),
     notCounted: (ms) => void (running.deadline += ms),
     // (an automation's expressions run here, on the thread: the pool's watchdog must see them)
