@@ -299,6 +299,16 @@ export function main(ctx) { log.length = 0; const t = typeof keep('g1'); log.pus
 export function main(ctx) { log.length = 0; const s = \`\${keep('h1')}\`; log.push('after' + (keep('h2') === null)); return [s, log.slice()] }`, DROPPED],
   ['async function promise left of &&', `${K}
 export function main(ctx) { log.length = 0; const v = keep('k1') && 5; log.push('after'); return [v, log.slice()] }`, DROPPED],
+  ['a function returning an async function promise, its call dropped', `${K}
+function go(t) { return keep(t) }
+export function main(ctx) { log.length = 0; go('z1'); log.push('after'); return log.slice() }`, /call of async `go` at line \d+ is not awaited/],
+  ['an arrow returning an async function promise, its call dropped', `${K}
+const go = (t) => (log.push('go'), keep(t));
+const twice = (t) => go(t);
+export function main(ctx) { log.length = 0; twice('z2'); log.push('after'); return log.slice() }`, /call of async `twice` at line \d+ is not awaited/],
+  ['a function returning an async function promise, awaited: still async', `${K}
+function go(t) { return keep(t) }
+export async function main(ctx) { log.length = 0; await go('z3'); log.push('after'); return log.slice() }`],
   ['async function promise stored in a member and awaited: still async', `${K}
 export async function main(ctx) { log.length = 0; const s = {}; s.p = keep('m1'); const v = await s.p; const q = [keep('m2')]; return [v, await q[0], log.slice()] }`],
   // an error's location names the script as written, not the text the rewrite inserted

@@ -55,7 +55,7 @@ export class Planner extends TreeQueries {
         );
       }
     }
-    for (const fn of this.waitingAsync) this.failures.push(...droppedPromises(this, fn, (call) => this.wraps.has(call)));
+    for (const fn of [...this.waitingAsync, ...this.promiseCarriers()]) this.failures.push(...droppedPromises(this, fn, (call) => this.wraps.has(call)));
     // Functions written async that wait on the host may run at the same time (Promise.all over
     // async callbacks): an inserted await must not split a read-modify-write of shared state.
     if (this.waitingAsync.size > 0) {
@@ -82,6 +82,55 @@ export class Planner extends TreeQueries {
         }
       }
     }
+  }
+
+  /**
+   * The function that returns the value of `node` as it is (`return f()`, `() => f()`, also through
+   * `return n ? f(n - 1) : x`, `return a && f()`, `return (log(), f())`), or null.
+   */
+  private returnedBy(node: Node): Node | null {
+    let value = node;
+    let up = this.parent(value);
+    while (
+      up !== undefined &&
+      ((up.type === 'ConditionalExpression' && up.test !== value) ||
+        (up.type === 'LogicalExpression' && up.right === value) ||
+        (up.type === 'SequenceExpression' && (up.expressions as Node[]).at(-1) === value))
+    ) {
+      value = up;
+      up = this.parent(up);
+    }
+    if (up === undefined) return null;
+    if (FUNCTION_TYPES.has(up.type)) return up.body === value ? up : null;
+    if (up.type !== 'ReturnStatement') return null;
+    const where = this.owner(up);
+    return 'fn' in where ? where.fn : null;
+  }
+
+  /**
+   * Functions not written async that return the promise of one that waits on the host
+   * (`function go(t) { return keep(t) }`), or of another such function: dropping what they
+   * return drops that promise.
+   */
+  private promiseCarriers(): Set<Node> {
+    const carriers = new Set<Node>();
+    const from = [...this.waitingAsync];
+    for (let fn = from.pop(); fn !== undefined; fn = from.pop()) {
+      for (const v of this.namingVariables(fn)) {
+        for (const ref of v.references) {
+          const id = ref.identifier as unknown as Node;
+          const call = this.parent(id) as Node;
+          if (call.type !== 'CallExpression' || call.callee !== id) continue;
+          const g = this.returnedBy(call);
+          if (g === null || g.async || g.generator || this.converted.has(g) || carriers.has(g)) continue;
+          const up = this.parent(g);
+          if ((up?.type === 'CallExpression' || up?.type === 'NewExpression') && (up.arguments as Node[]).includes(g)) continue; // (a callback: its value is checked where it is called)
+          carriers.add(g);
+          from.push(g);
+        }
+      }
+    }
+    return carriers;
   }
 
   private fail(pos: number, message: string): void {
@@ -190,21 +239,10 @@ export class Planner extends TreeQueries {
     if (seen.has(fn)) return true;
     seen.add(fn);
     for (const call of this.callSitesOf.get(fn) ?? []) {
-      let target = this.wrapTarget(call) ?? call;
-      let up = this.parent(target);
-      // (`return n ? f(n - 1) : x`, `return a && f()`, `return (log(), f())` return it as it is)
-      while (
-        up !== undefined &&
-        ((up.type === 'ConditionalExpression' && up.test !== target) ||
-          (up.type === 'LogicalExpression' && up.right === target) ||
-          (up.type === 'SequenceExpression' && (up.expressions as Node[]).at(-1) === target))
-      ) {
-        target = up;
-        up = this.parent(up);
-      }
-      if (up?.type === 'AwaitExpression') continue;
-      const where = up?.type === 'ReturnStatement' ? this.owner(up) : up !== undefined && FUNCTION_TYPES.has(up.type) && up.body === target ? { fn: up } : null;
-      if (where !== null && 'fn' in where && (where.fn.async || (this.converted.has(where.fn) && this.resultsAwaited(where.fn, seen)))) continue;
+      const target = this.wrapTarget(call) ?? call;
+      if (this.parent(target)?.type === 'AwaitExpression') continue;
+      const g = this.returnedBy(target);
+      if (g !== null && (g.async || (this.converted.has(g) && this.resultsAwaited(g, seen)))) continue;
       return false;
     }
     return true;
