@@ -309,6 +309,22 @@ export function main(ctx) { log.length = 0; twice('z2'); log.push('after'); retu
   ['a function returning an async function promise, awaited: still async', `${K}
 function go(t) { return keep(t) }
 export async function main(ctx) { log.length = 0; await go('z3'); log.push('after'); return log.slice() }`],
+  ['async function passed by name to forEach', `${K}
+export function main(ctx) { log.length = 0; ['y1', 'y2'].forEach(keep); log.push('after'); return log.slice() }`, /async `keep` passed to forEach at line \d+/],
+  ['async function passed by name to map, dropped', `${K}
+export function main(ctx) { log.length = 0; ['y3'].map(keep); log.push('after'); return log.slice() }`, /async `keep` passed at line \d+ waits on the host, but the call it is passed to is not awaited/],
+  ['async function stored in an object, called through it and dropped', `${K}
+const api = { keep };
+export function main(ctx) { log.length = 0; api.keep('y4'); log.push('after'); return log.slice() }`, /async `keep` waits on the host and is stored or passed on at line \d+/],
+  ['async function under another name, called and dropped', `${K}
+const k2 = keep;
+export function main(ctx) { log.length = 0; k2('y5'); log.push('after'); return log.slice() }`, /async `keep` waits on the host and is stored or passed on at line \d+/],
+  ['async arrow assigned to a variable, called and dropped', `${K}
+let later;
+later = async (t) => { const r = platform.http.request({ url: U + '/' + t }); log.push('got ' + t) };
+export function main(ctx) { log.length = 0; later('y6'); log.push('after'); return log.slice() }`, /call of async `later` at line \d+ is not awaited/],
+  ['async function passed by name to map under Promise.all: still async', `${K}
+export async function main(ctx) { log.length = 0; const vs = await Promise.all(['y7'].map(keep)); return [vs, log.slice()] }`],
   ['async function promise stored in a member and awaited: still async', `${K}
 export async function main(ctx) { log.length = 0; const s = {}; s.p = keep('m1'); const v = await s.p; const q = [keep('m2')]; return [v, await q[0], log.slice()] }`],
   // an error's location names the script as written, not the text the rewrite inserted

@@ -87,10 +87,23 @@ export function droppedPromises(q: TreeQueries, fn: Node, awaited: (call: Node) 
   for (const v of q.namingVariables(fn)) {
     for (const ref of v.references) {
       const id = ref.identifier as unknown as Node;
-      const call = q.parent(id) as Node;
-      if (call.type === 'CallExpression' && call.callee === id && dropped(call)) {
-        found.push({ pos: id.start, message: `call of async \`${v.name}\` at ${q.at(id)} is not awaited, but it waits on the host` });
+      const use = q.parent(id) as Node;
+      if (use.type === 'CallExpression' && use.callee === id) {
+        if (dropped(use)) found.push({ pos: id.start, message: `call of async \`${v.name}\` at ${q.at(id)} is not awaited, but it waits on the host` });
+        continue;
       }
+      if (ref.init || ref.isWrite() || use.type === 'ExportSpecifier' || use.type === 'ExportDefaultDeclaration' || (use.type === 'UnaryExpression' && use.operator === 'typeof')) continue;
+      // passed by its name, it is a callback: `ps.forEach(keep)` is `ps.forEach(async (p) => ...)`
+      if (use.type === 'CallExpression' && (use.arguments as Node[]).includes(id)) {
+        if (use.callee.type === 'MemberExpression' && propertyName(use.callee) === 'forEach') {
+          found.push({ pos: id.start, message: `async \`${v.name}\` passed to forEach at ${q.at(id)} waits on the host, but nothing waits for it (use a for...of loop)` });
+        } else if (dropped(use)) {
+          found.push({ pos: id.start, message: `async \`${v.name}\` passed at ${q.at(id)} waits on the host, but the call it is passed to is not awaited` });
+        }
+        continue;
+      }
+      // kept under another name or in an object, its calls there cannot be followed
+      found.push({ pos: id.start, message: `async \`${v.name}\` waits on the host and is stored or passed on at ${q.at(id)} (call it by its name, so that its calls can be seen awaited)` });
     }
   }
   return found;

@@ -45,7 +45,8 @@ export class TreeQueries {
 
   /**
    * The variables through which a function is called by name: its declaration's name, a function
-   * expression's own name, and the `const` / `let` / `var` it initializes.
+   * expression's own name, the `const` / `let` / `var` it initializes, and for a function written
+   * `async` the variable it is assigned to.
    */
   namingVariables(fn: Node): Variable[] {
     const variables: Variable[] = [];
@@ -56,6 +57,11 @@ export class TreeQueries {
     const up = this.parent(fn);
     if (up?.type === 'VariableDeclarator' && up.init === fn && up.id.type === 'Identifier') {
       variables.push(...this.scopes.getDeclaredVariables(up as never));
+    }
+    // (`later = async () => ...`: a function written async may be assigned and called by that name)
+    if (fn.async && up?.type === 'AssignmentExpression' && up.right === fn && up.operator === '=' && up.left.type === 'Identifier') {
+      const variable = this.reference(up.left)?.resolved;
+      if (variable) variables.push(variable);
     }
     return variables;
   }
