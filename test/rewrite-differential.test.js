@@ -9,6 +9,7 @@ const http = require('node:http');
 const request = require('supertest');
 const { rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
 const { makeApp } = require('./helpers/app');
+const { randomPrograms } = require('./helpers/rewrite-random');
 
 const BLOCKING = '\nexport function forceBlocking() { return typeof eval }\n';
 
@@ -335,6 +336,8 @@ function f(x) { return platform.http.request({ url: U + '/loc2' }).status + x.y.
 export function main(ctx) { return f({}) }`],
   ['thrown Error location after two host calls on its line', `${H}
 export function main(ctx) { const s = status('/loc3') + get('/loc4').status; throw new Error('boom ' + s) }`],
+  // constructs nested at random around host calls (always rewritten)
+  ...randomPrograms(7, 24),
 ];
 
 let upstream;
