@@ -326,6 +326,9 @@ later = async (t) => { const r = platform.http.request({ url: U + '/' + t }); lo
 export function main(ctx) { log.length = 0; later('y6'); log.push('after'); return log.slice() }`, /call of async `later` at line \d+ is not awaited/],
   ['async function passed by name to map under Promise.all: still async', `${K}
 export async function main(ctx) { log.length = 0; const vs = await Promise.all(['y7'].map(keep)); return [vs, log.slice()] }`],
+  ['async function promise given to a tag that awaits it: still async', `${K}
+async function tag(strings, p) { return strings.raw.join('|') + (await p) }
+export async function main(ctx) { log.length = 0; const v = await tag\`a\${keep('t1')}b\`; return [v, log.slice()] }`],
   ['async function promise stored in a member and awaited: still async', `${K}
 export async function main(ctx) { log.length = 0; const s = {}; s.p = keep('m1'); const v = await s.p; const q = [keep('m2')]; return [v, await q[0], log.slice()] }`],
   // an error's location names the script as written, not the text the rewrite inserted

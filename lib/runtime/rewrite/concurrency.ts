@@ -35,7 +35,8 @@ export function droppedPromises(q: TreeQueries, fn: Node, awaited: (call: Node) 
     const use = q.parent(node);
     if (use === undefined) return false;
     // (`void`, `!`, `typeof`...; compared, or made text: a promise's value is never waited for there)
-    if (use.type === 'ExpressionStatement' || use.type === 'UnaryExpression' || use.type === 'BinaryExpression' || use.type === 'TemplateLiteral') return true;
+    if (use.type === 'ExpressionStatement' || use.type === 'UnaryExpression' || use.type === 'BinaryExpression') return true;
+    if (use.type === 'TemplateLiteral') return q.parent(use)?.type !== 'TaggedTemplateExpression'; // (a tag gets the promise itself)
     if (TESTS.has(use.type) && use.test === node) return true; // only tested: a promise is always true
     if (use.type === 'VariableDeclarator' && use.init === node) return q.neverRead(use);
     if (use.type === 'AssignmentExpression' && use.right === node && use.operator === '=') {
