@@ -329,6 +329,8 @@ export async function main(ctx) { log.length = 0; const vs = await Promise.all([
   ['async function promise given to a tag that awaits it: still async', `${K}
 async function tag(strings, p) { return strings.raw.join('|') + (await p) }
 export async function main(ctx) { log.length = 0; const v = await tag\`a\${keep('t1')}b\`; return [v, log.slice()] }`],
+  ['async function whose name is read and compared: still async', `${K}
+export async function main(ctx) { log.length = 0; return [keep.name, keep.length, typeof keep, keep === keep, await keep('n1'), log.slice()] }`],
   ['async function promise stored in a member and awaited: still async', `${K}
 export async function main(ctx) { log.length = 0; const s = {}; s.p = keep('m1'); const v = await s.p; const q = [keep('m2')]; return [v, await q[0], log.slice()] }`],
   // an error's location names the script as written, not the text the rewrite inserted

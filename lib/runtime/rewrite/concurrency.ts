@@ -93,7 +93,10 @@ export function droppedPromises(q: TreeQueries, fn: Node, awaited: (call: Node) 
         if (dropped(use)) found.push({ pos: id.start, message: `call of async \`${v.name}\` at ${q.at(id)} is not awaited, but it waits on the host` });
         continue;
       }
-      if (ref.init || ref.isWrite() || use.type === 'ExportSpecifier' || use.type === 'ExportDefaultDeclaration' || (use.type === 'UnaryExpression' && use.operator === 'typeof')) continue;
+      if (ref.init || ref.isWrite() || use.type === 'ExportSpecifier' || use.type === 'ExportDefaultDeclaration' || use.type === 'BinaryExpression') continue;
+      if (use.type === 'UnaryExpression' && use.operator === 'typeof') continue;
+      // (its `name` or `length` read, not `call` / `apply` / `bind`, which call it out of sight)
+      if (use.type === 'MemberExpression' && use.object === id && !['call', 'apply', 'bind'].includes(propertyName(use) as string) && propertyName(use) !== null) continue;
       // passed by its name, it is a callback: `ps.forEach(keep)` is `ps.forEach(async (p) => ...)`
       if (use.type === 'CallExpression' && (use.arguments as Node[]).includes(id)) {
         if (use.callee.type === 'MemberExpression' && propertyName(use.callee) === 'forEach') {
