@@ -282,6 +282,9 @@ export async function main(ctx) { const rs = await Promise.allSettled([load('/st
 function load(p) { get(p); const q = new Promise((ok) => ok(7)); return q }
 function outer(p) { return load(p) }
 export function main(ctx) { return outer('/po').then((v) => v + 1) }`, RETURNS_PROMISE],
+  ['converted function returning a promise it was given, chained with then', `${H}
+function touch(p, url) { get(url); return p }
+export function main(ctx) { return touch(Promise.resolve(5), '/tg').then((v) => v + 1) }`, /its result is used as a promise \(`.then`\)/],
   ['a promise a converted function returns reaches only awaits and the runtime: still async', `${H}
 function load(p) { const s = status(p); return Promise.all([s, Promise.resolve(s + 1)]) }
 function pick(p, n) { return n > 0 ? pick(p, n - 1) : load(p) }

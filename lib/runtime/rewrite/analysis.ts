@@ -54,6 +54,14 @@ export class Planner extends TreeQueries {
             'and a caller uses what it returns (async mode would give that caller the promise\'s value; write the function `async`)',
         );
       }
+      // (whatever it returns, a caller chaining `then` on it had a promise, or a thenable)
+      for (const call of this.callSitesOf.get(fn) ?? []) {
+        const use = this.parent(this.wrapTarget(call) ?? call);
+        const name = use?.type === 'MemberExpression' ? propertyName(use) : null;
+        if (name === 'then' || name === 'catch' || name === 'finally') {
+          this.fail(call.start, `\`${quote(this.source, call)}\` waits on the host, and its result is used as a promise (\`.${name}\`) at ${this.at(call)} (write the function it calls \`async\`)`);
+        }
+      }
     }
     for (const fn of [...this.waitingAsync, ...this.promiseCarriers()]) this.failures.push(...droppedPromises(this, fn, (call) => this.wraps.has(call)));
     // Functions written async that wait on the host may run at the same time (Promise.all over
