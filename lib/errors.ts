@@ -18,6 +18,8 @@ export const ERRORS = {
   BAD_REQUEST: { code: 270103, status: 400, message: 'Malformed request' },
   /** The request body declares a charset neither Node nor iconv-lite knows, or a name that is no charset (hex, base64, binary); a multipart form field one busboy does not decode. */
   UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },
+  /** The request body has a `Content-Encoding` other than gzip, deflate, br or identity (a multipart upload: any but identity). */
+  UNSUPPORTED_ENCODING: { code: 270108, status: 415, message: 'Unsupported content encoding' },
   /** A preview path request that the `preview.authorize(req)` check refused. */
   PREVIEW_FORBIDDEN: { code: 270105, status: 403, message: 'Preview not allowed' },
   /** The request's headers are larger than the HTTP server accepts (the standalone server; Node.js's `maxHeaderSize`). */

@@ -147,6 +147,7 @@ const HOST_STAGES: Partial<Record<ErrorName, string>> = {
   BODY_TOO_LARGE: 'body',
   UPLOAD_TOO_LARGE: 'body',
   UNSUPPORTED_CHARSET: 'body',
+  UNSUPPORTED_ENCODING: 'body',
   PREVIEW_FORBIDDEN: 'preview',
   INVALID_API_DEFINITION: 'definition',
   INVALID_AUTOMATION: 'definition',

@@ -3,6 +3,7 @@
  * getParameter, and uploaded files (multipart, within the `upload` limits: multipart.ts) kept on
  * the host as Parts.
  */
+import * as zlib from 'node:zlib';
 import type { Request, Response } from 'express';
 import { ApiError } from '../errors';
 import { ownGet, ownSet } from './own-map';
@@ -56,6 +57,49 @@ function readRaw(req: Request, limit: number): Promise<Buffer> {
     req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
     req.once('error', () => fail(new ApiError('BAD_REQUEST', 'The request body could not be read')));
   });
+}
+
+type Inflate = (buf: Buffer, options: zlib.ZlibOptions | zlib.BrotliOptions, cb: (err: Error | null, out: Buffer) => void) => void;
+
+/** The codings a body may arrive in (RFC 9110 8.4.1, as body-parser inflates them); identity is none. */
+const CODINGS: Record<string, Inflate | undefined> = Object.assign(Object.create(null), {
+  gzip: zlib.gunzip,
+  'x-gzip': zlib.gunzip,
+  deflate: zlib.inflate,
+  br: zlib.brotliDecompress,
+});
+
+/**
+ * The codings of the request's `Content-Encoding`, in the order they were applied (identity left
+ * out); 415 UNSUPPORTED_ENCODING for one the router does not decode.
+ */
+function codingsOf(req: Request): string[] {
+  const header = req.headers['content-encoding'];
+  if (header === undefined) return [];
+  const codings = header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+  const unknown = codings.find((c) => CODINGS[c] === undefined);
+  if (unknown !== undefined) throw new ApiError('UNSUPPORTED_ENCODING', `Unsupported Content-Encoding '${unknown}' (gzip, deflate, br or identity)`);
+  return codings;
+}
+
+/**
+ * A body's bytes with its codings undone, last applied first: what the client compressed, held to
+ * `limit` once inflated (a small compressed body can inflate to gigabytes), else BODY_TOO_LARGE;
+ * bytes that do not decode are a 400.
+ */
+async function decoded(raw: Buffer, codings: string[], limit: number): Promise<Buffer> {
+  let bytes = raw;
+  for (let i = codings.length - 1; i >= 0; i--) {
+    const inflate = CODINGS[codings[i]]!;
+    bytes = await new Promise<Buffer>((resolve, reject) => {
+      inflate(bytes, { maxOutputLength: Math.max(1, limit) }, (err, out) => {
+        if (!err) return resolve(out);
+        if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return reject(tooLarge(limit));
+        reject(new ApiError('BAD_REQUEST', `The request body is not valid ${codings[i]} data (Content-Encoding)`));
+      });
+    });
+  }
+  return within(bytes, limit);
 }
 
 /** The text of a body and, for an urlencoded one, its form fields. */
@@ -144,7 +188,12 @@ export async function readBody(req: Request, res: Response, limit: number, uploa
   // and will never emit again, so a read would wait for ever
   if (req.destroyed) throw new ApiError('BAD_REQUEST', 'The client went away before its body was read');
   const type = req.headers['content-type'] ?? '';
-  if (/^multipart\/form-data/i.test(type)) return { text: '', ...(await readMultipart(req, res, upload, limit)) };
+  const codings = codingsOf(req);
+  if (/^multipart\/form-data/i.test(type)) {
+    // (an upload streams to its files as it arrives: it is read as sent)
+    if (codings.length > 0) throw new ApiError('UNSUPPORTED_ENCODING', `A multipart upload is read as sent: Content-Encoding '${codings.join(', ')}' is not supported`);
+    return { text: '', ...(await readMultipart(req, res, upload, limit)) };
+  }
   const raw = await readRaw(req, limit);
-  return fromText(decodeBody(raw, type), type);
+  return fromText(decodeBody(codings.length > 0 ? await decoded(raw, codings, limit) : raw, type), type);
 }
