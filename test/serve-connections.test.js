@@ -243,3 +243,13 @@ test('a CONNECT request (this is no proxy): 400 with the JSON error body after t
   expectErrorBody(second, 400, 270103);
   expect(rest).toEqual([]);
 });
+
+test('a request with two Host headers (RFC 9112 3.2: the server must refuse it): 400 with the JSON error body, then the connection closes', async () => {
+  const [res, ...more] = responses(await exchange(`GET ${HELLO} HTTP/1.1\r\nHost: api.example.com\r\nHost: evil.example\r\n\r\nGET ${HELLO}?name=next HTTP/1.1\r\nHost: x\r\n\r\n`));
+  expectErrorBody(res, 400, 270103);
+  expect(JSON.parse(res.body).message).toBe('A request may have only one Host header');
+  expect(more).toEqual([]);
+  // (one Host, and HTTP/1.0 without one, are served)
+  const [one] = responses(await exchange(`GET ${HELLO}?name=one HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+  expect(one).toMatchObject({ status: 200, body: 'hello one' });
+});
