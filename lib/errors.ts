@@ -26,6 +26,8 @@ export const ERRORS = {
   HEADERS_TOO_LARGE: { code: 270106, status: 431, message: 'Request header fields too large' },
   /** The request's headers or body did not arrive within the HTTP server's `headersTimeout` / `requestTimeout` (the standalone server). */
   REQUEST_TIMEOUT: { code: 270107, status: 408, message: 'The request did not arrive in time' },
+  /** The request's `Expect` header asks for something other than `100-continue` (the standalone server; Node.js's `checkExpectation`). */
+  EXPECTATION_FAILED: { code: 270109, status: 417, message: 'Expectation failed' },
   /** A multipart upload is over one of the `upload` limits (the message names it). */
   UPLOAD_TOO_LARGE: { code: 270110, status: 413, message: 'Upload over a limit' },
   /** The script ran past `scriptTimeoutMs`. */

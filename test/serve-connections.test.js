@@ -253,3 +253,15 @@ test('a request with two Host headers (RFC 9112 3.2: the server must refuse it):
   const [one] = responses(await exchange(`GET ${HELLO}?name=one HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
   expect(one).toMatchObject({ status: 200, body: 'hello one' });
 });
+
+test('an Expect the server cannot meet (not 100-continue): 417 with the JSON error body; the script does not run', async () => {
+  const [res, ...more] = responses(await exchange('POST /web0/api/demo/echo HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 5\r\n\r\nhello'));
+  expect(res.status).toBe(417);
+  expect(res.headers['content-type']).toBe('application/json;charset=UTF-8');
+  expect(JSON.parse(res.body)).toEqual({ requestId: res.headers['x-request-id'], code: 270109, message: "Expectation '200-ok' cannot be met (only 100-continue is)" });
+  expect(more).toEqual([]);
+  // (100-continue is met: the body is asked for and read)
+  const [cont, echoed] = responses(await exchange('POST /web0/api/demo/echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello').then((t) => t.replace('HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n')));
+  expect(cont.status).toBe(100);
+  expect(echoed).toMatchObject({ status: 200, body: 'echo:hello' });
+});

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../errors';
-import { JSON_TYPE } from '../response/error';
+import { JSON_TYPE, sendError } from '../response/error';
 
 function errorFor(code: string | undefined): ApiError {
   switch (code) {
@@ -93,5 +93,21 @@ export function connectHandler(responsesOn: (socket: Socket) => ServerResponse[]
   return (_req: IncomingMessage, socket: Socket): void => {
     socket.on('error', () => socket.destroy());
     afterAll(responsesOn(socket), () => endWith(socket, new ApiError('BAD_REQUEST', 'CONNECT is not served: this server is not a proxy')));
+  };
+}
+
+/**
+ * The server's `checkExpectation` listener: a request whose `Expect` is not `100-continue` (the only
+ * expectation HTTP/1.1 defines, RFC 9110 10.1.1) gets 417 with the JSON error body, and its
+ * connection closes (its body, sent or not, is not read). Without a listener, Node.js answered
+ * 417 with an empty body.
+ */
+export function expectationHandler() {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const requestId = randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('Connection', 'close');
+    const expectation = String(req.headers.expect ?? '').slice(0, 200);
+    sendError(res, requestId, new ApiError('EXPECTATION_FAILED', `Expectation '${expectation}' cannot be met (only 100-continue is)`));
   };
 }

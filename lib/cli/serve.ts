@@ -13,7 +13,7 @@ import { ConfigError } from '../errors';
 import { RedisRateLimitStore } from '../rate-limit';
 import type { ApiRouter, Logger } from '../types';
 import { appIndex } from './app-index';
-import { clientErrorHandler, connectHandler } from './client-error';
+import { clientErrorHandler, connectHandler, expectationHandler } from './client-error';
 import { notFound } from './not-found';
 import type { ServeConfig } from './config';
 import { requestLog } from './request-log';
@@ -103,6 +103,8 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   server.on('clientError', clientErrorHandler(responsesOn));
   // (and so does a CONNECT request: this server is not a proxy)
   server.on('connect', connectHandler(responsesOn));
+  // (and so does an Expect other than 100-continue)
+  server.on('checkExpectation', expectationHandler());
   // connections open, to close at shutdown the ones that never sent a byte (Node.js counts them busy)
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
