@@ -586,3 +586,17 @@ test('a request without a Host header (HTTP/1.0): the server name is the address
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test.each([
+  ['text/plain; charset = ISO-8859-1', 'ISO-8859-1', 'caf\u00c3\u00a9'],
+  ['text/plain; charset=" utf-8 "', 'utf-8', 'caf\u00e9'],
+  ['text/plain;charset=windows-1252', 'windows-1252', 'caf\u00c3\u00a9'],
+  ['text/plain; format=flowed', null, 'caf\u00e9'],
+  ['text/plain; xcharset=latin1', null, 'caf\u00e9'],
+])('getCharacterEncoding() names the charset ctx.body was decoded by (%s)', async (contentType, encoding, body) => {
+  const { app } = apiWith('quickjs', 'export function fn(ctx) { return [ctx.request.getCharacterEncoding(), ctx.body] }');
+  // (café in UTF-8: read as ISO-8859-1 or windows-1252, its é is two characters, Ã©)
+  const res = await request(app).post('/web0/api/app1/p').set('Content-Type', contentType).send(Buffer.from('caf\u00e9', 'utf8'));
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual([encoding, body]);
+});

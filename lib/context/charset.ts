@@ -8,11 +8,16 @@ import { ApiError } from '../errors';
 
 const CHARSET = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
 
+/** The charset parameter of a Content-Type as it was written (trimmed), or undefined when it names none. */
+export function charsetParameter(contentType: string | undefined): string | undefined {
+  const m = contentType ? CHARSET.exec(contentType) : null;
+  const cs = m ? (m[1] ?? m[2]).trim() : '';
+  return cs === '' ? undefined : cs;
+}
+
 /** The declared charset, lower-case, or undefined when the Content-Type names none. */
 export function declaredCharset(contentType: string | undefined): string | undefined {
-  const m = contentType ? CHARSET.exec(contentType) : null;
-  const cs = m ? (m[1] ?? m[2]).trim().toLowerCase() : '';
-  return cs === '' ? undefined : cs;
+  return charsetParameter(contentType)?.toLowerCase();
 }
 
 /** Charsets Node decodes itself (no iconv-lite needed); no prototype: `constructor` is just unknown. */

@@ -8,6 +8,7 @@ import { parse as parseCookies } from 'cookie';
 import type { PartInfo, RequestSnapshot } from '../runtime/protocol';
 import type { RequestBody } from './body';
 import { ownGet, ownSet } from './own-map';
+import { charsetParameter } from './charset';
 
 export function parseQuery(qs: string | null): Record<string, string | string[]> {
   const query: Record<string, string | string[]> = {};
@@ -168,7 +169,8 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
     remoteHost: remoteAddr,
     remotePort: socket?.remotePort ?? 0,
     contentType: headers['content-type'] ?? null,
-    characterEncoding: /charset=["']?([\w-]+)/i.exec(headers['content-type'] ?? '')?.[1] ?? null,
+    // (the charset the body was decoded by, read as decodeBody reads it)
+    characterEncoding: charsetParameter(headers['content-type']) ?? null,
     authType: auth ? auth.split(' ', 1)[0] : null,
     contextPath: req.baseUrl ?? '',
     servletPath: `/${appId}`,
