@@ -6,11 +6,18 @@
 // answered before its body was read (404, 405, 413, 415) that desynchronised the connection fails
 // the requests after it. Invariants checked for each: an answer always comes (no hang), never a 5xx;
 // a 4xx is the library's JSON error body; a 200 shows the script exactly what was sent; and neither
-// the host's nor the sandbox's Object.prototype is polluted. Deterministic: the seed is fixed, and
-// a failure names the case's number and the request.
+// the host's nor the sandbox's Object.prototype is polluted. Run against the router in an Express
+// app and against the standalone server (`scriptable-api serve`), which also gets byte-level
+// mutations of raw requests (each followed by a valid one on its connection). Deterministic: the
+// seeds are fixed, and a failure names the case's number and the request.
 const http = require('node:http');
+const net = require('node:net');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const zlib = require('node:zlib');
 const { makeApp } = require('./helpers/app');
+const { startServer } = require('../dist/cjs/cli/serve');
 
 /** mulberry32: a small seeded PRNG (deterministic runs). */
 function prng(seed) {
@@ -207,28 +214,52 @@ function checkEcho(c, r) {
   if (seen.body !== want) throw new Error(`ctx.body differs from what was sent: ${JSON.stringify(seen.body.slice(0, 80))} for ${JSON.stringify(want.slice(0, 80))}`);
 }
 
-describe('HTTP input fuzzing (seeded)', () => {
-  let server;
-  let port;
-  let router;
-  const logs = [];
-  beforeAll(async () => {
-    const logger = { info() {}, debug() {}, warn: (m) => logs.push(m), error: (m) => logs.push(m) };
-    const api = (path, extra = {}) => ({ path, call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', ...extra });
-    const x = makeApp({
-      apps: { app1: { scripts: { 'main.js': ECHO }, apis: [api('p'), api('post-only', { methods: ['POST'] })] } },
-      router: { logger, bodyLimit: '8kb' },
-    });
-    router = x.router;
-    await router.ready();
-    server = http.createServer(x.app);
+const API = (path, extra = {}) => ({ path, call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', ...extra });
+
+/** The router in an Express app (test/helpers/app.js), or the standalone server (`scriptable-api serve`) over a folder of the same app. */
+const HOSTS = {
+  async express() {
+    const x = makeApp({ apps: { app1: { scripts: { 'main.js': ECHO }, apis: [API('p'), API('post-only', { methods: ['POST'] })] } }, router: { logger: false, bodyLimit: '8kb' } });
+    await x.router.ready();
+    const server = http.createServer(x.app);
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
-    port = server.address().port;
+    return {
+      port: server.address().port,
+      close: async () => {
+        await x.router.close();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  },
+  async serve() {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-fuzz-'));
+    const write = (rel, text) => {
+      fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      fs.writeFileSync(path.join(root, rel), text);
+    };
+    write('app1/scripts/main.js', ECHO);
+    write('app1/apis/p.json', JSON.stringify(API('p')));
+    write('app1/apis/post-only.json', JSON.stringify(API('post-only', { methods: ['POST'] })));
+    const silent = { debug() {}, info() {}, warn() {}, error() {} };
+    const running = await startServer({ root, port: 0, host: '127.0.0.1', mount: '/web0/api', index: true, quiet: false, shutdownTimeoutMs: 10000, router: { workers: 1, bodyLimit: '8kb' } }, silent);
+    await running.router.ready();
+    return {
+      port: running.server.address().port,
+      close: async () => {
+        await running.shutdown();
+        fs.rmSync(root, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+describe.each(Object.keys(HOSTS))('HTTP input fuzzing (seeded), %s', (host) => {
+  let port;
+  let close;
+  beforeAll(async () => {
+    ({ port, close } = await HOSTS[host]());
   });
-  afterAll(async () => {
-    await router.close();
-    await new Promise((r) => server.close(r));
-  });
+  afterAll(() => close());
 
   test.each([1, 2, 3])('seed %i: 120 random requests on one keep-alive connection', async (seed) => {
     const rnd = prng(seed * 7919);
@@ -316,4 +347,79 @@ describe('Content-Encoding of a request body', () => {
       agent.destroy();
     }
   });
+});
+
+/** Byte-level mutations of a valid request: what a broken client, a scanner or a smuggling attempt sends. */
+const MUTATIONS = [
+  (t, r) => t.slice(0, Math.floor(r() * t.length)) + pick(r, ['\r', '\n', '\x00', ' ', '\t', '\x7f', '\xff', ':', '"', '%', '\r\n', '\r\n ', ';', ',']) + t.slice(Math.floor(r() * t.length)),
+  (t, r) => t.replace(/\r\n(?=[^\r])/, `\r\n${pick(r, ['Host: other', 'Content-Length: 3', 'Content-Length: -1', 'Content-Length: 1e3', 'Content-Length: 0x10', 'Transfer-Encoding: chunked', 'Transfer-Encoding: xchunked', 'Transfer-Encoding: chunked, identity', 'Transfer-Encoding : chunked', 'Expect: 100-continue', 'Expect: nope', 'Content-Encoding: gzip', 'Connection: Upgrade\r\nUpgrade: h2c', 'X-A: a\r\n\tfolded', 'Cookie: __proto__=1; a=%zz', 'Content-Type: multipart/form-data; boundary=z'])}\r\n`),
+  (t) => t.replace('HTTP/1.1', pick(prng(t.length), ['HTTP/1.0', 'HTTP/0.9', 'HTTP/2.0', 'HTTP/1.10', 'http/1.1', 'HTTP/1.1 x'])),
+  (t, r) => t.replace(/^[A-Z]+/, pick(r, ['get', 'G ET', 'PRI', 'CONNECT', 'OPTIONS', 'HEAD', 'ACL', 'PURGE', 'X'.repeat(100)])),
+  (t, r) => t.replace(/ \/[^ ]*/, ` ${pick(r, ['*', '/web0/api/app1/p#f', '/web0/api/app1\\p', '//web0/api/app1/p', 'http://h/web0/api/app1/p', 'web0/api/app1/p', '/web0/api/app1/p?' + 'a=1&'.repeat(3000), '/web0/api/%', '/web0/api/app1/p%2', '/web0/api/app1/%2e%2e%2fp'])}`),
+  (t, r) => t.slice(0, Math.floor(r() * t.length)), // (cut short: the client stops sending)
+];
+
+/** The responses on a connection, in order (100 Continue left out); each has a Content-Length or none at all (a body-less 417 or 400 of Node.js). */
+function responsesIn(text) {
+  const out = [];
+  let rest = text;
+  for (;;) {
+    const start = rest.indexOf('HTTP/1.1 ');
+    const end = rest.indexOf('\r\n\r\n', start);
+    if (start < 0 || end < 0) return out;
+    const [statusLine, ...lines] = rest.slice(start, end).split('\r\n');
+    const headers = {};
+    for (const line of lines) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
+    const length = headers['transfer-encoding'] === 'chunked' ? rest.indexOf('0\r\n\r\n', end + 4) - end : Number(headers['content-length'] ?? 0);
+    const status = Number(statusLine.split(' ')[1]);
+    if (status !== 100) out.push({ status, headers, body: rest.slice(end + 4, end + 4 + length) });
+    rest = rest.slice(end + 4 + Math.max(0, length));
+  }
+}
+
+describe.each(Object.keys(HOSTS))('raw request mutations (seeded), %s', (host) => {
+  let port;
+  let close;
+  beforeAll(async () => {
+    ({ port, close } = await HOSTS[host]());
+  });
+  afterAll(() => close());
+
+  /** Writes `data` on a new connection; resolves with what it read once the server closes it (or after 10 s: then `open`). */
+  const exchange = (data) =>
+    new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let read = '';
+      const timer = setTimeout(() => {
+        socket.destroy();
+        resolve({ read, open: true });
+      }, 10_000);
+      socket.on('connect', () => socket.write(Buffer.from(data, 'latin1')));
+      socket.on('data', (d) => (read += d.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve({ read, open: false });
+      });
+    });
+
+  test('60 mutated requests, each followed by a valid one on its connection: an answer, never a 5xx; a 4xx is the JSON error body (serve: always)', async () => {
+    const rnd = prng(4242);
+    const valid = (q) => `POST /web0/api/app1/p?m=${q} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello`;
+    for (let i = 0; i < 60; i++) {
+      const mutated = pick(rnd, MUTATIONS)(valid(i), rnd);
+      const { read, open } = await exchange(`${mutated}GET /web0/api/app1/p?after=${i} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const where = `mutation ${i}: ${JSON.stringify(mutated.slice(0, 300))} → ${JSON.stringify(read.slice(0, 600))}`;
+      // (a request cut short waits for the rest until the server's timeout: the connection may stay open)
+      const answers = responsesIn(read);
+      if (answers.some((a) => a.status >= 500)) throw new Error(`a 5xx: ${where}`);
+      if (!open && answers.length === 0 && host === 'serve') throw new Error(`closed without an answer: ${where}`);
+      if (host === 'serve' && answers.some((a) => a.status >= 400 && !/^application\/json/.test(a.headers['content-type'] ?? ''))) throw new Error(`a 4xx without the JSON error body: ${where}`);
+      if (answers.some((a) => a.status >= 400 && a.headers['content-type']?.startsWith('application/json') && JSON.parse(a.body).requestId !== a.headers['x-request-id'])) throw new Error(`an error body that is not the library's: ${where}`);
+    }
+    // the server still answers
+    const { read } = await exchange('GET /web0/api/app1/p?last=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(read).toMatch(/^HTTP\/1\.1 200 /);
+    expect(Object.prototype.polluted).toBeUndefined();
+  }, 120_000);
 });
