@@ -16,6 +16,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
+const cookie = require('cookie');
 const { makeApp } = require('./helpers/app');
 const { startServer } = require('../dist/cjs/cli/serve');
 
@@ -200,6 +201,9 @@ function checkEcho(c, r) {
   const fuzz = c.headers['x-fuzz'];
   if (fuzz !== undefined) expect(seen.headers['x-fuzz']).toBe(Array.isArray(fuzz) ? fuzz.map((v) => v.trim()).join(', ') : fuzz.trim());
   expect(seen.contentType).toBe(c.headers['content-type'] ?? null);
+  // (cookies: the Cookie headers joined by '; ', each pair decoded by the `cookie` package, the first of a name kept)
+  const jar = c.headers.cookie === undefined ? undefined : [].concat(c.headers.cookie).join('; ');
+  expect(seen.cookies).toEqual(jar === undefined ? {} : { ...cookie.parse(jar) });
   if (c.body === undefined) return;
   const enc = c.headers['content-encoding'];
   let bytes = c.body;
