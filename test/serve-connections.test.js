@@ -265,3 +265,19 @@ test('an Expect the server cannot meet (not 100-continue): 417 with the JSON err
   expect(cont.status).toBe(100);
   expect(echoed).toMatchObject({ status: 200, body: 'echo:hello' });
 });
+
+test.each(['a b', 'x/y', 'a@b', 'evil.example/reset?', '[::1', 'h:99999', 'h:abc', 'h:80:81', 'h\tx', '\u00e9'])(
+  'a Host that is no host[:port] (%j, RFC 9112 3.2): 400 with the JSON error body, then the connection closes',
+  async (host) => {
+    const [res, ...more] = responses(await exchange(Buffer.from(`GET ${HELLO} HTTP/1.1\r\nHost: ${host}\r\n\r\nGET ${HELLO}?name=next HTTP/1.1\r\nHost: x\r\n\r\n`, 'latin1')));
+    expectErrorBody(res, 400, 270103);
+    expect(JSON.parse(res.body).message).toBe('The Host header is not a host and port');
+    expect(more).toEqual([]);
+  },
+);
+
+test.each(['api.example.com', 'api.example.com:8080', '127.0.0.1:1', '[::1]:8080', '[::ffff:127.0.0.1]', '[fe80::1%25eth0]:80', 'h:', "a!$&'()*+,;=%2e-_~b"])('a Host of the URI grammar (%j) is served', async (host) => {
+  const [res, ...more] = responses(await exchange(`GET ${HELLO}?name=ok HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+  expect(res).toMatchObject({ status: 200, body: 'hello ok' });
+  expect(more).toEqual([]);
+});
