@@ -18,14 +18,14 @@ export const ERRORS = {
   BAD_REQUEST: { code: 270103, status: 400, message: 'Malformed request' },
   /** The request body declares a charset neither Node nor iconv-lite knows, or a name that is no charset (hex, base64, binary); a multipart form field one busboy does not decode. */
   UNSUPPORTED_CHARSET: { code: 270104, status: 415, message: 'Unsupported charset' },
-  /** The request body has a `Content-Encoding` other than gzip, deflate, br or identity (a multipart upload: any but identity). */
-  UNSUPPORTED_ENCODING: { code: 270108, status: 415, message: 'Unsupported content encoding' },
   /** A preview path request that the `preview.authorize(req)` check refused. */
   PREVIEW_FORBIDDEN: { code: 270105, status: 403, message: 'Preview not allowed' },
   /** The request's headers are larger than the HTTP server accepts (the standalone server; Node.js's `maxHeaderSize`). */
   HEADERS_TOO_LARGE: { code: 270106, status: 431, message: 'Request header fields too large' },
   /** The request's headers or body did not arrive within the HTTP server's `headersTimeout` / `requestTimeout` (the standalone server). */
   REQUEST_TIMEOUT: { code: 270107, status: 408, message: 'The request did not arrive in time' },
+  /** The request body has a `Content-Encoding` other than gzip, deflate, br or identity (a multipart upload: any but identity). */
+  UNSUPPORTED_ENCODING: { code: 270108, status: 415, message: 'Unsupported content encoding' },
   /** The request's `Expect` header asks for something other than `100-continue` (the standalone server; Node.js's `checkExpectation`). */
   EXPECTATION_FAILED: { code: 270109, status: 417, message: 'Expectation failed' },
   /** A multipart upload is over one of the `upload` limits (the message names it). */
