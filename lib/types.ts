@@ -203,7 +203,7 @@ export interface UploadOptions {
   fileSize?: number | string;
   /** Most files in one request. Default 10. */
   files?: number;
-  /** Most non-file form fields in one request. Default 1000. */
+  /** Most non-file form fields in one request (of a multipart upload, and of an urlencoded form body). Default 1000. */
   fields?: number;
   /** Largest form field value, bytes or a size like `'64kb'`. Default `'1mb'`. */
   fieldSize?: number | string;
