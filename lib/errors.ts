@@ -24,7 +24,7 @@ export const ERRORS = {
   HEADERS_TOO_LARGE: { code: 270106, status: 431, message: 'Request header fields too large' },
   /** The request's headers or body did not arrive within the HTTP server's `headersTimeout` / `requestTimeout` (the standalone server). */
   REQUEST_TIMEOUT: { code: 270107, status: 408, message: 'The request did not arrive in time' },
-  /** The request body has a `Content-Encoding` other than gzip, deflate, br or identity (a multipart upload: any but identity). */
+  /** The request body has a `Content-Encoding` (or a transfer coding before chunked) other than gzip, deflate, br or identity (a multipart upload: any but identity). */
   UNSUPPORTED_ENCODING: { code: 270108, status: 415, message: 'Unsupported content encoding' },
   /** The request's `Expect` header asks for something other than `100-continue` (the standalone server; Node.js's `checkExpectation`). */
   EXPECTATION_FAILED: { code: 270109, status: 417, message: 'Expectation failed' },

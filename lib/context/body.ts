@@ -70,16 +70,26 @@ const CODINGS: Record<string, Inflate | undefined> = Object.assign(Object.create
 });
 
 /**
- * The codings of the request's `Content-Encoding`, in the order they were applied (identity left
- * out); 415 UNSUPPORTED_ENCODING for one the router does not decode.
+ * The codings a header lists, lower-case, in the order they were applied, leaving out `skip`
+ * (identity, and chunked, which Node.js undid).
+ */
+function listed(header: string | undefined, skip: string[]): string[] {
+  return header === undefined ? [] : header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && !skip.includes(c));
+}
+
+/**
+ * The codings of the request's body in the order they were applied: its `Content-Encoding`, then
+ * the transfer codings before `chunked` (`Transfer-Encoding: gzip, chunked`: Node.js undoes only
+ * the chunked framing). 415 UNSUPPORTED_ENCODING for one the router does not decode.
  */
 function codingsOf(req: Request): string[] {
-  const header = req.headers['content-encoding'];
-  if (header === undefined) return [];
-  const codings = header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
-  const unknown = codings.find((c) => CODINGS[c] === undefined);
-  if (unknown !== undefined) throw new ApiError('UNSUPPORTED_ENCODING', `Unsupported Content-Encoding '${unknown}' (gzip, deflate, br or identity)`);
-  return codings;
+  const content = listed(req.headers['content-encoding'], ['identity']);
+  const transfer = listed(req.headers['transfer-encoding'], ['identity', 'chunked']);
+  for (const [header, codings] of [['Content-Encoding', content], ['Transfer-Encoding', transfer]] as const) {
+    const unknown = codings.find((c) => CODINGS[c] === undefined);
+    if (unknown !== undefined) throw new ApiError('UNSUPPORTED_ENCODING', `Unsupported ${header} '${unknown}' (gzip, deflate, br or identity)`);
+  }
+  return [...content, ...transfer];
 }
 
 /**
@@ -95,7 +105,7 @@ async function decoded(raw: Buffer, codings: string[], limit: number): Promise<B
       inflate(bytes, { maxOutputLength: Math.max(1, limit) }, (err, out) => {
         if (!err) return resolve(out);
         if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return reject(tooLarge(limit));
-        reject(new ApiError('BAD_REQUEST', `The request body is not valid ${codings[i]} data (Content-Encoding)`));
+        reject(new ApiError('BAD_REQUEST', `The request body is not valid ${codings[i]} data (Content-Encoding / Transfer-Encoding)`));
       });
     });
   }
@@ -209,7 +219,7 @@ export async function readBody(req: Request, res: Response, limit: number, uploa
   const codings = codingsOf(req);
   if (/^multipart\/form-data/i.test(type)) {
     // (an upload streams to its files as it arrives: it is read as sent)
-    if (codings.length > 0) throw new ApiError('UNSUPPORTED_ENCODING', `A multipart upload is read as sent: Content-Encoding '${codings.join(', ')}' is not supported`);
+    if (codings.length > 0) throw new ApiError('UNSUPPORTED_ENCODING', `A multipart upload is read as sent: its coding '${codings.join(', ')}' (Content-Encoding / Transfer-Encoding) is not supported`);
     return { text: '', ...(await readMultipart(req, res, upload, limit)) };
   }
   const raw = await readRaw(req, limit);
