@@ -228,3 +228,54 @@ describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s
     expect((await srv.get('/good/fast')).body).toEqual({ fast: true });
   });
 });
+
+describe('an app whose every call is one long built-in call that fills its memory (QuickJS)', () => {
+  // `JSON.parse` of a 10 MB text runs seconds inside QuickJS without reaching its interrupt check,
+  // then fails for memory, so its worker is replaced. A worker cannot send back the calls behind
+  // such a slice: another app's call sent to it (or to its stand-in, with the heavy app's next
+  // call) waited one slice after another, 5-9 s while the attack went on. Once the pool has seen
+  // one such slice, other apps' calls stay off the workers where that app's calls run or wait.
+  const HEAVY = 'export function fn() { const s = "[" + "1,".repeat(5e6) + "1]"; return JSON.parse(s).length }';
+  let pool;
+  let srv;
+  beforeAll(async () => {
+    const registry = new MemoryRegistry({ apps: { heavy: appWith({ 'parse.js': HEAVY }), other: appWith({ 'fast.js': FAST }) } });
+    pool = new WorkerPool({ size: 1, maxWorkersPerApp: 1, queueTimeoutMs: 30_000 });
+    srv = await serve(registry, { engine: pool, scriptTimeoutMs: 20_000 });
+    expect((await srv.get('/other/fast')).body).toEqual({ fast: true });
+  });
+  afterAll(async () => {
+    await srv.close();
+    await pool.close({ force: true });
+  });
+
+  test("once one of its calls has ended, another app's calls meanwhile each answer within 2.5 s", async () => {
+    const heavy = [];
+    let until = Infinity;
+    let first;
+    const seen = new Promise((r) => (first = r));
+    const attacker = async () => {
+      do {
+        heavy.push((await srv.get('/heavy/parse')).body.code);
+        first();
+      } while (Date.now() < until);
+    };
+    const attack = Promise.all([attacker(), attacker(), attacker()]);
+    // (the first one may hold a call of another app for its whole length: the pool cannot know yet)
+    await seen;
+    until = Date.now() + 7_000;
+    const waits = [];
+    while (Date.now() < until) {
+      const t0 = Date.now();
+      const r = await srv.get('/other/fast');
+      waits.push(Date.now() - t0);
+      expect(r.body).toEqual({ fast: true });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await attack;
+    console.log(`[heavy built-ins] other app's calls: ${waits.length}, slowest ${Math.max(...waits)} ms; heavy app's: ${heavy.join(',')}`);
+    // each heavy call ends on its own limit (out of memory, on a loaded machine maybe its deadline)
+    for (const code of heavy) expect([270201, 270200]).toContain(code);
+    expect(Math.max(...waits)).toBeLessThan(2500);
+  }, 60_000);
+});

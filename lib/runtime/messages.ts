@@ -155,6 +155,8 @@ export type HostOp = keyof HostOps;
  *              0 once the event loop has turned since: those jobs (script code) may be running.
  *              The pool's watchdog counts it, whatever started the entry (a message, or the stage
  *              before settling); it does not make the worker unavailable.
+ *   clock[3]   when QuickJS last called the worker's interrupt handler (between script steps,
+ *              never inside a built-in call): a slice long past it is in one long built-in.
  *   ints[0]    the blocking host call flag (Atomics.wait / notify)
  *   ints[1]    the job of the current slice
  *   ints[2]    the `seq` of the last job the worker started (jobs start in the order sent)

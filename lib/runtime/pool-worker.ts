@@ -50,6 +50,10 @@ export class PoolWorker {
   /** Blocking host calls in flight: the thread waits for them. */
   blocked = 0;
   idleTimer?: NodeJS.Timeout;
+  /** The last call of a heavy app sent to it (see WorkerPool.behindHeavy): its `seq` and app; and the `seq` of the last other call. */
+  heavySeq = 0;
+  heavyApp?: string;
+  lightSeq = 0;
   /** Set when the pool terminates it: the task it was stuck on. */
   killedFor?: Task;
   private nextSeq = 1;
@@ -63,7 +67,7 @@ export class PoolWorker {
   constructor(settings: WorkerSettings, onMessage: (w: PoolWorker, msg: FromWorker) => void, onExit: (w: PoolWorker, err?: Error) => void) {
     const results = new MessageChannel();
     const replies = new MessageChannel();
-    const shared = { clock: new SharedArrayBuffer(24), ints: new SharedArrayBuffer(12) };
+    const shared = { clock: new SharedArrayBuffer(32), ints: new SharedArrayBuffer(12) };
     const config: WorkerConfig = {
       engine: settings.engine,
       memoryLimitMb: settings.memoryLimitMb,
@@ -142,6 +146,12 @@ export class PoolWorker {
     return since > 0 ? now - since : 0;
   }
 
+  /** How long the current slice has gone without an interrupt check (QuickJS: inside one built-in call), ms; 0 between slices. */
+  uncheckedMs(now = clock()): number {
+    const since = this.clock[0];
+    return since > 0 ? now - Math.max(since, this.clock[3]) : 0;
+  }
+
   /** How long the thread has been busy since it last turned its event loop (ms); 0 when idle. */
   turnMs(now = clock()): number {
     const since = this.clock[1];
@@ -172,6 +182,11 @@ export class PoolWorker {
   /** The worker sent `task` back without starting it (call before the pool takes it back). */
   sentBack(task: Task): void {
     this.sentBackSeq = Math.max(this.sentBackSeq, task.seq ?? 0);
+  }
+
+  /** Whether the job sent as `seq` may still wait to start (sent after the last one the worker started or sent back). */
+  waitsToStart(seq: number): boolean {
+    return seq > Math.max(this.started(), this.sentBackSeq);
   }
 
   /** Jobs sent that the worker has neither started nor sent back yet. */

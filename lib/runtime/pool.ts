@@ -35,6 +35,14 @@ const WATCH_MS = 10;
 const VM2_BATCH = 16;
 /** Calls in flight a worker may have beyond the least loaded one and still get its apps' calls. */
 const HOME_SLACK = 64;
+/**
+ * A QuickJS slice this long past its last interrupt check is in one long built-in call (a
+ * `JSON.parse` of megabytes): its worker can neither send back the calls behind it nor send the
+ * results of those it ran before, until the call returns. Its app then counts as heavy for
+ * HEAVY_MS (see WorkerPool.behindHeavy).
+ */
+const UNCHECKED_MS = 500;
+const HEAVY_MS = 10_000;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
 /** What the calls get then (the reason is logged, and given to ready()). */
@@ -62,6 +70,8 @@ export class WorkerPool implements ScriptEngine {
   private readonly blockedApps = new Map<string, number>();
   /** Per app: the worker its last call went to (it holds the app's contexts). */
   private readonly homes = new Map<string, PoolWorker>();
+  /** Per app: when one of its calls last held a worker in one long built-in call (clock ms; see UNCHECKED_MS). */
+  private readonly heavyAt = new Map<string, number>();
   /** The scripts logged as running in blocking mode (see blockingMode). */
   private readonly blockingLogged = new Set<string>();
   private nextId = 1;
@@ -230,6 +240,22 @@ export class WorkerPool implements ScriptEngine {
     return slow;
   }
 
+  private heavy(app: string | undefined, now: number): boolean {
+    const at = app === undefined ? undefined : this.heavyAt.get(app);
+    if (at === undefined) return false;
+    if (now - at < HEAVY_MS) return true;
+    this.heavyAt.delete(app!);
+    return false;
+  }
+
+  /**
+   * Whether a call sent to `w` now could wait behind a heavy app's slice, which may be one long
+   * built-in call: one running there now, or one sent there that has not started.
+   */
+  private behindHeavy(w: PoolWorker, now: number): boolean {
+    return (w.waitsToStart(w.heavySeq) && this.heavy(w.heavyApp, now)) || (w.sliceMs(now) > 0 && this.heavy(this.sent.get(w.sliceJob())?.appId, now));
+  }
+
   /**
    * A worker that can start a job now. QuickJS workers send back the jobs waiting behind a slice
    * that runs long, so they may be given jobs while computing; a vm2 worker cannot stop a slice
@@ -259,18 +285,28 @@ export class WorkerPool implements ScriptEngine {
     // an app whose calls went to as many workers as it may still hold that way keeps to those.
     const spread = new Map<string, PoolWorker[]>();
     const full = (app: string) => (slow.get(app) ?? 0) + (spread.get(app)?.length ?? 0) >= this.options.maxWorkersPerApp;
+    // The workers a call of `app` may go to now. A heavy app's call goes to none where another
+    // app's call waits to start (it could start first and hold that call, or its result, until its
+    // slice ends); another app's call to none where a heavy app's slice runs or waits to start.
+    const choices = (app: string): PoolWorker[] => {
+      const c = full(app) ? ready.filter((x) => spread.get(app)!.includes(x)) : ready;
+      if (this.heavyAt.size === 0) return c;
+      return this.heavy(app, now) ? c.filter((x) => !x.waitsToStart(x.lightSeq)) : c.filter((x) => !this.behindHeavy(x, now));
+    };
     const allowed = (app: string) =>
       (this.inFlight.get(app) ?? 0) < this.options.maxConcurrentPerApp &&
       (slow.get(app) ?? 0) < this.options.maxWorkersPerApp &&
       (this.blockedApps.get(app) ?? 0) < blockedCap &&
-      (!full(app) || spread.get(app)!.some((x) => ready.includes(x)));
+      choices(app).length > 0;
+    // (other apps' calls are handed out first: a heavy app's call then goes to a worker they left free)
+    const light = (app: string) => !this.heavy(app, now) && allowed(app);
     const batch = new Map<PoolWorker, number>();
     const sentTo = new Set<PoolWorker>();
     while (ready.length > 0 && this.queue.size > 0) {
-      const task = this.queue.take(allowed);
+      const task = (this.heavyAt.size > 0 ? this.queue.take(light) : undefined) ?? this.queue.take(allowed);
       if (!task) break;
       const mine = spread.get(task.appId);
-      const candidates = full(task.appId) ? ready.filter((x) => mine!.includes(x)) : ready;
+      const candidates = choices(task.appId);
       let w = candidates[0];
       for (const x of candidates) if (x.tasks.size < w.tasks.size) w = x;
       // an app's calls stay on the worker that holds its contexts while it is not much busier
@@ -290,6 +326,8 @@ export class WorkerPool implements ScriptEngine {
       this.count(this.inFlight, task.appId, 1);
       clearTimeout(w.idleTimer);
       w.send(task);
+      if (this.heavy(task.appId, now)) (w.heavySeq = task.seq!), (w.heavyApp = task.appId);
+      else w.lightSeq = task.seq!;
       sentTo.add(w);
     }
     for (const w of sentTo) w.flush();
@@ -350,6 +388,7 @@ export class WorkerPool implements ScriptEngine {
         const ms = this.busyMs(w, now);
         if (w.dead || ms === 0) continue;
         const task = this.sent.get(w.sliceJob());
+        if (task && this.options.engine === 'quickjs' && w.uncheckedMs(now) >= UNCHECKED_MS) this.heavyAt.set(task.appId, now);
         const limit = (task ? task.job.timeoutMs : this.longestTimeoutMs) + this.options.graceMs;
         if (ms > limit && !w.retiring && !w.preparing()) {
           const meta = task ? { appId: task.appId, requestId: task.job.requestId } : undefined;

@@ -102,6 +102,7 @@ const turns = {
  * go back to the pool, to start on another worker instead of waiting for this one.
  */
 function interrupt(): boolean {
+  shared.clock[3] = clock();
   if (stages && Date.now() >= stages.entryDeadline) return true;
   bounceIfSlow();
   return false;
