@@ -98,6 +98,19 @@ export function userReplacer(this: Record<string, unknown>, key: string, v: unkn
   }
   return out;
 }
+/** What V8's JSON.stringify says of a cycle (then the path to it, over lines). */
+var V8_CYCLE = 'Converting circular structure to JSON';
+/**
+ * A cycle's TypeError with QuickJS's message, `circular reference`, on both engines: V8 writes
+ * the path to the cycle over several lines, which reached the error body and log line of a vm2
+ * call only. (The error keeps its stack: the script's line that asked for the JSON.)
+ */
+function sameCycleError(e: unknown): unknown {
+  if (!isObj(e) || objToString(e) !== '[object Error]') return e;
+  var d = getOwnDescriptor(e, 'message');
+  var m: unknown = d === undefined ? undefined : d.value;
+  return typeof m === 'string' && strSlice(m, 0, V8_CYCLE.length) === V8_CYCLE ? makeError('TypeError', 'circular reference', undefined, undefined, e as unknown as Error) : e;
+}
 /** JSON.stringify semantics for script values, every Date (top level too) as ms, at most MAX_JSON_DEPTH levels deep. May throw. */
 export function stringifyUser(v: unknown): string | undefined {
   var outerChain = chain;
@@ -107,6 +120,8 @@ export function stringifyUser(v: unknown): string | undefined {
   depth = 0;
   try {
     return jsonStringify(v, userReplacer);
+  } catch (e) {
+    throw sameCycleError(e);
   } finally {
     chain = outerChain;
     depth = outerDepth;

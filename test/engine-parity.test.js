@@ -1,0 +1,121 @@
+'use strict';
+// Engine parity: the same script on QuickJS (the default) and on vm2 gives the same response and
+// the same log lines. Each case runs on both engines and the two are compared, with the one
+// difference the README documents taken out: the column of a location (the engine's own).
+// The differences docs/script-engine.md lists (built-ins, the engine's own error messages, ...)
+// are not in the corpus, or are asserted apart at the end.
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const CASES = {
+  // values returned
+  date: `export function fn() { return { d: new Date(0), bad: new Date(NaN) } }`,
+  bigint: `export function fn() { return { b: 10n } }`,
+  mapSet: `export function fn() { return { m: new Map([[1, 2]]), s: new Set([1]) } }`,
+  typed: `export function fn() { return { t: new Uint8Array([1, 2]), ab: new ArrayBuffer(2) } }`,
+  numbers: `export function fn() { return [NaN, Infinity, -Infinity, -0, 1e21] }`,
+  undefinedInside: `export function fn() { return { a: [undefined, function () {}, Symbol('x')], u: undefined, f() {}, s: Symbol('y') } }`,
+  sparse: `export function fn() { const a = [1]; a[3] = 4; a.x = 2; return a }`,
+  getter: `export function fn() { return { get g() { return 5 } } }`,
+  classInstance: `class A { constructor() { this.x = 1 } get y() { return 2 } }\nexport function fn() { return new A() }`,
+  symbolKey: `export function fn() { return { [Symbol('k')]: 1, a: 2 } }`,
+  toJSON: `export function fn() { return { a: { toJSON() { return 'T' } }, b: { toJSON(k) { return k } } } }`,
+  cyclic: `export function fn() { const a = {}; a.self = a; return a }`,
+  cyclicInArray: `export function fn() { const a = { list: [] }; a.list.push({ up: a }); return a }`,
+  cyclicToJSON: `export function fn() {\n  const a = {}; a.self = a;\n  return platform.utils.toJSON(a);\n}`,
+  cyclicCaught: `export function fn() { const a = {}; a.self = [a]; try { platform.utils.toJSON(a) } catch (e) { return [e.name, e.message, e instanceof TypeError] } }`,
+  tooDeep: `export function fn() { let a = {}; for (let i = 0; i < 150; i++) a = { a }; return a }`,
+  large: `export function fn() { return 'x'.repeat(1e6).length }`,
+  nothing: `export function fn() {}`,
+  boxed: `export function fn() { return [new String('s'), new Number(1), new Boolean(false)] }`,
+  nullPrototype: `export function fn() { const o = Object.create(null); o.a = 1; return o }`,
+  promiseOf: `export function fn() { return Promise.resolve({ a: 1 }) }`,
+  text: { src: `export function fn() { return { toString() { return 'tt' } } }`, returnType: 'Text' },
+  textArray: { src: `export function fn() { return [1, [2, 3], null] }`, returnType: 'Text' },
+  redirect: { src: `export function fn() { return '/x' }`, returnType: 'Redirect' },
+  // errors thrown
+  errorString: `export function fn() { throw 'a string' }`,
+  errorNumber: `export function fn() { throw 42 }`,
+  errorObject: `export function fn() { throw { message: 'obj', code: 270401 } }`,
+  errorNull: `export function fn() { throw null }`,
+  errorSymbol: `export function fn() { throw Symbol('s') }`,
+  errorCode: `export function fn() { const e = new Error('coded'); e.code = 123; e.status = 418; throw e }`,
+  errorNoMessage: `export function fn() { throw new Error() }`,
+  errorLine: `function inner() {\n  throw new Error('deep');\n}\nexport function fn() {\n  return inner();\n}`,
+  asyncRejection: `export async function fn() { await null; throw new TypeError('async bad') }`,
+  promiseRejection: `export function fn() { return Promise.reject('rs') }`,
+  unhandled: `export function fn() { Promise.reject(new Error('loose')); (async () => { throw new Error('loose2') })(); return 'ok' }`,
+  neverSettles: `export function fn() { return new Promise(() => {}) }`,
+  // platform.app.abort
+  abort: `export function fn() { platform.app.abort() }`,
+  abortStatus: `export function fn() { platform.app.abort('msg', 403) }`,
+  abortCaught: `export function fn() { try { platform.app.abort('m', 401) } catch (e) { return [e.name, e.message] } }`,
+  abortLater: `export async function fn() { await null; platform.app.abort('later', 409) }`,
+  // console
+  console: `export function fn() { console.log('a', 1, { x: 1 }, [1, 2], null, undefined); console.warn('w'); console.error('e'); console.log(new Date(0), 10n, Symbol('s'), function f() {}, NaN); const c = {}; c.c = c; console.log(c); return 1 }`,
+  // response helpers
+  response: `export function fn(ctx) { ctx.response.setStatus(201); ctx.response.setHeader('X-A', 'b'); return { ok: 1 } }`,
+  // module forms and strict mode
+  exportConst: `export const fn = () => 'arrow'`,
+  exportAsync: `export const fn = async () => 'async arrow'`,
+  exportDefault: `export default function (ctx) { return 'd' }`,
+  strict: `export function fn() { const r = [typeof this, (function () { return typeof this })()]; try { undeclared = 1 } catch (e) { r.push(e.name) } return r }`,
+};
+
+/** A response and its log lines, the column of each `name.js:line:column` taken out. */
+function comparable(res, lines) {
+  const noColumn = (s) => s.replace(/(\.js:\d+):\d+/g, '$1');
+  // (the body's length moves with the column's digits: the body itself is compared)
+  const body = noColumn(res.text.replace(/"requestId":"[^"]*",?/, ''));
+  const headers = { ...res.headers };
+  for (const h of ['date', 'etag', 'content-length', 'x-request-id', 'connection', 'keep-alive']) delete headers[h];
+  return {
+    status: res.status,
+    headers,
+    body,
+    logs: lines.map(([level, text, meta]) => [level, noColumn(text.replace(/[0-9a-f-]{36}/g, 'RID')), JSON.parse(noColumn(JSON.stringify({ ...meta, requestId: undefined })))]),
+  };
+}
+
+async function runAll(engine) {
+  const lines = [];
+  const log = (level) => (text, meta) => lines.push([level, String(text), meta ?? {}]);
+  const logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
+  const scripts = {};
+  const apis = [];
+  for (const [name, c] of Object.entries(CASES)) {
+    scripts[`${name}.js`] = typeof c === 'string' ? c : c.src;
+    apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: c.returnType ?? 'JSON' });
+  }
+  const { app, router } = makeApp({ apps: { a: { scripts, apis } }, router: { engine, logger, exposeErrorLocation: true, scriptTimeoutMs: 5000 } });
+  const out = {};
+  try {
+    for (const name of Object.keys(CASES)) {
+      const res = await request(app).get(`/web0/api/a/${name}`);
+      const id = res.headers['x-request-id'];
+      // (the request's own lines: its failure line and its console lines carry its id)
+      out[name] = comparable(res, lines.filter(([, , meta]) => meta.requestId === id));
+    }
+  } finally {
+    await router.close();
+  }
+  return out;
+}
+
+describe('the same script on QuickJS and vm2', () => {
+  const results = {};
+  beforeAll(async () => {
+    results.quickjs = await runAll('quickjs');
+    results.vm2 = await runAll('vm2');
+  }, 120000);
+
+  test.each(Object.keys(CASES))('%s', (name) => {
+    expect(results.vm2[name]).toEqual(results.quickjs[name]);
+  });
+
+  test('a cycle is named the same on both engines (QuickJS\'s words)', () => {
+    expect(JSON.parse(results.vm2.cyclic.body).message).toBe('Result is not JSON-serializable: circular reference');
+    expect(results.vm2.cyclicCaught.body).toBe('["TypeError","circular reference",true]');
+    expect(JSON.parse(results.vm2.cyclicToJSON.body)).toMatchObject({ message: 'circular reference', code: 270000, location: 'cyclicToJSON.js:3' });
+  });
+});
