@@ -41,6 +41,8 @@ const CASES = {
   errorSymbol: `export function fn() { throw Symbol('s') }`,
   errorCode: `export function fn() { const e = new Error('coded'); e.code = 123; e.status = 418; throw e }`,
   errorNoMessage: `export function fn() { throw new Error() }`,
+  errorSubclass: `class AppError extends Error {\n  constructor(m) { super(m); this.name = 'AppError' }\n}\nclass NotFound extends AppError {}\nexport function fn() {\n  throw new NotFound('missing');\n}`,
+  errorSubclassMade: `class AppError extends TypeError {\n  constructor(m) { super(m) }\n}\nfunction make(m) {\n  return new AppError(m);\n}\nexport function fn() {\n  console.log(make('logged'));\n  throw make('thrown');\n}`,
   errorLine: `function inner() {\n  throw new Error('deep');\n}\nexport function fn() {\n  return inner();\n}`,
   asyncRejection: `export async function fn() { await null; throw new TypeError('async bad') }`,
   promiseRejection: `export function fn() { return Promise.reject('rs') }`,
@@ -111,6 +113,15 @@ describe('the same script on QuickJS and vm2', () => {
 
   test.each(Object.keys(CASES))('%s', (name) => {
     expect(results.vm2[name]).toEqual(results.quickjs[name]);
+  });
+
+  test('an Error subclass\'s failure is located where it was made, not in its constructor', () => {
+    expect(JSON.parse(results.quickjs.errorSubclass.body)).toMatchObject({ message: 'missing', location: 'errorSubclass.js:6' });
+    expect(results.quickjs.errorSubclass.logs[0][2]).toMatchObject({ errorName: 'AppError', stack: 'at fn (errorSubclass.js:6)' });
+    expect(results.quickjs.errorSubclassMade.logs.map((l) => l[1])).toEqual([
+      '[a/errorSubclassMade.js] TypeError: logged\n    at make (errorSubclassMade.js:5)\n    at fn (errorSubclassMade.js:8)',
+      'request RID a/errorSubclassMade failed in call: 500 270000 thrown at errorSubclassMade.js:5',
+    ]);
   });
 
   test('a cycle is named the same on both engines (QuickJS\'s words)', () => {

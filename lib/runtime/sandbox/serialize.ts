@@ -4,7 +4,7 @@
  * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
  */
-import { Str, SymToPrimitive, fnApply, indexOf, isNil, isObj, safeString, strSlice } from './prelude';
+import { ErrorCtor, G, Str, SymToPrimitive, fnApply, getOwnDescriptor, getPrototypeOf, indexOf, isNil, isObj, objToString, push, safeString, strSlice, trim } from './prelude';
 import { stringifyUser } from './encoding';
 import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 
@@ -19,6 +19,50 @@ export interface FileResult {
   contentDisposition?: unknown;
 }
 
+/** The prototypes of the built-in error types: where the classes of a script's error end. */
+var BUILT_IN_ERRORS: unknown[] = [];
+(function () {
+  var types = [ErrorCtor, TypeError, RangeError, SyntaxError, ReferenceError, URIError, EvalError, G.AggregateError, G.InternalError];
+  for (var i = 0; i < types.length; i++) if (typeof types[i] === 'function') push(BUILT_IN_ERRORS, (types[i] as ErrorConstructor).prototype);
+})();
+function isBuiltInError(p: unknown): boolean {
+  for (var i = 0; i < BUILT_IN_ERRORS.length; i++) if (BUILT_IN_ERRORS[i] === p) return true;
+  return false;
+}
+/** The names of the script's own classes an error is an instance of (those below the built-in type it extends). */
+function ownClassNames(e: object): string[] {
+  var names: string[] = [];
+  var p: unknown = getPrototypeOf(e);
+  for (var i = 0; i < 32 && isObj(p) && !isBuiltInError(p); i++) {
+    var c = getOwnDescriptor(p, 'constructor');
+    var f: unknown = c === undefined ? undefined : c.value;
+    var n = typeof f === 'function' ? getOwnDescriptor(f, 'name') : undefined;
+    if (n !== undefined && typeof n.value === 'string' && n.value !== '') push(names, n.value);
+    p = getPrototypeOf(p);
+  }
+  return names;
+}
+/**
+ * An error's stack without the frames of its own classes' constructors on top. QuickJS starts
+ * the stack of `new NotFound(...)` (class NotFound extends Error) inside the constructors (`at
+ * AppError (...)`, `at NotFound (...)`, then the line of the `new`), V8 at the `new`: the same
+ * error was located at the class's line on one engine and the caller's on the other.
+ */
+function withoutConstructorFrames(e: object, stack: string): string {
+  if (objToString(e) !== '[object Error]') return stack;
+  var names = ownClassNames(e);
+  if (names.length === 0) return stack;
+  var at = 0;
+  for (;;) {
+    var nl = indexOf(stack, '\n', at);
+    if (nl < 0) return stack; // (nothing but such frames: kept)
+    var line = trim(strSlice(stack, at, nl));
+    var own = false;
+    for (var i = 0; i < names.length && !own; i++) own = strSlice(line, 0, names[i].length + 5) === 'at ' + names[i] + ' (';
+    if (!own) return strSlice(stack, at);
+    at = nl + 1;
+  }
+}
 export function thrownInfo(e: unknown): ThrownError {
   var name = 'Error';
   var message = '';
@@ -32,6 +76,7 @@ export function thrownInfo(e: unknown): ThrownError {
       var c: unknown = e.code;
       var s: unknown = e.status;
       var k: unknown = e.stack;
+      if (typeof k === 'string') k = withoutConstructorFrames(e, k);
       if (typeof n === 'string' && n !== '') name = n;
       message = isNil(m) ? safeString(e) : safeString(m); // throw {code: 1} -> '[object Object]'
       if (typeof c === 'number' && c - c === 0) code = c; // (finite)
