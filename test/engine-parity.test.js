@@ -62,6 +62,9 @@ const CASES = {
   exportAsync: `export const fn = async () => 'async arrow'`,
   exportDefault: `export default function (ctx) { return 'd' }`,
   strict: `export function fn() { const r = [typeof this, (function () { return typeof this })()]; try { undeclared = 1 } catch (e) { r.push(e.name) } return r }`,
+  // failures while loading (the module's own code)
+  loadThrow: `const ready = true;\nthrow new RangeError('at load');\nexport function fn() { return 1 }`,
+  loadThrowString: `throw 'text at load';\nexport function fn() { return 1 }`,
 };
 
 /** A response and its log lines, the column of each `name.js:line:column` taken out. */

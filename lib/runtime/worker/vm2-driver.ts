@@ -63,13 +63,18 @@ const STACKS = new VMScript(
   'scriptable-api:stacks.js',
 );
 
-/** A compile (or load) error of script `name`, with its location when the engine gave one. */
+/**
+ * A compile (or load) error of script `name`, with its location when the engine gave one. Its
+ * message is `name: ErrorName: message`, as the QuickJS driver writes it (a value thrown that is
+ * no error is an `Error` there too).
+ */
 function compileError(name: string, e: unknown): EngineError {
   const err = e as { name?: unknown; message?: unknown; stack?: unknown } | undefined;
   const message = String(err?.message ?? e);
   const stack = typeof err?.stack === 'string' ? err.stack : undefined;
-  return new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${message}`, {
-    name: typeof err?.name === 'string' ? err.name : 'Error',
+  const errorName = typeof err?.name === 'string' && err.name !== '' ? err.name : 'Error';
+  return new EngineError('SCRIPT_COMPILE_ERROR', `${name}: ${errorName}: ${message}`, {
+    name: errorName,
     location: compileLocation(name, message, stack),
   });
 }
