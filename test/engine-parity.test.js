@@ -65,6 +65,7 @@ const CASES = {
   // failures while loading (the module's own code)
   loadThrow: `const ready = true;\nthrow new RangeError('at load');\nexport function fn() { return 1 }`,
   loadThrowString: `throw 'text at load';\nexport function fn() { return 1 }`,
+  loadTimeout: `while (true) {}\nexport function fn() { return 1 }`,
 };
 
 /** A response and its log lines, the column of each `name.js:line:column` taken out. */

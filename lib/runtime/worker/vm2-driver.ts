@@ -114,7 +114,7 @@ export class Vm2Driver implements SandboxDriver {
       vm.timeout = Math.max(1, this.loadTimeoutMs());
       exportsObj = vm.run(script) as Record<string, unknown>;
     } catch (e) {
-      if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out while loading');
+      if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out'); // (the table's message, as on QuickJS)
       throw compileError(name, e);
     } finally {
       vm.timeout = undefined;
