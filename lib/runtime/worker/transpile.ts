@@ -51,7 +51,8 @@ export function prepareScript(name: string, source: string, toCommonJs: boolean)
   // the one place the mode is chosen
   const insertions: Array<[number, number, number]> = [];
   const mode = rewriteHostCalls(esm, { filename: name, insertions });
-  if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(mode.syntaxError);
+  // (worded as QuickJS reports the syntax errors it finds: `name.js: SyntaxError: …`)
+  if (toCommonJs && mode.syntaxError !== undefined) throw new SyntaxError(`SyntaxError: ${mode.syntaxError}`);
   const clash = toCommonJs ? commonJsNameClash(esm) : null;
   if (clash !== null) throw new SyntaxError(clash);
   const code = toCommonJs ? withoutPreamble(sucrase(name, fixExportsForCommonJs(mode.code), ['imports'])) : mode.code;
