@@ -33,6 +33,19 @@ const CASES = {
   text: { src: `export function fn() { return { toString() { return 'tt' } } }`, returnType: 'Text' },
   textArray: { src: `export function fn() { return [1, [2, 3], null] }`, returnType: 'Text' },
   redirect: { src: `export function fn() { return '/x' }`, returnType: 'Redirect' },
+  getterThrows: `export function fn() { return { get g() { throw new Error('getter bad') } } }`,
+  toJSONThrows: `export function fn() { return { a: { toJSON() { throw new RangeError('toJSON bad') } } } }`,
+  textThrows: { src: `export function fn() { return { toString() { throw new Error('toString bad') } } }`, returnType: 'Text' },
+  numbers2: `export function fn() { return [0.1 + 0.2, 1e-7, 123456789012345680000, 5e-324, (1e21).toFixed(2), (255).toString(16), (0.5).toExponential(), (123.456).toPrecision(4)] }`,
+  json: `export function fn() { return [JSON.parse('{"__proto__": 1}'), JSON.parse('1e400'), JSON.stringify('\\u2028'), JSON.stringify({ a: [new Date(0)] })] }`,
+  dates: `export function fn() { return [Date.parse('2020-01-01'), Date.parse('2020-01-01T00:00:00'), Date.UTC(2020, 0), new Date(0).getTimezoneOffset(), new Date(0).toISOString()] }`,
+  // hooks
+  beforeAfter: { src: `export function fn() { return 1 }`, before: 'before', after: 'after' },
+  beforeAbort: { src: `export function fn() { return 1 }`, before: 'beforeAbort' },
+  afterThrow: { src: `export function fn() { return 1 }`, after: 'afterThrow' },
+  onError: { src: `export function fn() { throw new RangeError('call bad') }`, onError: 'onError' },
+  onErrorAbort: { src: `export function fn() { platform.app.abort('ab', 409) }`, onError: 'onError' },
+  onErrorThrow: { src: `export function fn() {\n  throw { code: 5, message: 'plain' };\n}`, onError: 'onErrorThrow' },
   // errors thrown
   errorString: `export function fn() { throw 'a string' }`,
   errorNumber: `export function fn() { throw 42 }`,
@@ -69,6 +82,13 @@ const CASES = {
   loadTimeout: `while (true) {}\nexport function fn() { return 1 }`,
 };
 
+const HOOKS = `export function before(ctx) { ctx.request.setAttribute('t', new Date(0)) }
+export function beforeAbort(ctx) { platform.app.abort('no', 401) }
+export function after(ctx, value) { return { value, t: ctx.request.getAttribute('t') } }
+export function afterThrow(ctx, value) { throw 'after failed' }
+export function onError(ctx, err) { return { handled: err.message, code: err.code, keys: Object.keys(err) } }
+export function onErrorThrow(ctx, err) {\n  throw new Error('onError bad');\n}`;
+
 /** A response and its log lines, the column of each `name.js:line:column` taken out. */
 function comparable(res, lines) {
   const noColumn = (s) => s.replace(/(\.js:\d+):\d+/g, '$1');
@@ -88,11 +108,13 @@ async function runAll(engine) {
   const lines = [];
   const log = (level) => (text, meta) => lines.push([level, String(text), meta ?? {}]);
   const logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
-  const scripts = {};
+  const scripts = { 'hooks.js': HOOKS };
   const apis = [];
   for (const [name, c] of Object.entries(CASES)) {
     scripts[`${name}.js`] = typeof c === 'string' ? c : c.src;
-    apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: c.returnType ?? 'JSON' });
+    const hooks = {};
+    for (const stage of ['before', 'after', 'onError']) if (c[stage]) hooks[stage] = { script: 'hooks.js', function: c[stage] };
+    apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: c.returnType ?? 'JSON', ...hooks });
   }
   const { app, router } = makeApp({ apps: { a: { scripts, apis } }, router: { engine, logger, exposeErrorLocation: true, scriptTimeoutMs: 5000 } });
   const out = {};
@@ -127,6 +149,12 @@ describe('the same script on QuickJS and vm2', () => {
       '[a/errorSubclassMade.js] TypeError: logged\n    at make (errorSubclassMade.js:5)\n    at fn (errorSubclassMade.js:8)',
       'request RID a/errorSubclassMade failed in call: 500 270000 thrown at errorSubclassMade.js:5',
     ]);
+  });
+
+  test('the hooks ran (the corpus compares what they did)', () => {
+    expect(results.quickjs.beforeAfter.body).toBe('{"value":1,"t":0}');
+    expect(results.quickjs.onError.body).toBe('{"handled":"call bad","code":270000,"keys":["requestId","message","code"]}');
+    expect(results.quickjs.onErrorThrow.logs[0][2]).toMatchObject({ stage: 'onError', location: 'hooks.js:7', callFailure: { code: 5, message: 'plain' } });
   });
 
   test('a syntax error is reported as name.js: SyntaxError: … on both engines (the rest of its words are the parser\'s)', () => {
