@@ -97,7 +97,11 @@ test("an engine whose optional ready or stats is not a function is refused at st
   routers.push(router);
 });
 
-test("a result of an outcome kind or output type the router does not know answers 500 HOST_ERROR, logged (the request was left unanswered)", async () => {
+/**
+ * A router whose engine answers every job with the outcome last given to `set`; `errors` holds the
+ * error lines logged since the last `set`.
+ */
+function outcomeRouter() {
   const registry = new MemoryRegistry();
   registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
   registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
@@ -107,35 +111,33 @@ test("a result of an outcome kind or output type the router does not know answer
   const engine = { name: 'mine', run: async (job) => ({ state: job.state, outcome }), close: async () => {} };
   const router = createApiRouter({ registry, engine, logger });
   routers.push(router);
-  const a = express().use('/web0/api', router);
+  const set = (o) => {
+    outcome = o;
+    errors.length = 0;
+  };
+  return { a: express().use('/web0/api', router), errors, set };
+}
+
+test("a result of an outcome kind or output type the router does not know answers 500 HOST_ERROR, logged (the request was left unanswered)", async () => {
+  const { a, errors, set } = outcomeRouter();
   const cases = [
     [{ kind: 'ouput', output: { type: 'JSON', json: '1' } }, 'engine mine returned an outcome of kind "ouput", not continue, written, output or error'],
     [{ kind: 'output', output: { type: 'json', json: '1' } }, 'the engine returned an output of type "json", not JSON, Text, Redirect, File or invalid'],
   ];
   for (const [given, logged] of cases) {
-    outcome = given;
-    errors.length = 0;
+    set(given);
     const res = await request(a).get('/web0/api/shop/p').timeout(10000);
     expect(res.status).toBe(500);
     expect(res.body).toMatchObject({ code: 270602, message: 'A host service failed' });
     expect(errors.join('\n')).toContain(logged);
   }
   // the kinds it knows still answer
-  outcome = { kind: 'output', output: { type: 'JSON', json: '{"ok":1}' } };
+  set({ kind: 'output', output: { type: 'JSON', json: '{"ok":1}' } });
   await request(a).get('/web0/api/shop/p').expect(200, { ok: 1 });
 });
 
 test('an error outcome with a status that is no error status (101, 200, 302, 204), a code that is no integer or a message that is no text answers 500 HOST_ERROR, logged', async () => {
-  const registry = new MemoryRegistry();
-  registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
-  registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
-  const errors = [];
-  const logger = { info() {}, warn() {}, error: (m) => errors.push(String(m)) };
-  let outcome;
-  const engine = { name: 'mine', run: async (job) => ({ state: job.state, outcome }), close: async () => {} };
-  const router = createApiRouter({ registry, engine, logger });
-  routers.push(router);
-  const a = express().use('/web0/api', router);
+  const { a, errors, set } = outcomeRouter();
   const cases = [
     [{ status: 101 }, 'engine mine returned an error outcome whose status is 101, not an error status (400 to 599)'],
     [{ status: 200 }, 'status is 200'],
@@ -147,15 +149,14 @@ test('an error outcome with a status that is no error status (101, 200, 302, 204
     [{ message: 5 }, 'engine mine returned an error outcome whose message is 5, not a string'],
   ];
   for (const [given, logged] of cases) {
-    outcome = { kind: 'error', message: 'm', code: 270000, status: 500, ...given };
-    errors.length = 0;
+    set({ kind: 'error', message: 'm', code: 270000, status: 500, ...given });
     const res = await request(a).get('/web0/api/shop/p').timeout(10000);
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'A host service failed', code: 270602 });
     expect(errors.join('\n')).toContain(logged);
   }
   // an error outcome that fits is the error body, with its own status and code
-  outcome = { kind: 'error', message: 'go away', code: 4001, status: 418 };
+  set({ kind: 'error', message: 'go away', code: 4001, status: 418 });
   const res = await request(a).get('/web0/api/shop/p').timeout(10000);
   expect(res.status).toBe(418);
   expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'go away', code: 4001 });

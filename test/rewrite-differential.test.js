@@ -9,9 +9,9 @@ const http = require('node:http');
 const request = require('supertest');
 const { rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
 const { makeApp } = require('./helpers/app');
+const { BLOCKING, pairedModes } = require('./helpers/rewrite-check');
 const { randomPrograms } = require('./helpers/rewrite-random');
 
-const BLOCKING = '\nexport function forceBlocking() { return typeof eval }\n';
 
 /** Helpers every case may use ($U: the upstream's URL). */
 const H = `
@@ -364,14 +364,7 @@ beforeAll(async () => {
   });
   await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${upstream.address().port}`;
-  const scripts = {};
-  const apis = [];
-  CASES.forEach(([, source], i) => {
-    scripts[`c${i}.js`] = source.replaceAll('$U', base);
-    scripts[`c${i}b.js`] = source.replaceAll('$U', base) + BLOCKING;
-    apis.push({ path: `c${i}`, call: { script: `c${i}.js`, function: 'main' }, returnType: 'JSON' });
-    apis.push({ path: `c${i}b`, call: { script: `c${i}b.js`, function: 'main' }, returnType: 'JSON' });
-  });
+  const { scripts, apis } = pairedModes(CASES, base);
   const accounts = {
     getAccountByToken: (t) => {
       seen.push(`account ${t}`);

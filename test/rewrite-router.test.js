@@ -7,8 +7,8 @@ const http = require('node:http');
 const request = require('supertest');
 const { rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
 const { makeApp } = require('./helpers/app');
+const { BLOCKING, pairedModes } = require('./helpers/rewrite-check');
 
-const BLOCKING = '\nexport function forceBlocking() { return typeof eval }\n';
 
 /** [name, source ($U is the upstream's URL)]: scripts whose `main(ctx)` the two modes must run alike. */
 const CASES = [
@@ -40,14 +40,7 @@ beforeAll(async () => {
   });
   await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${upstream.address().port}`;
-  const scripts = {};
-  const apis = [];
-  CASES.forEach(([, source], i) => {
-    scripts[`c${i}.js`] = source.replaceAll('$U', base);
-    scripts[`c${i}b.js`] = source.replaceAll('$U', base) + BLOCKING;
-    apis.push({ path: `c${i}`, call: { script: `c${i}.js`, function: 'main' }, returnType: 'JSON' });
-    apis.push({ path: `c${i}b`, call: { script: `c${i}b.js`, function: 'main' }, returnType: 'JSON' });
-  });
+  const { scripts, apis } = pairedModes(CASES, base);
   for (const engine of ['quickjs', 'vm2']) {
     engines[engine] = makeApp({ apps: { app1: { scripts, apis } }, router: { engine, workers: 1, logger: false, outbound: { allowPrivateNetworks: true } } });
   }

@@ -74,4 +74,23 @@ function evaluateModule(code, platform) {
   return new Function('platform', `'use strict';${body}${ret}`)(platform);
 }
 
-module.exports = { rewrite, evaluateModule, statementLines, parse };
+/** Appended to a script, it makes the rewrite leave the script in blocking mode (`eval` is read). */
+const BLOCKING = '\nexport function forceBlocking() { return typeof eval }\n';
+
+/**
+ * One app's scripts and APIs for [name, source] cases ($U in a source is `base`): case i is served
+ * at `c${i}` as written and at `c${i}b` forced into blocking mode, both calling `main`.
+ */
+function pairedModes(cases, base) {
+  const scripts = {};
+  const apis = [];
+  cases.forEach(([, source], i) => {
+    scripts[`c${i}.js`] = source.replaceAll('$U', base);
+    scripts[`c${i}b.js`] = source.replaceAll('$U', base) + BLOCKING;
+    apis.push({ path: `c${i}`, call: { script: `c${i}.js`, function: 'main' }, returnType: 'JSON' });
+    apis.push({ path: `c${i}b`, call: { script: `c${i}b.js`, function: 'main' }, returnType: 'JSON' });
+  });
+  return { scripts, apis };
+}
+
+module.exports = { BLOCKING, pairedModes, rewrite, evaluateModule, statementLines, parse };
