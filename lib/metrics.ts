@@ -25,6 +25,12 @@ export interface MetricsOptions {
   prefix?: string;
   /** Buckets (seconds) of the duration histograms: a non-empty list of increasing positive finite numbers (the +Inf bucket is added). Default 1 ms to 10 s. */
   buckets?: number[];
+  /**
+   * Most (app, API) pairs with series of their own at once. Default 1000. When full, the series
+   * of the pair idle longest go if it has been idle for 15 minutes (a deleted app's, say); else a
+   * new pair counts as app and api `(other)`.
+   */
+  maxApis?: number;
 }
 
 /** `router.metrics`: the metrics of one router, in the Prometheus text format. */
@@ -51,6 +57,11 @@ export interface MetricsRecorder extends RouterMetrics {
 export const DEFAULT_PREFIX = 'scriptable_api_';
 const DEFAULT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const DEFAULT_MAX_APIS = 1000;
+/** A pair idle this long may give its series up to a new one (several scrapes have read its last values). */
+export const IDLE_SERIES_MS = 15 * 60_000;
+/** The `app` and `api` label of the requests of pairs beyond `maxApis`. */
+export const OTHER = '(other)';
 /** The names (after the prefix) of the metrics every router registers (createMetrics checks and closes these); the worker gauges come with an engine's stats. */
 const METRICS = ['requests_total', 'request_duration_seconds', 'script_duration_seconds', 'queue_wait_seconds', 'rate_limit_admitted_total', 'rate_limit_waited_total', 'rate_limit_wait_seconds', 'rate_limit_rejected_total'];
 
@@ -60,7 +71,7 @@ export function validateMetrics(v: unknown): void {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError('metrics', 'must be an object { registry?, prefix?, buckets? } or false');
   const o = v as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (k !== 'registry' && k !== 'prefix' && k !== 'buckets') throw new ConfigError(`metrics.${k}`, 'is not an option; the options are registry, prefix, buckets');
+    if (k !== 'registry' && k !== 'prefix' && k !== 'buckets' && k !== 'maxApis') throw new ConfigError(`metrics.${k}`, 'is not an option; the options are registry, prefix, buckets, maxApis');
   }
   if (o.registry !== undefined) {
     const r = o.registry as Record<string, unknown> | null;
@@ -78,6 +89,19 @@ export function validateMetrics(v: unknown): void {
       throw new ConfigError('metrics.buckets', 'must be a non-empty array of increasing finite numbers of seconds (the +Inf bucket is added)');
     }
   }
+  if (o.maxApis !== undefined && !(Number.isSafeInteger(o.maxApis) && (o.maxApis as number) > 0)) {
+    throw new ConfigError('metrics.maxApis', `must be a positive integer, got ${JSON.stringify(o.maxApis)}`);
+  }
+}
+
+/** The label values of one (app, API) pair that has series of its own, to take them off again. */
+interface Pair {
+  app: string;
+  api: string;
+  seen: number;
+  previews: Set<string>;
+  statuses: Set<string>;
+  reasons: Set<string>;
 }
 
 /**
@@ -124,6 +148,57 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     gauge('workers_busy', 'Script workers running a job', (s) => s.busy);
     gauge('jobs_queued', 'Script jobs waiting for a worker', (s) => s.queued);
   }
+  const maxApis = options?.maxApis ?? DEFAULT_MAX_APIS;
+  /** The (app, API) pairs with series of their own, least recently seen first; and per app, how many (queue_wait_seconds is by app). */
+  const pairs = new Map<string, Pair>();
+  const appPairs = new Map<string, number>();
+  const drop = (p: Pair) => {
+    for (const preview of p.previews) {
+      const labels = { app: p.app, api: p.api, preview };
+      for (const m of [duration, scriptTime, admitted, waited, waitTime]) m.remove(labels);
+      for (const status of p.statuses) requests.remove({ ...labels, status });
+      for (const reason of p.reasons) rejected.remove({ ...labels, reason });
+    }
+    const n = appPairs.get(p.app)! - 1;
+    if (n > 0) appPairs.set(p.app, n);
+    else {
+      appPairs.delete(p.app);
+      queueWait.remove({ app: p.app });
+    }
+  };
+  /**
+   * The record of an (app, API) pair, made the most recently seen; undefined when it counts as
+   * (other): `maxApis` pairs have series and none has been idle for IDLE_SERIES_MS. A request that
+   * matched no API (both empty) is never counted against the bound: null.
+   */
+  const pairOf = (app: string, api: string): Pair | null | undefined => {
+    if (app === '' && api === '') return null;
+    const key = JSON.stringify([app, api]);
+    const now = performance.now();
+    let p = pairs.get(key);
+    if (p !== undefined) {
+      p.seen = now;
+      pairs.delete(key); // (to the most recently seen end)
+      pairs.set(key, p);
+      return p;
+    }
+    if (pairs.size >= maxApis) {
+      const [oldKey, oldest] = pairs.entries().next().value as [string, Pair];
+      if (now - oldest.seen < IDLE_SERIES_MS) return undefined;
+      pairs.delete(oldKey);
+      drop(oldest);
+    }
+    p = { app, api, seen: now, previews: new Set(), statuses: new Set(), reasons: new Set() };
+    pairs.set(key, p);
+    appPairs.set(app, (appPairs.get(app) ?? 0) + 1);
+    return p;
+  };
+  /** The labels a request of (app, api) is counted with. */
+  const labelsOf = (app: string, api: string, preview: boolean): { p: Pair | null | undefined; labels: { app: string; api: string; preview: string } } => {
+    const p = pairOf(app, api);
+    if (p) p.previews.add(String(preview));
+    return { p, labels: p === undefined ? { app: OTHER, api: OTHER, preview: String(preview) } : { app, api, preview: String(preview) } };
+  };
   const text = () => registry.metrics();
   return {
     registry,
@@ -146,23 +221,32 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     },
     close() {
       for (const n of names.splice(0)) registry.removeSingleMetric(n);
+      pairs.clear();
+      appPairs.clear();
     },
     request(app, api, preview, status, seconds) {
-      requests.inc({ app, api, preview: String(preview), status: String(status) });
-      duration.observe({ app, api, preview: String(preview) }, seconds);
+      const { p, labels } = labelsOf(app, api, preview);
+      p?.statuses.add(String(status));
+      requests.inc({ ...labels, status: String(status) });
+      duration.observe(labels, seconds);
     },
     script(app, api, preview, scriptSeconds, queueSeconds) {
-      scriptTime.observe({ app, api, preview: String(preview) }, scriptSeconds);
-      if (queueSeconds !== undefined) queueWait.observe({ app }, queueSeconds);
+      const { labels } = labelsOf(app, api, preview);
+      scriptTime.observe(labels, scriptSeconds);
+      if (queueSeconds !== undefined) queueWait.observe({ app: labels.app }, queueSeconds);
     },
     rateLimit(app, api, preview, outcome, detail) {
-      const labels = { app, api, preview: String(preview) };
+      const { p, labels } = labelsOf(app, api, preview);
       if (outcome === 'admitted') {
         admitted.inc(labels);
         const ms = detail.waitedMs ?? 0;
         if (ms > 0) waited.inc(labels);
         waitTime.observe(labels, ms / 1000);
-      } else rejected.inc({ ...labels, reason: detail.reason ?? 'rate_limited' });
+      } else {
+        const reason = detail.reason ?? 'rate_limited';
+        p?.reasons.add(reason);
+        rejected.inc({ ...labels, reason });
+      }
     },
   };
 }

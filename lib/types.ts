@@ -355,7 +355,7 @@ export interface ApiRouterOptions {
   fallthrough?: boolean;
   /** Serve `<mount>/preview/<appId>/<path>` from the registry's `preview` stage, for requests `authorize(req)` accepts. Default off. */
   preview?: PreviewOptions | false;
-  /** Prometheus metrics (`router.metrics`): `{ registry?, prefix?, buckets? }`, or `false` for none. Default: on, in a registry of the router's own. */
+  /** Prometheus metrics (`router.metrics`): `{ registry?, prefix?, buckets?, maxApis? }`, or `false` for none. Default: on, in a registry of the router's own. */
   metrics?: MetricsOptions | false;
 }
 

@@ -1,0 +1,126 @@
+'use strict';
+// Tenant churn: a router serving thousands of apps that come and go keeps its host memory and its
+// /metrics bounded (every structure keyed by app, API or script is bounded or cleaned).
+const http = require('node:http');
+const express = require('express');
+const { createApiRouter, MemoryRegistry } = require('..');
+
+const routers = [];
+afterAll(() => Promise.all(routers.map((r) => r.close())));
+
+/** A router on a port of its own: `get(path)` answers the status. */
+async function serve(options = {}) {
+  const registry = new MemoryRegistry();
+  const router = createApiRouter({ registry, workers: 1, maxWorkers: 1, ...options });
+  routers.push(router);
+  const app = express();
+  app.use('/api', router);
+  const server = http.createServer(app).listen(0);
+  await new Promise((resolve) => server.once('listening', resolve));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const { port } = server.address();
+  const get = (path) =>
+    new Promise((resolve, reject) => {
+      http.get({ port, path, agent }, (res) => res.resume().on('end', () => resolve(res.statusCode))).on('error', reject);
+    });
+  const stop = () => {
+    agent.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  };
+  return { registry, router, get, stop };
+}
+
+/** Creates app `id` with one API, calls it `calls` times, deletes it. */
+async function churn(t, id, calls = 2) {
+  t.registry.putScript(id, 'main.js', `export function fn() { return '${id}' }`);
+  t.registry.putApi(id, { path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'Text' });
+  for (let k = 0; k < calls; k++) expect(await t.get(`/api/${id}/p`)).toBe(200);
+  t.registry.removeApp(id);
+}
+
+/** The distinct values of label `label` on the lines of metric `name`. */
+function labelValues(text, name, label) {
+  const out = new Set();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{')) continue;
+    const m = new RegExp(`${label}="([^"]*)"`).exec(line);
+    if (m) out.add(m[1]);
+  }
+  return out;
+}
+
+/** The sum of the samples of `name` (a counter) over every label set. */
+function total(text, name) {
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(name + '{')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return sum;
+}
+
+describe('metrics with many apps', () => {
+  test('apps created, called and deleted: at most maxApis (app, API) pairs have series, the others count as (other)', async () => {
+    const t = await serve({ metrics: { maxApis: 50 } });
+    try {
+      for (let i = 0; i < 300; i++) await churn(t, `churn${i}`);
+    } finally {
+      await t.stop();
+    }
+    const text = await t.router.metrics.text();
+    const apps = labelValues(text, 'scriptable_api_requests_total', 'app');
+    expect(apps.size).toBe(51);
+    expect(apps.has('(other)')).toBe(true);
+    expect(labelValues(text, 'scriptable_api_request_duration_seconds_bucket', 'app').size).toBe(51);
+    expect(labelValues(text, 'scriptable_api_queue_wait_seconds_bucket', 'app').size).toBeLessThanOrEqual(51);
+    // (every request is still counted)
+    expect(total(text, 'scriptable_api_requests_total')).toBe(600);
+  }, 120_000);
+
+  test('by default 1000 pairs: 5,000 apps keep /metrics to a bounded size, rendered quickly', async () => {
+    const { router } = await serve().then(async (t) => (await t.stop(), t));
+    for (let i = 0; i < 5000; i++) {
+      router.metrics.script(`app${i}`, 'p', false, 0.002, 0.001);
+      router.metrics.rateLimit(`app${i}`, 'p', false, 'rejected', { reason: 'rate_limited' });
+      router.metrics.request(`app${i}`, 'p', false, 200, 0.003);
+    }
+    const t0 = performance.now();
+    const text = await router.metrics.text();
+    const ms = performance.now() - t0;
+    expect(labelValues(text, 'scriptable_api_requests_total', 'app').size).toBe(1001);
+    expect(total(text, 'scriptable_api_requests_total')).toBe(5000);
+    expect(total(text, 'scriptable_api_rate_limit_rejected_total')).toBe(5000);
+    // (5,000 apps' own series came to about 30 MB of text, rendered in seconds)
+    expect(text.length).toBeLessThan(8 * 1024 * 1024);
+    expect(ms).toBeLessThan(5000);
+  }, 60_000);
+
+  test("a pair idle for 15 minutes gives its series up to a new one (a deleted app's go)", async () => {
+    const t = await serve({ metrics: { maxApis: 2 } });
+    await t.stop();
+    const m = t.router.metrics;
+    m.request('a', 'p', false, 200, 0.001);
+    m.rateLimit('a', 'p', false, 'rejected', { reason: 'queue_full' });
+    m.script('a', 'p', false, 0.001, 0.001);
+    m.request('b', 'p', true, 404, 0.001);
+    m.request('c', 'p', false, 200, 0.001); // full, nobody idle: (other)
+    let text = await m.text();
+    expect(labelValues(text, 'scriptable_api_requests_total', 'app')).toEqual(new Set(['a', 'b', '(other)']));
+    const now = performance.now();
+    const clock = jest.spyOn(performance, 'now').mockReturnValue(now + 15 * 60_000 + 1000);
+    try {
+      m.request('b', 'p', true, 200, 0.001); // b is seen again: a is the one idle longest
+      m.request('c', 'p', false, 200, 0.001);
+    } finally {
+      clock.mockRestore();
+    }
+    text = await m.text();
+    expect(labelValues(text, 'scriptable_api_requests_total', 'app')).toEqual(new Set(['b', 'c', '(other)']));
+    for (const name of ['request_duration_seconds_bucket', 'script_duration_seconds_bucket', 'queue_wait_seconds_bucket', 'rate_limit_rejected_total']) {
+      expect(labelValues(text, `scriptable_api_${name}`, 'app').has('a')).toBe(false);
+    }
+  });
+
+  test('metrics.maxApis must be a positive integer', () => {
+    for (const maxApis of [0, -1, 1.5, '10', null]) {
+      expect(() => createApiRouter({ registry: new MemoryRegistry(), metrics: { maxApis } })).toThrow(/metrics\.maxApis/);
+    }
+  });
+});
