@@ -15,6 +15,7 @@ import { HostServices } from './host/services';
 import { OutboundClient } from './outbound/client';
 import { createRateLimiter, type RateLimitDecision } from './rate-limit';
 import { WorkerPool } from './runtime/pool';
+import { SOURCE_CHARS } from './runtime/messages';
 import { newResponseState } from './runtime/protocol';
 import type { JobResult, ScriptEngine, ScriptJob, ScriptSource } from './runtime/engine';
 import { clientGone, type ClientGone } from './response/client-gone';
@@ -122,6 +123,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const limiter = createRateLimiter({ ...options.rateLimit, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
   const hashes = new Map<string, ScriptSource & { source: string }>();
+  /** The characters of the sources `hashes` holds (deleted apps' too, until it is emptied). */
+  let hashedChars = 0;
   const cors = new Cors(options.cors);
   const preview = new Preview(options.preview);
   const observer = new Observer(logger, metrics, options.exposeErrorLocation === true);
@@ -155,15 +158,21 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
    * Hash per (stage, app, script name), recomputed only when the source text changes. A preview
    * source hashes with the stage in front: engines keep contexts per (app, hash), so a script the
    * preview shows unchanged still gets a context (module state) of its own, apart from live calls.
+   * Emptied past 5,000 entries or SOURCE_CHARS characters of source (as much as a worker holds).
    */
   function sourceOf(appId: string, name: string, source: string, stage: RegistryStage): ScriptSource {
     const key = `${stage}\u0000${appId}\u0000${name}`;
     const cached = hashes.get(key);
     if (cached !== undefined && cached.source === source) return cached;
-    if (hashes.size >= 5000) hashes.clear();
+    if (cached !== undefined) hashedChars -= cached.source.length; // (replaced below)
+    if (hashes.size >= 5000 || hashedChars + source.length > SOURCE_CHARS) {
+      hashes.clear();
+      hashedChars = 0;
+    }
     const sha1 = createHash('sha1');
     if (stage === 'preview') sha1.update('\u0000preview\u0000');
     const entry = { name, hash: sha1.update(name).update('\u0000').update(source).digest('hex'), source };
+    hashedChars += source.length;
     hashes.set(key, entry);
     return entry;
   }
