@@ -161,3 +161,35 @@ describe('host memory with many apps', () => {
     }
   }, 120_000);
 });
+
+describe('the pool with many apps', () => {
+  test("5,000 apps' calls: the pool remembers the home worker of at most 4,096 apps, and nothing else per app once they end", async () => {
+    const { WorkerPool } = require('..');
+    const pool = new WorkerPool({ size: 1, maxWorkers: 1 });
+    try {
+      await pool.ready();
+      // (calls of a script the job does not bring: the worker answers at once, no context is made)
+      const job = (appId) => ({
+        requestId: appId,
+        appId,
+        apiPath: 'p',
+        returnType: 'JSON',
+        phase: 'all',
+        call: { script: 'main.js', function: 'fn' },
+        scripts: {},
+        request: {},
+        state: { attributes: {}, response: {} },
+        timeoutMs: 30_000,
+      });
+      const host = { call: async () => null };
+      const results = await Promise.all(Array.from({ length: 5000 }, (_, i) => pool.run(job(`app${i}`), host)));
+      expect(results.every((r) => r.outcome.kind === 'error' && r.outcome.code === 270202)).toBe(true);
+      expect(pool.homes.size).toBeLessThanOrEqual(4096);
+      expect(pool.homes.has('app4999')).toBe(true); // (the latest are kept)
+      for (const map of [pool.inFlight, pool.blockedApps, pool.heavyAt, pool.sent]) expect(map.size).toBe(0);
+      expect(pool.queue.size).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
+});

@@ -43,6 +43,11 @@ const HOME_SLACK = 64;
  */
 const UNCHECKED_MS = 500;
 const HEAVY_MS = 10_000;
+/**
+ * Most apps whose home worker the pool remembers (more than a worker keeps sources of): the one
+ * whose call went out longest ago is forgotten first (its next call goes to the least loaded worker).
+ */
+const MAX_HOMES = 4096;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
 /** What the calls get then (the reason is logged, and given to ready()). */
@@ -312,7 +317,7 @@ export class WorkerPool implements ScriptEngine {
       // an app's calls stay on the worker that holds its contexts while it is not much busier
       const home = this.homes.get(task.appId);
       if (home && home !== w && candidates.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK) w = home;
-      else this.homes.set(task.appId, w);
+      this.setHome(task.appId, w);
       if (!mine) spread.set(task.appId, [w]);
       else if (!mine.includes(w)) mine.push(w);
       if (this.options.engine === 'vm2') {
@@ -515,6 +520,13 @@ export class WorkerPool implements ScriptEngine {
       (value) => send({ ok: true, value: value === undefined ? null : value }),
       (e: unknown) => send({ ok: false, error: hostErrorInfo(e) }),
     );
+  }
+
+  /** Remembers the worker an app's call went to (see MAX_HOMES): apps come and go, the map stays bounded. */
+  private setHome(app: string, w: PoolWorker): void {
+    this.homes.delete(app); // (to the most recent end)
+    if (this.homes.size >= MAX_HOMES) this.homes.delete(this.homes.keys().next().value!);
+    this.homes.set(app, w);
   }
 
   /** A worker beyond `size` that stays idle past idleTimeoutMs stops. */
