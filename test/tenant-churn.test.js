@@ -192,4 +192,38 @@ describe('the pool with many apps', () => {
       await pool.close();
     }
   }, 60_000);
+
+  test('an app the pool saw in one long built-in call is forgotten 10 s later, whether or not it calls again (deleted, say)', async () => {
+    const { WorkerPool } = require('..');
+    const pool = new WorkerPool({ size: 1, maxWorkers: 1 });
+    const job = (appId, source) => ({
+      requestId: appId,
+      appId,
+      apiPath: 'p',
+      returnType: 'JSON',
+      phase: 'all',
+      call: { script: 'main.js', function: 'fn' },
+      scripts: { 'main.js': { name: 'main.js', hash: `${appId}-main`, source } },
+      request: {},
+      state: { attributes: {}, response: {} },
+      timeoutMs: 30_000,
+    });
+    const host = { call: async () => null };
+    try {
+      await pool.ready();
+      // (JSON.parse of 10 MB runs seconds in QuickJS without an interrupt check, then runs out of memory)
+      const heavy = await pool.run(job('heavy', 'export function fn() { const s = "[" + "1,".repeat(5e6) + "1]"; return JSON.parse(s).length }'), host);
+      expect(heavy.outcome.kind).toBe('error');
+      expect(pool.heavyAt.has('heavy')).toBe(true);
+      // another app's calls go on; the heavy app sends none
+      const end = Date.now() + 30_000;
+      while (pool.heavyAt.size > 0 && Date.now() < end) {
+        expect((await pool.run(job('light', 'export function fn() { return 1 }'), host)).outcome.kind).toBe('written');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(pool.heavyAt.size).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
 });

@@ -277,6 +277,7 @@ export class WorkerPool implements ScriptEngine {
   private dispatch(): void {
     if (this.closed) return;
     const now = clock();
+    if (this.heavyAt.size > 0) for (const [app, at] of this.heavyAt) if (now - at >= HEAVY_MS) this.heavyAt.delete(app); // (an app that sends no more calls, deleted say, is forgotten too)
     if (this.queue.size === 0) {
       this.grow(now, false);
       this.updateRefs();
