@@ -126,6 +126,22 @@ export function thrownText(e: unknown): string {
   }
 }
 
+/**
+ * Most characters of a script's error message an error body holds (a thrown error's, abort's,
+ * sendError's): a longer one is cut, ending with `…`. The body is built on the host's event loop,
+ * which every app shares: four calls throwing 24 MB messages at once held it for 0.4 s.
+ */
+export const ERROR_MESSAGE_MAX = 64 * 1024;
+
+/** `text` cut to at most `max` characters, the last one `…` (never half a surrogate pair). */
+export function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let cut = max - 1;
+  const last = text.charCodeAt(cut - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut--;
+  return `${text.slice(0, cut)}…`;
+}
+
 /** The default error body of the spec: `{ requestId, message, code }`. */
 export interface ErrorBody {
   requestId: string;

@@ -8,7 +8,7 @@
  * `meta` lands in the log record instead of being dropped or printed as a format argument.
  */
 import type { ErrorDetail } from './error-location';
-import type { ErrorName } from './errors';
+import { clipText, type ErrorName } from './errors';
 import type { Logger } from './types';
 
 /** How a logger takes its arguments: `(message, meta)` (winston, console) or `(meta, message)` (pino, bunyan). */
@@ -190,16 +190,12 @@ export interface FailureLog {
 /**
  * Most characters of a script's own text (a thrown message or name) a failure line holds, as a
  * script's console message (CONSOLE_CAP, lib/runtime/sandbox/prelude.ts): a tenant must not write
- * megabytes into the host's log with each request. The error body keeps the whole message.
+ * megabytes into the host's log with each request. The error body keeps up to ERROR_MESSAGE_MAX.
  */
 const LOGGED_TEXT_MAX = 8 * 1024;
 
 function clip(text: string): string {
-  if (text.length <= LOGGED_TEXT_MAX) return text;
-  let cut = LOGGED_TEXT_MAX - 1;
-  const last = text.charCodeAt(cut - 1);
-  if (last >= 0xd800 && last <= 0xdbff) cut--; // (not half a surrogate pair)
-  return `${text.slice(0, cut)}…`;
+  return clipText(text, LOGGED_TEXT_MAX);
 }
 
 /**

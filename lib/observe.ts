@@ -4,7 +4,7 @@
  * carries what is known so far (app, API, stage).
  */
 import type { ServerResponse } from 'node:http';
-import { ApiError, ERRORS, thrownText, type ErrorBody } from './errors';
+import { ApiError, ERRORS, ERROR_MESSAGE_MAX, clipText, thrownText, type ErrorBody } from './errors';
 import type { ErrorDetail } from './error-location';
 import { hostStage, logFailure } from './logging';
 import type { MetricsRecorder } from './metrics';
@@ -109,7 +109,7 @@ export class Observer {
   /** Logs a failure the engine reported, and returns the error body to send. */
   scriptFailed(trace: RequestTrace, e: { message: string; code: number; status: number; detail?: ErrorDetail }): ErrorBodyWithLocation {
     logFailure(this.logger, { ...this.where(trace), stage: e.detail?.stage ?? 'engine', code: e.code, status: e.status, message: e.message, detail: e.detail });
-    const body: ErrorBodyWithLocation = { requestId: trace.requestId, message: e.message, code: e.code };
+    const body: ErrorBodyWithLocation = { requestId: trace.requestId, message: clipText(e.message, ERROR_MESSAGE_MAX), code: e.code };
     if (this.exposeLocation && e.detail?.location !== undefined) body.location = e.detail.location;
     return body;
   }

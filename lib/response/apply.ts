@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import vary from 'vary';
 import { STATUS_CODES } from 'node:http';
 import type { ResponseState } from '../runtime/protocol';
+import { ERROR_MESSAGE_MAX, clipText } from '../errors';
 import { JSON_TYPE, endWithBody, sendErrorBody } from './error';
 import { encodeText, responseCharset } from '../context/charset';
 import { checkResponseState, locationHeader } from './framing';
@@ -81,7 +82,7 @@ export function bodyType(state: ResponseState, defaultType: string): string {
 export function sendWritten(res: ServerResponse, requestId: string, state: ResponseState): void {
   applyHeaders(res, state);
   if (state.error) {
-    const message = state.error.message ?? STATUS_CODES[state.error.status] ?? 'Error';
+    const message = state.error.message == null ? (STATUS_CODES[state.error.status] ?? 'Error') : clipText(state.error.message, ERROR_MESSAGE_MAX);
     sendErrorBody(res, { requestId, message, code: state.error.status }, state.error.status);
     return;
   }

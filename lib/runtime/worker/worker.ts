@@ -5,7 +5,7 @@
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { setHeldBudgetMb } from '../../automation/held';
-import { ERRORS } from '../../errors';
+import { ERRORS, ERROR_MESSAGE_MAX, clipText } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
 import type { Stage } from '../protocol';
@@ -249,6 +249,26 @@ function reportBlocking(appId: string, name: string, hash: string, p: PreparedSc
   }
 }
 
+const clipMessage = (text: string): string => clipText(text, ERROR_MESSAGE_MAX);
+
+/**
+ * The result as it crosses to the pool: a script's error texts (the failure's message and name,
+ * sendError's message, the call failure onError handled) cut as the error body and the log cut
+ * them (ERROR_MESSAGE_MAX), so a long one is neither copied nor parsed on the host's event loop.
+ */
+function clipped(result: JobResult): JobResult {
+  let { outcome, state, handled } = result;
+  if (outcome.kind === 'error') {
+    const d = outcome.detail;
+    const detail = d && { ...d, ...(d.name !== undefined ? { name: clipMessage(d.name) } : {}), ...(d.callFailure ? { callFailure: { ...d.callFailure, message: clipMessage(d.callFailure.message) } } : {}) };
+    outcome = { ...outcome, message: clipMessage(outcome.message), ...(detail ? { detail } : {}) };
+  }
+  const error = state.response.error;
+  if (error?.message) state = { ...state, response: { ...state.response, error: { ...error, message: clipMessage(error.message) } } };
+  if (handled) handled = { ...handled, message: clipMessage(handled.message) };
+  return { ...result, outcome, state, ...(handled ? { handled } : {}) };
+}
+
 function finish(running: RunningJob, result: JobResult): void {
   if (running.done) return;
   running.done = true;
@@ -264,7 +284,7 @@ function finish(running: RunningJob, result: JobResult): void {
     }
   }
   stages!.forget(running);
-  post({ type: 'result', id: running.id, result: { ...result, runMs: Date.now() - running.startedAt } });
+  post({ type: 'result', id: running.id, result: { ...clipped(result), runMs: Date.now() - running.startedAt } });
   if (driver.poisoned && !poisonReported) {
     poisonReported = true;
     post({ type: 'poisoned' });

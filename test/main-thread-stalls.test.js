@@ -1,0 +1,109 @@
+'use strict';
+// The host's main thread serves every app: work on it that grows with a value a tenant's script
+// makes (a thrown message, a response header) is another app's wait. While one app makes such
+// values, the host's event loop is never held long and another app's calls keep answering.
+const http = require('node:http');
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+const { makeApp } = require('./helpers/app');
+
+/** The longest the host's event loop may be held (ms): generous, for a loaded 2-core machine. */
+const LAG_MS = 300;
+const BIG = 24_000_000;
+const big = `const big = () => 'x'.repeat(${BIG});`;
+
+const BIG_APIS = {
+  thrown: `${big} export function fn() { throw new Error(big()) }`,
+  aborted: `${big} export function fn() { platform.app.abort(big(), 409) }`,
+  sendError: `${big} export function fn(ctx) { ctx.response.sendError(418, big()) }`,
+  handled: `${big} export function fn() { throw new Error(big()) } export function onError(ctx, e) { return { handled: e.message.length } }`,
+};
+
+function listen(app) {
+  const server = http.createServer(app).listen(0, '127.0.0.1');
+  return new Promise((resolve) => server.once('listening', () => resolve(server)));
+}
+
+/** GET on the server: status, the body's length and the body when it is short (parsed when JSON). */
+function get(server, path) {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port: server.address().port, path, maxHeaderSize: 64 * 1024 * 1024 }, (res) => {
+        const chunks = [];
+        let length = 0;
+        res.on('data', (c) => {
+          length += c.length;
+          if (length <= 1024 * 1024) chunks.push(c);
+        });
+        res.on('end', () => {
+          const text = length <= 1024 * 1024 ? Buffer.concat(chunks).toString() : null;
+          let body = text;
+          try {
+            body = JSON.parse(text);
+          } catch {}
+          resolve({ status: res.statusCode, length, body, headers: res.headers });
+        });
+      })
+      .on('error', reject);
+  });
+}
+
+describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine', (engine) => {
+  const logged = [];
+  const logger = { info() {}, debug() {}, warn() {}, error: (m, meta) => logged.push(meta) };
+  const apps = {
+    big: { scripts: {}, apis: [] },
+    good: { scripts: { 'g.js': 'export function f() { return { ok: true } }' }, apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }] },
+  };
+  for (const [name, source] of Object.entries(BIG_APIS)) {
+    apps.big.scripts[`${name}.js`] = source;
+    const onError = name === 'handled' ? { onError: { script: `${name}.js`, function: 'onError' } } : {};
+    apps.big.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON', ...onError });
+  }
+  const { app, router } = makeApp({ apps, router: { engine, workers: 2, scriptMemoryLimitMb: 512, scriptTimeoutMs: 30_000, queueTimeoutMs: 60_000, logger } });
+  let server;
+  beforeAll(async () => {
+    await router.ready();
+    server = await listen(app);
+  });
+  afterAll(async () => {
+    server?.close();
+    await router.close();
+  });
+
+  /** Runs `path` four times at once (after once to warm up) while another app's calls go on: the loop's longest delay, the answers, and the other app's. */
+  async function underLoad(path) {
+    await get(server, path);
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
+    let done = false;
+    const big = Promise.all([1, 2, 3, 4].map(() => get(server, path))).finally(() => (done = true));
+    const others = [];
+    while (!done) others.push(await get(server, '/web0/api/good/g'));
+    const answers = await big;
+    lag.disable();
+    return { lagMs: lag.max / 1e6, answers, others };
+  }
+
+  const CUT = 64 * 1024;
+
+  test.each([
+    ['thrown', 500, 270000],
+    ['aborted', 409, 270001],
+    ['sendError', 418, 418],
+  ])("a %s error message of 24 MB is cut at 64 KiB in the body and log, and does not hold the host's event loop", async (name, status, code) => {
+    logged.length = 0;
+    const { lagMs, answers, others } = await underLoad(`/web0/api/big/${name}`);
+    for (const a of answers) {
+      expect([a.status, a.body?.code, a.body?.message?.length, a.body?.message?.endsWith('x…')]).toEqual([status, code, CUT, true]);
+    }
+    expect(others.every((r) => r.status === 200 && r.body.ok === true)).toBe(true);
+    expect(lagMs).toBeLessThan(LAG_MS);
+    for (const meta of logged.filter((m) => m.appId === 'big')) expect(meta.message.length).toBeLessThanOrEqual(8 * 1024);
+  }, 120_000);
+
+  test("onError sees the whole message; the call failure it handled crosses to the host cut", async () => {
+    const { lagMs, answers } = await underLoad('/web0/api/big/handled');
+    for (const a of answers) expect([a.status, a.body]).toEqual([200, { handled: BIG }]);
+    expect(lagMs).toBeLessThan(LAG_MS);
+  }, 120_000);
+});
