@@ -16,6 +16,18 @@ const BIG_APIS = {
   aborted: `${big} export function fn() { platform.app.abort(big(), 409) }`,
   sendError: `${big} export function fn(ctx) { ctx.response.sendError(418, big()) }`,
   handled: `${big} export function fn() { throw new Error(big()) } export function onError(ctx, e) { return { handled: e.message.length } }`,
+  header: `${big} export function fn(ctx) { ctx.response.setHeader('x-a', big()); return 1 }`,
+  headers: `export function fn(ctx) {
+    const r = ctx.response, v = 'v'.repeat(1000), refused = [];
+    for (const [name, set] of [
+      ['addHeader', () => r.addHeader('x-b', 'w'.repeat(70_000))],
+      ['many', () => { for (let i = 0; i < 80; i++) r.addHeader('x-h' + i, v) }],
+      ['setContentType', () => r.setContentType('text/plain; x=' + 'y'.repeat(70_000))],
+    ]) {
+      try { set() } catch (e) { refused.push(name + ': ' + e.name + ': ' + e.message) }
+    }
+    return { refused, kept: r.getHeaderNames().length };
+  }`,
 };
 
 function listen(app) {
@@ -101,9 +113,36 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
     for (const meta of logged.filter((m) => m.appId === 'big')) expect(meta.message.length).toBeLessThanOrEqual(8 * 1024);
   }, 120_000);
 
+  test("a response header of 24 MB throws in the script (at most 64 KiB of headers): the host's event loop is not held", async () => {
+    const { lagMs, answers, others } = await underLoad('/web0/api/big/header');
+    for (const a of answers) {
+      expect([a.status, a.body?.code, a.body?.message, a.length < 1024]).toEqual([500, 270000, 'The response headers may hold at most 65536 characters in all', true]);
+      expect(a.headers['x-a']).toBeUndefined();
+    }
+    expect(others.every((r) => r.status === 200 && r.body.ok === true)).toBe(true);
+    expect(lagMs).toBeLessThan(LAG_MS);
+  }, 120_000);
+
+  test('headers over 64 KiB in all, one at a time: each is refused with an IllegalStateException and the ones that fit are kept', async () => {
+    const res = await get(server, '/web0/api/big/headers');
+    const refusal = 'IllegalStateException: The response headers may hold at most 65536 characters in all';
+    expect([res.status, res.body]).toEqual([200, { refused: [`addHeader: ${refusal}`, `many: ${refusal}`, `setContentType: ${refusal}`], kept: 65 }]);
+    expect(res.headers['x-h64']).toBe('v'.repeat(1000));
+    expect(res.headers['x-h65']).toBeUndefined();
+  });
+
   test("onError sees the whole message; the call failure it handled crosses to the host cut", async () => {
     const { lagMs, answers } = await underLoad('/web0/api/big/handled');
     for (const a of answers) expect([a.status, a.body]).toEqual([200, { handled: BIG }]);
     expect(lagMs).toBeLessThan(LAG_MS);
   }, 120_000);
+});
+
+test("the host refuses a response state whose headers hold more than 64 KiB in all (an engine of one's own), before checking each one", () => {
+  const { checkResponseState } = require('../dist/cjs/response/framing');
+  const base = { status: 200, headers: [], contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, chunks: [], written: false, committed: false, error: null, redirect: null };
+  expect(() => checkResponseState({ ...base, headers: [['x-a', 'v'.repeat(65_533)]] })).not.toThrow();
+  expect(() => checkResponseState({ ...base, headers: [['x-a', 'v'.repeat(65_534)]] })).toThrow('at most 65536 characters in all (65537 were set)');
+  expect(() => checkResponseState({ ...base, headers: [['x-a', '\n'.repeat(1e6)]] })).toThrow('at most 65536 characters');
+  expect(() => checkResponseState({ ...base, contentType: 't'.repeat(65_537) })).toThrow('at most 65536 characters');
 });

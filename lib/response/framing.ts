@@ -40,6 +40,13 @@ export function isFramingHeader(name: string): boolean {
  */
 export const MAX_RESPONSE_HEADERS = 1000;
 
+/**
+ * Most characters a script's response headers hold in all (names, values, content type and
+ * charset): a 24 MB header held the host's event loop for a second (checked, set and written on
+ * it), where Node.js's own HTTP client reads at most 16 KiB of a head.
+ */
+export const MAX_RESPONSE_HEAD_CHARS = 64 * 1024;
+
 const MIN_STATUS = 200;
 const MAX_STATUS = 599;
 
@@ -99,6 +106,11 @@ export function checkResponseState(state: ResponseState): void {
   if (state.error) checkStatus(state.error.status);
   if (state.headers.length > MAX_RESPONSE_HEADERS) {
     throw new ApiError('INVALID_RESPONSE', `A script may set at most ${MAX_RESPONSE_HEADERS} response headers (${state.headers.length} were set)`);
+  }
+  let chars = (state.contentType?.length ?? 0) + (state.characterEncoding?.length ?? 0);
+  for (const [name, value] of state.headers) chars += name.length + value.length;
+  if (chars > MAX_RESPONSE_HEAD_CHARS) {
+    throw new ApiError('INVALID_RESPONSE', `A script's response headers may hold at most ${MAX_RESPONSE_HEAD_CHARS} characters in all (${chars} were set)`);
   }
   for (const [name, value] of state.headers) checkHeader(name, value);
   for (const [what, value] of [['content type', state.contentType], ['character encoding', state.characterEncoding]] as const) {

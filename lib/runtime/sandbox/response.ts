@@ -9,7 +9,7 @@
  * resStage; a method called detached from its object acts on the active stage). The Writer and
  * the OutputStream are made per stage, bound to it.
  */
-import { MAX_HEADERS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, isObj, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmGet, wmSet } from './prelude';
+import { MAX_HEADERS, MAX_HEAD_CHARS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, isObj, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmGet, wmSet } from './prelude';
 import { utf8Binary } from './encoding';
 import { active } from './host';
 import { chunkByteLength } from './response-state';
@@ -180,6 +180,16 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
   function tooManyHeaders(): Error {
     return illegalState('A script may set at most ' + MAX_HEADERS + ' response headers');
   }
+  /**
+   * Throws when the response's headers would hold more than MAX_HEAD_CHARS characters in all
+   * (names, values, content type and charset): the host checks and sets them on its event loop,
+   * which every app shares, and no client reads such a head anyway. `extra`: characters about to be added.
+   */
+  function checkHeadRoom(headers: Array<[string, string]>, contentType: string | null, encoding: string | null, extra: number): void {
+    var n = extra + (contentType === null ? 0 : contentType.length) + (encoding === null ? 0 : encoding.length);
+    for (var i = 0; i < headers.length; i++) n += headers[i][0].length + headers[i][1].length;
+    if (n > MAX_HEAD_CHARS) throw illegalState('The response headers may hold at most ' + MAX_HEAD_CHARS + ' characters in all');
+  }
   /** setHeader keeps the position of the first entry of that name and drops the others. */
   function setHeader(name: unknown, value0: unknown): void {
     var res = st.res;
@@ -192,7 +202,10 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     var h = res.headers;
     if (h.length === 0) {
       // (the usual case: no header yet)
-      if (!isNil(value)) res.headers = [[n, Str(value)]];
+      if (!isNil(value)) {
+        checkHeadRoom(h, res.contentType, res.characterEncoding, n.length + Str(value).length);
+        res.headers = [[n, Str(value)]];
+      }
       return;
     }
     var kept: Array<[string, string]> = [];
@@ -205,6 +218,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
       if (kept.length >= MAX_HEADERS) throw tooManyHeaders();
       push(kept, [n, Str(value)]);
     }
+    checkHeadRoom(kept, res.contentType, res.characterEncoding, 0);
     res.headers = kept;
   }
   function addHeader(name: unknown, value0: unknown): void {
@@ -213,6 +227,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     var value = textOnce(value0);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
     if (st.res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
+    checkHeadRoom(st.res.headers, st.res.contentType, st.res.characterEncoding, n.length + Str(value).length);
     push(st.res.headers, [n, Str(value)]);
   }
   function getHeaders(name: unknown): string[] {
@@ -309,7 +324,11 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     getOutputStream: getOutputStream,
     getWriter: getWriter,
     setCharacterEncoding: function (enc) {
-      if (!r().committed) r().characterEncoding = isNil(enc) || trim(Str(enc)) === '' ? null : trim(Str(enc));
+      var res = r();
+      if (res.committed) return;
+      var e = isNil(enc) || trim(Str(enc)) === '' ? null : trim(Str(enc));
+      checkHeadRoom(res.headers, res.contentType, e, 0);
+      res.characterEncoding = e;
     },
     setContentLength: (len) => void (r().committed || setContentLengthValue(len)),
     setContentLengthLong: (len) => void (r().committed || setContentLengthValue(len)),
@@ -333,6 +352,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
           if (charset.length >= 2 && charset[0] === '"' && charset[charset.length - 1] === '"') charset = strSlice(charset, 1, -1);
         } else if (p !== '') base += ';' + p;
       }
+      checkHeadRoom(res.headers, base === '' ? null : base, charset || res.characterEncoding, 0);
       res.contentType = base === '' ? null : base;
       if (charset) res.characterEncoding = charset;
     },
