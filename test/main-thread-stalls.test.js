@@ -17,6 +17,9 @@ const BIG_APIS = {
   sendError: `${big} export function fn(ctx) { ctx.response.sendError(418, big()) }`,
   handled: `${big} export function fn() { throw new Error(big()) } export function onError(ctx, e) { return { handled: e.message.length } }`,
   header: `${big} export function fn(ctx) { ctx.response.setHeader('x-a', big()); return 1 }`,
+  redirect: `${big} export function fn(ctx) { ctx.response.sendRedirect('/next?' + big()) }`,
+  redirectResult: `${big} export function fn() { return '/next?' + big() }`,
+  redirectFits: `export function fn(ctx) { return '/next?' + 'q'.repeat(65_536 - 6) }`,
   headers: `export function fn(ctx) {
     const r = ctx.response, v = 'v'.repeat(1000), refused = [];
     for (const [name, set] of [
@@ -69,7 +72,7 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
   for (const [name, source] of Object.entries(BIG_APIS)) {
     apps.big.scripts[`${name}.js`] = source;
     const onError = name === 'handled' ? { onError: { script: `${name}.js`, function: 'onError' } } : {};
-    apps.big.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: 'JSON', ...onError });
+    apps.big.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: name.startsWith('redirect') ? 'Redirect' : 'JSON', ...onError });
   }
   const { app, router } = makeApp({ apps, router: { engine, workers: 2, scriptMemoryLimitMb: 512, scriptTimeoutMs: 30_000, queueTimeoutMs: 60_000, logger } });
   let server;
@@ -129,6 +132,20 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
     expect([res.status, res.body]).toEqual([200, { refused: [`addHeader: ${refusal}`, `many: ${refusal}`, `setContentType: ${refusal}`], kept: 65 }]);
     expect(res.headers['x-h64']).toBe('v'.repeat(1000));
     expect(res.headers['x-h65']).toBeUndefined();
+  });
+
+  test.each(['redirect', 'redirectResult'])("%s: a redirect location of 24 MB is INVALID_RESULT (at most 64 KiB), and does not hold the host's event loop", async (name) => {
+    const { lagMs, answers, others } = await underLoad(`/web0/api/big/${name}`);
+    for (const a of answers) {
+      expect([a.status, a.body?.code, a.body?.message, a.headers.location]).toEqual([500, 270300, `Redirect location is longer than 65536 characters (${BIG + 6})`, undefined]);
+    }
+    expect(others.every((r) => r.status === 200 && r.body.ok === true)).toBe(true);
+    expect(lagMs).toBeLessThan(LAG_MS);
+  }, 120_000);
+
+  test('a redirect location of 64 KiB goes out', async () => {
+    const res = await get(server, '/web0/api/big/redirectFits');
+    expect([res.status, res.headers.location]).toEqual([302, '/next?' + 'q'.repeat(65_536 - 6)]);
   });
 
   test("onError sees the whole message; the call failure it handled crosses to the host cut", async () => {

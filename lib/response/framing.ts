@@ -79,6 +79,10 @@ const BASE = 'http://base.invalid/';
  * leading control characters cannot hide another scheme.
  */
 export function checkRedirectLocation(location: string): string {
+  // (a head no client reads, parsed and written on the event loop every app shares: see MAX_RESPONSE_HEAD_CHARS)
+  if (location.length > MAX_RESPONSE_HEAD_CHARS) {
+    throw new ApiError('INVALID_RESULT', `Redirect location is longer than ${MAX_RESPONSE_HEAD_CHARS} characters (${location.length})`);
+  }
   let scheme: string;
   try {
     scheme = new URL(location, BASE).protocol;
