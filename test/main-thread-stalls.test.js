@@ -163,3 +163,13 @@ test("the host refuses a response state whose headers hold more than 64 KiB in a
   expect(() => checkResponseState({ ...base, headers: [['x-a', '\n'.repeat(1e6)]] })).toThrow('at most 65536 characters');
   expect(() => checkResponseState({ ...base, contentType: 't'.repeat(65_537) })).toThrow('at most 65536 characters');
 });
+
+test('a result whose written body holds a long text or long bytes crosses from the worker as a clone of its own, not inside a JSON batch the host parses', () => {
+  const { longText, CLONE_TEXT_CHARS } = require('../dist/cjs/runtime/messages');
+  const response = (chunks) => ({ status: 200, headers: [], contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, chunks, written: true, committed: true, error: null, redirect: null });
+  const result = (chunks) => ({ type: 'result', id: 1, result: { state: { attributes: {}, response: response(chunks) }, outcome: { kind: 'written' } } });
+  expect(longText(result([{ t: 'x'.repeat(CLONE_TEXT_CHARS) }]))).toBe(true);
+  expect(longText(result([{ t: 'short' }, { b: 'A'.repeat(CLONE_TEXT_CHARS) }]))).toBe(true);
+  expect(longText(result([{ t: 'short' }, { b: 'AAAA' }]))).toBe(false);
+  expect(longText(result([]))).toBe(false);
+});

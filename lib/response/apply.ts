@@ -94,7 +94,8 @@ export function sendWritten(res: ServerResponse, requestId: string, state: Respo
   }
   // (text in the response's charset, as a servlet's writer writes it)
   const charset = responseCharset(bodyType(state, 'text/plain;charset=UTF-8'));
-  const body = Buffer.concat(state.chunks.map((c) => ('t' in c ? encodeText(c.t, charset) : Buffer.from(c.b, 'base64'))));
+  const parts = state.chunks.map((c) => ('t' in c ? encodeText(c.t, charset) : Buffer.from(c.b, 'base64')));
+  const body = parts.length === 1 ? parts[0] : Buffer.concat(parts); // (one chunk, the usual case, is not copied again)
   res.statusCode = state.status;
   const type = bodyType(state, state.chunks.some((c) => 'b' in c) ? 'application/octet-stream' : 'text/plain;charset=UTF-8');
   endWithBody(res, body, body.length > 0 || state.contentType ? type : null);

@@ -225,7 +225,8 @@ const isLong = (v: unknown): boolean => typeof v === 'string' && v.length >= CLO
 
 /**
  * Whether `msg` carries a long text where texts grow with the traffic: a host reply's value (a
- * body) or the `body` in it, a host call's `body` argument, a result's JSON or text output.
+ * body) or the `body` in it, a host call's `body` argument, a result's JSON or text output or a
+ * chunk of the body its scripts wrote.
  */
 export function longText(msg: ToWorker | FromWorker): boolean {
   switch (msg.type) {
@@ -237,7 +238,10 @@ export function longText(msg: ToWorker | FromWorker): boolean {
       return isLong(msg.args.body);
     case 'result': {
       const o = msg.result.outcome;
-      return o.kind === 'output' && (isLong((o.output as { json?: unknown }).json) || isLong((o.output as { text?: unknown }).text));
+      if (o.kind === 'output' && (isLong((o.output as { json?: unknown }).json) || isLong((o.output as { text?: unknown }).text))) return true;
+      // (a body the script wrote: its text, or its bytes as base64)
+      const chunks = msg.result.state?.response?.chunks;
+      return Array.isArray(chunks) && chunks.some((c) => isLong('t' in c ? c.t : c.b));
     }
     default:
       return false;
