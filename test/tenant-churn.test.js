@@ -162,27 +162,28 @@ describe('host memory with many apps', () => {
   }, 120_000);
 });
 
+/** A job calling `main.js`'s fn in app `appId`: with `source`, the job brings the script; without, it brings none (the worker answers at once, no context is made). */
+const poolJob = (appId, source) => ({
+  requestId: appId,
+  appId,
+  apiPath: 'p',
+  returnType: 'JSON',
+  phase: 'all',
+  call: { script: 'main.js', function: 'fn' },
+  scripts: source === undefined ? {} : { 'main.js': { name: 'main.js', hash: `${appId}-main`, source } },
+  request: {},
+  state: { attributes: {}, response: {} },
+  timeoutMs: 30_000,
+});
+
 describe('the pool with many apps', () => {
   test("5,000 apps' calls: the pool remembers the home worker of at most 4,096 apps, and nothing else per app once they end", async () => {
     const { WorkerPool } = require('..');
     const pool = new WorkerPool({ size: 1, maxWorkers: 1 });
     try {
       await pool.ready();
-      // (calls of a script the job does not bring: the worker answers at once, no context is made)
-      const job = (appId) => ({
-        requestId: appId,
-        appId,
-        apiPath: 'p',
-        returnType: 'JSON',
-        phase: 'all',
-        call: { script: 'main.js', function: 'fn' },
-        scripts: {},
-        request: {},
-        state: { attributes: {}, response: {} },
-        timeoutMs: 30_000,
-      });
       const host = { call: async () => null };
-      const results = await Promise.all(Array.from({ length: 5000 }, (_, i) => pool.run(job(`app${i}`), host)));
+      const results = await Promise.all(Array.from({ length: 5000 }, (_, i) => pool.run(poolJob(`app${i}`), host)));
       expect(results.every((r) => r.outcome.kind === 'error' && r.outcome.code === 270202)).toBe(true);
       expect(pool.homes.size).toBeLessThanOrEqual(4096);
       expect(pool.homes.has('app4999')).toBe(true); // (the latest are kept)
@@ -196,29 +197,17 @@ describe('the pool with many apps', () => {
   test('an app the pool saw in one long built-in call is forgotten 10 s later, whether or not it calls again (deleted, say)', async () => {
     const { WorkerPool } = require('..');
     const pool = new WorkerPool({ size: 1, maxWorkers: 1 });
-    const job = (appId, source) => ({
-      requestId: appId,
-      appId,
-      apiPath: 'p',
-      returnType: 'JSON',
-      phase: 'all',
-      call: { script: 'main.js', function: 'fn' },
-      scripts: { 'main.js': { name: 'main.js', hash: `${appId}-main`, source } },
-      request: {},
-      state: { attributes: {}, response: {} },
-      timeoutMs: 30_000,
-    });
     const host = { call: async () => null };
     try {
       await pool.ready();
       // (JSON.parse of 10 MB runs seconds in QuickJS without an interrupt check, then runs out of memory)
-      const heavy = await pool.run(job('heavy', 'export function fn() { const s = "[" + "1,".repeat(5e6) + "1]"; return JSON.parse(s).length }'), host);
+      const heavy = await pool.run(poolJob('heavy', 'export function fn() { const s = "[" + "1,".repeat(5e6) + "1]"; return JSON.parse(s).length }'), host);
       expect(heavy.outcome.kind).toBe('error');
       expect(pool.heavyAt.has('heavy')).toBe(true);
       // another app's calls go on; the heavy app sends none
       const end = Date.now() + 30_000;
       while (pool.heavyAt.size > 0 && Date.now() < end) {
-        expect((await pool.run(job('light', 'export function fn() { return 1 }'), host)).outcome.kind).toBe('written');
+        expect((await pool.run(poolJob('light', 'export function fn() { return 1 }'), host)).outcome.kind).toBe('written');
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(pool.heavyAt.size).toBe(0);
