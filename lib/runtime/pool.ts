@@ -245,12 +245,10 @@ export class WorkerPool implements ScriptEngine {
     return slow;
   }
 
+  /** Whether `app` was seen in one long built-in call within HEAVY_MS (dispatch forgets older marks). */
   private heavy(app: string | undefined, now: number): boolean {
     const at = app === undefined ? undefined : this.heavyAt.get(app);
-    if (at === undefined) return false;
-    if (now - at < HEAVY_MS) return true;
-    this.heavyAt.delete(app!);
-    return false;
+    return at !== undefined && now - at < HEAVY_MS;
   }
 
   /**

@@ -22,7 +22,6 @@ const HARDEN = new VMScript(
     // (V8 makes them non-configurable: emptied and made read-only where they cannot be deleted)
     `for (const n of ${JSON.stringify(v8FlagGlobals())}) { const d = Object.getOwnPropertyDescriptor(globalThis, n);` +
     ' if (d && d.configurable) delete globalThis[n]; else if (d) Object.defineProperty(globalThis, n, { value: undefined, writable: false }); }',
-
   'scriptable-api:harden.js',
 );
 

@@ -258,6 +258,7 @@ const clipMessage = (text: string): string => clipText(text, ERROR_MESSAGE_MAX);
  */
 function clipped(result: JobResult): JobResult {
   let { outcome, state, handled } = result;
+  if (outcome.kind !== 'error' && !state.response.error?.message && handled === undefined) return result; // (nothing to cut: the usual result)
   if (outcome.kind === 'error') {
     const d = outcome.detail;
     const detail = d && { ...d, ...(d.name !== undefined ? { name: clipMessage(d.name) } : {}), ...(d.callFailure ? { callFailure: { ...d.callFailure, message: clipMessage(d.callFailure.message) } } : {}) };
