@@ -7,6 +7,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiError, ConfigError, ERRORS } from './errors';
 import { parseOptions } from './options';
 import { copyApiDefinition } from './validations';
+import { deepFreeze, isSettled } from './definitions/frozen';
 import { shown } from './definitions/names';
 import { readBody } from './context/body';
 import { buildSnapshot } from './context/request';
@@ -130,10 +131,14 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   const observer = new Observer(logger, metrics, options.exposeErrorLocation === true);
   const warned = new Set<string>();
 
+  /** The checked copies of definitions that cannot change (isSettled), by the registry's object. */
+  const settled = new WeakMap<object, ApiDefinition>();
+
   /**
-   * A definition from the registry, copied and validated each time it is served (a few
-   * microseconds for a typical one): a registry may hand back an object it changed in place, and
-   * may change it again while the request is under way (the request runs the copy).
+   * A definition from the registry, copied and validated each time it is served: a registry may
+   * hand back an object it changed in place, and may change it again while the request is under
+   * way (the request runs the copy). A definition that cannot change (deep-frozen data, as
+   * MemoryRegistry and the folder registries hand out) is checked the first time only.
    */
   function checkDefinition(def: ApiDefinition): ApiDefinition {
     let message: string;
@@ -141,9 +146,12 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       // (e.g. a registry handing back the JSON text it stored instead of the parsed object)
       message = `scriptable-api: invalid api definition: the registry's getApi returned ${def === null ? 'null' : `a ${typeof def}`}, not an object (return undefined for an unknown path)`;
     } else {
+      const known = settled.get(def);
+      if (known !== undefined) return known;
       try {
         const copy = copyApiDefinition(def);
         validateCombinedCors(options.cors, copy.cors, `api '${copy.path}'`);
+        if (isSettled(def)) settled.set(def, deepFreeze(copy));
         return copy;
       } catch (e) {
         if (!(e instanceof ConfigError)) throw e; // (a getter or proxy of the registry's failed: HOST_ERROR)

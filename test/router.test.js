@@ -826,6 +826,21 @@ describe('routing errors', () => {
     without.methods = ['post'];
     withMethods.methods = ['POST'];
     for (const path of ['p', 'm']) expect((await request(reg.app).get(`/web0/api/a/${path}`)).status).toBe(405);
+    // a frozen definition holding an object that is not (or a getter) can still change: each request reads it again
+    const inner = { script: 'a.js', function: 'f' };
+    const frozenOuter = Object.freeze({ path: 'p', call: inner, returnType: 'JSON' });
+    let type = 'JSON';
+    const frozenGetter = Object.freeze(Object.defineProperty({ path: 'p', call: Object.freeze({ script: 'a.js', function: 'f' }) }, 'returnType', { get: () => type, enumerable: true }));
+    const deepFrozen = Object.freeze({ path: 'p', call: Object.freeze({ script: 'a.js', function: 'f' }), returnType: 'JSON' });
+    const frozen = track(require('./helpers/app').makeApp({
+      registry: { getApi: (app) => ({ outer: frozenOuter, getter: frozenGetter, deep: deepFrozen })[app], getScript: () => 'export function f() { return "x" }\nexport function g() { return "y" }' },
+    }));
+    for (const app of ['outer', 'getter', 'deep']) await request(frozen.app).get(`/web0/api/${app}/p`).expect(200, '"x"');
+    inner.function = 'g';
+    type = 'Text';
+    await request(frozen.app).get('/web0/api/outer/p').expect(200, '"y"');
+    await request(frozen.app).get('/web0/api/getter/p').expect(200, 'x');
+    await request(frozen.app).get('/web0/api/deep/p').expect(200, '"x"');
     // and an invalid change is caught, not served
     without.returnType = 'XML';
     withMethods.returnType = 'XML';

@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError } from '../errors';
 import { validateApiDefinition } from '../validations';
+import { deepFreeze } from '../definitions/frozen';
 import { automationScripts } from '../automation/compile';
 import type { ApiDefinition, AutomationDefinition, AutomationRef, ScriptRef } from '../types';
 
@@ -32,14 +33,6 @@ export interface AppState {
 /** Largest file read (a script or a definition). */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024;
 const SCRIPT = /\.(js|ts)$/;
-
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === 'object') {
-    for (const v of Object.values(o)) deepFreeze(v);
-    Object.freeze(o);
-  }
-  return o;
-}
 
 /** Whether `p` is a folder itself, not a symbolic link to one (an app reads only its own folder). */
 export function isRealFolder(p: string): boolean {

@@ -8,6 +8,7 @@
  * scripts preview as they are live); `publish(appId)` makes an app's preview entries live.
  */
 import { ConfigError } from '../errors';
+import { deepFreeze } from '../definitions/frozen';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, RegistryStage } from '../types';
 
 /** Which stage a MemoryRegistry write goes to. Default `published`. */
@@ -49,14 +50,6 @@ function jsonCopy(v: unknown): unknown {
   } catch (e) {
     throw new ConfigError('automation', `must be JSON data (${(e as Error).message})`);
   }
-}
-
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === 'object') {
-    for (const v of Object.values(o)) deepFreeze(v);
-    Object.freeze(o);
-  }
-  return o;
 }
 
 interface AppEntry {
