@@ -276,8 +276,9 @@ export interface ApiRouterOptions {
    */
   engine?: 'quickjs' | 'vm2' | ScriptEngine;
   /**
-   * Wall-clock limit of one call (before + call + after + onError), ms (1 to 2147483647, a Node.js
-   * timer), counted from when its first stage starts running in a worker. Default 10000.
+   * Limit of one call (before + call + after + onError) in elapsed time, ms (1 to 2147483647, a
+   * Node.js timer), counted from when its first stage starts running in a worker, on a monotonic
+   * clock (a step of the system clock does not move it). Default 10000.
    */
   scriptTimeoutMs?: number;
   /**

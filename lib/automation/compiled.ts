@@ -52,7 +52,7 @@ export interface AutomationExecutors {
 export interface StepRuntime {
   readonly state: AutomationState;
   readonly executors: AutomationExecutors;
-  /** Epoch ms by which the whole run must end (now: preparing a script step's script moves it). */
+  /** Ms on the monotonic clock (lib/timers.ts) by which the whole run must end (now: preparing a script step's script moves it). */
   readonly deadline: number;
   /**
    * The field's value in `scope`, as plain JSON; a failed evaluation fails the step naming the

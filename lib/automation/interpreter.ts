@@ -12,6 +12,7 @@ import { ReturnSignal, StepFailure } from './errors';
 import { celView, measure, setOwn, sizedJson, toJson } from './json';
 import { Holdings } from './held';
 import type { AutomationState } from './types';
+import { clock } from '../timers';
 
 export interface AutomationInput {
   /** The request as expressions and script steps see it (`ctx.query`, `ctx.headers`...). */
@@ -62,7 +63,7 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
   const result0 = jsonOf(input.result, (m) => StepFailure.of('AUTOMATION_STEP_FAILED', `${name}: state.result: ${m}`));
   const state: AutomationState = { steps: {}, vars: {}, result: celView(result0.value) };
   let current: CompiledStep | undefined;
-  let turnStarted = Date.now();
+  let turnStarted = clock();
   const holdings = new Holdings();
 
   const rt: StepRuntime = {
@@ -89,11 +90,11 @@ export async function runAutomation(automation: CompiledAutomation, input: Autom
       return StepFailure.of('AUTOMATION_STEP_FAILED', `${name} ${current?.label ?? ''}: ${message}`);
     },
     async checkpoint(before) {
-      if (Date.now() - turnStarted >= TURN_MS) {
+      if (clock() - turnStarted >= TURN_MS) {
         await nextTurn();
-        turnStarted = Date.now();
+        turnStarted = clock();
       }
-      if (Date.now() >= deadline()) {
+      if (clock() >= deadline()) {
         throw StepFailure.of('SCRIPT_TIMEOUT', `${name} ran past the time limit (scriptTimeoutMs) ${before !== undefined ? `before ${before}` : `in ${current?.label ?? 'its steps'}`}`, true);
       }
     },

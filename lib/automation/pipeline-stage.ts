@@ -15,6 +15,7 @@ import { automationContext } from './context';
 import { StepFailure } from './errors';
 import { runAutomation } from './interpreter';
 import { mapsAsObjects } from './json';
+import { clock } from '../timers';
 
 type Fail = { kind: 'error'; message: string; code: number; status: number; detail?: ErrorDetail };
 
@@ -28,7 +29,7 @@ export interface ScriptStageResult {
 export interface AutomationStageEnv {
   appId: string;
   returnType: ReturnType;
-  /** Epoch ms by which the job must end, now (it moves while scripts are prepared and loaded). */
+  /** Ms on the monotonic clock (lib/timers.ts) by which the job must end, now (it moves while scripts are prepared and loaded). */
   deadline(): number;
   /** Time spent compiling (not the call's own): moves the job's deadline. */
   notCounted(ms: number): void;
@@ -122,9 +123,9 @@ export async function runAutomationStage(
   try {
     const text = Object.prototype.hasOwnProperty.call(env.automations, id) ? env.automations[id] : undefined;
     if (text === undefined) throw StepFailure.of('AUTOMATION_NOT_FOUND', `Automation '${id}' not found in app '${env.appId}'`);
-    const t0 = Date.now();
+    const t0 = clock();
     const automation = compiledFor(text);
-    env.notCounted(Date.now() - t0);
+    env.notCounted(clock() - t0);
     const ctx = automationContext(env.request(), env.attributes);
     const v = await runAutomation(automation, { ctx, result: stage === 'after' ? value : undefined }, executors(env), env.deadline);
     const output = serializeForReturnType(v, env.returnType);

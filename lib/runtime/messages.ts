@@ -145,7 +145,7 @@ export type HostOp = keyof HostOps;
 
 /**
  * Shared memory of one worker, read by the pool without a message:
- *   clock[0]   when the worker's current slice began (epoch ms), 0 between slices. A slice is a
+ *   clock[0]   when the worker's current slice began (clock(): monotonic ms), 0 between slices. A slice is a
  *              synchronous stretch of one job's script work: a stage's start or a resume after a
  *              host reply, with the promise jobs it queues (QuickJS runs them within it).
  *   clock[1]   when the worker's current turn began, 0 between turns: from a message to the next
@@ -297,7 +297,4 @@ export class Outbox<T extends ToWorker | FromWorker> {
   }
 }
 
-/** Epoch ms with sub-ms precision, comparable across threads. */
-export function clock(): number {
-  return performance.timeOrigin + performance.now();
-}
+export { clock } from '../timers';

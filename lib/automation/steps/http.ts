@@ -10,6 +10,7 @@
 import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
 import { SHOWN_MAX } from '../errors';
+import { clock } from '../../timers';
 
 export const httpStep: StepKind = {
   type: 'http',
@@ -40,7 +41,7 @@ export const httpStep: StepKind = {
           h['content-type'] ??= 'application/json';
         }
       }
-      const left = Math.max(1, rt.deadline - Date.now());
+      const left = Math.max(1, rt.deadline - clock());
       return rt.executors.http({ url: u, method, headers: h, body: text, bytes, timeoutMs: timeoutMs === undefined ? left : Math.min(timeoutMs, left) });
     };
   },

@@ -15,6 +15,7 @@ import { fittedOutput, serializeForReturnType, unfitRedirect } from '../serializ
 import { EngineError } from './driver';
 import { ownGet } from '../../context/own-map';
 import { thrownDetail, type ErrorDetail } from '../../error-location';
+import { clock } from '../../timers';
 // [automation] the interpreter is loaded on a worker's first automation: other workers never pay for it
 let automationStage: typeof import('../../automation/pipeline-stage') | undefined;
 
@@ -39,7 +40,7 @@ export interface PipelineEnv {
   stage(ref: ScriptRef, source: string, hash: string, texts: StageTexts): Promise<StageOutput>;
   /** An async host call of the job (automations); rejects with an Error carrying `code` / `status`. */
   callHost(op: 'automation.run' | 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
-  /** Epoch ms by which the job must end (its limit counts from its first stage). */
+  /** Ms on the monotonic clock (lib/timers.ts) by which the job must end (its limit counts from its first stage). */
   deadline(): number;
   /** Time the job spent on the worker's own preparation (loading the interpreter, compiling an automation): moves its deadline, as preparing a script does. */
   notCounted(ms: number): void;
@@ -200,10 +201,10 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // [automation] the built-in interpreter (lib/automation) unless the host passed its own runner
     if (job.automations !== undefined) {
       if (automationStage === undefined) {
-        const t0 = Date.now();
+        const t0 = clock();
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         automationStage = require('../../automation/pipeline-stage') as typeof import('../../automation/pipeline-stage');
-        env.notCounted(Date.now() - t0);
+        env.notCounted(clock() - t0);
       }
       return automationStage.runAutomationStage(
         {

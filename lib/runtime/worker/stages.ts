@@ -21,6 +21,7 @@
 import type { StageOutput } from '../protocol';
 import type { StageTexts } from './pipeline';
 import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
+import { clock } from '../../timers';
 
 /** A job as the stages see it. */
 export interface StageJob {
@@ -28,7 +29,7 @@ export interface StageJob {
   appId: string;
   /** The job's time limit (ms): also the bound of one context's loading. */
   timeoutMs: number;
-  /** Epoch ms. Time spent loading contexts is added to it: the limit measures the script's own work. */
+  /** On the monotonic clock (lib/timers.ts). Time spent loading contexts is added to it: the limit measures the script's own work. */
   deadline: number;
   done: boolean;
   /** Heap growth charged to the job's entries, bytes (QuickJS; see heapGrowth). */
@@ -115,7 +116,7 @@ export class Stages {
     // (a job that ended, at its deadline, while it waited on the host between two stages runs no more
     // script code: started past its deadline, it would be interrupted and take its context with it)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
-    const waitFrom = Date.now();
+    const waitFrom = clock();
     let c = this.cache.get(key);
     if (c !== undefined) c.used = ++this.tick;
     else {
@@ -133,7 +134,7 @@ export class Stages {
         else this.awaited.delete(key);
       }
     }
-    job.deadline += Date.now() - waitFrom; // (loading a context is not the script's time)
+    job.deadline += clock() - waitFrom; // (loading a context is not the script's time)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `Script '${script}' does not export a function named '${fn}'`);
     runs?.();
@@ -249,7 +250,7 @@ export class Stages {
     const moduleStarts = () => {
       began = true;
       this.slices.begin(job.id);
-      this.entryDeadline = Date.now() + job.timeoutMs;
+      this.entryDeadline = clock() + job.timeoutMs;
     };
     this.loadingFor = { c, job };
     // (a module's top-level code may queue promise jobs: with vm2 they run once open returns)

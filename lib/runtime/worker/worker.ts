@@ -103,7 +103,7 @@ const turns = {
  */
 function interrupt(): boolean {
   shared.clock[3] = clock();
-  if (stages && Date.now() >= stages.entryDeadline) return true;
+  if (stages && clock() >= stages.entryDeadline) return true;
   bounceIfSlow();
   return false;
 }
@@ -144,7 +144,7 @@ const BLOCKED_POLL_MS = 10;
  * Jobs that arrive meanwhile go back to the pool, to start on another worker.
  */
 function callBlocking(jobId: number, callId: number, op: string, args: Record<string, unknown>, deadline: number): HostReply {
-  if (deadline <= Date.now()) throw new HostTimeout(); // (never asked: the call is over)
+  if (deadline <= clock()) throw new HostTimeout(); // (never asked: the call is over)
   Atomics.store(shared.ints, SHARED_FLAG, 0);
   post({ type: 'host', jobId, callId, op: op as never, args, blocking: true }, true);
   const since = shared.clock[0];
@@ -153,7 +153,7 @@ function callBlocking(jobId: number, callId: number, op: string, args: Record<st
   shared.clock[1] = 0;
   try {
     for (;;) {
-      const remaining = Math.min(deadline - Date.now(), MAX_TIMER_MS);
+      const remaining = Math.min(deadline - clock(), MAX_TIMER_MS);
       if (remaining <= 0) throw new HostTimeout();
       bounceJobs();
       Atomics.wait(shared.ints, SHARED_FLAG, 0, Math.min(remaining, BLOCKED_POLL_MS));
@@ -285,7 +285,7 @@ function finish(running: RunningJob, result: JobResult): void {
     }
   }
   stages!.forget(running);
-  post({ type: 'result', id: running.id, result: { ...clipped(result), runMs: Date.now() - running.startedAt } });
+  post({ type: 'result', id: running.id, result: { ...clipped(result), runMs: clock() - running.startedAt } });
   if (driver.poisoned && !poisonReported) {
     poisonReported = true;
     post({ type: 'poisoned' });
@@ -294,12 +294,12 @@ function finish(running: RunningJob, result: JobResult): void {
 
 function start(id: number, seq: number, job: ScriptJob): void {
   Atomics.store(shared.ints, SHARED_STARTED, seq);
-  const now = Date.now();
+  const now = clock();
   const running: RunningJob = { id, appId: job.appId, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now, ownCalls: 0 };
   jobs.set(id, running);
   // the deadline moves while contexts load: the timer checks it again when it fires
   const check = (): void => {
-    const left = running.deadline - Date.now();
+    const left = running.deadline - clock();
     if (left > 0) {
       running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, left));
       return;
@@ -313,7 +313,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
   running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, job.timeoutMs));
   runPipeline(job, {
     stage: (ref, source, hash, texts) => {
-      const t0 = Date.now();
+      const t0 = clock();
       // Preparing a source (parsing it and the rewrite's analysis, synchronous: seconds for a
       // script of a megabyte) is a slice of this job's work the pool sees: the worker is held
       // meanwhile (other calls go to another worker, those that came meanwhile go back). It is
@@ -327,9 +327,9 @@ function start(id: number, seq: number, job: ScriptJob): void {
       } finally {
         slices.end();
       }
-      running.deadline += Date.now() - t0; // (preparing a source is not the script's time)
+      running.deadline += clock() - t0; // (preparing a source is not the script's time)
       // (nor the turn's, which the pool's backstop measures on vm2)
-      if (shared.clock[1] > 0 && Date.now() - t0 > config.slowMs) shared.clock[1] = clock();
+      if (shared.clock[1] > 0 && clock() - t0 > config.slowMs) shared.clock[1] = clock();
       const head = JSON.stringify({ ...texts.head, async: p.async });
       return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts, () => reportBlocking(job.appId, ref.script, hash, p));
     },
@@ -454,7 +454,7 @@ async function main(): Promise<void> {
     // (the heap is the scripts' memory limit: automations' values get a share of it, see held.ts)
     setHeldBudgetMb(Math.max(8, config.memoryLimitMb / 2));
     const { Vm2Driver } = await import('./vm2-driver');
-    driver = new Vm2Driver(config.adapterSource, () => (stages && Number.isFinite(stages.entryDeadline) ? stages.entryDeadline - Date.now() : 10_000));
+    driver = new Vm2Driver(config.adapterSource, () => (stages && Number.isFinite(stages.entryDeadline) ? Math.ceil(stages.entryDeadline - clock()) : 10_000));
   } else {
     const { QuickJsDriver } = await import('./quickjs-driver');
     driver = await QuickJsDriver.create({
