@@ -29,6 +29,7 @@ import { withTimeout } from './with-timeout';
 import { DEFAULT_IPV6_SUBNET, resolveIdentifier, templateUsesAttributes } from './identifier';
 import { MemoryRateLimitStore } from './memory-store';
 import type { RateLimitStore, Reservation } from './types';
+import { clock } from '../timers';
 
 export interface RateLimitDecision {
   ok: boolean;
@@ -239,7 +240,7 @@ class Limiter implements RateLimiter {
   private reserveAsync(key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs: number): Promise<Outcome> {
     if (this.storeDown) {
       // One request at a time tries the store again, at most once per storeRetryMs.
-      if (this.probing || Date.now() < this.nextProbeAt) {
+      if (this.probing || clock() < this.nextProbeAt) {
         return Promise.resolve(this.degraded(key, intervalMs, maxWaitMs, ruleMaxWaitMs));
       }
       this.probing = true;
@@ -273,7 +274,7 @@ class Limiter implements RateLimiter {
   private storeFailed(err: unknown, key: string, intervalMs: number, maxWaitMs: number, ruleMaxWaitMs: number): Outcome {
     // (a call that outlived close(): its request was ended by a forced close; no outage to report)
     if (this.closed) return OPEN;
-    this.nextProbeAt = Date.now() + this.storeRetryMs;
+    this.nextProbeAt = clock() + this.storeRetryMs;
     if (!this.storeDown) {
       this.storeDown = true;
       this.log(

@@ -273,6 +273,29 @@ describe('createRateLimiter', () => {
     await l.close();
   });
 
+  test('a wall-clock step back during an outage does not put off the next retry of the store', async () => {
+    const store = flakyStore(() => Date.now());
+    const l = createRateLimiter({ store, storeRetryMs: 50 }, logger());
+    const realNow = Date.now;
+    try {
+      store.mode = 'down';
+      await l.acquire(args({ requestsPerSecond: 100 }));
+      expect(store.calls).toBe(1);
+      store.mode = 'up';
+      jest.spyOn(Date, 'now').mockImplementation(() => realNow() - 3600e3);
+      // (the store's answer comes from a probe once storeRetryMs has passed on the monotonic clock)
+      const t0 = performance.now();
+      while (store.calls === 1 && performance.now() - t0 < 5000) {
+        await new Promise((r) => setTimeout(r, 20));
+        await l.acquire(args({ requestsPerSecond: 100 }));
+      }
+      expect(store.calls).toBe(2);
+    } finally {
+      jest.restoreAllMocks();
+      await l.close();
+    }
+  });
+
   test("store failure with onStoreError 'open' admits, logged once", async () => {
     const store = flakyStore(() => Date.now());
     const log = logger();
