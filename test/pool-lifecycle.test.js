@@ -49,6 +49,30 @@ test('calls handed to a worker together with one that computes long start on ano
   }
 }, 30_000);
 
+test('a call a worker sent back keeps its queueTimeoutMs across a wall-clock step ahead', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1, queueTimeoutMs: 30_000 });
+  const realNow = Date.now;
+  try {
+    await pool.ready();
+    await pool.run(job('slow', SPIN), host);
+    await pool.run(job('a', FAST), host);
+    // the wall clock steps 1 h ahead just as the worker sends the fast call back (it arrived
+    // behind the long one): the call waits for the worker, as it would have without the step
+    const onMessage = pool.onMessage.bind(pool);
+    pool.onMessage = (w, msg) => {
+      if (msg.type === 'bounce') jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 3600e3);
+      return onMessage(w, msg);
+    };
+    const calls = [pool.run(job('slow', SPIN, { ms: '1500' }), host), pool.run(job('a', FAST), host)];
+    const results = await Promise.all(calls);
+    expect(Date.now() - realNow()).toBeGreaterThan(3000e3); // (the step did come)
+    expect(results.map((r) => r.outcome.kind === 'output' || r.outcome.code)).toEqual([true, true]);
+  } finally {
+    jest.restoreAllMocks();
+    await pool.close();
+  }
+}, 30_000);
+
 test('a worker that can take no more work and sent its last call back ends', async () => {
   const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2 });
   try {

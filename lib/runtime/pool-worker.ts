@@ -17,7 +17,7 @@ export interface Task {
   job: ScriptJob;
   host: HostBridge;
   resolve(result: JobResult): void;
-  /** Its QUEUE_TIMEOUT while in line, counted from `queuedAt` (epoch ms: when it first came). */
+  /** Its QUEUE_TIMEOUT while in line, counted from `queuedAt` (clock() ms: when it first came). */
   queueTimer?: NodeJS.Timeout;
   queuedAt?: number;
   /** Set once sent: the worker and the task's place in the order of jobs sent to it. */

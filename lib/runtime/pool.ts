@@ -185,7 +185,7 @@ export class WorkerPool implements ScriptEngine {
     if (front) this.queue.unshift(task);
     else this.queue.push(task);
     // (counted from when the call first came: a call sent back by a worker keeps its time in line)
-    task.queuedAt ??= Date.now();
+    task.queuedAt ??= clock();
     this.armQueueTimer(task);
   }
 
@@ -204,7 +204,7 @@ export class WorkerPool implements ScriptEngine {
       const message = `The call waited ${this.options.queueTimeoutMs} ms for a worker; try again later`;
       this.finish(task, lineResult(task.job, 'QUEUE_TIMEOUT', message));
       this.dispatch();
-    }, Math.max(0, task.queuedAt! + this.options.queueTimeoutMs - Date.now()));
+    }, Math.max(0, task.queuedAt! + this.options.queueTimeoutMs - clock()));
   }
 
   private finish(task: Task, result: JobResult): void {
@@ -413,7 +413,7 @@ export class WorkerPool implements ScriptEngine {
         const first = !this.live().some((x) => x.ready);
         w.ready = true;
         if (first) {
-          const now = Date.now();
+          const now = clock();
           for (const task of this.queue) {
             task.queuedAt = now;
             this.armQueueTimer(task);
