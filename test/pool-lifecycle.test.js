@@ -73,6 +73,25 @@ test('a call a worker sent back keeps its queueTimeoutMs across a wall-clock ste
   }
 }, 30_000);
 
+test('a graceful close() waits for the calls in flight when the limits add up past what a timer holds (2^31 - 1 ms)', async () => {
+  const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 1, queueTimeoutMs: 2147483647 });
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  try {
+    await pool.ready();
+    await pool.run(job('slow', SPIN), host);
+    const running = pool.run(job('slow', SPIN, { ms: '800' }), host);
+    await new Promise((r) => setTimeout(r, 100));
+    await pool.close();
+    expect((await running).outcome).toMatchObject({ kind: 'output' });
+    expect(warnings).not.toContain('TimeoutOverflowWarning');
+  } finally {
+    process.off('warning', onWarning);
+    await pool.close({ force: true });
+  }
+}, 30_000);
+
 test('a worker that can take no more work and sent its last call back ends', async () => {
   const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 2 });
   try {

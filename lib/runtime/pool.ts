@@ -24,6 +24,7 @@ import { FairQueue } from './fair-queue';
 import { clock, hostErrorInfo, type FromWorker, type HostReply } from './messages';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 import { PoolWorker, type Task } from './pool-worker';
+import { MAX_TIMER_MS } from '../timers';
 
 export type { PoolOptions } from './pool-options';
 
@@ -144,7 +145,8 @@ export class WorkerPool implements ScriptEngine {
   /** Resolves when the calls already accepted have finished (each within its own limits; the cap is a backstop). */
   private drain(): Promise<void> {
     this.draining ??= new Promise<void>((resolve) => {
-      const cap = this.options.queueTimeoutMs + this.longestTimeoutMs + 2 * this.options.graceMs + 1000;
+      // (past MAX_TIMER_MS a timer fires after 1 ms: the close would not wait at all)
+      const cap = Math.min(MAX_TIMER_MS, this.options.queueTimeoutMs + this.longestTimeoutMs + 2 * this.options.graceMs + 1000);
       const timer = setTimeout(() => this.drained?.(), cap);
       this.drained = () => {
         this.drained = undefined;
