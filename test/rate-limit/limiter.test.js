@@ -121,6 +121,27 @@ describe('createRateLimiter', () => {
     await l.close();
   });
 
+  test('a store whose clock steps 1 h back or ahead (Redis TIME after a failover, a now() on the wall clock) keeps the rate, losing at most one interval', async () => {
+    const c = { t: 1_000_000 };
+    const store = new MemoryRateLimitStore({ now: () => c.t, sweepIntervalMs: 0 });
+    const l = createRateLimiter({ store }, logger());
+    const rule = { requestsPerSecond: 10 }; // (a slot every 100 ms, no waiting)
+    for (let i = 0; i < 10; i++, c.t += 100) expect((await l.acquire(args(rule))).ok).toBe(true);
+    // the clock steps 1 h back: the bucket's slots, an hour ahead now, do not shut it for the hour
+    c.t -= 3600e3;
+    const d = await l.acquire(args(rule));
+    expect(d.ok).toBe(false);
+    expect(d.headers['Retry-After']).toBe('1');
+    c.t += 100;
+    expect((await l.acquire(args(rule))).ok).toBe(true);
+    expect((await l.acquire(args(rule))).ok).toBe(false); // (and no burst: one a slot)
+    // the clock steps 1 h ahead: one request at once, then the rate again
+    c.t += 3600e3;
+    expect((await l.acquire(args(rule))).ok).toBe(true);
+    expect((await l.acquire(args(rule))).ok).toBe(false);
+    await l.close();
+  });
+
   test('inactive rule (0 req/s) admits without headers', async () => {
     const l = createRateLimiter(undefined, undefined);
     for (let i = 0; i < 5; i++) expect(await l.acquire(args({ requestsPerSecond: 0 }))).toEqual({ ok: true, headers: {} });

@@ -155,6 +155,24 @@ describeRedis('RedisRateLimitStore (real redis-server)', () => {
     if (!again.admitted) expect(await admin.get(`sapi:rl:${key}`)).toBe(tat);
   });
 
+  test("Redis TIME stepping 1 h back (the server's clock set back, a failover to a replica an hour behind) shuts a bucket for one interval, not the hour", async () => {
+    const s = store();
+    const key = uniq('stepped');
+    // the bucket as the limiter left it an hour ahead of the clock Redis now reads
+    const [sec, usec] = await admin.time();
+    await admin.set(`sapi:rl:${key}`, String(Number(sec) * 1e6 + Number(usec) + 3600e6), 'PX', 3600e3);
+    const first = await s.reserve(key, 100, 0, 0); // 10 req/s, no waiting
+    expect(first.admitted).toBe(false);
+    expect(first.retryAfterMs).toBeLessThanOrEqual(100);
+    const deadline = performance.now() + 2000;
+    let admitted = false;
+    while (!admitted && performance.now() < deadline) {
+      await sleep(20);
+      admitted = (await s.reserve(key, 100, 0, 0)).admitted;
+    }
+    expect(admitted).toBe(true);
+  });
+
   test('a rate whose interval overflows to Infinity (1e-320 req/s, a valid rule): limited, with whole-number headers, and no false Redis outage', async () => {
     const log = logger();
     const l = createRateLimiter({ store: store() }, log);
