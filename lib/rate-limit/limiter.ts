@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import { ConfigError } from '../errors';
 import type { Logger, RateLimitOptions, RateLimitRule } from '../types';
-import { maxWaitFor } from './gcra';
+import { MAX_WAIT_MS, maxWaitFor } from './gcra';
 import { rateLimitHeaders } from './headers';
 import { withTimeout } from './with-timeout';
 import { DEFAULT_IPV6_SUBNET, resolveIdentifier, templateUsesAttributes } from './identifier';
@@ -399,7 +399,8 @@ function checkReservation(r: Reservation): Reservation {
   if (
     !r ||
     typeof r !== 'object' ||
-    (r.admitted === true ? !(r.waitMs >= 0) : r.admitted !== false || !(r.retryAfterMs >= 0))
+    // (a wait past MAX_WAIT_MS, longer than any rule allows, would overflow its timer: it fires after 1 ms)
+    (r.admitted === true ? !(r.waitMs >= 0 && r.waitMs <= MAX_WAIT_MS) : r.admitted !== false || !(r.retryAfterMs >= 0))
   ) {
     throw new Error('rate-limit store returned an invalid reservation');
   }

@@ -317,6 +317,31 @@ describe('createRateLimiter', () => {
     }
   });
 
+  test('a store answering a wait no timer can hold (past 2^31 - 1 ms) is a malformed answer, not a request admitted at once', async () => {
+    const store = { reserve: async () => ({ admitted: true, waitMs: 3e9 }) };
+    const log = logger();
+    const l = createRateLimiter({ store, storeRetryMs: 60_000 }, log);
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const rule = { requestsPerSecond: 1, timeoutMs: 1000 };
+      const first = await l.acquire(args(rule));
+      expect(first.waitedMs).toBeUndefined(); // (the fallback's slot, free: admitted without waiting)
+      expect(log.warn).toHaveBeenCalledWith(expect.stringMatching(/store unavailable/), expect.anything());
+      // the fallback limits: the next one waits its second, not 1 ms
+      const t0 = performance.now();
+      const second = await l.acquire(args(rule));
+      expect(second.ok).toBe(true);
+      expect(performance.now() - t0).toBeGreaterThan(800);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain('TimeoutOverflowWarning');
+    } finally {
+      process.off('warning', onWarning);
+      await l.close();
+    }
+  });
+
   test("store failure with onStoreError 'open' admits, logged once", async () => {
     const store = flakyStore(() => Date.now());
     const log = logger();
