@@ -374,3 +374,62 @@ describe('many apps', () => {
     expect(new Set(reloaded)).toEqual(new Set(['app3']));
   });
 });
+
+describe('the system limit of file watchers', () => {
+  // fs.watch as it fails on Linux once fs.inotify.max_user_watches is reached
+  const limitReached = (dir) => Object.assign(new Error(`ENOSPC: System limit for number of file watchers reached, watch '${dir}'`), { code: 'ENOSPC', errno: -28, syscall: 'watch' });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    jest.useRealTimers();
+  });
+
+  test('reaching it is one clear error (not a line per folder), and the apps left unwatched are watched once the limit allows', async () => {
+    const files = {};
+    for (let i = 0; i < 20; i++) {
+      files[`app${i}/apis/hello.json`] = api('hello');
+      files[`app${i}/scripts/main.js`] = `export function hello() { return "app${i}" }`;
+    }
+    const root = tree(files);
+    // (only the retry's interval is faked: the debounce and the waits below are real)
+    jest.useFakeTimers({ doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout'] });
+    const realWatch = fs.watch;
+    let allowed = 16; // the root and 5 apps (3 folders each)
+    let tries = 0;
+    jest.spyOn(fs, 'watch').mockImplementation((dir, ...rest) => {
+      tries++;
+      if (allowed <= 0) throw limitReached(dir);
+      allowed--;
+      return realWatch.call(fs, dir, ...rest);
+    });
+    const log = logs();
+    const registry = open({ root, logger: log.logger });
+    // every app is served; the limit is reported once, with what it means and the remedy
+    expect(registry.listApps()).toHaveLength(20);
+    const errors = log.lines.filter(([l, m]) => l !== 'info' && /watch/.test(m));
+    expect(errors).toHaveLength(1);
+    expect(errors[0][0]).toBe('error');
+    expect(errors[0][1]).toMatch(/45 folders of 15 apps/);
+    expect(errors[0][1]).toMatch(/app13, app14, app15/); // (the apps in order: app0, app1, app10, app11 and app12 are watched)
+    expect(errors[0][1]).toMatch(/fs\.inotify\.max_user_watches/);
+    expect(errors[0][1]).toMatch(/not picked up/);
+
+    // an app that is watched still follows its edits
+    fs.writeFileSync(path.join(root, 'app1/scripts/main.js'), 'export function hello() { return "edited 1" }');
+    await eventually(registry, () => registry.getScript('app1', 'main.js').includes('edited 1'));
+
+    // an edit to an unwatched app while the limit holds; then the limit is raised
+    fs.writeFileSync(path.join(root, 'app5/scripts/main.js'), 'export function hello() { return "edited 5" }');
+    tries = 0;
+    jest.advanceTimersByTime(60_000);
+    expect(log.lines.filter(([l, m]) => l !== 'info' && /watch/.test(m))).toHaveLength(1); // (not again on each retry)
+    expect(tries).toBeLessThan(20); // (a retry still refused stops at its first folder, not one try per folder)
+    expect(registry.getScript('app5', 'main.js')).not.toContain('edited 5');
+    allowed = Infinity;
+    jest.advanceTimersByTime(60_000);
+    // the app is read again (what changed while it was not watched) and watched from then on
+    await eventually(registry, () => registry.getScript('app5', 'main.js').includes('edited 5'));
+    expect(log.text('info')).toMatch(/every app folder is watched again/);
+    fs.writeFileSync(path.join(root, 'app19/scripts/main.js'), 'export function hello() { return "edited 19" }');
+    await eventually(registry, () => registry.getScript('app19', 'main.js').includes('edited 19'));
+  });
+});

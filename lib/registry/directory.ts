@@ -62,7 +62,8 @@ class AppTree {
   ) {
     for (const appId of this.appIds()) this.load(appId, false);
     if (watch) {
-      this.watch = new FolderWatch(root, (appId) => this.schedule(appId), (m) => logger?.warn(`scriptable-api: ${m}`));
+      const quiet = () => undefined;
+      this.watch = new FolderWatch(root, (appId) => this.schedule(appId), logger ?? { info: quiet, warn: quiet, error: quiet });
       this.watch.sync(this.apps.keys());
     }
   }
@@ -72,7 +73,8 @@ class AppTree {
       return fs
         .readdirSync(this.root, { withFileTypes: true })
         .filter((e) => e.isDirectory() && isAppId(e.name))
-        .map((e) => e.name);
+        .map((e) => e.name)
+        .sort();
     } catch {
       this.logger?.warn(`scriptable-api: the apps folder ${this.root} cannot be read`);
       return [];

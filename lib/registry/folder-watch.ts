@@ -10,6 +10,17 @@ import { isRealFolder } from './app-folder';
 
 /** How often the root's identity is checked, ms. */
 const ROOT_POLL_MS = 1000;
+/** How often folders left unwatched by the system's limit of watchers are tried again, ms. */
+const WATCH_RETRY_MS = 10_000;
+/** fs.watch's errors when the system's limit is reached (Linux inotify watches or instances, open files). */
+const LIMIT_CODES = new Set(['ENOSPC', 'EMFILE', 'ENFILE']);
+
+/** Where FolderWatch reports. */
+export interface WatchLog {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
 
 export class FolderWatch {
   /**
@@ -17,13 +28,22 @@ export class FolderWatch {
    * made again the inode of the one deleted): a folder deleted and made again needs a new watcher.
    */
   private readonly watchers = new Map<string, { w: fs.FSWatcher; id: string; appId: string | null }>();
+  /**
+   * Folders fs.watch refused because the system's limit of watchers is reached, by folder (with
+   * their app): tried again every WATCH_RETRY_MS, their app read again once watched (it may have
+   * changed meanwhile). Reported once (one line, not one per folder) until every one is watched.
+   */
+  private readonly unwatched = new Map<string, string | null>();
+  private limitError: string | undefined;
+  private reported = false;
+  private retry: NodeJS.Timeout | undefined;
   private closed = false;
 
   /** `onChange(appId)`: something in that app changed; `onChange(null)`: re-read the root. */
   constructor(
     private readonly root: string,
     private readonly onChange: (appId: string | null) => void,
-    private readonly onError: (message: string) => void,
+    private readonly log: WatchLog,
   ) {
     fs.watchFile(root, { persistent: false, interval: ROOT_POLL_MS }, this.rootPoll);
   }
@@ -65,6 +85,7 @@ export class FolderWatch {
       const st = fs.statSync(dir);
       id = `${st.ino}:${st.birthtimeMs}`;
     } catch {
+      this.unwatched.delete(dir);
       return;
     }
     const had = this.watchers.get(dir);
@@ -77,9 +98,16 @@ export class FolderWatch {
         this.onChange(file ? String(file) : null);
       });
     } catch (e) {
-      this.onError(`cannot watch ${dir}: ${(e as Error).message}`);
+      if (had !== undefined) this.watchers.delete(dir);
+      if (LIMIT_CODES.has((e as NodeJS.ErrnoException)?.code ?? '')) {
+        this.unwatched.set(dir, appId);
+        this.limitError = (e as Error).message.replace(/, watch '.*'$/, '');
+      } else {
+        this.log.warn(`scriptable-api: cannot watch ${dir}: ${(e as Error).message}`);
+      }
       return;
     }
+    this.unwatched.delete(dir);
     w.on('error', () => {
       // (the folder went away: the reload that follows re-syncs the watchers)
       w.close();
@@ -100,7 +128,9 @@ export class FolderWatch {
         this.watchers.delete(dir);
       }
     }
+    for (const dir of this.unwatched.keys()) if (!wanted.has(dir)) this.unwatched.delete(dir);
     for (const [dir, appId] of wanted) this.watch(dir, appId);
+    this.checkLimit();
   }
 
   /**
@@ -116,11 +146,59 @@ export class FolderWatch {
         this.watchers.delete(dir);
       }
     }
+    for (const [dir, owner] of this.unwatched) if (owner === appId && !wanted.has(dir)) this.unwatched.delete(dir);
     for (const dir of wanted) this.watch(dir, appId);
+    this.checkLimit();
+  }
+
+  /**
+   * Folders the limit left unwatched: reported once, in one line (thousands of apps would log a
+   * line per folder), and tried again until watched; once every one is, that is reported too.
+   */
+  private checkLimit(): void {
+    if (this.unwatched.size === 0) {
+      clearInterval(this.retry);
+      this.retry = undefined;
+      if (this.reported) this.log.info('scriptable-api: every app folder is watched again: changes are picked up');
+      this.reported = false;
+      return;
+    }
+    if (this.retry === undefined) {
+      this.retry = setInterval(() => this.retryUnwatched(), WATCH_RETRY_MS);
+      this.retry.unref();
+    }
+    if (this.reported) return;
+    this.reported = true;
+    const apps = [...new Set(this.unwatched.values())].map((a) => (a === null ? '(the apps folder itself)' : a));
+    const named = apps.slice(0, 5).join(', ') + (apps.length > 5 ? ` and ${apps.length - 5} more` : '');
+    this.log.error(
+      `scriptable-api: cannot watch ${this.unwatched.size} folders of ${apps.length} apps (${named}): the system's limit of file watchers is reached (${this.limitError}). ` +
+        `Changes to them are not picked up until they can be watched (tried again every ${WATCH_RETRY_MS / 1000} s; registry.reload(appId) reads one now). ` +
+        'Each app takes a watcher per folder (the app, apis/, automations/, scripts/ and each folder below it); ' +
+        (this.limitError?.startsWith('ENOSPC')
+          ? 'on Linux raise fs.inotify.max_user_watches (sysctl fs.inotify.max_user_watches=524288).'
+          : 'raise the limit of open files (ulimit -n) or, on Linux, fs.inotify.max_user_instances.'),
+    );
+  }
+
+  /** Tries the unwatched folders again; an app watched again is read again (it may have changed meanwhile). */
+  private retryUnwatched(): void {
+    if (this.closed) return;
+    const recovered = new Set<string | null>();
+    for (const [dir, appId] of [...this.unwatched]) {
+      this.watch(dir, appId);
+      // (still refused: so would the others be; thousands of them are not tried every time)
+      if (this.unwatched.has(dir)) break;
+      recovered.add(appId);
+    }
+    for (const appId of recovered) this.onChange(appId);
+    this.checkLimit();
   }
 
   close(): void {
     this.closed = true;
+    clearInterval(this.retry);
+    this.unwatched.clear();
     fs.unwatchFile(this.root, this.rootPoll);
     for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
