@@ -359,6 +359,27 @@ describe('many apps', () => {
     await eventually(registry, () => registry.getScript('app250', 'main.js').includes('edited'));
   });
 
+  test("reloading one app goes through that app's watchers only, not every app's (a deploy reloading each of thousands of apps was quadratic)", () => {
+    // (the registry's watchers, seen from inside: how many a reload of one app goes through)
+    const watchers = registry.published.watch.watchers;
+    expect(watchers.size).toBeGreaterThan(900);
+    let visited = 0;
+    watchers[Symbol.iterator] = function* () {
+      for (const entry of Map.prototype.entries.call(this)) {
+        visited++;
+        yield entry;
+      }
+    };
+    try {
+      registry.reload('app42');
+      registry.reload('app43');
+    } finally {
+      delete watchers[Symbol.iterator];
+    }
+    expect(visited).toBeLessThan(20);
+    expect(registry.getScript('app42', 'main.js')).toContain('app42');
+  });
+
   test('a file in the root that cannot be an app (.DS_Store, a dot file) reloads no app', async () => {
     const reloaded = [];
     const onReload = (r) => reloaded.push(r.appId);

@@ -34,6 +34,12 @@ export class FolderWatch {
    * changed meanwhile). Reported once (one line, not one per folder) until every one is watched.
    */
   private readonly unwatched = new Map<string, string | null>();
+  /**
+   * The folders of each app (null: the root) in `watchers` or `unwatched` (and maybe some since
+   * gone from both): a reload of one app goes through its own folders, not every app's (a deploy
+   * reloading each of thousands of apps went through all their watchers each time).
+   */
+  private readonly ofApp = new Map<string | null, Set<string>>();
   private limitError: string | undefined;
   private reported = false;
   private retry: NodeJS.Timeout | undefined;
@@ -101,6 +107,7 @@ export class FolderWatch {
       if (had !== undefined) this.watchers.delete(dir);
       if (LIMIT_CODES.has((e as NodeJS.ErrnoException)?.code ?? '')) {
         this.unwatched.set(dir, appId);
+        this.own(dir, appId);
         this.limitError = (e as Error).message.replace(/, watch '.*'$/, '');
       } else {
         this.log.warn(`scriptable-api: cannot watch ${dir}: ${(e as Error).message}`);
@@ -115,6 +122,23 @@ export class FolderWatch {
       this.onChange(appId);
     });
     this.watchers.set(dir, { w, id, appId });
+    this.own(dir, appId);
+  }
+
+  private own(dir: string, appId: string | null): void {
+    let dirs = this.ofApp.get(appId);
+    if (dirs === undefined) this.ofApp.set(appId, (dirs = new Set()));
+    dirs.add(dir);
+  }
+
+  /** Stops watching a folder of `appId` (or trying to). */
+  private forget(dir: string, appId: string | null): void {
+    this.watchers.get(dir)?.w.close();
+    this.watchers.delete(dir);
+    this.unwatched.delete(dir);
+    const dirs = this.ofApp.get(appId);
+    dirs?.delete(dir);
+    if (dirs?.size === 0) this.ofApp.delete(appId);
   }
 
   /** Watches the root and exactly the folders of `appIds` as they are now. */
@@ -122,13 +146,7 @@ export class FolderWatch {
     if (this.closed) return;
     const wanted = new Map<string, string | null>([[this.root, null]]);
     for (const appId of appIds) for (const d of this.folders(appId)) wanted.set(d, appId);
-    for (const [dir, { w }] of this.watchers) {
-      if (!wanted.has(dir)) {
-        w.close();
-        this.watchers.delete(dir);
-      }
-    }
-    for (const dir of this.unwatched.keys()) if (!wanted.has(dir)) this.unwatched.delete(dir);
+    for (const [appId, dirs] of [...this.ofApp]) for (const dir of [...dirs]) if (wanted.get(dir) !== appId) this.forget(dir, appId);
     for (const [dir, appId] of wanted) this.watch(dir, appId);
     this.checkLimit();
   }
@@ -140,13 +158,7 @@ export class FolderWatch {
   syncApp(appId: string, present: boolean): void {
     if (this.closed) return;
     const wanted = new Set(present ? this.folders(appId) : []);
-    for (const [dir, { w, appId: owner }] of this.watchers) {
-      if (owner === appId && !wanted.has(dir)) {
-        w.close();
-        this.watchers.delete(dir);
-      }
-    }
-    for (const [dir, owner] of this.unwatched) if (owner === appId && !wanted.has(dir)) this.unwatched.delete(dir);
+    for (const dir of [...(this.ofApp.get(appId) ?? [])]) if (!wanted.has(dir)) this.forget(dir, appId);
     for (const dir of wanted) this.watch(dir, appId);
     this.checkLimit();
   }
@@ -199,6 +211,7 @@ export class FolderWatch {
     this.closed = true;
     clearInterval(this.retry);
     this.unwatched.clear();
+    this.ofApp.clear();
     fs.unwatchFile(this.root, this.rootPoll);
     for (const { w } of this.watchers.values()) w.close();
     this.watchers.clear();
