@@ -256,6 +256,47 @@ describe('the apps folder replaced', () => {
   });
 });
 
+test('a release swapped in under the apps folder (a link moved) is read a slice of apps at a time, the event loop turning between slices', async () => {
+  // (thousands of apps read in one go blocked every request for seconds)
+  const base = tree({});
+  const release = (name, version) => {
+    const files = {};
+    for (let i = 0; i < 300; i++) {
+      files[`${name}/app${i}/apis/hello.json`] = api('hello');
+      files[`${name}/app${i}/scripts/main.js`] = `export function hello() { return "${version}" }`;
+    }
+    write(base, files);
+  };
+  release('r1', 'v1');
+  release('r2', 'v2');
+  const live = path.join(base, 'live');
+  fs.symlinkSync(path.join(base, 'r1'), live);
+  const registry = open({ root: live, logger: false });
+  expect(registry.getScript('app299', 'main.js')).toContain('v1');
+  let turns = 0;
+  let ticking = true;
+  const tick = () => {
+    turns++;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const seen = new Set();
+  const onReload = () => seen.add(turns);
+  registry.on('reload', onReload);
+  try {
+    fs.symlinkSync(path.join(base, 'r2'), `${live}.next`);
+    fs.renameSync(`${live}.next`, live);
+    await eventually(registry, () => registry.listApps().every((id) => registry.getScript(id, 'main.js').includes('v2')));
+  } finally {
+    ticking = false;
+    registry.off('reload', onReload);
+  }
+  expect(seen.size).toBeGreaterThanOrEqual(3);
+  // the new release is the one watched
+  fs.writeFileSync(path.join(base, 'r2/app150/scripts/main.js'), 'export function hello() { return "v3" }');
+  await eventually(registry, () => registry.getScript('app150', 'main.js').includes('v3'));
+});
+
 describe('links out of an app', () => {
   test('a linked file in apis/, scripts/ or automations/ is not read, and is reported as a problem naming it', () => {
     const root = tree({

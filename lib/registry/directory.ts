@@ -46,11 +46,18 @@ export interface DirectoryReload {
   problems: readonly RegistryProblem[];
 }
 
+/** A root read again by the watcher goes a slice of apps per turn of the event loop: at most this many apps... */
+const SLICE_APPS = 50;
+/** ...or this long, ms. */
+const SLICE_MS = 20;
+
 /** One root's apps. */
 class AppTree {
   readonly apps = new Map<string, AppState>();
   private readonly timers = new Map<string | null, NodeJS.Timeout>();
   private readonly watch: FolderWatch | undefined;
+  /** The next slice of a root being read again (reloadRoot). */
+  private pass: NodeJS.Immediate | undefined;
 
   constructor(
     readonly root: string,
@@ -107,7 +114,8 @@ class AppTree {
     clearTimeout(this.timers.get(appId));
     const timer = setTimeout(() => {
       this.timers.delete(appId);
-      this.reload(appId);
+      if (appId === null) this.reloadRoot();
+      else this.reload(appId);
     }, this.debounceMs);
     timer.unref();
     this.timers.set(appId, timer);
@@ -115,6 +123,7 @@ class AppTree {
 
   /** Reloads one app, or (null) re-reads the root: apps added, removed, or all of them. */
   reload(appId: string | null): void {
+    if (appId === null) this.stopPass();
     if (appId !== null) {
       this.load(appId, true);
       this.watch?.syncApp(appId, this.apps.has(appId));
@@ -126,7 +135,37 @@ class AppTree {
     this.watch?.sync(this.apps.keys());
   }
 
+  /**
+   * Re-reads the root as the watcher asks (the folder replaced: a release swapped in): apps gone,
+   * then every app, a slice per turn of the event loop, each app swapped in and watched as it is
+   * read. In one go, thousands of apps blocked every request for seconds.
+   */
+  private reloadRoot(): void {
+    this.stopPass();
+    this.watch?.syncRoot();
+    const now = this.appIds();
+    const present = new Set(now);
+    const queue = [...[...this.apps.keys()].filter((id) => !present.has(id)), ...now];
+    let next = 0;
+    const slice = (): void => {
+      this.pass = undefined;
+      const until = performance.now() + SLICE_MS;
+      for (let n = 0; next < queue.length && n < SLICE_APPS && (n === 0 || performance.now() < until); n++) this.reload(queue[next++]);
+      if (next < queue.length) {
+        this.pass = setImmediate(slice);
+        this.pass.unref();
+      }
+    };
+    slice();
+  }
+
+  private stopPass(): void {
+    if (this.pass !== undefined) clearImmediate(this.pass);
+    this.pass = undefined;
+  }
+
   close(): void {
+    this.stopPass();
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     this.watch?.close();

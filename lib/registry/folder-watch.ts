@@ -58,7 +58,7 @@ export class FolderWatch {
    * A watcher follows its folder, not its path: the root removed and made again, renamed away
    * with another put in its place, or a link moved to another folder (how deploys swap a
    * release) would leave the registry on a folder no longer at the path. Polling the root's
-   * identity sees that, and the root is read again (sync then watches the new folders).
+   * identity sees that, and the root is read again (each app watched again as it is read).
    */
   private readonly rootPoll = (now: fs.Stats, before: fs.Stats): void => {
     if (now.ino !== before.ino || now.birthtimeMs !== before.birthtimeMs) this.onChange(null);
@@ -139,6 +139,13 @@ export class FolderWatch {
     const dirs = this.ofApp.get(appId);
     dirs?.delete(dir);
     if (dirs?.size === 0) this.ofApp.delete(appId);
+  }
+
+  /** Watches the root as it is now (another folder at its path: that one). */
+  syncRoot(): void {
+    if (this.closed) return;
+    this.watch(this.root, null);
+    this.checkLimit();
   }
 
   /** Watches the root and exactly the folders of `appIds` as they are now. */
