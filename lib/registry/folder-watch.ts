@@ -15,6 +15,33 @@ const WATCH_RETRY_MS = 10_000;
 /** fs.watch's errors when the system's limit is reached (Linux inotify watches or instances, open files). */
 const LIMIT_CODES = new Set(['ENOSPC', 'EMFILE', 'ENFILE']);
 
+/**
+ * Events reported in one turn of the event loop (by every FolderWatch: they share the process's
+ * one queue of file events). The system keeps at most fs.inotify.max_queued_events of them (Linux)
+ * while the thread is busy, drops the rest, and Node.js does not say so: a turn that brings half
+ * that many may have lost some, and every watched root is read again.
+ */
+let burst = 0;
+let overflowAt: number | undefined;
+const live = new Set<FolderWatch>();
+
+function queueLimit(): number {
+  try {
+    return Number(fs.readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8')) || 16384;
+  } catch {
+    return 16384;
+  }
+}
+
+function counted(): void {
+  if (burst++ > 0) return;
+  setImmediate(() => {
+    const n = burst;
+    burst = 0;
+    if (n >= (overflowAt ??= Math.max(1, Math.floor(queueLimit() / 2)))) for (const w of live) w.overflowed(n);
+  });
+}
+
 /** Where FolderWatch reports. */
 export interface WatchLog {
   info(message: string): void;
@@ -52,6 +79,16 @@ export class FolderWatch {
     private readonly log: WatchLog,
   ) {
     fs.watchFile(root, { persistent: false, interval: ROOT_POLL_MS }, this.rootPoll);
+    live.add(this);
+  }
+
+  /** So many events came at once that some may have been dropped: every app is read again. */
+  overflowed(events: number): void {
+    if (this.closed) return;
+    this.log.warn(
+      `scriptable-api: ${events} file events at once: the system keeps a limited number of them (on Linux fs.inotify.max_queued_events) and drops the rest unsaid, so changes in ${this.root} may have been missed: every app is read again`,
+    );
+    this.onChange(null);
   }
 
   /**
@@ -100,6 +137,7 @@ export class FolderWatch {
     let w: fs.FSWatcher;
     try {
       w = fs.watch(dir, { persistent: false }, (_event, file) => {
+        counted();
         if (appId !== null) return this.onChange(appId);
         this.onChange(file ? String(file) : null);
       });
@@ -216,6 +254,7 @@ export class FolderWatch {
 
   close(): void {
     this.closed = true;
+    live.delete(this);
     clearInterval(this.retry);
     this.unwatched.clear();
     this.ofApp.clear();
