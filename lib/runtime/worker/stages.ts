@@ -245,22 +245,23 @@ export class Stages {
     this.entryJob = job;
     this.entryScript = script;
     this.entryDeadline = Infinity;
-    let began = false;
-    // the script's own module code runs under a deadline of its own, in a slice the pool sees
+    // the script's own module code runs under a deadline of its own, in a slice the pool sees;
+    // until then (compiling it) the slice is the engine's work, as preparing the source is
     const moduleStarts = () => {
-      began = true;
+      this.slices.end();
       this.slices.begin(job.id);
       this.entryDeadline = clock() + job.timeoutMs;
     };
     this.loadingFor = { c, job };
     // (a module's top-level code may queue promise jobs: with vm2 they run once open returns)
     this.slices.untilTurn?.();
+    this.slices.begin(-job.id);
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {
       this.loadingFor = null;
       this.entryDeadline = Infinity;
-      if (began) this.slices.end();
+      this.slices.end();
       if (this.hog !== null) this.killHog();
     }
     this.cache.set(key, c);
