@@ -297,6 +297,67 @@ test('a release swapped in under the apps folder (a link moved) is read a slice 
   await eventually(registry, () => registry.getScript('app150', 'main.js').includes('v3'));
 });
 
+test("close() or reload() from a 'reload' listener in the middle of a release being read stops that pass: nothing read or reported after close()", async () => {
+  const base = tree({});
+  const release = (name, version) => {
+    const files = {};
+    for (let i = 0; i < 200; i++) {
+      files[`${name}/app${i}/apis/hello.json`] = api('hello');
+      files[`${name}/app${i}/scripts/main.js`] = `export function hello() { return "${version}" }`;
+    }
+    write(base, files);
+  };
+  release('r1', 'v1');
+  release('r2', 'v2');
+  release('r3', 'v3');
+  const live = path.join(base, 'live');
+  fs.symlinkSync(path.join(base, 'r1'), live);
+  const swap = (to) => {
+    fs.symlinkSync(path.join(base, to), `${live}.next`);
+    fs.renameSync(`${live}.next`, live);
+  };
+  const turns = (n) => new Promise((resolve) => {
+    const step = () => (n-- > 0 ? setImmediate(step) : resolve());
+    step();
+  });
+
+  // reload() (every app, at once) from a listener: the pass under way is not carried on besides
+  const a = open({ root: live, logger: false });
+  const loads = new Map();
+  let reloadedAll = false;
+  a.on('reload', (r) => {
+    loads.set(r.appId, (loads.get(r.appId) ?? 0) + 1);
+    if (!reloadedAll) {
+      reloadedAll = true;
+      a.reload();
+    }
+  });
+  swap('r2');
+  await eventually(a, () => reloadedAll);
+  await turns(50);
+  await a.close();
+  expect(a.listApps().every((id) => a.getScript(id, 'main.js').includes('v2'))).toBe(true);
+  // (each app read once by reload(); the one the pass had read before it, twice)
+  expect([...loads.values()].reduce((x, y) => x + y, 0)).toBe(201);
+
+  // close() from a listener: no app read, no event after it, nothing left scheduled
+  const b = open({ root: live, logger: false });
+  let closed = false;
+  let after = 0;
+  b.on('reload', () => {
+    if (closed) return after++;
+    closed = true;
+    b.close();
+  });
+  swap('r3');
+  await eventually(b, () => closed);
+  await turns(50);
+  expect(after).toBe(0);
+  // (seen from inside: the pass's timers are unref'd, so process.getActiveResourcesInfo() does not list them)
+  expect(b.published.pass).toBeUndefined();
+  expect(b.published.watch.watchers.size).toBe(0);
+});
+
 describe('links out of an app', () => {
   test('a linked file in apis/, scripts/ or automations/ is not read, and is reported as a problem naming it', () => {
     const root = tree({

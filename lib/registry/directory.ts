@@ -58,6 +58,11 @@ class AppTree {
   private readonly watch: FolderWatch | undefined;
   /** The next slice of a root being read again (reloadRoot). */
   private pass: NodeJS.Immediate | undefined;
+  /**
+   * Which pass is current: a pass stopped (by another, by `reload()` or by `close()`, maybe from a
+   * `reload` listener in the middle of a slice) reads no further app.
+   */
+  private passes = 0;
 
   constructor(
     readonly root: string,
@@ -147,11 +152,12 @@ class AppTree {
     const present = new Set(now);
     const queue = [...[...this.apps.keys()].filter((id) => !present.has(id)), ...now];
     let next = 0;
+    const current = this.passes;
     const slice = (): void => {
       this.pass = undefined;
       const until = performance.now() + SLICE_MS;
-      for (let n = 0; next < queue.length && n < SLICE_APPS && (n === 0 || performance.now() < until); n++) this.reload(queue[next++]);
-      if (next < queue.length) {
+      for (let n = 0; this.passes === current && next < queue.length && n < SLICE_APPS && (n === 0 || performance.now() < until); n++) this.reload(queue[next++]);
+      if (this.passes === current && next < queue.length) {
         this.pass = setImmediate(slice);
         this.pass.unref();
       }
@@ -160,6 +166,7 @@ class AppTree {
   }
 
   private stopPass(): void {
+    this.passes++;
     if (this.pass !== undefined) clearImmediate(this.pass);
     this.pass = undefined;
   }
