@@ -498,6 +498,28 @@ describe('many apps', () => {
   });
 });
 
+test("a file in the root that is no app folder (deploy.lock, README.md) reports no app 'removed'; an app removed is reported once", async () => {
+  const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }', 'old/apis/hello.json': api('hello') });
+  const log = logs();
+  const registry = open({ root, logger: log.logger });
+  const reloaded = [];
+  registry.on('reload', (r) => reloaded.push(`${r.appId}:${r.present}`));
+  fs.writeFileSync(path.join(root, 'deploy.lock'), 'x');
+  fs.writeFileSync(path.join(root, 'README.md'), 'x');
+  // (an edit after them, as the witness: its reload comes after any the files would cause)
+  fs.writeFileSync(path.join(root, 'shop/scripts/main.js'), 'export function hello() { return "witness" }');
+  await eventually(registry, () => registry.getScript('shop', 'main.js').includes('witness'));
+  expect(reloaded).toEqual(['shop:true']);
+  expect(log.text()).not.toMatch(/removed/);
+  // an app removed: one event, one line, however often it is read again (a watcher, reload(), a pass)
+  fs.rmSync(path.join(root, 'old'), { recursive: true });
+  await eventually(registry, () => !registry.listApps().includes('old'));
+  registry.reload('old');
+  registry.reload('never-was');
+  expect(reloaded.filter((r) => r !== 'shop:true')).toEqual(['old:false']);
+  expect(log.text('info').match(/removed/g)).toHaveLength(1);
+});
+
 describe('the system limit of file watchers', () => {
   // fs.watch as it fails on Linux once fs.inotify.max_user_watches is reached
   const limitReached = (dir) => Object.assign(new Error(`ENOSPC: System limit for number of file watchers reached, watch '${dir}'`), { code: 'ENOSPC', errno: -28, syscall: 'watch' });

@@ -93,10 +93,14 @@ class AppTree {
     }
   }
 
-  /** Reads the app folder and swaps the app's state in one assignment. */
+  /**
+   * Reads the app folder and swaps the app's state in one assignment. Nothing there, and no app
+   * before (a file in the root such as deploy.lock, an app already removed): nothing to report.
+   */
   load(appId: string, reloaded: boolean): void {
     // (a folder of its own, as at startup: not a link to another app's, nor a file)
     const present = isAppId(appId) && isRealFolder(path.join(this.root, appId));
+    if (!present && !this.apps.has(appId)) return;
     const state = present ? loadAppFolder(this.root, appId) : undefined;
     if (state) this.apps.set(appId, state);
     else this.apps.delete(appId);
