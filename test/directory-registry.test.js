@@ -520,6 +520,23 @@ test("a file in the root that is no app folder (deploy.lock, README.md) reports 
   expect(log.text('info').match(/removed/g)).toHaveLength(1);
 });
 
+test('reload() refuses an app id that is not a string and a stage that is neither published nor preview, naming them (a typo reloaded the published apps)', () => {
+  const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }' });
+  const previewRoot = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "p1" }' });
+  const registry = open({ root, previewRoot, logger: false, watch: false });
+  const reloaded = [];
+  registry.on('reload', (r) => reloaded.push(r));
+  expect(() => registry.reload(5)).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'appId' }));
+  expect(() => registry.reload({})).toThrow(/invalid appId: must be an app id \(a string\)/);
+  expect(() => registry.reload('shop', 'previw')).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'stage', message: expect.stringMatching(/'published' or 'preview', got "previw"/) }));
+  expect(reloaded).toEqual([]);
+  // (what is given right reloads)
+  registry.reload('shop', 'preview');
+  registry.reload(undefined, 'published');
+  registry.reload();
+  expect(reloaded.map((r) => r.stage)).toEqual(['preview', 'published', 'published']);
+});
+
 describe('the system limit of file watchers', () => {
   // fs.watch as it fails on Linux once fs.inotify.max_user_watches is reached
   const limitReached = (dir) => Object.assign(new Error(`ENOSPC: System limit for number of file watchers reached, watch '${dir}'`), { code: 'ENOSPC', errno: -28, syscall: 'watch' });

@@ -247,6 +247,8 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
 
   /** Reads one app (or every app) again now, without waiting for the watcher. */
   reload(appId?: string, stage?: 'published' | 'preview'): void {
+    if (appId !== undefined && appId !== null && typeof appId !== 'string') throw new ConfigError('appId', `must be an app id (a string), got ${shown(appId)}`);
+    if (stage !== undefined && stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${shown(stage)}`);
     this.tree(stage)?.reload(appId ?? null);
   }
 
