@@ -317,8 +317,9 @@ function start(id: number, seq: number, job: ScriptJob): void {
       // Preparing a source (parsing it and the rewrite's analysis, synchronous: seconds for a
       // script of a megabyte) is a slice of this job's work the pool sees: the worker is held
       // meanwhile (other calls go to another worker, those that came meanwhile go back). It is
-      // not the script's time, and it ends (its cost is linear in the source): the pool's
-      // deadline backstop leaves it alone (a negative job id marks it).
+      // not the script's time, and it ends (though not linearly in the source when one scope
+      // declares very many names: see docs/script-engine.md, Backstop): the pool's deadline
+      // backstop leaves it alone (a negative job id marks it).
       let p: PreparedScript;
       slices.begin(-id);
       try {
