@@ -34,8 +34,6 @@ import { compileLocation } from '../../error-location';
 import { EngineError, type DriverOptions, type EngineContext, type HostFn, type SandboxDriver } from './driver';
 import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
 
-/** The name of the module that runs a script's module (its one import: see QuickJsContext.init). */
-const MODULE_RUNNER = 'scriptable-api:module.js';
 const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
 /** Bytes a loaded module holds per character of its source (bytecode, atoms, functions): an estimate. */
@@ -103,6 +101,12 @@ export class QuickJsDriver implements SandboxDriver {
   private measured = 0;
   /** Set while leftover promise jobs of a failed entry are flushed: script code stops at once. */
   private flushing = false;
+  /**
+   * The `moduleStarts` of the module being loaded, until its code runs: QuickJS compiles a module
+   * and runs it in one call, and polls the interrupt handler only while code runs, so the first
+   * poll (or host call) marks where compiling ended.
+   */
+  moduleStarting: (() => void) | undefined;
 
   private constructor(
     /** The one QuickJS runtime of the worker: every context (one per app and script version) lives in it. */
@@ -117,16 +121,18 @@ export class QuickJsDriver implements SandboxDriver {
     rt.setMemoryLimit(-1);
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(() => {
+      this.startModule();
       if (!this.flushing && !this.options.interrupt()) return false;
       this.interrupted = true;
       return true;
     });
-    // A script's module is compiled on its own, then run as the one import of a module of ours
-    // (see QuickJsContext.init): that import names it as it is, and no other module can be loaded.
-    rt.setModuleLoader(
-      (requested, ctx) => ({ error: ctx.newError({ name: 'ReferenceError', message: `could not load module '${requested}'` }) }),
-      (_base, requested) => requested,
-    );
+  }
+
+  /** The module being loaded runs its own code from now on (see moduleStarting). */
+  startModule(): void {
+    const starts = this.moduleStarting;
+    this.moduleStarting = undefined;
+    starts?.();
   }
 
   static async create(options: DriverOptions): Promise<QuickJsDriver> {
@@ -300,6 +306,7 @@ class QuickJsContext implements EngineContext {
     const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
     if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
     const hostH = ctx.newFunction('host', (idH, opH, argsH, asyncH) => {
+      this.driver.startModule();
       const r = host(ctx.getNumber(idH), ctx.getString(opH), ctx.getString(argsH), ctx.dump(asyncH) === true);
       return typeof r === 'number' ? ctx.newNumber(r) : ctx.newString(r);
     });
@@ -310,21 +317,15 @@ class QuickJsContext implements EngineContext {
     const get = (k: string) => ctx.getProp(made.value, k);
     this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel') };
     made.value.dispose();
-    // Compiling the module is the engine's own work; its deadline starts with its code. QuickJS
-    // checks for an interrupt only every 10,000 or so steps of running code, so where compiling
-    // ends is marked here, not at the first check: top-level code whose first step is one long
-    // built-in call (an `indexOf` comparing for minutes) would otherwise run as compiling does,
-    // with no deadline and out of the pool's backstop. The compiled module stays in the context
-    // under its name; a module of ours imports it, which runs it.
-    const compiled = ctx.evalCode(code, name, { type: 'module', compileOnly: true });
-    if (compiled.error) throw this.loadError(name, errorOf(ctx, compiled.error));
-    compiled.value.dispose();
-    moduleStarts?.();
-    const mod = ctx.evalCode(`import * as ns from ${JSON.stringify(name)};\nexport default ns;\n`, MODULE_RUNNER, { type: 'module' });
-    if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
-    const runner = this.settleModule(mod.value, name);
-    this.ns = ctx.getProp(runner, 'default');
-    runner.dispose();
+    // (compiling the module is the engine's own work: its deadline starts with its code)
+    this.driver.moduleStarting = moduleStarts;
+    try {
+      const mod = ctx.evalCode(code, name, { type: 'module' });
+      if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
+      this.ns = this.settleModule(mod.value, name);
+    } finally {
+      this.driver.moduleStarting = undefined;
+    }
     this.driver.checkHeap();
   }
 
