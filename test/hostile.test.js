@@ -579,33 +579,3 @@ describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (
     }
   }, 120_000);
 });
-
-describe('compiling a large script into its QuickJS context', () => {
-  // 15000 small functions (1.3 MB): QuickJS compiles them for hundreds of ms, well past a 100 ms limit
-  const big = 'export function fn() { return 1 }\n' + Array.from({ length: 15000 }, (_, i) => `function g${i}(a) { var x = a + ${i}; if (x > 3) { return [x, 'v${i}', { k: x }] } return null }`).join('\n');
-
-  test("is not the script's time: the first call runs; the module's own top-level code still runs under the limit", async () => {
-    const { app, router } = makeApp({
-      apps: {
-        big: {
-          scripts: { 'big.js': big, 'loop.js': `${big}\nfor (;;) {}` },
-          apis: [
-            { path: 'p', call: { script: 'big.js', function: 'fn' }, returnType: 'JSON' },
-            { path: 'loop', call: { script: 'loop.js', function: 'fn' }, returnType: 'JSON' },
-          ],
-        },
-      },
-      router: { scriptTimeoutMs: 100, workers: 1, maxWorkers: 1, queueTimeoutMs: 25_000 },
-    });
-    try {
-      await router.ready();
-      const res = await request(app).get('/web0/api/big/p');
-      expect([res.status, res.body]).toEqual([200, 1]);
-      const loop = await request(app).get('/web0/api/big/loop');
-      expect([loop.status, loop.body.code]).toEqual([500, C.TIMEOUT]);
-      expect((await request(app).get('/web0/api/big/p')).body).toBe(1);
-    } finally {
-      await router.close();
-    }
-  }, 120_000);
-});

@@ -55,7 +55,7 @@ export interface SandboxDriver {
   readonly poisoned: boolean;
   /**
    * Loads the adapter and the module `code` (already in the form the engine runs) in a new
-   * context. `moduleStarts` is called when the script's own code starts to run (compiling it is over): from then
+   * context. `moduleStarts` is called just before the script's own code is evaluated: from then
    * on the load runs under the worker's deadline (until then it is the engine's own work).
    */
   open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext>;

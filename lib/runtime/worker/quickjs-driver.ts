@@ -101,12 +101,6 @@ export class QuickJsDriver implements SandboxDriver {
   private measured = 0;
   /** Set while leftover promise jobs of a failed entry are flushed: script code stops at once. */
   private flushing = false;
-  /**
-   * The `moduleStarts` of the module being loaded, until its code runs: QuickJS compiles a module
-   * and runs it in one call, and polls the interrupt handler only while code runs, so the first
-   * poll (or host call) marks where compiling ended.
-   */
-  moduleStarting: (() => void) | undefined;
 
   private constructor(
     /** The one QuickJS runtime of the worker: every context (one per app and script version) lives in it. */
@@ -121,18 +115,10 @@ export class QuickJsDriver implements SandboxDriver {
     rt.setMemoryLimit(-1);
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(() => {
-      this.startModule();
       if (!this.flushing && !this.options.interrupt()) return false;
       this.interrupted = true;
       return true;
     });
-  }
-
-  /** The module being loaded runs its own code from now on (see moduleStarting). */
-  startModule(): void {
-    const starts = this.moduleStarting;
-    this.moduleStarting = undefined;
-    starts?.();
   }
 
   static async create(options: DriverOptions): Promise<QuickJsDriver> {
@@ -306,7 +292,6 @@ class QuickJsContext implements EngineContext {
     const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
     if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
     const hostH = ctx.newFunction('host', (idH, opH, argsH, asyncH) => {
-      this.driver.startModule();
       const r = host(ctx.getNumber(idH), ctx.getString(opH), ctx.getString(argsH), ctx.dump(asyncH) === true);
       return typeof r === 'number' ? ctx.newNumber(r) : ctx.newString(r);
     });
@@ -317,15 +302,10 @@ class QuickJsContext implements EngineContext {
     const get = (k: string) => ctx.getProp(made.value, k);
     this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel') };
     made.value.dispose();
-    // (compiling the module is the engine's own work: its deadline starts with its code)
-    this.driver.moduleStarting = moduleStarts;
-    try {
-      const mod = ctx.evalCode(code, name, { type: 'module' });
-      if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
-      this.ns = this.settleModule(mod.value, name);
-    } finally {
-      this.driver.moduleStarting = undefined;
-    }
+    moduleStarts?.();
+    const mod = ctx.evalCode(code, name, { type: 'module' });
+    if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
+    this.ns = this.settleModule(mod.value, name);
     this.driver.checkHeap();
   }
 

@@ -245,23 +245,22 @@ export class Stages {
     this.entryJob = job;
     this.entryScript = script;
     this.entryDeadline = Infinity;
-    // the script's own module code runs under a deadline of its own, in a slice the pool sees;
-    // until then (compiling it) the slice is the engine's work, as preparing the source is
+    let began = false;
+    // the script's own module code runs under a deadline of its own, in a slice the pool sees
     const moduleStarts = () => {
-      this.slices.end();
+      began = true;
       this.slices.begin(job.id);
       this.entryDeadline = clock() + job.timeoutMs;
     };
     this.loadingFor = { c, job };
     // (a module's top-level code may queue promise jobs: with vm2 they run once open returns)
     this.slices.untilTurn?.();
-    this.slices.begin(-job.id);
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {
       this.loadingFor = null;
       this.entryDeadline = Infinity;
-      this.slices.end();
+      if (began) this.slices.end();
       if (this.hog !== null) this.killHog();
     }
     this.cache.set(key, c);
