@@ -256,19 +256,21 @@ describe('the apps folder replaced', () => {
   });
 });
 
+/** Writes release folder `name` under `base`: `apps` apps, each with API hello and a main.js answering `version`. */
+function writeRelease(base, name, version, apps) {
+  const files = {};
+  for (let i = 0; i < apps; i++) {
+    files[`${name}/app${i}/apis/hello.json`] = api('hello');
+    files[`${name}/app${i}/scripts/main.js`] = `export function hello() { return "${version}" }`;
+  }
+  write(base, files);
+}
+
 test('a release swapped in under the apps folder (a link moved) is read a slice of apps at a time, the event loop turning between slices', async () => {
   // (thousands of apps read in one go blocked every request for seconds)
   const base = tree({});
-  const release = (name, version) => {
-    const files = {};
-    for (let i = 0; i < 300; i++) {
-      files[`${name}/app${i}/apis/hello.json`] = api('hello');
-      files[`${name}/app${i}/scripts/main.js`] = `export function hello() { return "${version}" }`;
-    }
-    write(base, files);
-  };
-  release('r1', 'v1');
-  release('r2', 'v2');
+  writeRelease(base, 'r1', 'v1', 300);
+  writeRelease(base, 'r2', 'v2', 300);
   const live = path.join(base, 'live');
   fs.symlinkSync(path.join(base, 'r1'), live);
   const registry = open({ root: live, logger: false });
@@ -299,17 +301,7 @@ test('a release swapped in under the apps folder (a link moved) is read a slice 
 
 test("close() or reload() from a 'reload' listener in the middle of a release being read stops that pass: nothing read or reported after close()", async () => {
   const base = tree({});
-  const release = (name, version) => {
-    const files = {};
-    for (let i = 0; i < 200; i++) {
-      files[`${name}/app${i}/apis/hello.json`] = api('hello');
-      files[`${name}/app${i}/scripts/main.js`] = `export function hello() { return "${version}" }`;
-    }
-    write(base, files);
-  };
-  release('r1', 'v1');
-  release('r2', 'v2');
-  release('r3', 'v3');
+  for (const v of ['1', '2', '3']) writeRelease(base, `r${v}`, `v${v}`, 200);
   const live = path.join(base, 'live');
   fs.symlinkSync(path.join(base, 'r1'), live);
   const swap = (to) => {
