@@ -150,7 +150,9 @@ describe('every connection of a warm pool is checked', () => {
     const [kept, fresh] = await Promise.allSettled([client.request({ url }), client.request({ url })]);
     expect(await kept.value.text()).toBe('public');
     expect(fresh.reason).toMatchObject({ errorName: 'OUTBOUND_BLOCKED', code: 270500 });
-    expect(fresh.reason.message).toBe('destination rebind.test (127.0.0.2) is a loopback address; private networks are not allowed');
+    // (the script learns what kind of address the name led to, not the address: no map of the host's network)
+    expect(fresh.reason.message).toBe('destination rebind.test resolves to a loopback address; private networks are not allowed');
+    expect(fresh.reason.message).not.toContain('127.0.0.2');
     expect(resolve).toHaveBeenCalledTimes(2);
     expect(up.stats.connections).toBe(1);
     if (rebound) expect(rebound.stats.connections).toBe(0);
@@ -174,7 +176,7 @@ describe('every connection of a warm pool is checked', () => {
     expect(toIp).toMatchObject({ errorName: 'OUTBOUND_BLOCKED' });
     expect(toIp.message).toBe('destination 127.0.0.1 is a loopback address; private networks are not allowed');
     const toName = await rejection(client.request({ url: `${base}/to-name` }));
-    expect(toName.message).toBe('destination localhost (127.0.0.1) is a loopback address; private networks are not allowed');
+    expect(toName.message).toBe('destination localhost resolves to a loopback address; private networks are not allowed');
     expect(inner.stats.connections).toBe(0);
     // the pool still serves the allowed host
     expect(await (await client.request({ url: `${base}/` })).text()).toBe('public');

@@ -149,7 +149,7 @@ describe('OutboundClient refuses private destinations before connecting', () => 
     const { port, stats } = await serve((req, res) => res.end('reached'));
     const err = await rejection(new OutboundClient().request({ url: `http://localhost:${port}/` }));
     expect(err).toMatchObject({ errorName: 'OUTBOUND_BLOCKED' });
-    expect(err.message).toMatch(/destination localhost \((127\.0\.0\.1|::1)\) is a loopback address/);
+    expect(err.message).toBe('destination localhost resolves to a loopback address; private networks are not allowed');
     expect(stats.connections).toBe(0);
   });
 
@@ -157,7 +157,8 @@ describe('OutboundClient refuses private destinations before connecting', () => 
     const resolve = async () => [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.5', family: 4 }];
     const err = await rejection(new OutboundClient({ internal: { resolve } }).request({ url: 'http://mixed.example/' }));
     expect(err.errorName).toBe('OUTBOUND_BLOCKED');
-    expect(err.message).toContain('mixed.example (10.0.0.5) is a private address');
+    expect(err.message).toContain('mixed.example resolves to a private address');
+    expect(err.message).not.toContain('10.0.0.5');
   });
 
   test('connects to the address that was checked (no second resolution)', async () => {
@@ -248,7 +249,7 @@ describe('redirects', () => {
     const meta = await rejection(client.request({ url: `http://public.test:${outer.port}/meta` }));
     expect(meta.message).toContain('169.254.169.254 is a link-local (cloud metadata) address');
     const local = await rejection(client.request({ url: `http://public.test:${outer.port}/local` }));
-    expect(local.message).toContain('localhost (127.0.0.1) is a loopback address');
+    expect(local.message).toContain('localhost resolves to a loopback address');
     expect(outer.stats.requests).toBe(2);
     // Only the two connections to public.test were made.
     expect(outer.stats.connections).toBe(2);

@@ -236,11 +236,15 @@ export class OutboundClient {
     if (isIP(host) !== 0) this.checkAddress(host, host);
   }
 
+  /**
+   * Refuses `address` (reached for `host`) when the policy blocks it. For a name, the message says
+   * what kind of address it resolved to, never the address: a script must not learn the host's
+   * network from it.
+   */
   private checkAddress(address: string, host: string): void {
     const reason = this.internal.blockReason ? this.internal.blockReason(address, host) : this.allowPrivate ? null : addressBlockReason(address);
     if (reason === null) return;
-    const who = address === host ? address : `${host} (${address})`;
-    throw blocked(`destination ${who} is ${reason}; private networks are not allowed`);
+    throw blocked(`destination ${host} ${address === host ? 'is' : 'resolves to'} ${reason}; private networks are not allowed`);
   }
 
   /**
