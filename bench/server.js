@@ -2,7 +2,7 @@
 /**
  * One benchmark server, run in its own process by bench/run.js:
  *
- *   node bench/server.js <config> [--workers N] [--version-every N] [--upstream URL] [--apps N]
+ *   node bench/server.js <config> [--workers N] [--version-every N] [--upstream URL] [--apps N] [--no-metrics]
  *
  * Configs (every one answers `{"ok":true}`, 200, JSON):
  *   express          a plain Express 5 handler at GET /web0/api/bench/p (the baseline)
@@ -20,7 +20,8 @@
  *
  * `--upstream URL`: the upstream of the io- configs (bench/upstream.js). `--version-every N`
  * (router configs): every N requests the script's source is replaced by a new version, through
- * the registry's putScript, to show that script versions do not leak.
+ * the registry's putScript, to show that script versions do not leak. `--no-metrics` (router
+ * configs): `metrics: false`, to measure what counting costs against the same config with them.
  *
  * It listens on 127.0.0.1, port 0. Started with an IPC channel (child_process.fork) it reports
  * `{ type: 'listening', port }`, answers `{ type: 'stats' }` with its RSS, CPU and per-thread CPU,
@@ -45,6 +46,7 @@ const workers = flag('--workers') === undefined ? undefined : Number(flag('--wor
 const versionEvery = Number(flag('--version-every', 0));
 const upstream = flag('--upstream');
 const apps = Number(flag('--apps', 1000));
+const metrics = !args.includes('--no-metrics');
 
 const CONFIGS = ['express', 'quickjs', 'quickjs-hooks', 'vm2', 'vm2-hooks', 'router-noop', 'io-express', 'io-sync', 'io-await', 'tenants'];
 if (!CONFIGS.includes(config)) {
@@ -106,6 +108,7 @@ if (config === 'express') {
   if (config === 'router-noop') options.engine = NOOP_ENGINE;
   else if (config.startsWith('vm2')) options.engine = 'vm2';
   if (config.startsWith('io-')) options.outbound = { allowPrivateNetworks: true, allowHosts: [new URL(upstream).hostname] };
+  if (!metrics) options.metrics = false;
   router = createApiRouter(options);
 
   if (versionEvery > 0) {
