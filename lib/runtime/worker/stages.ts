@@ -231,10 +231,8 @@ export class Stages {
     if (!loading) {
       loading = this.load(job, script, key, code);
       this.loading.set(key, loading);
-      loading.then(
-        () => this.loading.delete(key),
-        () => this.loading.delete(key),
-      );
+      const loaded = () => this.loading.delete(key);
+      loading.then(loaded, loaded);
     }
     return loading;
   }
@@ -328,14 +326,10 @@ export class Stages {
     if (!c.ctx.jobsRunLater) return this.entry(c, job, script, enter);
     const before = c.entering;
     const run = before === null ? this.entry(c, job, script, enter) : before.then(() => (c.dead ? undefined : this.entry(c, job, script, enter)));
-    const end: Promise<void> = run.then(
-      () => {
-        if (c.entering === end) c.entering = null;
-      },
-      () => {
-        if (c.entering === end) c.entering = null;
-      },
-    );
+    const over = () => {
+      if (c.entering === end) c.entering = null;
+    };
+    const end: Promise<void> = run.then(over, over);
     c.entering = end;
     return run;
   }
