@@ -88,8 +88,12 @@ const endUntilTurn = (): void => {
 /** The thread's turns (see WorkerShared): from a message to the next turn of the event loop. */
 let turnDepth = 0;
 const turns = {
+  /** A turn begins (a message, or work after the event loop turned): it ends once the loop turns again. */
   begin(): void {
+    // a vm2 slice cannot be interrupted to send what earlier jobs posted: send it before each
+    if (config.engine === 'vm2') outbox.flush();
     if (turnDepth++ === 0) shared.clock[1] = clock();
+    setImmediate(turns.end);
   },
   end(): void {
     if (--turnDepth === 0) shared.clock[1] = 0;
@@ -110,10 +114,7 @@ function interrupt(): boolean {
 
 /** Once the current slice has run past `slowMs`, the jobs that arrived behind it go back to the pool. */
 function bounceIfSlow(): void {
-  if (!bounced && depth > 0 && clock() - shared.clock[0] > config.slowMs) bounce();
-}
-
-function bounce(): void {
+  if (bounced || depth <= 0 || clock() - shared.clock[0] <= config.slowMs) return;
   bounced = true;
   bounceJobs();
   outbox.flush(); // (results and host calls of the jobs that ran before this slice)
@@ -405,9 +406,7 @@ const turnIsLong = (): boolean => shared.clock[1] === 0 || clock() - shared.cloc
 /** Runs `work` after the event loop turned: a turn of its own, as a message's. */
 function inNewTurn(work: () => void): () => void {
   return () => {
-    if (config.engine === 'vm2') outbox.flush();
     turns.begin();
-    setImmediate(endTurn);
     work();
   };
 }
@@ -444,8 +443,6 @@ function onMessage(msg: ToWorker): void {
   } else stages!.reply(msg.callId, JSON.stringify(msg.reply));
 }
 
-const endTurn = (): void => turns.end();
-
 async function main(): Promise<void> {
   if (config.engine === 'vm2') {
     // A script's promise rejected with nothing to handle it (an async function called without
@@ -474,10 +471,7 @@ async function main(): Promise<void> {
   // the thread is busy from a message until its event loop turns again (the messages queued with
   // it, and the promise jobs they leave, run in between)
   port.on('message', (data: unknown) => {
-    // a vm2 slice cannot be interrupted to send what earlier jobs posted: send it before each
-    if (config.engine === 'vm2') outbox.flush();
     turns.begin();
-    setImmediate(endTurn);
     const msgs = decode<ToWorker>(data);
     // every job of the message joins `arrived` before any script code runs
     for (const msg of msgs) if (msg.type === 'job') onMessage(msg);
