@@ -33,10 +33,6 @@ export function hostJson(value: unknown): unknown {
   return text === undefined ? null : JSON.parse(text);
 }
 
-export function toJsonText(value: unknown): string {
-  return value === undefined ? 'null' : (JSON.stringify(value, dateToMs) ?? 'null');
-}
-
 /**
  * A Redirect output whose location is no http(s) or relative URL (`javascript:`, `data:`) does not
  * fit its return type, as a non-string does: `invalid`, the stage's INVALID_RESULT (onError runs for
@@ -62,7 +58,7 @@ export function unfitRedirect(location: string): string | null {
 export function serializeForReturnType(value: unknown, returnType: ReturnType): SerializedOutput {
   switch (returnType) {
     case 'JSON':
-      return { type: 'JSON', json: toJsonText(value) };
+      return { type: 'JSON', json: JSON.stringify(value, dateToMs) ?? 'null' };
     case 'Text':
       return { type: 'Text', text: value == null ? '' : String(value) };
     case 'Redirect':
