@@ -65,7 +65,7 @@ export const POOL_DEFAULTS = {
 } as const;
 
 export function cpuCount(): number {
-  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  return os.availableParallelism();
 }
 
 /** The default of `maxWorkersPerApp`. */
