@@ -45,11 +45,11 @@ export interface PipelineEnv {
   /** Time the job spent on the worker's own preparation (loading the interpreter, compiling an automation): moves its deadline, as preparing a script does. */
   notCounted(ms: number): void;
   /** Runs synchronous work of the job outside any script (an automation's expressions) as a slice the pool sees. */
-  compute?<T>(work: () => T): T;
+  compute<T>(work: () => T): T;
   /** The column (from 1) in script `script` as written of a column of the code the engine ran (the rewrite inserts text). */
-  sourceColumn?(script: string, line: number, column: number): number;
+  sourceColumn(script: string, line: number, column: number): number;
   /** The stage the job runs from now on, and its script (or automation id): where a failure found outside it (its deadline passing while it waits on the host) is. */
-  entering?(stage: Stage, script: string): void;
+  entering(stage: Stage, script: string): void;
 }
 
 type Fail = Extract<JobOutcome, { kind: 'error' }>;
@@ -95,7 +95,7 @@ function located(fail: Fail, job: ScriptJob, stage: Stage, script: string, throw
   const detail: ErrorDetail = { ...fail.detail, stage, script };
   if (thrown) {
     detail.name = thrown.name;
-    Object.assign(detail, thrownDetail(thrown.stack, (file) => ownGet(job.scripts, file) !== undefined, env?.sourceColumn?.bind(env)));
+    Object.assign(detail, thrownDetail(thrown.stack, (file) => ownGet(job.scripts, file) !== undefined, env?.sourceColumn.bind(env)));
   }
   fail.detail = detail;
   return fail;
@@ -252,7 +252,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
 
   // 1. before
   if (job.phase !== 'rest' && job.before) {
-    env.entering?.('before', job.before.script);
+    env.entering('before', job.before.script);
     const r = await runScript(job.before, 'before', false);
     if (r.fail) return result(r.fail);
     if (wrote(state)) return result({ kind: 'written' });
@@ -261,7 +261,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   if (job.phase === 'before') return result({ kind: 'continue' });
 
   // 2. the call
-  env.entering?.('call', refName(job.call));
+  env.entering('call', refName(job.call));
   const call = isAutomation(job.call) ? await runAutomation(job.call, 'call') : await runScript(job.call, 'call', callValueWanted(job));
   // (a call that returned nothing where its return type needs a value (Redirect, File), and wrote
   // no answer, failed as one returning null would: with no after hook to give one, onError runs)
@@ -281,7 +281,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     }
     const before = answerText(state.response);
     const { status, contentType } = state.response;
-    env.entering?.('onError', job.onError.script);
+    env.entering('onError', job.onError.script);
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
     const d = call.fail.detail;
     const callFailure = { code: call.fail.code, message: call.fail.message, script: d?.script, location: d?.location };
@@ -315,7 +315,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   // 3. after
   let final = call.out!;
   if (job.after) {
-    env.entering?.('after', refName(job.after));
+    env.entering('after', refName(job.after));
     const a = isAutomation(job.after) ? await runAutomation(job.after, 'after', final.value) : await runScript(job.after, 'after', false, afterInput(final));
     if (a.fail) return result(a.fail);
     if (a.out!.hasValue) final = a.out!;
