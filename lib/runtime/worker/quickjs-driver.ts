@@ -215,8 +215,13 @@ export class QuickJsDriver implements SandboxDriver {
    * failure of the engine. The promise jobs the failed entry left are flushed.
    */
   failure(err: { name: string; message: string }): EngineError {
-    const e = this.classify(err);
-    this.flushJobs();
+    let e: EngineError;
+    if (this.interrupted || err.message === 'interrupted') e = new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
+    else if (this.heapFull || /out of memory/i.test(err.message)) {
+      this.poisoned = true;
+      e = new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
+    } else e = new EngineError('ENGINE_FAILURE', `${err.name}: ${err.message}`);
+    this.flushJobs(); // (which also clears `interrupted`)
     this.checkHeap();
     return e;
   }
@@ -231,18 +236,6 @@ export class QuickJsDriver implements SandboxDriver {
     if (err instanceof EngineError) return err;
     this.poisoned = true;
     return new EngineError('ENGINE_FAILURE', (err as Error)?.message ?? String(err));
-  }
-
-  private classify(err: { name: string; message: string }): EngineError {
-    if (this.interrupted || err.message === 'interrupted') {
-      this.interrupted = false;
-      return new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
-    }
-    if (this.heapFull || /out of memory/i.test(err.message)) {
-      this.poisoned = true;
-      return new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
-    }
-    return new EngineError('ENGINE_FAILURE', `${err.name}: ${err.message}`);
   }
 
   async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
