@@ -191,7 +191,7 @@ export class PoolWorker {
 
   /** Jobs sent that the worker has neither started nor sent back yet. */
   unstarted(): boolean {
-    return this.nextSeq - 1 > Math.max(this.started(), this.sentBackSeq);
+    return this.waitsToStart(this.nextSeq - 1);
   }
 
   /** Holds the event loop while the pool has work in flight or in line (see WorkerPool.updateRefs). */
