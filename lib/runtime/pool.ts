@@ -200,7 +200,6 @@ export class WorkerPool implements ScriptEngine {
     clearTimeout(task.queueTimer);
     task.queueTimer = setTimeout(() => {
       task.queueTimer = undefined;
-      if (task.done) return;
       if (!this.live().some((w) => w.ready)) return;
       if (!this.queue.remove(task)) return;
       const message = `The call waited ${this.options.queueTimeoutMs} ms for a worker; try again later`;
