@@ -99,21 +99,11 @@ defineProperty(StageProto, 'res', {
     if (this.resObj === null) {
       var json = typeof this.responseJson === 'string' && this.responseJson !== '' ? this.responseJson : null;
       var res = responseFromInput(json === null ? null : jsonParse(json));
-      var buffered = 0;
-      for (var j = 0; j < res.chunks.length; j++) buffered += chunkByteLength(res.chunks[j], res.characterEncoding);
-      this.bufferedN = buffered;
+      this.buffered = 0;
+      for (var j = 0; j < res.chunks.length; j++) this.buffered += chunkByteLength(res.chunks[j], res.characterEncoding);
       this.resObj = res;
     }
     return this.resObj!;
-  },
-});
-defineProperty(StageProto, 'buffered', {
-  __proto__: null,
-  get: function (this: StageRecord): number {
-    return this.res === null ? 0 : this.bufferedN; // reading res parses the carried response first
-  },
-  set: function (this: StageRecord, v: number) {
-    if (this.res !== null) this.bufferedN = v;
   },
 });
 
@@ -198,7 +188,7 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
     attrsObj: null,
     attrsChanged: false,
     resObj: null,
-    bufferedN: 0,
+    buffered: 0,
     parts: null,
     requestApi: null,
     responseApi: null,
@@ -208,7 +198,7 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
     error: null,
     abort: null,
     answered: false,
-  } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res' | 'buffered'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
+  } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
   stages[id] = st;
   setActive(st);
   var ctx = makeCtx(st);

@@ -50,7 +50,7 @@ export type Attributes = { [name: string]: unknown };
 
 /**
  * One stage in flight (entry.ts: start). Its carried state is parsed on first use through the
- * getters of StageProto (req, fields, maps, attrs, res, buffered).
+ * getters of StageProto (req, fields, maps, attrs, res).
  */
 export interface StageRecord {
   id: number;
@@ -76,7 +76,8 @@ export interface StageRecord {
   attrsObj: Attributes | null;
   attrsChanged: boolean;
   resObj: ResState | null;
-  bufferedN: number;
+  /** Bytes in the response buffer (set when `res` is parsed, which every user of it reads first). */
+  buffered: number;
   parts: Part[] | null;
   requestApi: object | null;
   responseApi: ResponseApi | null;
@@ -95,7 +96,6 @@ export interface StageRecord {
   readonly maps: Fields;
   readonly attrs: Attributes;
   readonly res: ResState;
-  buffered: number;
 }
 
 /** An async host call in flight (host.ts). */
