@@ -3,12 +3,13 @@
  *
  * Holds the stage records (one per stage in flight: a context may run many at once while they
  * wait on the host), start / reply / drain / cancel (see prelude.ts for the contract), collect
- * (a settled stage -> its StageOutput JSON, with only the state it touched) and snapField (one
- * field of a stage's request, the snapshot parsed on first use).
+ * (a settled stage -> its StageOutput JSON, with only the state it touched), snapField (one
+ * field of a stage's request, the snapshot parsed on first use) and apiRec (the stage of a
+ * request or response object).
  */
-import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmSet } from './prelude';
+import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmGet, wmSet } from './prelude';
 import { enc, keyJson, quote, stringifyUser } from './encoding';
-import { bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
+import { active, bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
 import { chunkByteLength, encResponse, responseFromInput } from './response-state';
 import { makeCtx } from './ctx';
 import { serializeOutput, thrownInfo } from './serialize';
@@ -22,11 +23,25 @@ import type { AdapterEntry, RequestSnapshot, StageHead } from '../protocol';
 export type Ended = { readonly done: true };
 
 /**
- * A stage's request and response objects -> the stage (reqRec, resStage); once the stage is over,
+ * A stage's request and response objects -> the stage (apiRec); once the stage is over,
  * -> ENDED (an entry whose value leads back to its key is never freed by QuickJS).
  */
 export var apiStage: WeakMap<object, StageRecord | Ended> = new WeakMapCtor();
 export var ENDED: Ended = freeze({ __proto__: null, done: true });
+/**
+ * The stage of a request or response object (`what`: 'ctx.request' or 'ctx.response'). A method
+ * called detached from its object (`const { getHeader } = ctx.request`), or on any other object,
+ * acts on the active stage.
+ */
+export function apiRec(self: unknown, what: string): StageRecord {
+  var st = isObj(self) ? wmGet(apiStage, self) : undefined;
+  if (st !== undefined) {
+    if (st.done) throw illegalState(what + ' is used after its call ended');
+    return st;
+  }
+  if (active !== null) return active;
+  throw illegalState(what + ' is used outside of a call');
+}
 /** Stages in flight, by id; `settled` holds the ones drain() has not reported yet. */
 export var stages: { [id: number]: StageRecord } = objectCreate(null);
 export var settled: StageRecord[] = [];

@@ -5,11 +5,11 @@
  * of the RequestSnapshot, as methods of one shared prototype) and partsOf(st). ctx itself is
  * made in ctx.ts.
  */
-import { Str, copyArray, freeze, getOwn, illegalState, isArray, isNil, isObj, lower, objectCreate, objectKeys, push, setOwn, unionKeys, wmGet, wmSet } from './prelude';
-import { active, hostIo } from './host';
+import { Str, copyArray, freeze, getOwn, isArray, isNil, lower, objectCreate, objectKeys, push, setOwn, unionKeys, wmSet } from './prelude';
+import { hostIo } from './host';
 import { makeEnumeration } from './enumeration';
 import type { Enumeration } from './enumeration';
-import { apiStage, snapField } from './entry';
+import { apiRec, apiStage, snapField } from './entry';
 import type { Fields, Part, StageRecord } from './types';
 import type { RequestSnapshot } from '../protocol';
 
@@ -51,19 +51,9 @@ export function makeCookie(name: string, value: string): Cookie {
   return { name: name, value: value, getName: () => name, getValue: () => value };
 }
 
-/**
- * ctx.request: its methods live on one frozen prototype per context, and find their stage
- * through apiStage (the request object -> its stage record). A method called detached from its
- * object (`const { getHeader } = ctx.request`), or on any other object, acts on the active stage.
- */
-export function reqRec(self: unknown): StageRecord {
-  var st = isObj(self) ? wmGet(apiStage, self) : undefined;
-  if (st !== undefined) {
-    if (st.done) throw illegalState('ctx.request is used after its call ended');
-    return st;
-  }
-  if (active !== null) return active;
-  throw illegalState('ctx.request is used outside of a call');
+/** ctx.request: its methods live on one frozen prototype per context, and find their stage here. */
+function reqRec(self: unknown): StageRecord {
+  return apiRec(self, 'ctx.request');
 }
 /** What a read of an absent map of the snapshot sees (never handed out). */
 export var NO_MAP: Readonly<Fields> = freeze(objectCreate(null));

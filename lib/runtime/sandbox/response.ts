@@ -6,15 +6,14 @@
  *
  * The API's methods are built once per context (buildResponseProto), over a variable `st` that
  * each method sets, on entry, to the stage record of the response object it is called on (see
- * resStage; a method called detached from its object acts on the active stage). The Writer and
+ * apiRec in entry.ts; a method called detached from its object acts on the active stage). The Writer and
  * the OutputStream are made per stage, bound to it.
  */
-import { MAX_HEADERS, MAX_HEAD_CHARS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, isObj, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmGet, wmSet } from './prelude';
+import { MAX_HEADERS, MAX_HEAD_CHARS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmSet } from './prelude';
 import { utf8Binary } from './encoding';
-import { active } from './host';
 import { chunkByteLength } from './response-state';
 import { bytesOf, formatJava, httpDate } from './response-helpers';
-import { apiStage } from './entry';
+import { apiRec, apiStage } from './entry';
 import type { Chunk, StageRecord } from './types';
 
 /*
@@ -85,16 +84,6 @@ type Method = (...args: never[]) => unknown;
 /** A method of ResProto: sets `st` from `this`, then calls the method of `api` with (a, b). */
 type ProtoMethod = (this: unknown, a: unknown, b: unknown) => unknown;
 
-/** The stage of a response object (see reqRec in request.ts). */
-export function resStage(self: unknown): StageRecord {
-  var st = isObj(self) ? wmGet(apiStage, self) : undefined;
-  if (st !== undefined) {
-    if (st.done) throw illegalState('ctx.response is used after its call ended');
-    return st;
-  }
-  if (active !== null) return active;
-  throw illegalState('ctx.response is used outside of a call');
-}
 export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   // (null only outside the methods, which all set it first)
   var st: StageRecord = null as unknown as StageRecord;
@@ -441,7 +430,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     proto[keys[i]] = (function (fn: (a: unknown, b: unknown) => unknown): ProtoMethod {
       return function (this: unknown, a: unknown, b: unknown): unknown {
         var prev = st;
-        st = resStage(this);
+        st = apiRec(this, 'ctx.response');
         try {
           return fn(a, b);
         } finally {
