@@ -142,9 +142,6 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     else return false;
     return true;
   }
-  function badName(name: unknown): boolean {
-    return st.res.committed || isNil(name) || Str(name) === '';
-  }
   /** RFC 9110 token characters: visible ASCII except the separators "(),/:;<=>?@[\]{} */
   var TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
   /** Control characters except tab, DEL, and anything past Latin-1. */
@@ -211,13 +208,20 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     res.headers = kept;
   }
   function addHeader(name: unknown, value0: unknown): void {
-    if (badName(name)) return;
+    if (st.res.committed || isNil(name) || Str(name) === '') return;
     var n = Str(name);
     var value = textOnce(value0);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
     if (st.res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
     checkHeadRoom(st.res.headers, st.res.contentType, st.res.characterEncoding, n.length + Str(value).length);
     push(st.res.headers, [n, Str(value)]);
+  }
+  /** setIntHeader / addIntHeader (`put`): ignored once committed, as every header change. */
+  function intHeader(put: (name: unknown, value: unknown) => void, name: unknown, value: unknown): void {
+    if (st.res.committed) return;
+    var n = toInt(value);
+    if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
+    put(name, '' + n);
   }
   function getHeaders(name: unknown): string[] {
     var out: string[] = [];
@@ -248,10 +252,13 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
   }
   function getWriter(): ResponseWriter {
     if (st.writer) return st.writer;
-    var writer: ResponseWriter;
     var closed = false;
     var text = (s: string) => closed || append('t', s);
-    writer = {
+    var printf = function (fmt: unknown): ResponseWriter {
+      text(formatJava(fmt, arguments, 1));
+      return writer;
+    };
+    var writer: ResponseWriter = {
       /** write(string[, off, len]) | write(int): one character | write(array of chars / codes) */
       write: function (v, off, len) {
         var s = '';
@@ -265,14 +272,8 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
         text((arguments.length === 0 ? '' : jstr(v)) + '\n');
       },
       append: (v) => (text(jstr(v)), writer),
-      printf: function (fmt) {
-        text(formatJava(fmt, arguments, 1));
-        return writer;
-      },
-      format: function (fmt) {
-        text(formatJava(fmt, arguments, 1));
-        return writer;
-      },
+      printf: printf,
+      format: printf,
       flush: () => void (closed || api.flushBuffer()),
       close: () => void (closed || api.flushBuffer(), (closed = true)),
       checkError: () => false,
@@ -282,10 +283,9 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
   }
   function getOutputStream(): ResponseOutputStream {
     if (st.stream) return st.stream;
-    var stream: ResponseOutputStream;
     var closed = false;
     var bytes = (bin: string) => closed || append('bin', bin);
-    stream = {
+    var stream: ResponseOutputStream = {
       /** write(int): one byte | write(bytes[, off, len]): array, typed array, ArrayBuffer | write(string): UTF-8 */
       write: (b, off, len) => void bytes(bytesOf(b, off, len)),
       print: (v) => void bytes(utf8Binary(jstr(v))),
@@ -375,18 +375,8 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
     addHeader: addHeader,
     setDateHeader: (name, date) => void (r().committed || setHeader(name, httpDate(date))),
     addDateHeader: (name, date) => void (r().committed || addHeader(name, httpDate(date))),
-    setIntHeader: function (name, value) {
-      if (r().committed) return; // (ignored once committed, as every header change)
-      var n = toInt(value);
-      if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
-      setHeader(name, '' + n);
-    },
-    addIntHeader: function (name, value) {
-      if (r().committed) return;
-      var n = toInt(value);
-      if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
-      addHeader(name, '' + n);
-    },
+    setIntHeader: (name, value) => intHeader(setHeader, name, value),
+    addIntHeader: (name, value) => intHeader(addHeader, name, value),
     setStatus: function (sc) {
       if (r().committed) return; // ignored once committed, as in a container
       r().status = statusCode(sc);
