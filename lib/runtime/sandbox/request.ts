@@ -165,13 +165,8 @@ export var ReqProto = freeze({
   },
   /** The first value of the header, case-insensitive; null when absent. */
   getHeader: function (this: unknown, name: unknown): string | null {
-    var st = reqRec(this);
-    if (isNil(name)) return null;
-    var ln = lower(name);
-    var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
-    if (isArray(list) && list.length) return Str(list[0]);
-    var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
-    return typeof h === 'string' ? h : null;
+    var v = headerValues(reqRec(this), name);
+    return v.length ? v[0] : null;
   },
   getHeaders: function (this: unknown, name: unknown): Enumeration<string> {
     return makeEnumeration(headerValues(reqRec(this), name));
