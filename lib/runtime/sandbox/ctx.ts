@@ -11,13 +11,10 @@
  * and a browser's headers and cookies are a
  * kilobyte or more of JSON. request and response are read-only and non-configurable.
  */
-import { WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
+import { type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 import type { Fields, StageRecord } from './types';
-
-/** A property descriptor with a null prototype (as prelude.ts's). */
-type Descriptor = PropertyDescriptor & { __proto__?: null };
 
 /** ctx's own maps: the JSON they come from until the first read, then the parse. */
 interface OwnMaps {
@@ -103,9 +100,7 @@ function lazyMap(key: MapKey): Descriptor {
     configurable: true,
   };
 }
-LAZY.headers = lazyMap('headers');
-LAZY.cookies = lazyMap('cookies');
-LAZY.query = lazyMap('query');
+for (var i = 0; i < MAP_KEYS.length; i++) LAZY[MAP_KEYS[i]] = lazyMap(MAP_KEYS[i]);
 
 /** One descriptor for ctx.request and ctx.response, its value set just before each use. */
 var READ_ONLY: Descriptor = { __proto__: null, value: undefined, writable: false, enumerable: true, configurable: false };

@@ -71,7 +71,7 @@ export var FnProto = Function.prototype;
 export var uncurry: <F extends (...args: any[]) => any>(fn: F) => (self: any, ...args: Parameters<F>) => ReturnType<F> = FnProto.bind.bind(FnProto.call);
 export var fnApply: (fn: Function, self: unknown, args: ArrayLike<unknown>) => any = uncurry(FnProto.apply);
 /** A descriptor with a null prototype (`__proto__: null`), so no inherited getter or setter can change it. */
-type Descriptor = PropertyDescriptor & { __proto__?: null };
+export type Descriptor = PropertyDescriptor & { __proto__?: null };
 export var defineProperty: (o: any, key: PropertyKey, descriptor: Descriptor) => any = Object.defineProperty;
 export var freeze = Object.freeze;
 export var isFrozen = Object.isFrozen;

@@ -23,10 +23,8 @@ export function pick<T extends keyof TypeofValues, D>(r: unknown, k: string, typ
   var v = getOwn(r, k);
   return typeof v === type ? (v as TypeofValues[T]) : dflt;
 }
-/** A field of RES_FIELDS. */
-export type ResField = keyof ResFields;
 /** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
-export var RES_FIELDS: ResField[] = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
+export var RES_FIELDS: Array<keyof ResFields> = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
 /** RES_FIELDS of the response as it starts (newResponseState in lib/runtime/protocol.ts): only ever compared. */
 var STARTING = freeze({ __proto__: null, status: 200, contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, written: false, committed: false, error: null, redirect: null });
 /**

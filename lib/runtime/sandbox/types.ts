@@ -2,7 +2,7 @@
  * Sandbox adapter module: the adapter's own records, as types (erased when the adapter is
  * bundled). The data crossing the sandbox boundary is typed in lib/runtime/protocol.ts.
  */
-import type { PartInfo, ResponseState, Stage, StageHead, ThrownError } from '../protocol';
+import type { ResponseState, Stage, StageHead, ThrownError } from '../protocol';
 import type { ResponseApi, ResponseOutputStream, ResponseWriter } from './response';
 
 /** A body chunk of the internal response: text, base64 from an earlier stage, or a binary string written in this stage. */
@@ -107,5 +107,3 @@ export interface PendingCall {
   /** Made at the call: the error a failed reply throws, so its stack holds the script's frames. */
   at: Error;
 }
-
-export type { PartInfo };
