@@ -163,17 +163,7 @@ var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
   });
 });
 
-/**
- * start(id, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson):
- * headJson is the StageHead (stage, returnType, wantValue, async); the next three are the
- * RequestSnapshot, the attributes and the ResponseState as JSON text, parsed on first use
- * (requestJson '': asked of the host, op 'stage.request', on first use; responseJson '': the
- * response as it starts); valueJson is the stage's second argument (after: the call's
- * result, '' = undefined; onError: the API error), parsed afresh for each stage; ctxJson holds
- * the snapshot's scalar ctx fields (CtxFields) and mapsJson its maps (CtxMaps; either '' or
- * absent = read them from requestJson): a stage parses the maps only if it reads them, and the
- * rest of the snapshot only if it uses the request API for it.
- */
+/** Its arguments: see the contract in prelude.ts. */
 export function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string): void {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var head = stageHead(Str(headJson));
