@@ -191,8 +191,6 @@ export interface AdapterEntry {
   cancel(stageId: number): void;
 }
 
-export const DEFAULT_BUFFER_SIZE = 8192;
-
 export function newResponseState(): ResponseState {
   return {
     status: 200,
@@ -200,7 +198,7 @@ export function newResponseState(): ResponseState {
     contentType: null,
     characterEncoding: null,
     contentLength: null,
-    bufferSize: DEFAULT_BUFFER_SIZE,
+    bufferSize: 8192,
     chunks: [],
     written: false,
     committed: false,
