@@ -191,29 +191,29 @@ export function utf8Length(s: string): number {
  * BufferSource, a view gives the bytes it spans) as a binary string; undefined for anything else.
  */
 export function bufferSourceBytes(v: unknown): string | undefined {
-  if (U8 === undefined || !isObj(v)) return undefined;
+  if (!isObj(v)) return undefined;
   var u: Uint8Array;
   try {
-    u = new U8(taBuffer!(v), taByteOffset!(v), taByteLength!(v));
+    u = new U8(taBuffer(v), taByteOffset(v), taByteLength(v));
   } catch (e) {
     try {
-      u = new U8(dvBuffer!(v), dvByteOffset!(v), dvByteLength!(v));
+      u = new U8(dvBuffer(v), dvByteOffset(v), dvByteLength(v));
     } catch (e2) {
       try {
-        u = new U8(v as unknown as ArrayBuffer, 0, abByteLength!(v));
+        u = new U8(v as unknown as ArrayBuffer, 0, abByteLength(v));
       } catch (e3) {
         return undefined;
       }
     }
   }
-  return binaryString(u, 0, taByteLength!(u));
+  return binaryString(u, 0, taByteLength(u));
 }
 /** The binary string of `b[start..end)`, each element as a byte (ToNumber, low 8 bits). */
 export function binaryString(b: ArrayLike<unknown>, start: number, end: number): string {
   var pieces: string[] = [];
   for (var i = start; i < end; ) {
     var m = mathMin(PIECE, end - i);
-    var codes: ArrayLike<number> & { [i: number]: number } = U8 !== undefined ? new U8(m) : [];
+    var codes = new U8(m);
     // (its own length: fromCharCode's arguments are counted without the prototype's getter)
     setOwn(codes, 'length', m);
     for (var k = 0; k < m; k++) codes[k] = Num(b[i++]) & 255;
@@ -233,7 +233,7 @@ export function base64(bin: string): string {
   var x;
   while (i < whole) {
     var m = mathMin((PIECE / 4) * 3, whole - i);
-    var codes: ArrayLike<number> & { [i: number]: number } = U8 !== undefined ? new U8((m / 3) * 4) : [];
+    var codes = new U8((m / 3) * 4);
     setOwn(codes, 'length', (m / 3) * 4); // (see binaryString)
     for (var k = 0, e = i + m; i < e; i += 3) {
       x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8) | charCodeAt(bin, i + 2);

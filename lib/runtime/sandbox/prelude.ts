@@ -125,21 +125,19 @@ export var reExec: (re: RegExp, s: string) => RegExpExecArray | null = uncurry(R
 export var promiseThen: (p: unknown, onValue?: (v: any) => unknown, onError?: (e: unknown) => unknown) => Promise<unknown> = uncurry(Promise.prototype.then);
 export var SymIterator = Symbol.iterator;
 export var SymToPrimitive = Symbol.toPrimitive;
-export var U8 = typeof Uint8Array === 'function' ? Uint8Array : undefined;
+export var U8 = Uint8Array;
 /** Getters of an ArrayBuffer's and a view's extent, captured: each throws for anything but its own kind (no look-alike passes). */
-function getter(proto: object | undefined, key: string): ((self: unknown) => any) | undefined {
-  var d = proto === undefined ? undefined : getOwnDescriptor(proto, key);
-  return d !== undefined && typeof d.get === 'function' ? uncurry(d.get) : undefined;
+function getter(proto: object, key: string): (self: unknown) => any {
+  return uncurry(getOwnDescriptor(proto, key)!.get!);
 }
-var TypedArrayProto: object | undefined = U8 !== undefined ? getPrototypeOf(U8.prototype) : undefined;
-var DataViewProto: object | undefined = typeof DataView === 'function' ? DataView.prototype : undefined;
-export var abByteLength = getter(typeof ArrayBuffer === 'function' ? ArrayBuffer.prototype : undefined, 'byteLength');
+var TypedArrayProto: object = getPrototypeOf(U8.prototype);
+export var abByteLength = getter(ArrayBuffer.prototype, 'byteLength');
 export var taBuffer = getter(TypedArrayProto, 'buffer');
 export var taByteOffset = getter(TypedArrayProto, 'byteOffset');
 export var taByteLength = getter(TypedArrayProto, 'byteLength');
-export var dvBuffer = getter(DataViewProto, 'buffer');
-export var dvByteOffset = getter(DataViewProto, 'byteOffset');
-export var dvByteLength = getter(DataViewProto, 'byteLength');
+export var dvBuffer = getter(DataView.prototype, 'buffer');
+export var dvByteOffset = getter(DataView.prototype, 'byteOffset');
+export var dvByteLength = getter(DataView.prototype, 'byteLength');
 
 export var ABORT_CODE = 270001;
 /** ERRORS.ABORTED's message (lib/errors.ts): an abort without a message, as an automation's abort step answers it. */

@@ -57,7 +57,7 @@ export function bytesOf(b: unknown, off?: unknown, len?: unknown): string {
   if (typeof b === 'number') return fromCharCode(b & 255);
   if (typeof b === 'string') return utf8Binary(b);
   if (!isObj(b)) throw makeError('TypeError', 'write() needs bytes, got ' + (b === null ? 'null' : typeof b));
-  if (U8 !== undefined && objToString(b) === '[object ArrayBuffer]') b = new U8(b as unknown as ArrayBuffer);
+  if (objToString(b) === '[object ArrayBuffer]') b = new U8(b as unknown as ArrayBuffer);
   var n: unknown = (b as ArrayLike<unknown>).length;
   if (typeof n !== 'number') throw makeError('TypeError', 'write() needs an array of bytes');
   var start = 0;
