@@ -81,12 +81,7 @@ export function responseFromInput(r: unknown): ResState {
     chunks: chunks,
     written: getOwn(r, 'written') === true,
     committed: getOwn(r, 'committed') === true,
-    error: isObj(error)
-      ? {
-          status: typeof getOwn(error, 'status') === 'number' ? (getOwn(error, 'status') as number) : 500,
-          message: typeof getOwn(error, 'message') === 'string' ? (getOwn(error, 'message') as string) : null,
-        }
-      : null,
+    error: isObj(error) ? { status: pick(error, 'status', 'number', 500), message: pick(error, 'message', 'string', null) } : null,
     redirect: pick(r, 'redirect', 'string', null),
     base: objectCreate(null),
     headers0: headers,
