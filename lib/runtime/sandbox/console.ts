@@ -10,14 +10,11 @@ import { dateValue, isHigh } from './encoding';
 import { active, hostSync } from './host';
 import { thrownInfo } from './serialize';
 
-/** What is left of a console message's CONSOLE_CAP as inspect walks nested values. */
-export interface InspectBudget {
-  left: number;
-}
 /** The console methods, and the level each sends to the host op 'console'. */
 export type ConsoleLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
 
-export function inspect(v: unknown, top: boolean, seen: unknown[], budget: InspectBudget): string {
+/** `budget.left`: what is left of the message's CONSOLE_CAP as inspect walks nested values. */
+export function inspect(v: unknown, top: boolean, seen: unknown[], budget: { left: number }): string {
   var t = typeof v;
   if (t === 'string') return top ? (v as string) : jsonStringify(v);
   if (isNil(v) || t === 'number' || t === 'boolean') return '' + v;

@@ -8,7 +8,7 @@
  *   hostIo(st, op, args, then)   for I/O operations: in an async-mode stage a promise settled by
  *                                entry.reply (the stage holds no thread while it waits), in a
  *                                blocking-mode stage the value now. `then` maps the value.
- * hostReply / hostCancel / hostWaiting serve entry.ts.
+ * hostReply / hostCancel / waitingCalls serve entry.ts.
  */
 import { ErrorCtor, PromiseCtor, Str, freeze, getOwn, illegalState, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
 import { enc } from './encoding';
