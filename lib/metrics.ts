@@ -8,8 +8,9 @@
  * API's traffic or failures.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Counter, Histogram, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { ConfigError, thrownText } from './errors';
+import { SeriesCounter, SeriesHistogram, type CounterSeries, type HistogramSeries } from './metrics-series';
 import type { EngineStats } from './runtime/engine';
 import type { Logger } from './types';
 
@@ -94,14 +95,40 @@ export function validateMetrics(v: unknown): void {
   }
 }
 
-/** The label values of one (app, API) pair that has series of its own, to take them off again. */
+/** The labels of one (app, API, preview) series. */
+type Labels = { app: string; api: string; preview: string };
+
+/**
+ * The series of one (app, API) pair, or of `(other)`, or of requests that matched no API, for one
+ * value of `preview`: made when first counted, and kept, so that counting is a field update.
+ */
+interface Series {
+  labels: Labels;
+  requests: Map<number, CounterSeries<Labels & { status: string }>>;
+  duration?: HistogramSeries<Labels>;
+  script?: HistogramSeries<Labels>;
+  admitted?: CounterSeries<Labels>;
+  waited?: CounterSeries<Labels>;
+  waitTime?: HistogramSeries<Labels>;
+  rejected: Map<string, CounterSeries<Labels & { reason: string }>>;
+}
+
+/** An (app, API) pair that has series of its own. */
 interface Pair {
   app: string;
-  api: string;
   seen: number;
-  previews: Set<string>;
-  statuses: Set<string>;
-  reasons: Set<string>;
+  /** By preview ('true' / 'false'). */
+  series: Map<string, Series>;
+}
+
+function seriesOf(byPreview: Map<string, Series>, app: string, api: string, preview: boolean): Series {
+  const key = preview ? 'true' : 'false';
+  let s = byPreview.get(key);
+  if (s === undefined) {
+    s = { labels: { app, api, preview: key }, requests: new Map(), rejected: new Map() };
+    byPreview.set(key, s);
+  }
+  return s;
 }
 
 /**
@@ -125,14 +152,14 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
   }
   const name = (n: string) => prefix + n;
   const registers = [registry];
-  const requests: Counter<'app' | 'api' | 'preview' | 'status'> = new prom.Counter({ name: name('requests_total'), help: 'Requests answered, by app, API, preview path and HTTP status', labelNames: ['app', 'api', 'preview', 'status'], registers });
-  const duration: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('request_duration_seconds'), help: 'Time from arrival to the response, by app, API and preview path', labelNames: ['app', 'api', 'preview'], buckets, registers });
-  const scriptTime: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('script_duration_seconds'), help: "Time a request's scripts ran on the engine (all stages), by app, API and preview path", labelNames: ['app', 'api', 'preview'], buckets, registers });
-  const queueWait: Histogram<'app'> = new prom.Histogram({ name: name('queue_wait_seconds'), help: 'Time a request waited for a script worker, by app', labelNames: ['app'], buckets, registers });
-  const admitted: Counter<'app' | 'api' | 'preview'> = new prom.Counter({ name: name('rate_limit_admitted_total'), help: 'Requests admitted by a rate limit (at once or after a wait)', labelNames: ['app', 'api', 'preview'], registers });
-  const waited: Counter<'app' | 'api' | 'preview'> = new prom.Counter({ name: name('rate_limit_waited_total'), help: 'Requests admitted by a rate limit after waiting for their slot', labelNames: ['app', 'api', 'preview'], registers });
-  const waitTime: Histogram<'app' | 'api' | 'preview'> = new prom.Histogram({ name: name('rate_limit_wait_seconds'), help: 'How long admitted requests waited for their rate-limit slot', labelNames: ['app', 'api', 'preview'], buckets, registers });
-  const rejected: Counter<'app' | 'api' | 'preview' | 'reason'> = new prom.Counter({ name: name('rate_limit_rejected_total'), help: 'Requests a rate limit turned away, by reason (rate_limited, queue_full, client_gone)', labelNames: ['app', 'api', 'preview', 'reason'], registers });
+  const requests = new SeriesCounter<Labels & { status: string }>({ name: name('requests_total'), help: 'Requests answered, by app, API, preview path and HTTP status', labelNames: ['app', 'api', 'preview', 'status'], registers });
+  const duration = new SeriesHistogram<Labels>({ name: name('request_duration_seconds'), help: 'Time from arrival to the response, by app, API and preview path', labelNames: ['app', 'api', 'preview'], buckets, registers });
+  const scriptTime = new SeriesHistogram<Labels>({ name: name('script_duration_seconds'), help: "Time a request's scripts ran on the engine (all stages), by app, API and preview path", labelNames: ['app', 'api', 'preview'], buckets, registers });
+  const queueWait = new SeriesHistogram<{ app: string }>({ name: name('queue_wait_seconds'), help: 'Time a request waited for a script worker, by app', labelNames: ['app'], buckets, registers });
+  const admitted = new SeriesCounter<Labels>({ name: name('rate_limit_admitted_total'), help: 'Requests admitted by a rate limit (at once or after a wait)', labelNames: ['app', 'api', 'preview'], registers });
+  const waited = new SeriesCounter<Labels>({ name: name('rate_limit_waited_total'), help: 'Requests admitted by a rate limit after waiting for their slot', labelNames: ['app', 'api', 'preview'], registers });
+  const waitTime = new SeriesHistogram<Labels>({ name: name('rate_limit_wait_seconds'), help: 'How long admitted requests waited for their rate-limit slot', labelNames: ['app', 'api', 'preview'], buckets, registers });
+  const rejected = new SeriesCounter<Labels & { reason: string }>({ name: name('rate_limit_rejected_total'), help: 'Requests a rate limit turned away, by reason (rate_limited, queue_full, client_gone)', labelNames: ['app', 'api', 'preview', 'reason'], registers });
   const gauge = (n: string, help: string, pick: (s: EngineStats) => number) =>
     new prom.Gauge({
       name: name(n),
@@ -149,22 +176,24 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     gauge('jobs_queued', 'Script jobs waiting for a worker', (s) => s.queued);
   }
   const maxApis = options?.maxApis ?? DEFAULT_MAX_APIS;
-  /** The (app, API) pairs with series of their own, least recently seen first; and per app, how many (queue_wait_seconds is by app). */
+  /** The (app, API) pairs with series of their own, least recently seen first. */
   const pairs = new Map<string, Pair>();
-  const appPairs = new Map<string, number>();
+  /** Per app: how many pairs it has there, and its queue_wait_seconds series (by app). Also '' and (other). */
+  const apps = new Map<string, { pairs: number; queue?: HistogramSeries<{ app: string }> }>();
   const drop = (p: Pair) => {
-    for (const preview of p.previews) {
-      const labels = { app: p.app, api: p.api, preview };
-      for (const m of [duration, scriptTime, admitted, waited, waitTime]) m.remove(labels);
-      for (const status of p.statuses) requests.remove({ ...labels, status });
-      for (const reason of p.reasons) rejected.remove({ ...labels, reason });
+    for (const s of p.series.values()) {
+      for (const c of s.requests.values()) requests.remove(c);
+      for (const c of s.rejected.values()) rejected.remove(c);
+      if (s.duration) duration.remove(s.duration);
+      if (s.script) scriptTime.remove(s.script);
+      if (s.admitted) admitted.remove(s.admitted);
+      if (s.waited) waited.remove(s.waited);
+      if (s.waitTime) waitTime.remove(s.waitTime);
     }
-    const n = appPairs.get(p.app)! - 1;
-    if (n > 0) appPairs.set(p.app, n);
-    else {
-      appPairs.delete(p.app);
-      queueWait.remove({ app: p.app });
-    }
+    const a = apps.get(p.app)!;
+    if (--a.pairs > 0) return;
+    apps.delete(p.app);
+    if (a.queue) queueWait.remove(a.queue);
   };
   /**
    * The record of an (app, API) pair, made the most recently seen; undefined when it counts as
@@ -188,16 +217,27 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
       pairs.delete(oldKey);
       drop(oldest);
     }
-    p = { app, api, seen: now, previews: new Set(), statuses: new Set(), reasons: new Set() };
+    p = { app, seen: now, series: new Map() };
     pairs.set(key, p);
-    appPairs.set(app, (appPairs.get(app) ?? 0) + 1);
+    const a = apps.get(app);
+    if (a) a.pairs++;
+    else apps.set(app, { pairs: 1 });
     return p;
   };
-  /** The labels a request of (app, api) is counted with. */
-  const labelsOf = (app: string, api: string, preview: boolean): { p: Pair | null | undefined; labels: { app: string; api: string; preview: string } } => {
+  /** The series of requests that matched no API, and of the pairs counted as (other). */
+  const unmatched = new Map<string, Series>();
+  const others = new Map<string, Series>();
+  /** The series a request of (app, api) is counted in. */
+  const seriesFor = (app: string, api: string, preview: boolean): Series => {
     const p = pairOf(app, api);
-    if (p) p.previews.add(String(preview));
-    return { p, labels: p === undefined ? { app: OTHER, api: OTHER, preview: String(preview) } : { app, api, preview: String(preview) } };
+    if (p) return seriesOf(p.series, app, api, preview);
+    return p === null ? seriesOf(unmatched, app, api, preview) : seriesOf(others, OTHER, OTHER, preview);
+  };
+  /** The queue_wait_seconds series of an app ('' and (other) included: they are never dropped). */
+  const queueOf = (app: string): HistogramSeries<{ app: string }> => {
+    let a = apps.get(app);
+    if (a === undefined) apps.set(app, (a = { pairs: 0 }));
+    return (a.queue ??= queueWait.series({ app }));
   };
   const text = () => registry.metrics();
   return {
@@ -222,30 +262,34 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     close() {
       for (const n of names.splice(0)) registry.removeSingleMetric(n);
       pairs.clear();
-      appPairs.clear();
+      apps.clear();
+      unmatched.clear();
+      others.clear();
     },
     request(app, api, preview, status, seconds) {
-      const { p, labels } = labelsOf(app, api, preview);
-      p?.statuses.add(String(status));
-      requests.inc({ ...labels, status: String(status) });
-      duration.observe(labels, seconds);
+      const s = seriesFor(app, api, preview);
+      let c = s.requests.get(status);
+      if (c === undefined) s.requests.set(status, (c = requests.series({ ...s.labels, status: String(status) })));
+      requests.inc(c);
+      duration.observe((s.duration ??= duration.series(s.labels)), seconds);
     },
     script(app, api, preview, scriptSeconds, queueSeconds) {
-      const { labels } = labelsOf(app, api, preview);
-      scriptTime.observe(labels, scriptSeconds);
-      if (queueSeconds !== undefined) queueWait.observe({ app: labels.app }, queueSeconds);
+      const s = seriesFor(app, api, preview);
+      scriptTime.observe((s.script ??= scriptTime.series(s.labels)), scriptSeconds);
+      if (queueSeconds !== undefined) queueWait.observe(queueOf(s.labels.app), queueSeconds);
     },
     rateLimit(app, api, preview, outcome, detail) {
-      const { p, labels } = labelsOf(app, api, preview);
+      const s = seriesFor(app, api, preview);
       if (outcome === 'admitted') {
-        admitted.inc(labels);
+        admitted.inc((s.admitted ??= admitted.series(s.labels)));
         const ms = detail.waitedMs ?? 0;
-        if (ms > 0) waited.inc(labels);
-        waitTime.observe(labels, ms / 1000);
+        if (ms > 0) waited.inc((s.waited ??= waited.series(s.labels)));
+        waitTime.observe((s.waitTime ??= waitTime.series(s.labels)), ms / 1000);
       } else {
         const reason = detail.reason ?? 'rate_limited';
-        p?.reasons.add(reason);
-        rejected.inc({ ...labels, reason });
+        let c = s.rejected.get(reason);
+        if (c === undefined) s.rejected.set(reason, (c = rejected.series({ ...s.labels, reason })));
+        rejected.inc(c);
       }
     },
   };

@@ -59,27 +59,33 @@ export class Observer {
     private readonly exposeLocation: boolean,
   ) {}
 
-  /** Starts a request's trace; its response is counted when it closes. */
-  begin(res: ServerResponse, requestId: string, now: number): RequestTrace {
-    const trace: RequestTrace = { requestId, started: now, stage: 'published', matched: false, ran: false, passed: false, corsDone: false };
+  /** Starts a request's trace (its response is counted by `end`). */
+  begin(requestId: string, now: number): RequestTrace {
+    return { requestId, started: now, stage: 'published', matched: false, ran: false, passed: false, corsDone: false };
+  }
+
+  /**
+   * The router is done with the request: its response is counted, at once when it has been
+   * written out, else once it closes (a client that went away counts as 499, as nginx logs it, a
+   * host failure with its status). A request passed on with `next()` is not counted.
+   */
+  end(trace: RequestTrace, res: ServerResponse): void {
     const metrics = this.metrics;
-    if (metrics) {
-      res.once('close', () => {
-        const seconds = (performance.now() - trace.started) / 1000;
-        if (res.writableFinished) {
-          if (!trace.passed) metrics.request(...labels(trace), res.statusCode, seconds);
-          return;
-        }
-        // A response cut short: a client that went away counts as 499 (as nginx logs it), a host
-        // failure with its status. Read once the microtasks queued with the close have run: from
-        // Node.js 24 on, a source failing a download closes the response before the router hears
-        // of the failure.
-        setImmediate(() => {
-          if (!trace.passed) metrics.request(...labels(trace), trace.failedStatus ?? 499, seconds);
-        });
-      });
+    if (!metrics || trace.passed) return;
+    if (res.writableFinished) {
+      metrics.request(...labels(trace), res.statusCode, (performance.now() - trace.started) / 1000);
+      return;
     }
-    return trace;
+    // Cut short (destroyed): read once the microtasks queued with its close have run (from Node.js
+    // 24 on, a source failing a download closes the response before the router hears of the failure).
+    const cutShort = (seconds: number) => setImmediate(() => metrics.request(...labels(trace), trace.failedStatus ?? 499, seconds));
+    if (res.destroyed) return void cutShort((performance.now() - trace.started) / 1000);
+    // still being written out (a slow client): counted when it closes
+    res.once('close', () => {
+      const seconds = (performance.now() - trace.started) / 1000;
+      if (res.writableFinished) metrics.request(...labels(trace), res.statusCode, seconds);
+      else cutShort(seconds);
+    });
   }
 
   /** A job ended after `elapsedMs` of waiting for it: script time, and queue wait when the engine reports its run time. */

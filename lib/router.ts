@@ -378,7 +378,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const requestId = randomUUID();
     const priorId = res.getHeader('X-Request-Id'); // (the host's own, put back when the request falls through)
     res.setHeader('X-Request-Id', requestId);
-    const trace = observer.begin(res, requestId, performance.now());
+    const trace = observer.begin(requestId, performance.now());
     running++;
     serve(req, res, trace).catch((err: unknown) => {
       if (err === CLIENT_LEFT) return void res.destroy(); // (it left while a lookup waited: no one to answer)
@@ -393,6 +393,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (err instanceof ApiError && err.errorName === 'SHUTTING_DOWN') res.setHeader('Retry-After', '1');
       sendError(res, requestId, err);
     }).finally(() => {
+      observer.end(trace, res);
       if (--running === 0) idle?.();
     });
   }) as ApiRouter;

@@ -66,6 +66,24 @@ test('requests by app, API and status; script time, queue wait and workers; serv
   expect(await router.metrics.text()).toContain('# TYPE scriptable_api_requests_total counter');
 });
 
+test("histogram buckets are cumulative with +Inf counting every request; the registry's resetMetrics starts every series over", async () => {
+  const { app, router } = setup({ metrics: { buckets: [0.000001, 60] } });
+  await request(app).get('/api/app1/ok').expect(200);
+  await request(app).get('/api/app1/ok').expect(200);
+  let text = await router.metrics.text();
+  const bucket = (le) => sample(text, 'scriptable_api_request_duration_seconds_bucket', { app: 'app1', api: 'ok', le });
+  // no request takes under a microsecond; every one is under a minute
+  expect([bucket('0.000001'), bucket('60'), bucket('+Inf')]).toEqual([0, 2, 2]);
+  expect(text).toContain('# TYPE scriptable_api_request_duration_seconds histogram');
+  router.metrics.registry.resetMetrics();
+  text = await router.metrics.text();
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '200' })).toBeUndefined();
+  await request(app).get('/api/app1/ok').expect(200);
+  text = await router.metrics.text();
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '200' })).toBe(1);
+  expect(bucket('+Inf')).toBe(1);
+});
+
 test('rate limit: admissions, waits and rejections', async () => {
   const { app, router } = setup();
   // 2/s with at most 600 ms of wait, 5 at once: the first at once, the second after ~500 ms, the rest rejected
