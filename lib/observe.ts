@@ -76,10 +76,9 @@ export class Observer {
       metrics.request(...labels(trace), res.statusCode, (performance.now() - trace.started) / 1000);
       return;
     }
-    // Cut short (destroyed): read once the microtasks queued with its close have run (from Node.js
-    // 24 on, a source failing a download closes the response before the router hears of the failure).
-    const cutShort = (seconds: number) => setImmediate(() => metrics.request(...labels(trace), trace.failedStatus ?? 499, seconds));
-    if (res.destroyed) return void cutShort((performance.now() - trace.started) / 1000);
+    // (cut short: the router has heard of a host failure by now, failedStatus; else the client left)
+    const cutShort = (seconds: number) => metrics.request(...labels(trace), trace.failedStatus ?? 499, seconds);
+    if (res.destroyed) return cutShort((performance.now() - trace.started) / 1000);
     // still being written out (a slow client): counted when it closes
     res.once('close', () => {
       const seconds = (performance.now() - trace.started) / 1000;
