@@ -1017,26 +1017,32 @@ test('a request runs one version of its app: its scripts are read with its defin
 });
 
 test('onError does not run when the call ends on the runtime limits (time, memory): the default error goes out', async () => {
-  const { app, router } = makeApp({
-    router: { scriptTimeoutMs: 3000, scriptMemoryLimitMb: 16 },
-    apps: {
-      app1: {
-        scripts: {
-          'm.js': `export function fn(ctx) {
-            if (ctx.query.m === 'memory') { var a = []; for (var i = 0; ; i++) a.push('x'.repeat(1 << 20) + i); }
-            if (ctx.query.m === 'time') for (;;) {}
-            throw new Error('plain');
-          }`,
-          'e.js': 'export function handle(ctx, e) { ctx.response.setStatus(200); ctx.response.getWriter().write("handled " + e.code) }',
+  // (one router per limit: the memory bomb's router has a time limit no loaded machine reaches,
+  // so that its call can only end on memory; the other's is short, so that its loop ends soon)
+  const make = (scriptTimeoutMs) => {
+    const { app, router } = makeApp({
+      router: { scriptTimeoutMs, scriptMemoryLimitMb: 16 },
+      apps: {
+        app1: {
+          scripts: {
+            'm.js': `export function fn(ctx) {
+              if (ctx.query.m === 'memory') { var a = []; for (var i = 0; ; i++) a.push('x'.repeat(1 << 20) + i); }
+              if (ctx.query.m === 'time') for (;;) {}
+              throw new Error('plain');
+            }`,
+            'e.js': 'export function handle(ctx, e) { ctx.response.setStatus(200); ctx.response.getWriter().write("handled " + e.code) }',
+          },
+          apis: [{ path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON', onError: { script: 'e.js', function: 'handle' } }],
         },
-        apis: [{ path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON', onError: { script: 'e.js', function: 'handle' } }],
       },
-    },
-  });
-  routers.push(router);
-  expect((await request(app).get('/web0/api/app1/p?m=plain')).text).toBe('handled 270000');
-  const memory = await request(app).get('/web0/api/app1/p?m=memory');
+    });
+    routers.push(router);
+    return app;
+  };
+  const roomy = make(60_000);
+  expect((await request(roomy).get('/web0/api/app1/p?m=plain')).text).toBe('handled 270000');
+  const memory = await request(roomy).get('/web0/api/app1/p?m=memory');
   expect([memory.status, memory.body.code]).toEqual([500, 270201]);
-  const time = await request(app).get('/web0/api/app1/p?m=time');
+  const time = await request(make(1000)).get('/web0/api/app1/p?m=time');
   expect([time.status, time.body.code]).toEqual([500, 270200]);
 });
