@@ -72,19 +72,10 @@ export class Observer {
   end(trace: RequestTrace, res: ServerResponse): void {
     const metrics = this.metrics;
     if (!metrics || trace.passed) return;
-    if (res.writableFinished) {
-      metrics.request(...labels(trace), res.statusCode, (performance.now() - trace.started) / 1000);
-      return;
-    }
     // (cut short: the router has heard of a host failure by now, failedStatus; else the client left)
-    const cutShort = (seconds: number) => metrics.request(...labels(trace), trace.failedStatus ?? 499, seconds);
-    if (res.destroyed) return cutShort((performance.now() - trace.started) / 1000);
-    // still being written out (a slow client): counted when it closes
-    res.once('close', () => {
-      const seconds = (performance.now() - trace.started) / 1000;
-      if (res.writableFinished) metrics.request(...labels(trace), res.statusCode, seconds);
-      else cutShort(seconds);
-    });
+    const count = () => metrics.request(...labels(trace), res.writableFinished ? res.statusCode : (trace.failedStatus ?? 499), (performance.now() - trace.started) / 1000);
+    if (res.writableFinished || res.destroyed) count();
+    else res.once('close', count); // still being written out (a slow client)
   }
 
   /** A job ended after `elapsedMs` of waiting for it: script time, and queue wait when the engine reports its run time. */
