@@ -125,6 +125,86 @@ describe('vm2: a memory bomb ends its worker', () => {
   }, 60_000);
 });
 
+describe('vm2: a memory bomb whose lookup is answered in the same turn as the others', () => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test("the bomb's call still fails with 270201, not the call entered after it", async () => {
+    // the seven lookups are answered together: their replies reach the worker in one message, and
+    // the bomb's loop runs (after its await) only once the entries of that message are made
+    const waiting = [];
+    const together = {
+      getAccountByToken: (token) =>
+        new Promise((resolve) => {
+          waiting.push(() => resolve({ id: token }));
+          if (waiting.length === 7) for (const answer of waiting.splice(0)) answer();
+        }),
+    };
+    fixture = makeApp({
+      router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptMemoryLimitMb: 16, scriptTimeoutMs: 30_000, accounts: together },
+      apps: {
+        evil: {
+          scripts: { 'bomb.js': "export function fn() { platform.system.getAccountByToken('x'); const a = []; for (;;) a.push(new Array(100000).fill('x' + a.length)); }" },
+          apis: [{ path: 'bomb', call: { script: 'bomb.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+        good: {
+          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
+          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const calls = [agent.get('/web0/api/evil/bomb'), ...Array.from({ length: 6 }, () => agent.get('/web0/api/good/wait'))];
+    const [bomb, ...others] = await Promise.all(calls);
+    expect(bomb.status).toBe(500);
+    expect(bomb.body.code).toBe(OOM);
+    for (const r of others) {
+      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
+      else expect(r.body.code).toBe(270205);
+    }
+  }, 60_000);
+});
+
+describe('vm2: a runaway whose lookup is answered in the same turn as the others', () => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test('the runaway fails with 270200, not the call entered after it', async () => {
+    const waiting = [];
+    const together = {
+      getAccountByToken: (token) =>
+        new Promise((resolve) => {
+          waiting.push(() => resolve({ id: token }));
+          if (waiting.length === 4) for (const answer of waiting.splice(0)) answer();
+        }),
+    };
+    fixture = makeApp({
+      router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptTimeoutMs: 1500, accounts: together },
+      apps: {
+        evil: {
+          scripts: { 'spin.js': "export function fn() { platform.system.getAccountByToken('x'); for (;;); }" },
+          apis: [{ path: 'spin', call: { script: 'spin.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+        good: {
+          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
+          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const calls = [agent.get('/web0/api/evil/spin'), ...Array.from({ length: 3 }, () => agent.get('/web0/api/good/wait'))];
+    const [spin, ...others] = await Promise.all(calls);
+    expect(spin.status).toBe(500);
+    expect(spin.body.code).toBe(270200);
+    for (const r of others) {
+      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
+      else expect(r.body.code).toBe(270205);
+    }
+  }, 60_000);
+});
+
 describe('vm2: contexts kept within contextBudgetMb', () => {
   let fixture;
   afterAll(() => fixture?.router.close());

@@ -94,6 +94,10 @@ export class Stages {
   entryScript = '';
   /** The deadline of the entry running now: the job's, or the load's own. */
   entryDeadline = Infinity;
+  /** An entry into a jobsRunLater context was made in this turn of the event loop (see step). */
+  private turnTaken = false;
+  /** Entries waiting for a turn of their own, in the order they asked. */
+  private readonly turnWaiters: (() => void)[] = [];
   /** A job in flight to end as out of memory once the entry running now is over (see heapGrowth). */
   private hog: StageJob | null = null;
   /** The context loading and its job: that module's top-level code makes host calls (console...) as stage 0. */
@@ -320,12 +324,19 @@ export class Stages {
    * One entry into a context for `job`, then the stages it settled. When the engine runs an
    * entry's promise jobs only once the event loop turns (vm2), the context is entered again only
    * after they ran: the adapter's platform helpers act for the stage entered last, so the
-   * continuations of two stages resumed in one turn would act for the second one's request.
+   * continuations of two stages resumed in one turn would act for the second one's request. And
+   * each such entry has a turn of its own: its promise jobs run before any other entry begins, so
+   * the slice the pool sees names the job whose code runs (a runaway or a memory bomb resumed in
+   * one turn with another app's call would be charged to the call entered after it).
    */
   private step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
     if (!c.ctx.jobsRunLater) return this.entry(c, job, script, enter);
+    const inTurn = (): Promise<void> => {
+      const wait = this.ownTurn();
+      return wait === null ? this.entry(c, job, script, enter) : wait.then(() => (c.dead ? undefined : this.entry(c, job, script, enter)));
+    };
     const before = c.entering;
-    const run = before === null ? this.entry(c, job, script, enter) : before.then(() => (c.dead ? undefined : this.entry(c, job, script, enter)));
+    const run = before === null ? inTurn() : before.then(() => (c.dead ? undefined : inTurn()));
     const over = () => {
       if (c.entering === end) c.entering = null;
     };
@@ -333,6 +344,25 @@ export class Stages {
     c.entering = end;
     return run;
   }
+
+  /** Takes this turn for an entry (null), or a promise of a later turn: one per turn, in the order asked. */
+  private ownTurn(): Promise<void> | null {
+    if (!this.turnTaken) {
+      this.turnTaken = true;
+      setImmediate(this.nextTurn);
+      return null;
+    }
+    return new Promise((resolve) => this.turnWaiters.push(resolve));
+  }
+
+  private readonly nextTurn = (): void => {
+    const next = this.turnWaiters.shift();
+    if (next === undefined) this.turnTaken = false;
+    else {
+      setImmediate(this.nextTurn);
+      next();
+    }
+  };
 
   private async entry(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
     let inSlice = false;
