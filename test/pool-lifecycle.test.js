@@ -386,3 +386,28 @@ test.each(['quickjs', 'vm2'])('%s: a burst of one app\'s calls resuming at once 
     await pool.close();
   }
 }, 60_000);
+
+test("vm2: a runaway resumed by a reply that reaches the worker with another app's first call (its module loading) ends as its own timeout", async () => {
+  const pool = new WorkerPool({ engine: 'vm2', size: 1, maxWorkers: 1 });
+  const SPIN_AFTER = 'export function fn() { platform.system.getAccountByToken("t"); for (;;); }';
+  let release;
+  let asked;
+  const called = new Promise((r) => (asked = r));
+  const gatedHost = { call: () => (asked(), new Promise((r) => (release = () => r({ id: 't' })))) };
+  try {
+    await pool.ready();
+    const spin = pool.run(job('spin', SPIN_AFTER, {}, 1500), gatedHost);
+    await called;
+    // in one turn: the reply resumes the runaway, and a call of an app whose module is not loaded
+    // yet goes to the same worker (they cross in one message)
+    release();
+    const fresh = pool.run(job('fresh', FAST), host);
+    const [s, f] = await Promise.all([spin, fresh]);
+    expect(s.outcome).toMatchObject({ kind: 'error', code: 270200 });
+    // (ended with the worker, or run before it: never charged with the runaway's time)
+    if (f.outcome.kind === 'error') expect(f.outcome.code).toBe(270205);
+    else expect(f.outcome.kind).toBe('output');
+  } finally {
+    await pool.close();
+  }
+}, 60_000);

@@ -40,11 +40,6 @@ export interface EngineContext {
   cancel(stageId: number): void;
   /** The adapter's drain JSON: call it once the promise jobs the last entries queued have run. */
   drain(): string;
-  /**
-   * True when an entry's promise jobs run only once the worker's event loop turns (vm2: they are
-   * this thread's own microtasks); false when each entry runs them itself (QuickJS).
-   */
-  readonly jobsRunLater: boolean;
   dispose(): void;
   /** What the context is thought to hold, in bytes (for the cache's budget). */
   readonly bytes: number;
@@ -53,6 +48,12 @@ export interface EngineContext {
 export interface SandboxDriver {
   /** True once the engine is unusable (a full heap): the worker must be replaced. */
   readonly poisoned: boolean;
+  /**
+   * True when the promise jobs of an entry (or of a module's top-level code) run only once the
+   * worker's event loop turns (vm2: they are this thread's own microtasks); false when each entry
+   * runs them itself (QuickJS).
+   */
+  readonly jobsRunLater: boolean;
   /**
    * Loads the adapter and the module `code` (already in the form the engine runs) in a new
    * context. `moduleStarts` is called just before the script's own code is evaluated: from then

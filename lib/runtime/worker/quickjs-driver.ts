@@ -87,6 +87,7 @@ function errorOf(ctx: QuickJSContext, handle: QuickJSHandle): { name: string; me
 
 export class QuickJsDriver implements SandboxDriver {
   poisoned = false;
+  readonly jobsRunLater = false;
   /** A heap growth was refused since takeHeapFull() was last called. */
   private heapFull = false;
   /** The WebAssembly heap's size in bytes (it only grows). */
@@ -266,7 +267,6 @@ export class QuickJsDriver implements SandboxDriver {
 
 class QuickJsContext implements EngineContext {
   bytes = 0;
-  readonly jobsRunLater = false;
   private ns: QuickJSHandle | undefined;
   private entry: { start: QuickJSHandle; reply: QuickJSHandle; drain: QuickJSHandle; cancel: QuickJSHandle } | undefined;
   private readonly functions = new Map<string, boolean>();

@@ -54,9 +54,10 @@ export interface SliceClock {
   /**
    * Script code may run from now until the thread's event loop turns again: the promise jobs of
    * an entry into an engine that runs them later (vm2), outside the entry's slice. The pool's
-   * watchdog must see them, whatever started the entry (a message, or the stage before settling).
+   * watchdog must see them, whatever started the entry (a message, or the stage before settling),
+   * as `jobId`'s, also once a slice of other work in the same turn (preparing a script) ends.
    */
-  untilTurn?(): void;
+  untilTurn?(jobId: number): void;
 }
 
 interface Pending {
@@ -242,6 +243,9 @@ export class Stages {
   }
 
   private async load(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
+    // (its top-level code may queue promise jobs that run once open returns: a turn of its own, see step)
+    const turn = this.driver.jobsRunLater ? this.ownTurn() : null;
+    if (turn !== null) await turn;
     const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false, entering: null };
     const host = this.hostFor(c);
     this.entryJob = job;
@@ -255,8 +259,7 @@ export class Stages {
       this.entryDeadline = clock() + job.timeoutMs;
     };
     this.loadingFor = { c, job };
-    // (a module's top-level code may queue promise jobs: with vm2 they run once open returns)
-    this.slices.untilTurn?.();
+    this.slices.untilTurn?.(job.id);
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {
@@ -330,7 +333,7 @@ export class Stages {
    * one turn with another app's call would be charged to the call entered after it).
    */
   private step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
-    if (!c.ctx.jobsRunLater) return this.entry(c, job, script, enter);
+    if (!this.driver.jobsRunLater) return this.entry(c, job, script, enter);
     const inTurn = (): Promise<void> => {
       const wait = this.ownTurn();
       return wait === null ? this.entry(c, job, script, enter) : wait.then(() => (c.dead ? undefined : this.entry(c, job, script, enter)));
@@ -387,9 +390,9 @@ export class Stages {
       let text: string;
       try {
         enter();
-        if (c.ctx.jobsRunLater) {
+        if (this.driver.jobsRunLater) {
           // (the promise jobs it queued run after this slice: `await null; while (true) {}`)
-          this.slices.untilTurn?.();
+          this.slices.untilTurn?.(job.id);
           end();
           await Stages.turn();
           if (c.dead) return;
@@ -397,7 +400,7 @@ export class Stages {
           upTo = this.nextStage - 1;
         }
         text = c.ctx.drain();
-        if (c.ctx.jobsRunLater) this.slices.untilTurn?.(); // (and those the getters queued)
+        if (this.driver.jobsRunLater) this.slices.untilTurn?.(job.id); // (and those the getters queued)
       } catch (e) {
         return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
       } finally {

@@ -84,6 +84,7 @@ function isTimeout(e: unknown): boolean {
 
 export class Vm2Driver implements SandboxDriver {
   readonly poisoned = false;
+  readonly jobsRunLater = true;
   private readonly adapter: VMScript;
 
   constructor(adapterSource: string, private readonly loadTimeoutMs: () => number) {
@@ -128,7 +129,6 @@ export class Vm2Driver implements SandboxDriver {
     };
     return {
       bytes,
-      jobsRunLater: true,
       // (its own exports only, as the adapter calls them: not what the object inherits, `toString`...)
       hasFunction: (fn) => Object.prototype.hasOwnProperty.call(exportsObj, fn) && typeof exportsObj[fn] === 'function',
       start: (id, fn, head, request, attributes, response, value, ctx, maps) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx, maps)),

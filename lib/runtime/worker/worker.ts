@@ -65,15 +65,18 @@ const slices = {
   end(): void {
     if (--depth > 0) return;
     shared.clock[0] = 0;
+    // (the promise jobs still to run this turn are that job's: the pool's watchdog charges them to it)
+    if (untilTurnOpen) Atomics.store(shared.ints, SHARED_SLICE_JOB, laterJob);
     if (replies.length > 0 && !repliesQueued) {
       repliesQueued = true;
       setImmediate(deliverInNewTurn);
     }
   },
-  untilTurn(): void {
+  untilTurn(jobId: number): void {
     if (config.engine !== 'vm2') return; // (QuickJS runs an entry's promise jobs within it)
     // (clock[2] from the latest such entry: one end waits for the loop to turn at a time)
     shared.clock[2] = clock();
+    laterJob = jobId;
     if (untilTurnOpen) return;
     untilTurnOpen = true;
     setImmediate(endUntilTurn);
@@ -81,6 +84,8 @@ const slices = {
 };
 /** clock[2] is set and its end waits for the event loop to turn. */
 let untilTurnOpen = false;
+/** The job whose promise jobs may run until the event loop turns (see untilTurn). */
+let laterJob = 0;
 const endUntilTurn = (): void => {
   untilTurnOpen = false;
   shared.clock[2] = 0;
