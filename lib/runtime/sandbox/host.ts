@@ -48,12 +48,9 @@ export function bridge(st: StageRecord | null, op: string, args: unknown, async:
   }
 }
 
-/** What a script calls, by the host operation of a Part or an outbound response (see ended). */
+/** What a script calls, by the host operation of an outbound response, where it is not the op's name (see ended). */
 var USED: { readonly [op: string]: unknown } = freeze({
   __proto__: null,
-  'part.save': 'part.save',
-  'part.saveStorage': 'part.saveStorage',
-  'part.saveAttachment': 'part.saveAttachment',
   'http.body': "a response's body",
   'http.saveBodyAsFile': 'saveBodyAsFile',
 });
