@@ -11,14 +11,6 @@ import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 /** The most of a thrown value's `stack` that leaves the sandbox. */
 var MAX_STACK = 16384;
 
-/** A File return type's result object: the fields serializeOutput reads (each may be missing or not a string). */
-export interface FileResult {
-  path?: unknown;
-  storagePath?: unknown;
-  name?: unknown;
-  contentDisposition?: unknown;
-}
-
 /** The prototypes of the built-in error types: where the classes of a script's error end. */
 var BUILT_IN_ERRORS: unknown[] = [];
 (function () {
@@ -148,11 +140,12 @@ export function serializeOutput(returnType: StageHead['returnType'], v: unknown)
   }
   if (returnType === 'File') {
     if (v === null || typeof v !== 'object') return { type: 'invalid', message: 'File return type needs a file result object, got ' + typeName(v) };
-    // (each field read once: a getter runs once)
-    var path = (v as FileResult).path;
-    var storagePath = (v as FileResult).storagePath;
-    var name = (v as FileResult).name;
-    var disposition = (v as FileResult).contentDisposition;
+    // (each field read once: a getter runs once; each may be missing or not a string)
+    var file = v as { [field: string]: unknown };
+    var path = file.path;
+    var storagePath = file.storagePath;
+    var name = file.name;
+    var disposition = file.contentDisposition;
     var bad = notText('path', path) || notText('storagePath', storagePath) || notText('name', name) || notText('contentDisposition', disposition);
     if (bad !== null) return { type: 'invalid', message: bad };
     var str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
