@@ -24,23 +24,20 @@ export interface Cookie {
 /** A Part acts for the stage that made it. */
 export function makePart(st: StageRecord, info: unknown): Part {
   var id = Str(getOwn(info, 'id'));
-  var name = getOwn(info, 'name');
-  var contentType = getOwn(info, 'contentType');
-  var size = getOwn(info, 'size');
-  var fileName = getOwn(info, 'submittedFileName');
-  name = name === undefined ? null : name;
-  contentType = contentType === undefined ? null : contentType;
-  size = typeof size === 'number' ? size : 0;
-  fileName = fileName === undefined ? null : fileName;
+  var name = getOwn(info, 'name') ?? null;
+  var contentType = getOwn(info, 'contentType') ?? null;
+  var given = getOwn(info, 'size');
+  var size = typeof given === 'number' ? given : 0;
+  var fileName = getOwn(info, 'submittedFileName') ?? null;
   var path = (p: unknown): string | null => (p === undefined ? null : Str(p));
   return freeze({
     name: name,
     contentType: contentType,
-    size: size as number,
+    size: size,
     submittedFileName: fileName,
     getName: () => name,
     getContentType: () => contentType,
-    getSize: () => size as number,
+    getSize: () => size,
     getSubmittedFileName: () => fileName,
     save: (p?: unknown) => hostIo(st, 'part.save', { id: id, path: path(p) }),
     saveStorage: (p?: unknown) => hostIo(st, 'part.saveStorage', { id: id, path: path(p) }),
