@@ -296,9 +296,9 @@ export function collect(st: StageRecord): string {
     // (aborted already: nothing of the result is written)
   } else if (status === 'error') {
     error = st.error;
-  } else if (status === 'value' && st.value === undefined && st.stage !== 'call') {
+  } else if (st.value === undefined && st.stage !== 'call') {
     // a hook that returned nothing: its output is never used (only the call's is, value or not)
-  } else if (status === 'value') {
+  } else {
     hasValue = st.value !== undefined;
     try {
       output = serializeOutput(st.returnType, st.value);
@@ -307,9 +307,9 @@ export function collect(st: StageRecord): string {
       hasValue = false;
       error = thrownInfo(e);
     }
-    if (status === 'value' && st.wantValue && hasValue) {
+    if (st.wantValue && hasValue) {
       try {
-        valueJson = output!.type === 'JSON' ? output!.json : stringifyUser(st.value); // (set: status is still 'value')
+        valueJson = output!.type === 'JSON' ? output!.json : stringifyUser(st.value); // (set: a failed serializeOutput cleared hasValue)
       } catch (e) {
         valueJson = undefined; // no JSON form: `value` is left out
       }
@@ -340,7 +340,7 @@ export function collect(st: StageRecord): string {
   }
   var s = '{"id":' + enc(st.id) + ',"status":"' + status + '","hasValue":' + (hasValue ? 'true' : 'false');
   if (valueJson !== undefined) s += ',"value":' + valueJson;
-  if (output !== undefined && status === 'value') {
+  if (output !== undefined) {
     // (a JSON result, the common case, without enc's walk over the output object)
     s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + quote(output.json) + '}' : enc(output));
   }
