@@ -70,14 +70,20 @@ defineProperty(StageProto, 'req', {
  * properties). ctx's own maps are a parse of their own (ctx.ts).
  */
 function carried(st: StageRecord, json: string | undefined, keys: { readonly [key: string]: unknown }): Fields {
-  var v = typeof json === 'string' && json !== '' ? jsonParse(json) : null;
-  if (isObj(v) && !isArray(v)) setPrototypeOf(v, null);
-  else {
+  var v = ownParse(json);
+  if (v === null) {
     // none given: those fields of the snapshot (parsed once, for every getter)
     var req = st.req;
-    v = objectCreate(null);
+    v = objectCreate(null) as Fields;
     for (var k in keys) v[k] = getOwn(req, k);
   }
+  return v;
+}
+/** The object of a JSON text itself, without a prototype (read and written as a plain map, never seen by a script); null for none. */
+function ownParse(json: string | undefined): Fields | null {
+  var v = typeof json === 'string' && json !== '' ? jsonParse(json) : null;
+  if (!isObj(v) || isArray(v)) return null;
+  setPrototypeOf(v, null);
   return v;
 }
 defineProperty(StageProto, 'fields', {
@@ -97,14 +103,7 @@ defineProperty(StageProto, 'maps', {
 defineProperty(StageProto, 'attrs', {
   __proto__: null,
   get: function (this: StageRecord): Attributes {
-    if (this.attrsObj === null) {
-      // the parsed object itself, without a prototype: nothing inherited is ever read or called
-      // (the request methods read and write it as a plain map; no script ever sees it)
-      var src = typeof this.attrsJson !== 'string' || this.attrsJson === '' || this.attrsJson === '{}' ? null : jsonParse(this.attrsJson);
-      if (isObj(src) && !isArray(src)) setPrototypeOf(src, null);
-      else src = objectCreate(null);
-      this.attrsObj = src;
-    }
+    if (this.attrsObj === null) this.attrsObj = (this.attrsJson === '{}' ? null : ownParse(this.attrsJson)) ?? objectCreate(null);
     return this.attrsObj!;
   },
 });
