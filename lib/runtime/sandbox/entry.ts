@@ -186,7 +186,6 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
     responseJson: responseJson,
     status: 'pending',
     done: false,
-    /** Async host calls of the stage in flight (see host.ts). */
     waiting: 0,
     reqObj: null,
     attrsObj: null,

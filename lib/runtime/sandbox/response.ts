@@ -146,13 +146,12 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
   var TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
   /** Control characters except tab, DEL, and anything past Latin-1. */
   var BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
-  /** Header names must be HTTP tokens and values must not hold CR, LF or other control characters. */
   /** Names that passed -> in lower case (most scripts set a few, again and again). */
   var goodName = nameCache(64, function (n) {
     if (reExec(TOKEN, n) === null) throw illegalArgument('Invalid header name: ' + n);
     return toLowerCase(n);
   });
-  /** Checks a header; returns its name in lower case. */
+  /** Checks a header (its name must be an HTTP token, its value hold no CR, LF or other control character); returns its name in lower case. */
   function checkHeader(n: string, value: unknown): string {
     var ln = goodName(n);
     if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
