@@ -10,9 +10,6 @@ import { dateValue, isHigh } from './encoding';
 import { active, hostSync } from './host';
 import { thrownInfo } from './serialize';
 
-/** The console methods, and the level each sends to the host op 'console'. */
-export type ConsoleLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
-
 /** `budget.left`: what is left of the message's CONSOLE_CAP as inspect walks nested values. */
 export function inspect(v: unknown, top: boolean, seen: unknown[], budget: { left: number }): string {
   var t = typeof v;
@@ -87,7 +84,8 @@ export function formatArgs(args: ArrayLike<unknown>): string {
   }
   return out;
 }
-export function logger(level: ConsoleLevel): (...args: unknown[]) => void {
+/** The console method of `level`, the level it sends to the host op 'console'. */
+export function logger(level: 'log' | 'info' | 'warn' | 'error' | 'debug'): (...args: unknown[]) => void {
   return function () {
     try {
       // (no active stage: the module's top-level code, logged for the call that loads it)
