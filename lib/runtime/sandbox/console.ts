@@ -11,7 +11,7 @@ import { active, hostSync } from './host';
 import { thrownInfo } from './serialize';
 
 /** `budget.left`: what is left of the message's CONSOLE_CAP as inspect walks nested values. */
-export function inspect(v: unknown, top: boolean, seen: unknown[], budget: { left: number }): string {
+function inspect(v: unknown, top: boolean, seen: unknown[], budget: { left: number }): string {
   var t = typeof v;
   if (t === 'string') return top ? (v as string) : jsonStringify(v);
   if (isNil(v) || t === 'number' || t === 'boolean') return '' + v;
@@ -56,7 +56,7 @@ var ADAPTER_FILE = 'scriptable-api:adapter.js';
  * An error's stack as V8 prints it, `Name: message` first (a QuickJS stack holds only the
  * frames), without the adapter's own frames.
  */
-export function stackText(head: string, stack: string): string {
+function stackText(head: string, stack: string): string {
   var out = indexOf(stack, head) === 0 ? '' : head;
   var lines = splitOn(stack, '\n');
   for (var i = 0; i < lines.length; i++) {
@@ -65,7 +65,7 @@ export function stackText(head: string, stack: string): string {
   }
   return out;
 }
-export function formatArgs(args: ArrayLike<unknown>): string {
+function formatArgs(args: ArrayLike<unknown>): string {
   var out = '';
   var budget = { left: CONSOLE_CAP };
   for (var i = 0; i < args.length && out.length <= CONSOLE_CAP; i++) {
@@ -85,7 +85,7 @@ export function formatArgs(args: ArrayLike<unknown>): string {
   return out;
 }
 /** The console method of `level`, the level it sends to the host op 'console'. */
-export function logger(level: 'log' | 'info' | 'warn' | 'error' | 'debug'): (...args: unknown[]) => void {
+function logger(level: 'log' | 'info' | 'warn' | 'error' | 'debug'): (...args: unknown[]) => void {
   return function () {
     try {
       // (no active stage: the module's top-level code, logged for the call that loads it)

@@ -60,7 +60,7 @@ var DATE_JSON = /^(?:[+-]\d{6}|\d{4})-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
  * every object it is nested in, in one built-in call its interrupt handler never reaches: a value
  * 25,000 levels deep held a worker past any time limit.
  */
-export var MAX_JSON_DEPTH = 100;
+var MAX_JSON_DEPTH = 100;
 /**
  * The objects the value being written is nested in, outermost first (`depth` of them): each call of
  * userReplacer drops those its holder is not nested in. No prototype: a script's setter on
@@ -87,7 +87,7 @@ function userValue(holder: Record<string, unknown>, key: string, v: unknown): un
   }
   return v;
 }
-export function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
+function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
   var out = userValue(this, key, v);
   if (out !== null && typeof out === 'object') {
     // (the holder of what JSON.stringify writes inside it; only objects need the depth: the
@@ -137,11 +137,11 @@ export function stringifyUser(v: unknown): string | undefined {
  * text's size: an 8 MiB body runs out of a call's memory) and QuickJS copy the text as it grows.
  */
 var PIECE = 8192;
-export var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+var B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 export function isHigh(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
 }
-export function isLow(c: number): boolean {
+function isLow(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff;
 }
 /** UTF-8 bytes of s as a binary string; lone surrogates become U+FFFD, as with TextEncoder. */

@@ -20,14 +20,14 @@ import type { Attributes, Fields, ResState, StageRecord } from './types';
 import type { AdapterEntry, RequestSnapshot, StageHead } from '../protocol';
 
 /** What apiStage maps a request or response object to once its stage is over. */
-export type Ended = { readonly done: true };
+type Ended = { readonly done: true };
 
 /**
  * A stage's request and response objects -> the stage (apiRec); once the stage is over,
  * -> ENDED (an entry whose value leads back to its key is never freed by QuickJS).
  */
 export var apiStage: WeakMap<object, StageRecord | Ended> = new WeakMapCtor();
-export var ENDED: Ended = freeze({ __proto__: null, done: true });
+var ENDED: Ended = freeze({ __proto__: null, done: true });
 /**
  * The stage of a request or response object (`what`: 'ctx.request' or 'ctx.response'). A method
  * called detached from its object (`const { getHeader } = ctx.request`), or on any other object,
@@ -43,16 +43,16 @@ export function apiRec(self: unknown, what: string): StageRecord {
   throw illegalState(what + ' is used outside of a call');
 }
 /** Stages in flight, by id; `settled` holds the ones drain() has not reported yet. */
-export var stages: { [id: number]: StageRecord } = objectCreate(null);
-export var settled: StageRecord[] = [];
-export var inEntry = false;
+var stages: { [id: number]: StageRecord } = objectCreate(null);
+var settled: StageRecord[] = [];
+var inEntry = false;
 
 /**
  * A stage record's carried state is parsed on first use: a stage that never reads the request,
  * the attributes or the response pays for none of them, and collect() sends back only what was
  * touched (absent = unchanged).
  */
-export var StageProto = objectCreate(null);
+var StageProto = objectCreate(null);
 defineProperty(StageProto, 'req', {
   __proto__: null,
   get: function (this: StageRecord): Fields {
@@ -141,7 +141,7 @@ export function snapField<K extends keyof RequestSnapshot, D>(st: StageRecord, k
   return v === undefined ? dflt : v;
 }
 
-export function settle(st: StageRecord, status: 'value' | 'error', v: unknown): void {
+function settle(st: StageRecord, status: 'value' | 'error', v: unknown): void {
   if (st.status !== 'pending' || st.done) return;
   st.status = status;
   if (status === 'error') st.error = thrownInfo(v);
@@ -163,7 +163,7 @@ var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
 });
 
 /** Its arguments: see the contract in prelude.ts. */
-export function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string): void {
+function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string): void {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -248,13 +248,13 @@ export function start(id: number, ns: unknown, fnName: string, headJson: unknown
   }
 }
 
-export function reply(callId: number, replyJson: string): void {
+function reply(callId: number, replyJson: string): void {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   hostReply(callId, replyJson);
 }
 
 /** The stage is over: its objects stop acting for it, and it stops being reachable from here. */
-export function finish(st: StageRecord): void {
+function finish(st: StageRecord): void {
   st.done = true;
   delete stages[st.id];
   hostCancel(st);
@@ -262,12 +262,12 @@ export function finish(st: StageRecord): void {
   if (st.responseApi !== null) wmSet(apiStage, st.responseApi, ENDED);
 }
 
-export function cancel(id: number): void {
+function cancel(id: number): void {
   var st = stages[id];
   if (st !== undefined) finish(st);
 }
 
-export function drain(): string {
+function drain(): string {
   if (inEntry) throw illegalState('the adapter entry is not re-entrant');
   var out = '';
   for (var i = 0; i < settled.length; i++) {
@@ -284,7 +284,7 @@ export function drain(): string {
 }
 
 /** The StageOutput JSON of a settled stage, with its id. */
-export function collect(st: StageRecord): string {
+function collect(st: StageRecord): string {
   var status = st.status;
   var hasValue = false;
   var valueJson;
@@ -349,5 +349,5 @@ export function collect(st: StageRecord): string {
   return s + '}';
 }
 
-export var entry: AdapterEntry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
+var entry: AdapterEntry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
 __adapterEntry = entry;

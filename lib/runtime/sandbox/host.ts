@@ -16,10 +16,10 @@ import type { PendingCall, StageRecord } from './types';
 
 export var active: StageRecord | null = null;
 /** Async host calls in flight: call id -> { st, op, ok, fail, at }. */
-export var pendingCalls: { [id: string]: PendingCall } = objectCreate(null);
+var pendingCalls: { [id: string]: PendingCall } = objectCreate(null);
 export var waitingCalls = 0;
 
-export function replyValue(op: string, raw: unknown, at?: Error): unknown {
+function replyValue(op: string, raw: unknown, at?: Error): unknown {
   var res: unknown;
   try {
     res = jsonParse(Str(raw));

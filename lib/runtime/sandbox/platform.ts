@@ -14,7 +14,7 @@ import { base64, bufferSourceBytes, stringifyUser, utf8Binary } from './encoding
 import { active, hostIo, hostSync } from './host';
 import type { StageRecord } from './types';
 
-export function abort(message: unknown, status: unknown): never {
+function abort(message: unknown, status: unknown): never {
   var msg = isNil(message) ? ABORT_MESSAGE : safeString(message);
   // (a whole status from 400 to 599, else the default 500: types/platform.d.ts; as the automation abort step)
   var sc = typeof status === 'number' && mathTrunc(status) === status && status >= 400 && status <= 599 ? status : undefined;
@@ -28,7 +28,7 @@ export function abort(message: unknown, status: unknown): never {
 }
 
 /** UTF-8 (the default; 'utf8' too) in the sandbox, other charsets through the host. */
-export function stringToBytes(s: unknown, charset: unknown): number[] {
+function stringToBytes(s: unknown, charset: unknown): number[] {
   var out: number[] = [];
   var i;
   if (isNil(s)) return out;
@@ -43,7 +43,7 @@ export function stringToBytes(s: unknown, charset: unknown): number[] {
   return out;
 }
 
-export function httpRequest(opts: unknown): unknown {
+function httpRequest(opts: unknown): unknown {
   if (typeof opts === 'string') opts = { url: opts };
   if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw makeError('TypeError', 'platform.http.request needs a request object with a url');
   var method = isNil(opts.method) ? 'GET' : toUpperCase(Str(opts.method));
@@ -75,7 +75,7 @@ export function httpRequest(opts: unknown): unknown {
   });
 }
 
-export function httpResponse(st: StageRecord | null, res: unknown) {
+function httpResponse(st: StageRecord | null, res: unknown) {
   var id = getOwn(res, 'id');
   // Bodies up to 1 MiB arrive with the response; a larger one is asked for on first read, and a
   // body the host could not read throws the reason then (too large, timed out, reset).
@@ -99,7 +99,7 @@ export function httpResponse(st: StageRecord | null, res: unknown) {
   return response;
 }
 
-export function deepFreeze<T extends { [key: string]: unknown }>(o: T): Readonly<T> {
+function deepFreeze<T extends { [key: string]: unknown }>(o: T): Readonly<T> {
   for (var keys = objectKeys(o), i = 0; i < keys.length; i++) if (isObj(o[keys[i]])) deepFreeze(o[keys[i]] as { [key: string]: unknown });
   return freeze(o);
 }

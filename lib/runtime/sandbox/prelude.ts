@@ -58,8 +58,8 @@
  *   - buffered text is counted as UTF-8 bytes (ISO-8859-1 / US-ASCII: one byte per char).
  *
  * The modules are bundled into the function's one closure scope and declare no globals (the
- * bundle has no helpers of its own: nothing is lowered, and only entry.ts, which exports nothing,
- * is an entry point). Their top-level statements run in import order, this module first: it
+ * bundle has no helpers of its own: nothing is lowered, and only entry.ts is an entry point, its
+ * exports dropped by the IIFE format). Their top-level statements run in import order, this module first: it
  * holds the captured builtins, the small safe helpers and the error constructors. `hostFn` is the
  * wrapper's parameter (globals.d.ts).
  */
@@ -71,9 +71,9 @@ export var G: typeof globalThis & { [name: string]: unknown } = globalThis;
 // ---------------------------------------------------------------------------------------------
 // Captured builtins
 // ---------------------------------------------------------------------------------------------
-export var FnProto = Function.prototype;
+var FnProto = Function.prototype;
 /** uncurry(String.prototype.slice)(s, 1, 2) is s.slice(1, 2), immune to later patching. */
-export var uncurry: <F extends (...args: any[]) => any>(fn: F) => (self: any, ...args: Parameters<F>) => ReturnType<F> = FnProto.bind.bind(FnProto.call);
+var uncurry: <F extends (...args: any[]) => any>(fn: F) => (self: any, ...args: Parameters<F>) => ReturnType<F> = FnProto.bind.bind(FnProto.call);
 export var fnApply: (fn: Function, self: unknown, args: ArrayLike<unknown>) => any = uncurry(FnProto.apply);
 /** A descriptor with a null prototype (`__proto__: null`), so no inherited getter or setter can change it. */
 export type Descriptor = PropertyDescriptor & { __proto__?: null };
@@ -106,7 +106,7 @@ export var mathMax = Math.max;
 export var mathMin = Math.min;
 export var ErrorCtor = Error;
 export var DateCtor = Date;
-export var DateProto = Date.prototype;
+var DateProto = Date.prototype;
 export var getTime: (d: unknown) => number = uncurry(DateProto.getTime);
 export var toISOString: (d: unknown) => string = uncurry(DateProto.toISOString);
 export var getUTCDay: (d: Date) => number = uncurry(DateProto.getUTCDay);
@@ -160,7 +160,7 @@ export var OUTBOUND_FAILED = 270501;
  * (even a Proxy's trap gets a copy), and its value is cleared after, so it holds nothing. A new
  * descriptor literal per call was ~0.3 µs of every setOwn in QuickJS.
  */
-export var OWN_DESC: Descriptor = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
+var OWN_DESC: Descriptor = { __proto__: null, value: undefined, writable: true, enumerable: true, configurable: true };
 /** Defines an own data property: no inherited setter can intercept it. */
 export function setOwn<T extends object>(o: T, k: PropertyKey, v: unknown): T {
   OWN_DESC.value = v;

@@ -14,7 +14,7 @@ import type { Fields, Part, StageRecord } from './types';
 import type { RequestSnapshot } from '../protocol';
 
 /** A Cookie as the script sees it (getCookies). */
-export interface Cookie {
+interface Cookie {
   name: string;
   value: string;
   getName(): string;
@@ -22,7 +22,7 @@ export interface Cookie {
 }
 
 /** A Part acts for the stage that made it. */
-export function makePart(st: StageRecord, info: unknown): Part {
+function makePart(st: StageRecord, info: unknown): Part {
   var id = Str(getOwn(info, 'id'));
   var name = getOwn(info, 'name') ?? null;
   var contentType = getOwn(info, 'contentType') ?? null;
@@ -44,7 +44,7 @@ export function makePart(st: StageRecord, info: unknown): Part {
     saveAttachment: (tableId?: unknown, fieldId?: unknown) => hostIo(st, 'part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
   });
 }
-export function makeCookie(name: string, value: string): Cookie {
+function makeCookie(name: string, value: string): Cookie {
   return { name: name, value: value, getName: () => name, getValue: () => value };
 }
 
@@ -53,9 +53,9 @@ function reqRec(self: unknown): StageRecord {
   return apiRec(self, 'ctx.request');
 }
 /** What a read of an absent map of the snapshot sees (never handed out). */
-export var NO_MAP: Readonly<Fields> = freeze(objectCreate(null));
+var NO_MAP: Readonly<Fields> = freeze(objectCreate(null));
 /** Query values first, then the urlencoded / multipart form fields. */
-export function parameterValues(st: StageRecord, name: string): string[] {
+function parameterValues(st: StageRecord, name: string): string[] {
   var out: string[] = [];
   var sources = [getOwn(snapField(st, 'query', NO_MAP), name), getOwn(snapField(st, 'form', NO_MAP), name)];
   for (var s = 0; s < 2; s++) {
@@ -65,7 +65,7 @@ export function parameterValues(st: StageRecord, name: string): string[] {
   }
   return out;
 }
-export function headerValues(st: StageRecord, name: unknown): string[] {
+function headerValues(st: StageRecord, name: unknown): string[] {
   if (isNil(name)) return [];
   var ln = lower(name);
   var list = getOwn(snapField(st, 'headerLists', NO_MAP), ln);
@@ -77,13 +77,13 @@ export function headerValues(st: StageRecord, name: unknown): string[] {
   var h = getOwn(snapField(st, 'headers', NO_MAP), ln);
   return typeof h === 'string' ? [h] : [];
 }
-export function snapGetter(k: keyof RequestSnapshot, dflt: unknown): (this: unknown) => unknown {
+function snapGetter(k: keyof RequestSnapshot, dflt: unknown): (this: unknown) => unknown {
   return function (this: unknown) {
     return snapField(reqRec(this), k, dflt);
   };
 }
 
-export var ReqProto = freeze({
+var ReqProto = freeze({
   // Attributes: the live values within a stage, JSON copies from one stage to the next.
   // (st.attrs has no prototype and never holds undefined: a plain read is an own-property read)
   getAttribute: function (this: unknown, name: unknown): unknown {

@@ -7,9 +7,9 @@
 import { DateCtor, Num, Str, U8, fromCharCode, getTime, getUTCDate, getUTCDay, getUTCFullYear, getUTCHours, getUTCMinutes, getUTCMonth, getUTCSeconds, illegalArgument, isObj, jstr, makeError, mathMin, objToString, safeString, strSlice, toFixed, toInt, toUpperCase } from './prelude';
 import { binaryString, utf8Binary } from './encoding';
 
-export var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
-export var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-export function pad(n: number, w: number): string {
+var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+function pad(n: number, w: number): string {
   var s = '' + n;
   while (s.length < w) s = '0' + s;
   return s;

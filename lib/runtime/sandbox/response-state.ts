@@ -13,18 +13,18 @@ import type { Chunk, Fields, ResFields, ResState } from './types';
 import type { BodyChunk, ResponseState } from '../protocol';
 
 /** The values of the `typeof` names pick is given. */
-export interface TypeofValues {
+interface TypeofValues {
   number: number;
   string: string;
   boolean: boolean;
 }
 /** Field `k` of a carried state `r` when it has type `type`, else `dflt`. */
-export function pick<T extends keyof TypeofValues, D>(r: unknown, k: string, type: T, dflt: D): TypeofValues[T] | D {
+function pick<T extends keyof TypeofValues, D>(r: unknown, k: string, type: T, dflt: D): TypeofValues[T] | D {
   var v = getOwn(r, k);
   return typeof v === type ? (v as TypeofValues[T]) : dflt;
 }
 /** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
-export var RES_FIELDS: Array<keyof ResFields> = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
+var RES_FIELDS: Array<keyof ResFields> = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
 /** RES_FIELDS of the response as it starts (newResponseState in lib/runtime/protocol.ts): only ever compared. */
 var STARTING = freeze({ __proto__: null, status: 200, contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, written: false, committed: false, error: null, redirect: null });
 /**

@@ -84,7 +84,7 @@ type Method = (...args: never[]) => unknown;
 /** A method of ResProto: sets `st` from `this`, then calls the method of `api` with (a, b). */
 type ProtoMethod = (this: unknown, a: unknown, b: unknown) => unknown;
 
-export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
+function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   // (null only outside the methods, which all set it first)
   var st: StageRecord = null as unknown as StageRecord;
   var api: ResponseApi;
@@ -430,7 +430,7 @@ export function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> 
   }
   return freeze(proto);
 }
-export var ResProto = buildResponseProto();
+var ResProto = buildResponseProto();
 /** The response object of a stage (its st.responseApi). */
 export function makeResponse(st: StageRecord): ResponseApi {
   var o: ResponseApi = objectCreate(ResProto);

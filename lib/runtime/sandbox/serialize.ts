@@ -87,7 +87,7 @@ export function thrownInfo(e: unknown): ThrownError {
   }
   return { name: name, message: message, code: code, status: status, stack: stack };
 }
-export function typeName(v: unknown): string {
+function typeName(v: unknown): string {
   return v === null ? 'null' : typeof v;
 }
 /** A File result's field that is there (not null or undefined) but no string: the message saying so, else null. */
