@@ -248,19 +248,12 @@ export function clonePlain(v: unknown): unknown {
   else for (var keys = objectKeys(v), j = 0; j < keys.length; j++) setOwn(out, keys[j], clonePlain(v[keys[j]]));
   return out;
 }
-/** Distinct keys of several objects, in order. */
+/** The keys of `a`, then those of `b` that `a` has not, in order. */
 export function unionKeys(a: object, b: object): string[] {
-  var out: string[] = [];
+  var out = objectKeys(a);
   var seen: { [k: string]: boolean } = objectCreate(null);
-  var lists = [objectKeys(a), objectKeys(b)];
-  for (var s = 0; s < 2; s++) {
-    for (var i = 0; i < lists[s].length; i++) {
-      var k = lists[s][i];
-      if (seen[k] === true) continue;
-      seen[k] = true;
-      push(out, k);
-    }
-  }
+  for (var i = 0; i < out.length; i++) seen[out[i]] = true;
+  for (var keys = objectKeys(b), j = 0; j < keys.length; j++) if (seen[keys[j]] !== true) push(out, keys[j]);
   return out;
 }
 /**
