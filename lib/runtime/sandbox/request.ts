@@ -10,19 +10,16 @@ import { hostIo } from './host';
 import { makeEnumeration } from './enumeration';
 import type { Enumeration } from './enumeration';
 import { apiRec, apiStage, snapField } from './entry';
-import type { Fields, Part, StageRecord } from './types';
+import type { Fields, StageRecord } from './types';
 import type { RequestSnapshot } from '../protocol';
 
+/** A Part as the script sees it. */
+export type Part = ReturnType<typeof makePart>;
 /** A Cookie as the script sees it (getCookies). */
-interface Cookie {
-  name: string;
-  value: string;
-  getName(): string;
-  getValue(): string;
-}
+type Cookie = ReturnType<typeof makeCookie>;
 
 /** A Part acts for the stage that made it. */
-function makePart(st: StageRecord, info: unknown): Part {
+function makePart(st: StageRecord, info: unknown) {
   var id = Str(getOwn(info, 'id'));
   var name = getOwn(info, 'name') ?? null;
   var contentType = getOwn(info, 'contentType') ?? null;
@@ -44,7 +41,7 @@ function makePart(st: StageRecord, info: unknown): Part {
     saveAttachment: (tableId?: unknown, fieldId?: unknown) => hostIo(st, 'part.saveAttachment', { id: id, tableId: path(tableId), fieldId: path(fieldId) }),
   });
 }
-function makeCookie(name: string, value: string): Cookie {
+function makeCookie(name: string, value: string) {
   return { name: name, value: value, getName: () => name, getValue: () => value };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { ResponseState, Stage, StageHead, ThrownError } from '../protocol';
 import type { ResponseApi, ResponseOutputStream, ResponseWriter } from './response';
+import type { Part } from './request';
 
 /** A body chunk of the internal response: text, base64 from an earlier stage, or a binary string written in this stage. */
 export interface Chunk {
@@ -25,21 +26,6 @@ export interface ResState extends ResFields {
   headerCount0: number;
   /** The body changed in this stage. */
   chunksChanged: boolean;
-}
-
-/** A Part as the script sees it (request.ts: makePart). */
-export interface Part {
-  readonly name: unknown;
-  readonly contentType: unknown;
-  readonly size: number;
-  readonly submittedFileName: unknown;
-  getName(): unknown;
-  getContentType(): unknown;
-  getSize(): number;
-  getSubmittedFileName(): unknown;
-  save(path?: unknown): unknown;
-  saveStorage(path?: unknown): unknown;
-  saveAttachment(tableId?: unknown, fieldId?: unknown): unknown;
 }
 
 /** The snapshot fields a stage reads without a prototype (entry.ts: StageProto.fields / req). */
