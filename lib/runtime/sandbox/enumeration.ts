@@ -6,15 +6,10 @@
  */
 import { SymIterator, copyArray, makeError } from './prelude';
 
-/** java.util.Enumeration as scripts get it: also iterable, through asIterator() or itself. */
-export interface Enumeration<T> {
-  hasMoreElements(): boolean;
-  nextElement(): T;
-  asIterator(): IterableIterator<T>;
-  [Symbol.iterator](): IterableIterator<T>;
-}
+export type Enumeration<T> = ReturnType<typeof makeEnumeration<T>>;
 
-export function makeEnumeration<T>(list: ArrayLike<T>): Enumeration<T> {
+/** java.util.Enumeration as scripts get it: also iterable, through asIterator() or itself. */
+export function makeEnumeration<T>(list: ArrayLike<T>) {
   var items = copyArray(list);
   var i = 0;
   function iterator(): IterableIterator<T> {
