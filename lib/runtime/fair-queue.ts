@@ -12,19 +12,12 @@ export class FairQueue<T extends { appId: string }> {
     return this.count;
   }
 
-  /** Adds a call at the end of its app's line. */
-  push(item: T): void {
+  /** Adds a call at the end of its app's line (`front`: back at the front, it was in line first). */
+  push(item: T, front = false): void {
     const line = this.apps.get(item.appId);
-    if (line) line.push(item);
-    else this.apps.set(item.appId, [item]);
-    this.count++;
-  }
-
-  /** Puts a call back at the front of its app's line (it was in line first). */
-  unshift(item: T): void {
-    const line = this.apps.get(item.appId);
-    if (line) line.unshift(item);
-    else this.apps.set(item.appId, [item]);
+    if (!line) this.apps.set(item.appId, [item]);
+    else if (front) line.unshift(item);
+    else line.push(item);
     this.count++;
   }
 

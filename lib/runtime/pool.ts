@@ -184,8 +184,7 @@ export class WorkerPool implements ScriptEngine {
   private enqueue(task: Task, front = false): void {
     // (a call a worker sent back after close() stopped the pool: no worker will take it)
     if (this.closed) return this.finish(task, lineResult(task.job, 'SHUTTING_DOWN'));
-    if (front) this.queue.unshift(task);
-    else this.queue.push(task);
+    this.queue.push(task, front);
     // (counted from when the call first came: a call sent back by a worker keeps its time in line)
     task.queuedAt ??= clock();
     this.armQueueTimer(task);
