@@ -28,12 +28,8 @@ export interface Task {
   done: boolean;
 }
 
-export interface WorkerSettings {
-  engine: 'quickjs' | 'vm2';
-  memoryLimitMb: number;
-  contextBudgetMb: number;
-  slowMs: number;
-}
+/** What the pool chooses of a worker's config (the rest is made here). */
+type WorkerSettings = Pick<WorkerConfig, 'engine' | 'memoryLimitMb' | 'contextBudgetMb' | 'slowMs'>;
 
 export class PoolWorker {
   readonly worker: Worker;
@@ -69,11 +65,8 @@ export class PoolWorker {
     const replies = new MessageChannel();
     const shared = { clock: new SharedArrayBuffer(32), ints: new SharedArrayBuffer(12) };
     const config: WorkerConfig = {
-      engine: settings.engine,
-      memoryLimitMb: settings.memoryLimitMb,
-      contextBudgetMb: settings.contextBudgetMb,
+      ...settings,
       adapterSource: adapterSource(),
-      slowMs: settings.slowMs,
       shared,
       results: results.port2,
       replies: replies.port2,
