@@ -318,11 +318,6 @@ export class Stages {
     return callId;
   }
 
-  /** One macrotask turn: the promise jobs (V8 microtasks) an entry queued have run. */
-  private static turn(): Promise<void> {
-    return new Promise((resolve) => setImmediate(resolve));
-  }
-
   /**
    * One entry into a context for `job`, then the stages it settled. When the engine runs an
    * entry's promise jobs only once the event loop turns (vm2), the context is entered again only
@@ -394,7 +389,7 @@ export class Stages {
           // (the promise jobs it queued run after this slice: `await null; while (true) {}`)
           this.slices.untilTurn?.(job.id);
           end();
-          await Stages.turn();
+          await new Promise((resolve) => setImmediate(resolve)); // (the event loop turned: they have run)
           if (c.dead) return;
           begin(); // (reading the results runs script code too: getters, toJSON)
           upTo = this.nextStage - 1;
