@@ -92,7 +92,6 @@ export class Stages {
   private tick = 0;
   /** The job of the entry running now (host calls made while a module loads act for it). */
   entryJob: StageJob | null = null;
-  entryScript = '';
   /** The deadline of the entry running now: the job's, or the load's own. */
   entryDeadline = Infinity;
   /** An entry into a jobsRunLater context was made in this turn of the event loop (see step). */
@@ -101,8 +100,8 @@ export class Stages {
   private readonly turnWaiters: (() => void)[] = [];
   /** A job in flight to end as out of memory once the entry running now is over (see heapGrowth). */
   private hog: StageJob | null = null;
-  /** The context loading and its job: that module's top-level code makes host calls (console...) as stage 0. */
-  private loadingFor: { c: Cached; job: StageJob } | null = null;
+  /** The context loading, its job and script: that module's top-level code makes host calls (console...) as stage 0. */
+  private loadingFor: { c: Cached; job: StageJob; script: string } | null = null;
 
   constructor(
     private readonly driver: SandboxDriver & { takeHeapFull?(): boolean; takeInterrupted?(): boolean },
@@ -147,7 +146,7 @@ export class Stages {
     return new Promise<StageOutput>((resolve, reject) => {
       const p: Pending = { job, script, request: texts.request, resolve, reject, started: false };
       c.stages.set(id, p);
-      void this.step(c, job, script, () => {
+      void this.step(c, job, () => {
         p.started = true;
         c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps);
       });
@@ -161,7 +160,7 @@ export class Stages {
     this.calls.delete(callId);
     call.job.calls!--;
     if (call.c.dead || call.job.done) return;
-    void this.step(call.c, call.job, '', () => call.c.ctx.reply(callId, json));
+    void this.step(call.c, call.job, () => call.c.ctx.reply(callId, json));
   }
 
   /**
@@ -249,7 +248,6 @@ export class Stages {
     const c: Cached = { key, ctx: undefined as unknown as EngineContext, stages: new Map(), used: ++this.tick, dead: false, entering: null };
     const host = this.hostFor(c);
     this.entryJob = job;
-    this.entryScript = script;
     this.entryDeadline = Infinity;
     let began = false;
     // the script's own module code runs under a deadline of its own, in a slice the pool sees
@@ -258,7 +256,7 @@ export class Stages {
       this.slices.begin(job.id);
       this.entryDeadline = clock() + job.timeoutMs;
     };
-    this.loadingFor = { c, job };
+    this.loadingFor = { c, job, script };
     this.slices.untilTurn?.(job.id);
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
@@ -305,13 +303,14 @@ export class Stages {
     const p = stageId === 0 ? undefined : c.stages.get(stageId);
     // (stage 0: the module's own code while it loads; at any other time, or from another context,
     // no stage is acting, e.g. a callback of another context's code that the runtime ran then)
-    const job = p ? p.job : stageId === 0 && this.loadingFor?.c === c ? this.loadingFor.job : null;
+    const loading = stageId === 0 && this.loadingFor?.c === c ? this.loadingFor : null;
+    const job = p ? p.job : (loading?.job ?? null);
     if (!job || job.done) {
       if (async) return '';
       return JSON.stringify({ ok: false, error: { name: 'Error', message: 'The call is over' } });
     }
     if (op === 'stage.request') return p ? p.request() : 'null';
-    if (!async) return this.host.callSync(job, p ? p.script : this.entryScript, op, argsJson);
+    if (!async) return this.host.callSync(job, p ? p.script : loading!.script, op, argsJson);
     const callId = this.host.callAsync(job, op, argsJson);
     this.calls.set(callId, { c, job });
     job.calls = (job.calls ?? 0) + 1;
@@ -327,11 +326,11 @@ export class Stages {
    * the slice the pool sees names the job whose code runs (a runaway or a memory bomb resumed in
    * one turn with another app's call would be charged to the call entered after it).
    */
-  private step(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
-    if (!this.driver.jobsRunLater) return this.entry(c, job, script, enter);
+  private step(c: Cached, job: StageJob, enter: () => void): Promise<void> {
+    if (!this.driver.jobsRunLater) return this.entry(c, job, enter);
     const inTurn = (): Promise<void> => {
       const wait = this.ownTurn();
-      return wait === null ? this.entry(c, job, script, enter) : wait.then(() => (c.dead ? undefined : this.entry(c, job, script, enter)));
+      return wait === null ? this.entry(c, job, enter) : wait.then(() => (c.dead ? undefined : this.entry(c, job, enter)));
     };
     const before = c.entering;
     const run = before === null ? inTurn() : before.then(() => (c.dead ? undefined : inTurn()));
@@ -362,13 +361,12 @@ export class Stages {
     }
   };
 
-  private async entry(c: Cached, job: StageJob, script: string, enter: () => void): Promise<void> {
+  private async entry(c: Cached, job: StageJob, enter: () => void): Promise<void> {
     let inSlice = false;
     const begin = () => {
       this.slices.begin(job.id);
       inSlice = true;
       this.entryJob = job;
-      this.entryScript = script;
       this.entryDeadline = job.deadline;
     };
     const end = () => {
