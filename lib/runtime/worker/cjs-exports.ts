@@ -9,7 +9,6 @@
  *   moves to the end of the module, where every binding it names is set (an export list may
  *   stand anywhere in a module).
  *
- *
  * And one it lowers off-column: `export function f` / `export class C` lose their `export ` (the
  * rest of the line moved 6 columns left, so an error's column pointed elsewhere). The keyword is
  * blanked here and the name exported at the end (a function is hoisted; a class is set by then).

@@ -112,8 +112,7 @@ export class QuickJsDriver implements SandboxDriver {
     readonly heapCapBytes: number,
   ) {
     this.heapBytes = memory.buffer.byteLength;
-    // (QuickJS's own limit counts allocations, not bytes, in this build: the heap's growth is the bound)
-    rt.setMemoryLimit(-1);
+    rt.setMemoryLimit(-1); // (off: see Memory above)
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(() => {
       if (!this.flushing && !this.options.interrupt()) return false;
