@@ -93,7 +93,6 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
 
     const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
     if (!plan.ok) return fallback(plan.message);
-    if (plan.wraps.length === 0 && plan.asyncFunctions.length === 0) return { code: source, async: true };
     const inserted: Array<[number, number]> = [];
     const code = applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent, inserted);
     for (const [pos, length] of inserted) options.insertions?.push([lines.lineOf(pos), lines.columnOf(pos), length]);
