@@ -50,8 +50,8 @@ function statementNeedingSemicolon(source: string, node: Node, parentOf: Map<Nod
 
 const WORD_CHAR = /[\p{ID_Continue}$\u200c\u200d\\]/u;
 
-/** `inserted`, when given, gets each insertion as [offset in the source, length], in source order. */
-export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], parentOf: Map<Node, Node>, inserted?: Array<[number, number]>): string {
+/** `inserted` gets each insertion as [offset in the source, length], in source order. */
+export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], parentOf: Map<Node, Node>, inserted: Array<[number, number]>): string {
   const edits: Insertion[] = [];
   const semicolons = new Set<number>();
   for (const node of wraps) {
@@ -73,7 +73,7 @@ export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions
   for (const e of edits) {
     out += source.slice(last, e.pos) + e.text;
     last = e.pos;
-    inserted?.push([e.pos, e.text.length]);
+    inserted.push([e.pos, e.text.length]);
   }
   return out + source.slice(last);
 }
