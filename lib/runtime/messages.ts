@@ -70,6 +70,9 @@ export interface ReplyMessage {
 
 export type HostReply = { ok: true; value: unknown } | { ok: false; error: HostErrorInfo };
 
+/** The answer to a host call of a job that ended first (a service that never answers leaves nothing waiting). */
+export const CALL_OVER: HostReply = { ok: false, error: { name: 'Error', message: 'The call is over' } };
+
 export interface HostErrorInfo {
   name: string;
   message: string;

@@ -21,7 +21,7 @@
 import { ERRORS, type ErrorName } from '../errors';
 import type { EngineStats, HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { FairQueue } from './fair-queue';
-import { clock, hostErrorInfo, type FromWorker, type HostReply } from './messages';
+import { CALL_OVER, clock, hostErrorInfo, type FromWorker, type HostReply } from './messages';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
 import { PoolWorker, type Task } from './pool-worker';
 import { MAX_TIMER_MS } from '../timers';
@@ -512,7 +512,7 @@ export class WorkerPool implements ScriptEngine {
       this.dispatch(); // this worker waits now: another may have to take its share
     }
     if (!task) {
-      send({ ok: false, error: { name: 'Error', message: 'The call is over' } });
+      send(CALL_OVER);
       return;
     }
     task.host.call(msg.op, msg.args).then(

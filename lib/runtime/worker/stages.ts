@@ -21,7 +21,7 @@
 import type { StageOutput } from '../protocol';
 import type { StageTexts } from './pipeline';
 import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
-import { clock } from '../../timers';
+import { CALL_OVER, clock } from '../messages';
 
 /** A job as the stages see it. */
 export interface StageJob {
@@ -307,7 +307,7 @@ export class Stages {
     const job = p ? p.job : (loading?.job ?? null);
     if (!job || job.done) {
       if (async) return '';
-      return JSON.stringify({ ok: false, error: { name: 'Error', message: 'The call is over' } });
+      return JSON.stringify(CALL_OVER);
     }
     if (op === 'stage.request') return p ? p.request() : 'null';
     if (!async) return this.host.callSync(job, p ? p.script : loading!.script, op, argsJson);

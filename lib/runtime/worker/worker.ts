@@ -9,7 +9,7 @@ import { ERRORS, ERROR_MESSAGE_MAX, clipText } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
 import type { Stage } from '../protocol';
-import { Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
+import { CALL_OVER, Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { FairQueue } from '../fair-queue';
 import { runPipeline } from './pipeline';
@@ -40,8 +40,6 @@ const jobs = new Map<number, RunningJob>();
 /** Async host calls made by the worker itself (automations), by call id. */
 const ownCalls = new Map<number, { job: RunningJob; settle: (reply: HostReply) => void }>();
 let nextCall = 1;
-/** The answer to a host call of a job that ended first (a service that never answers leaves nothing waiting). */
-const CALL_OVER: HostReply = { ok: false, error: { name: 'Error', message: 'The call is over' } };
 
 // ---- slices: the pool reads how long this thread has been busy ------------------------------
 let depth = 0;
