@@ -14,10 +14,6 @@ import { readFileSync } from 'node:fs';
 /** A compiled `WebAssembly.Module` (this package's TypeScript lib has no WebAssembly types). */
 export type WasmModule = object;
 
-interface WasmGlobal {
-  Module: new (bytes: Uint8Array) => WasmModule;
-}
-
 let compiled: WasmModule | null | undefined;
 
 /**
@@ -28,7 +24,7 @@ export function quickjsWasmModule(): WasmModule | undefined {
   if (compiled === undefined) {
     try {
       const file = require.resolve('@jitl/quickjs-wasmfile-release-sync/wasm');
-      const wasm = (globalThis as unknown as { WebAssembly: WasmGlobal }).WebAssembly;
+      const wasm = (globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WasmModule } }).WebAssembly;
       compiled = new wasm.Module(readFileSync(file));
     } catch {
       compiled = null;
