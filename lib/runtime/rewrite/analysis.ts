@@ -292,17 +292,10 @@ export class Planner extends TreeQueries {
   /** Whether `fn` may become async: how it is bound and how it is used. */
   private conversion(fn: Node): Conversion {
     const up = this.parent(fn) as Node;
-    if (up.type === 'MethodDefinition') {
-      if (up.kind === 'constructor') return { place: 'a class constructor' };
-      if (up.kind === 'get') return { place: 'a getter' };
-      if (up.kind === 'set') return { place: 'a setter' };
-      return { place: 'a class method' };
-    }
-    if (up.type === 'Property' && up.value === fn) {
-      if (up.kind === 'get') return { place: 'a getter' };
-      if (up.kind === 'set') return { place: 'a setter' };
-      return { place: up.method ? 'an object method' : 'a function stored in an object' };
-    }
+    const property = up.type === 'Property' && up.value === fn;
+    if ((property || up.type === 'MethodDefinition') && (up.kind === 'get' || up.kind === 'set')) return { place: up.kind === 'get' ? 'a getter' : 'a setter' };
+    if (up.type === 'MethodDefinition') return { place: up.kind === 'constructor' ? 'a class constructor' : 'a class method' };
+    if (property) return { place: up.method ? 'an object method' : 'a function stored in an object' };
     if (up.type === 'PropertyDefinition') return { place: 'a function stored in a class field' };
     if ((up.type === 'CallExpression' || up.type === 'NewExpression') && (up.arguments as Node[]).includes(fn)) {
       return { place: 'a callback passed to another function' };
