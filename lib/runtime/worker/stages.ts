@@ -26,7 +26,6 @@ import { CALL_OVER, clock } from '../messages';
 /** A job as the stages see it. */
 export interface StageJob {
   id: number;
-  appId: string;
   /** The job's time limit (ms): also the bound of one context's loading. */
   timeoutMs: number;
   /** On the monotonic clock (lib/timers.ts). Time spent loading contexts is added to it: the limit measures the script's own work. */

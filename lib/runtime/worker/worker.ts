@@ -299,7 +299,7 @@ function finish(running: RunningJob, result: JobResult): void {
 function start(id: number, seq: number, job: ScriptJob): void {
   Atomics.store(shared.ints, SHARED_STARTED, seq);
   const now = clock();
-  const running: RunningJob = { id, appId: job.appId, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now, ownCalls: 0 };
+  const running: RunningJob = { id, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now, ownCalls: 0 };
   jobs.set(id, running);
   // the deadline moves while contexts load: the timer checks it again when it fires
   const check = (): void => {
