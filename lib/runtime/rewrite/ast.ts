@@ -91,6 +91,13 @@ export function propertyName(member: Node): string | null {
   return null;
 }
 
+/** The name an object or class member (or a destructuring's property) is defined with (`keep` of `{ async keep() {} }`), or null. */
+export function memberName(member: Node): string | null {
+  const key = member.key as Node;
+  if (!member.computed) return key.type === 'Identifier' ? (key.name as string) : key.type === 'Literal' ? String(key.value) : null;
+  return key.type === 'Literal' && typeof key.value === 'string' ? key.value : null;
+}
+
 /** The last name of an expression: `http` for `platform.http`, `http` for `http`; else null. */
 export function lastName(node: Node | null | undefined): string | null {
   if (!node) return null;

@@ -3,7 +3,7 @@
  * functions ran their host calls to the end before the code that started them went on; in async
  * mode they really run at the same time. Two ways that changes what a script does are fallbacks.
  */
-import { FUNCTION_TYPES, propertyName, quote, type Node } from './ast';
+import { FUNCTION_TYPES, memberName, propertyName, quote, type Node } from './ast';
 import type { Failure, TreeQueries } from './queries';
 
 /** Methods of a promise that return a promise of the same work. */
@@ -11,13 +11,6 @@ const CHAINS: ReadonlySet<string> = new Set(['then', 'catch', 'finally']);
 
 /** Statements and expressions that only test their `test`. */
 const TESTS: ReadonlySet<string> = new Set(['IfStatement', 'WhileStatement', 'DoWhileStatement', 'ForStatement', 'ConditionalExpression']);
-
-/** The name an object or class member is defined with (`keep` of `{ async keep() {} }`), or null. */
-function memberName(member: Node): string | null {
-  const key = member.key as Node;
-  if (!member.computed) return key.type === 'Identifier' ? (key.name as string) : key.type === 'Literal' ? String(key.value) : null;
-  return key.type === 'Literal' && typeof key.value === 'string' ? key.value : null;
-}
 
 /**
  * An async function that waits on the host must not be left running. Flags the usual ways of

@@ -4,7 +4,7 @@
  * module). Each one makes the script fall back to blocking mode.
  */
 import type { ScopeManager } from 'eslint-scope';
-import { lastName, Lines, propertyName, quote, type AstIndex, type Node } from './ast';
+import { lastName, Lines, memberName, propertyName, quote, type AstIndex, type Node } from './ast';
 import type { Failure } from './queries';
 import { escapedHostObject, hostObjectNames } from './host-objects';
 
@@ -96,8 +96,7 @@ export function findHazard(source: string, index: AstIndex, scopes: ScopeManager
   for (const pattern of index.objectPatterns) {
     for (const prop of pattern.properties as Node[]) {
       if (prop.type !== 'Property') continue;
-      const key = prop.key as Node;
-      const name = prop.computed ? (key.type === 'Literal' && typeof key.value === 'string' ? key.value : null) : key.type === 'Identifier' ? key.name : key.type === 'Literal' ? String(key.value) : null;
+      const name = memberName(prop);
       if (name === null || !hostMethods.has(name)) continue;
       if (name === 'request' && !destructuresHttp(pattern, index.parent, names.owners)) continue;
       found.push({ pos: prop.start, message: `host method \`${name}\` destructured at ${at(prop)} (only direct calls can be awaited)` });
