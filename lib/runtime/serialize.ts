@@ -29,7 +29,7 @@ function hostValueToJson(this: unknown, key: string, value: unknown): unknown {
  * what JSON cannot hold (a cycle), which would otherwise fail the message that carries it.
  */
 export function hostJson(value: unknown): unknown {
-  const text = value === undefined ? undefined : JSON.stringify(value, hostValueToJson);
+  const text = JSON.stringify(value, hostValueToJson); // (undefined for undefined)
   return text === undefined ? null : JSON.parse(text);
 }
 
