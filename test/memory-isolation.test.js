@@ -91,117 +91,67 @@ describe('QuickJS memory between apps on one worker', () => {
   }, 60_000);
 });
 
-describe('vm2: a memory bomb ends its worker', () => {
+describe('vm2: a memory bomb or a runaway ends its worker, charged to its own call', () => {
   let fixture;
-  afterAll(() => fixture?.router.close());
+  afterEach(() => fixture?.router.close());
+
+  const BOMB = "export function fn() { platform.system.getAccountByToken('x'); const a = []; for (;;) a.push(new Array(100000).fill('x' + a.length)); }";
+  const SPIN = "export function fn() { platform.system.getAccountByToken('x'); for (;;); }";
+  /** Account lookups answered after `ms`, or (`together`) all at once when `together` of them wait: their replies reach the worker in one message. */
+  const lookups = ({ ms, together }) => {
+    const waiting = [];
+    return {
+      getAccountByToken: (token) =>
+        new Promise((resolve) => {
+          if (ms !== undefined) return void setTimeout(() => resolve({ id: token }), ms);
+          waiting.push(() => resolve({ id: token }));
+          if (waiting.length === together) for (const answer of waiting.splice(0)) answer();
+        }),
+    };
+  };
+
+  /** App evil's script `evil` and `others` calls of app good, all waiting on the one worker's host lookups; the evil call's response and the others'. */
+  async function run(evil, others, router) {
+    fixture = makeApp({
+      router: { engine: 'vm2', workers: 1, maxWorkers: 1, ...router },
+      apps: {
+        evil: {
+          scripts: { 'evil.js': evil },
+          apis: [{ path: 'evil', call: { script: 'evil.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+        good: {
+          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
+          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const [bad, ...rest] = await Promise.all([agent.get('/web0/api/evil/evil'), ...Array.from({ length: others }, () => agent.get('/web0/api/good/wait'))]);
+    expect(bad.status).toBe(500);
+    // (ended with the worker, or run to the end: never charged with the evil call's memory or time)
+    for (const r of rest) {
+      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
+      else expect(r.body.code).toBe(270205);
+    }
+    return bad;
+  }
 
   test("the bomb's call fails with 270201; another app's calls on that worker are not reported out of memory", async () => {
     // app good's calls wait on the host (1.5 s) on the only worker while app evil's bomb fills its heap
-    const slow = { getAccountByToken: (token) => new Promise((resolve) => setTimeout(() => resolve({ id: token }), 1500)) };
-    fixture = makeApp({
-      router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptMemoryLimitMb: 16, scriptTimeoutMs: 30_000, accounts: slow },
-      apps: {
-        evil: {
-          scripts: { 'bomb.js': "export function fn() { platform.system.getAccountByToken('x'); const a = []; for (;;) a.push(new Array(100000).fill('x' + a.length)); }" },
-          apis: [{ path: 'bomb', call: { script: 'bomb.js', function: 'fn' }, returnType: 'JSON' }],
-        },
-        good: {
-          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
-          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
-        },
-      },
-    });
-    await fixture.router.ready();
-    const agent = request(fixture.app);
-    const calls = [agent.get('/web0/api/evil/bomb'), ...Array.from({ length: 6 }, () => agent.get('/web0/api/good/wait'))];
-    const [bomb, ...others] = await Promise.all(calls);
-    expect(bomb.status).toBe(500);
+    const bomb = await run(BOMB, 6, { scriptMemoryLimitMb: 16, scriptTimeoutMs: 30_000, accounts: lookups({ ms: 1500 }) });
     expect(bomb.body.code).toBe(OOM);
-    // (ended with the worker, or run to the end: never charged with the bomb's memory)
-    for (const r of others) {
-      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
-      else expect(r.body.code).toBe(270205);
-    }
   }, 60_000);
-});
 
-describe('vm2: a memory bomb whose lookup is answered in the same turn as the others', () => {
-  let fixture;
-  afterAll(() => fixture?.router.close());
-
-  test("the bomb's call still fails with 270201, not the call entered after it", async () => {
-    // the seven lookups are answered together: their replies reach the worker in one message, and
-    // the bomb's loop runs (after its await) only once the entries of that message are made
-    const waiting = [];
-    const together = {
-      getAccountByToken: (token) =>
-        new Promise((resolve) => {
-          waiting.push(() => resolve({ id: token }));
-          if (waiting.length === 7) for (const answer of waiting.splice(0)) answer();
-        }),
-    };
-    fixture = makeApp({
-      router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptMemoryLimitMb: 16, scriptTimeoutMs: 30_000, accounts: together },
-      apps: {
-        evil: {
-          scripts: { 'bomb.js': "export function fn() { platform.system.getAccountByToken('x'); const a = []; for (;;) a.push(new Array(100000).fill('x' + a.length)); }" },
-          apis: [{ path: 'bomb', call: { script: 'bomb.js', function: 'fn' }, returnType: 'JSON' }],
-        },
-        good: {
-          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
-          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
-        },
-      },
-    });
-    await fixture.router.ready();
-    const agent = request(fixture.app);
-    const calls = [agent.get('/web0/api/evil/bomb'), ...Array.from({ length: 6 }, () => agent.get('/web0/api/good/wait'))];
-    const [bomb, ...others] = await Promise.all(calls);
-    expect(bomb.status).toBe(500);
+  test("a bomb resumed in the same turn as the others still fails with 270201, not the call entered after it", async () => {
+    // the bomb's loop runs (after its lookup) only once the entries of that message are made
+    const bomb = await run(BOMB, 6, { scriptMemoryLimitMb: 16, scriptTimeoutMs: 30_000, accounts: lookups({ together: 7 }) });
     expect(bomb.body.code).toBe(OOM);
-    for (const r of others) {
-      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
-      else expect(r.body.code).toBe(270205);
-    }
   }, 60_000);
-});
 
-describe('vm2: a runaway whose lookup is answered in the same turn as the others', () => {
-  let fixture;
-  afterAll(() => fixture?.router.close());
-
-  test('the runaway fails with 270200, not the call entered after it', async () => {
-    const waiting = [];
-    const together = {
-      getAccountByToken: (token) =>
-        new Promise((resolve) => {
-          waiting.push(() => resolve({ id: token }));
-          if (waiting.length === 4) for (const answer of waiting.splice(0)) answer();
-        }),
-    };
-    fixture = makeApp({
-      router: { engine: 'vm2', workers: 1, maxWorkers: 1, scriptTimeoutMs: 1500, accounts: together },
-      apps: {
-        evil: {
-          scripts: { 'spin.js': "export function fn() { platform.system.getAccountByToken('x'); for (;;); }" },
-          apis: [{ path: 'spin', call: { script: 'spin.js', function: 'fn' }, returnType: 'JSON' }],
-        },
-        good: {
-          scripts: { 'wait.js': "export function fn() { return platform.system.getAccountByToken('g') }" },
-          apis: [{ path: 'wait', call: { script: 'wait.js', function: 'fn' }, returnType: 'JSON' }],
-        },
-      },
-    });
-    await fixture.router.ready();
-    const agent = request(fixture.app);
-    const calls = [agent.get('/web0/api/evil/spin'), ...Array.from({ length: 3 }, () => agent.get('/web0/api/good/wait'))];
-    const [spin, ...others] = await Promise.all(calls);
-    expect(spin.status).toBe(500);
+  test('a runaway resumed in the same turn as the others fails with 270200, not the call entered after it', async () => {
+    const spin = await run(SPIN, 3, { scriptTimeoutMs: 1500, accounts: lookups({ together: 4 }) });
     expect(spin.body.code).toBe(270200);
-    for (const r of others) {
-      if (r.status === 200) expect(r.body).toEqual({ id: 'g' });
-      else expect(r.body.code).toBe(270205);
-    }
   }, 60_000);
 });
 
