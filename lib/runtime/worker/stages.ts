@@ -256,7 +256,7 @@ export class Stages {
       this.entryDeadline = clock() + job.timeoutMs;
     };
     this.loadingFor = { c, job, script };
-    this.slices.untilTurn?.(job.id);
+    if (this.driver.jobsRunLater) this.slices.untilTurn?.(job.id);
     try {
       c.ctx = await this.driver.open(script, code, host, moduleStarts);
     } finally {

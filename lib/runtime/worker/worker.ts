@@ -71,7 +71,6 @@ const slices = {
     }
   },
   untilTurn(jobId: number): void {
-    if (config.engine !== 'vm2') return; // (QuickJS runs an entry's promise jobs within it)
     // (clock[2] from the latest such entry: one end waits for the loop to turn at a time)
     shared.clock[2] = clock();
     laterJob = jobId;
