@@ -107,9 +107,14 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   server.on('checkExpectation', expectationHandler());
   // connections open, to close at shutdown the ones that never sent a byte (Node.js counts them busy)
   const sockets = new Set<Socket>();
+  /** Set while the shutdown waits for the last socket's 'close'. */
+  let socketsClosed: (() => void) | undefined;
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    socket.once('close', () => {
+      sockets.delete(socket);
+      if (sockets.size === 0) socketsClosed?.();
+    });
   });
   const closeAll = async () => {
     await router.close();
@@ -157,6 +162,9 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
       limit.unref();
       try {
         await closed;
+        // (the server closes once it has counted its connections down, before they emit 'close':
+        // wait for them, so that every request is logged, also one cut at the limit, before exit)
+        if (sockets.size > 0) await new Promise<void>((resolve) => (socketsClosed = resolve));
         await closeAll();
       } finally {
         clearTimeout(limit);
