@@ -375,7 +375,7 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
   });
 
   test('text of every kind reaches the script intact: multi-byte, astral, long, in body, query, header and attributes', async () => {
-    // long texts enter QuickJS through a faster UTF-8 path than short ones: both must agree
+    // texts enter QuickJS as UTF-8 written by Node.js's encoder (quickjs-driver.ts, nativeTextCopies)
     fixture = oneApi(
       `export function before(ctx) { ctx.request.setAttribute('seen', ctx.body + '|' + ctx.query.q) }
       export function fn(ctx) { return { body: ctx.body, q: ctx.query.q, h: ctx.request.getHeader('x-t'), seen: ctx.request.getAttribute('seen') } }`,
@@ -390,6 +390,11 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
       .send(text)
       .expect(200);
     expect(res.body).toEqual({ body: text, q: text, h: 'plain-ascii-header-value-long-enough-'.repeat(3), seen: `${text}|${text}` });
+    // a body near the default limit of 1 MiB: 1, 2, 3 and 4 bytes a character
+    const long = 'a\u00f1\u65e5\u{1F600}'.repeat(20000) + '|end';
+    const big = await request(fixture.app).post('/web0/api/app1/p?q=x').set('content-type', 'text/plain; charset=utf-8').send(long).expect(200);
+    expect(big.body.body.length).toBe(long.length);
+    expect(big.body.body === long).toBe(true);
   });
 
   test('stages passing many different short texts (heads, attributes) all run, call after call', async () => {
