@@ -436,3 +436,60 @@ describe('QuickJS context memory', () => {
     expect(out.after).toMatchObject({ status: 'value' });
   }, 60_000);
 });
+
+describe('entries that wait for a turn (an engine that runs promise jobs later, as vm2)', () => {
+  const { Stages } = require('../dist/cjs/runtime/worker/stages.js');
+
+  /** A driver whose contexts record the stages started in them and settle each at once. */
+  function fakeDriver() {
+    const started = [];
+    const driver = {
+      poisoned: false,
+      jobsRunLater: true,
+      async open(name) {
+        let settled = [];
+        return {
+          bytes: 1,
+          hasFunction: () => true,
+          start(id) {
+            started.push({ script: name, id });
+            settled.push({ id, status: 'value', hasValue: false });
+          },
+          reply() {},
+          cancel() {},
+          drain() {
+            const outputs = settled;
+            settled = [];
+            return JSON.stringify({ waiting: 0, outputs });
+          },
+          dispose() {},
+        };
+      },
+    };
+    return { driver, started };
+  }
+  const texts = { request: () => '{}', ctx: '', maps: '', attributes: '{}', response: '', value: '' };
+  const job = (id) => ({ id, timeoutMs: 10_000, deadline: Infinity, done: false });
+
+  test('a call that ended (its deadline passed) while its entry waited for a turn never starts its script', async () => {
+    const { driver, started } = fakeDriver();
+    const slices = { begin() {}, end() {}, untilTurn() {} };
+    const stages = new Stages(driver, { callSync: () => '', callAsync: () => 0 }, slices, 1024 * 1024);
+    const stage = (j, script) => stages.run(j, script, script, '', 'fn', '{}', texts);
+    // both contexts loaded, each with a first call
+    await stage(job(1), 'a.js');
+    await stage(job(2), 'b.js');
+    expect(started.map((s) => s.script)).toEqual(['a.js', 'b.js']);
+    // two calls in one turn: the first enters now, the second waits for the next turn...
+    const first = stage(job(3), 'a.js');
+    const late = job(4);
+    const second = stage(late, 'b.js');
+    // ...and its deadline passes meanwhile (what the worker's timer does)
+    late.done = true;
+    stages.cancel(late);
+    await expect(second).rejects.toMatchObject({ errorName: 'SCRIPT_TIMEOUT' });
+    await expect(first).resolves.toMatchObject({ status: 'value' });
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(started.map((s) => s.script)).toEqual(['a.js', 'b.js', 'a.js']);
+  });
+});

@@ -327,16 +327,18 @@ export class Stages {
    */
   private step(c: Cached, job: StageJob, enter: () => void): Promise<void> {
     if (!this.driver.jobsRunLater) return this.entry(c, job, enter);
+    // (a job that ended while its entry waited, at its deadline, runs no more script code)
+    const over = () => c.dead || job.done;
     const inTurn = (): Promise<void> => {
       const wait = this.ownTurn();
-      return wait === null ? this.entry(c, job, enter) : wait.then(() => (c.dead ? undefined : this.entry(c, job, enter)));
+      return wait === null ? this.entry(c, job, enter) : wait.then(() => (over() ? undefined : this.entry(c, job, enter)));
     };
     const before = c.entering;
-    const run = before === null ? inTurn() : before.then(() => (c.dead ? undefined : inTurn()));
-    const over = () => {
+    const run = before === null ? inTurn() : before.then(() => (over() ? undefined : inTurn()));
+    const done = () => {
       if (c.entering === end) c.entering = null;
     };
-    const end: Promise<void> = run.then(over, over);
+    const end: Promise<void> = run.then(done, done);
     c.entering = end;
     return run;
   }
