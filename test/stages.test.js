@@ -493,3 +493,14 @@ describe('entries that wait for a turn (an engine that runs promise jobs later, 
     expect(started.map((s) => s.script)).toEqual(['a.js', 'b.js', 'a.js']);
   });
 });
+
+describe('texts entering QuickJS', () => {
+  let fixture;
+  afterEach(() => fixture?.router.close());
+
+  test("cross as UTF-8 written by Node.js's encoder: a lone surrogate in a script's source arrives as one U+FFFD", async () => {
+    // (quickjs-emscripten's own encoder wrote it as three bytes, which QuickJS read as three U+FFFD)
+    fixture = oneApi('export function fn() { return { s: "a' + '\ud800' + 'b", n: "a' + '\ud800' + 'b".length } }', {}, { engine: 'quickjs' });
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { s: 'a\ufffdb', n: 3 });
+  });
+});
