@@ -152,13 +152,13 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     return toLowerCase(n);
   });
   /** Checks a header (its name must be an HTTP token, its value hold no CR, LF or other control character); returns its name in lower case. */
-  function checkHeader(n: string, value: unknown): string {
+  function checkHeader(n: string, value: string | null | undefined): string {
     var ln = goodName(n);
-    if (!isNil(value) && reExec(BAD_VALUE, Str(value)) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
+    if (!isNil(value) && reExec(BAD_VALUE, value) !== null) throw illegalArgument('Invalid character in the value of header ' + n);
     return ln;
   }
   /** A header's value as text, converted once: what is checked is what is kept (a toString may answer differently each time). */
-  function textOnce(value: unknown): unknown {
+  function textOnce(value: unknown): string | null | undefined {
     return isNil(value) ? value : Str(value);
   }
   /** A header past MAX_HEADERS (each one costs the host's event loop, shared by every app). */
@@ -188,8 +188,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     if (h.length === 0) {
       // (the usual case: no header yet)
       if (!isNil(value)) {
-        checkHeadRoom(h, res.contentType, res.characterEncoding, n.length + Str(value).length);
-        res.headers = [[n, Str(value)]];
+        checkHeadRoom(h, res.contentType, res.characterEncoding, n.length + value.length);
+        res.headers = [[n, value]];
       }
       return;
     }
@@ -197,11 +197,11 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     var placed = isNil(value);
     for (var i = 0; i < h.length; i++) {
       if (lower(h[i][0]) !== ln) push(kept, h[i]);
-      else if (!placed) (placed = true), push(kept, [n, Str(value)]);
+      else if (!placed) (placed = true), push(kept, [n, value as string]);
     }
     if (!placed) {
       if (kept.length >= MAX_HEADERS) throw tooManyHeaders();
-      push(kept, [n, Str(value)]);
+      push(kept, [n, value as string]);
     }
     checkHeadRoom(kept, res.contentType, res.characterEncoding, 0);
     res.headers = kept;
@@ -212,8 +212,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     var value = textOnce(value0);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
     if (st.res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
-    checkHeadRoom(st.res.headers, st.res.contentType, st.res.characterEncoding, n.length + Str(value).length);
-    push(st.res.headers, [n, Str(value)]);
+    checkHeadRoom(st.res.headers, st.res.contentType, st.res.characterEncoding, n.length + value.length);
+    push(st.res.headers, [n, value]);
   }
   /** setIntHeader / addIntHeader (`put`): ignored once committed, as every header change. */
   function intHeader(put: (name: unknown, value: unknown) => void, name: unknown, value: unknown): void {
