@@ -215,12 +215,14 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     checkHeadRoom(st.res.headers, st.res.contentType, st.res.characterEncoding, n.length + value.length);
     push(st.res.headers, [n, value]);
   }
-  /** setIntHeader / addIntHeader (`put`): ignored once committed, as every header change. */
-  function intHeader(put: (name: unknown, value: unknown) => void, name: unknown, value: unknown): void {
-    if (st.res.committed) return;
+  /** set/addDateHeader, set/addIntHeader: `put` of the value as `conv` writes it; ignored (`conv` not called) once committed, as every header change. */
+  function convHeader(put: (name: unknown, value: unknown) => void, conv: (value: unknown) => string): (name: unknown, value: unknown) => void {
+    return (name, value) => void (r().committed || put(name, conv(value)));
+  }
+  function intText(value: unknown): string {
     var n = toInt(value);
     if (n !== n) throw illegalArgument('Invalid int header value: ' + safeString(value));
-    put(name, '' + n);
+    return '' + n;
   }
   function getHeaders(name: unknown): string[] {
     var out: string[] = [];
@@ -300,6 +302,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     return stream;
   }
   var sameUrl: UrlOf = (url) => (isNil(url) ? url : Str(url));
+  var setLength = (len: unknown) => void (r().committed || setContentLengthValue(len));
 
   api = {
     getCharacterEncoding: () => (r().characterEncoding === null ? 'UTF-8' : (r().characterEncoding as string)),
@@ -318,8 +321,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
       checkHeadRoom(res.headers, res.contentType, e, 0);
       res.characterEncoding = e;
     },
-    setContentLength: (len) => void (r().committed || setContentLengthValue(len)),
-    setContentLengthLong: (len) => void (r().committed || setContentLengthValue(len)),
+    setContentLength: setLength,
+    setContentLengthLong: setLength,
     /** 'text/html; charset=ISO-8859-1' -> contentType 'text/html', characterEncoding 'ISO-8859-1'. */
     setContentType: function (type) {
       var res = r();
@@ -372,10 +375,10 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     },
     setHeader: setHeader,
     addHeader: addHeader,
-    setDateHeader: (name, date) => void (r().committed || setHeader(name, httpDate(date))),
-    addDateHeader: (name, date) => void (r().committed || addHeader(name, httpDate(date))),
-    setIntHeader: (name, value) => intHeader(setHeader, name, value),
-    addIntHeader: (name, value) => intHeader(addHeader, name, value),
+    setDateHeader: convHeader(setHeader, httpDate),
+    addDateHeader: convHeader(addHeader, httpDate),
+    setIntHeader: convHeader(setHeader, intText),
+    addIntHeader: convHeader(addHeader, intText),
     setStatus: function (sc) {
       if (r().committed) return; // ignored once committed, as in a container
       r().status = statusCode(sc);
