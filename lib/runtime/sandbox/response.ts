@@ -301,6 +301,10 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     st.stream = bindAll(stream, st);
     return stream;
   }
+  /** Throws when the response is committed: `what` cannot be done then. */
+  function uncommitted(what: string): void {
+    if (r().committed) throw illegalState('Cannot ' + what + ' after the response has been committed');
+  }
   var sameUrl: UrlOf = (url) => (isNil(url) ? url : Str(url));
   var setLength = (len: unknown) => void (r().committed || setContentLengthValue(len));
 
@@ -354,7 +358,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     encodeRedirectUrl: sameUrl,
     /** Clears the buffer, records the error page to send and commits. */
     sendError: function (sc, msg) {
-      if (r().committed) throw illegalState('Cannot call sendError() after the response has been committed');
+      uncommitted('call sendError()');
       var code = statusCode(sc);
       clearBuffer();
       var res = r();
@@ -364,7 +368,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     },
     /** Clears the buffer, records a 302 to `location` and commits. */
     sendRedirect: function (location) {
-      if (r().committed) throw illegalState('Cannot call sendRedirect() after the response has been committed');
+      uncommitted('call sendRedirect()');
       if (isNil(location)) throw illegalArgument('sendRedirect() needs a location');
       var loc = Str(location);
       clearBuffer();
@@ -411,7 +415,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
       clearBuffer();
     },
     resetBuffer: function () {
-      if (r().committed) throw illegalState('Cannot reset the buffer after the response has been committed');
+      uncommitted('reset the buffer');
       clearBuffer();
     },
     isCommitted: () => r().committed,
