@@ -25,8 +25,11 @@ function pick<T extends keyof TypeofValues, D>(r: unknown, k: string, type: T, d
 }
 /** The fields encResponse compares with the stage's input (headers and chunks are compared apart). */
 var RES_FIELDS: Array<keyof ResFields> = ['status', 'contentType', 'characterEncoding', 'contentLength', 'bufferSize', 'written', 'committed', 'error', 'redirect'];
-/** RES_FIELDS of the response as it starts (newResponseState in lib/runtime/protocol.ts): only ever compared. */
-var STARTING = freeze({ __proto__: null, status: 200, contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, written: false, committed: false, error: null, redirect: null });
+/**
+ * RES_FIELDS of the response as it starts (newResponseState in lib/runtime/protocol.ts): only
+ * ever compared. The `base` of a carried state with no field: each field's default.
+ */
+var STARTING = freeze(responseFromInput({}).base);
 /**
  * The internal state of a carried ResponseState (null: the response as it starts). `base` holds
  * the fields as the stage got them, `headers0` / `headerCount0` its header list, and
