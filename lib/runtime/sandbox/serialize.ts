@@ -87,7 +87,8 @@ export function thrownInfo(e: unknown): ThrownError {
   }
   return { name: name, message: message, code: code, status: status, stack: stack };
 }
-function typeName(v: unknown): string {
+/** typeof v, 'null' for null. */
+export function typeName(v: unknown): string {
   return v === null ? 'null' : typeof v;
 }
 /** A File result's field that is there (not null or undefined) but no string: the message saying so, else null. */
@@ -124,22 +125,28 @@ function textForm(v: unknown): string | null {
   }
   return null;
 }
+/** The output of a result that does not fit its return type. */
+function invalid(message: string): SerializedOutput {
+  return { type: 'invalid', message: message };
+}
+/** What a Text result with no string form is said to need. */
+var NO_TEXT = 'Text return type needs a value with a string form, got an object ';
 /** A JSON result with no JSON form (BigInt, cycle) is `invalid`, as a Text result with no string form is; only running out of memory throws. */
 export function serializeOutput(returnType: StageHead['returnType'], v: unknown): SerializedOutput {
   if (returnType === 'Text') {
     if (isNil(v)) return { type: 'Text', text: '' };
-    if (!hasStringForm(v)) return { type: 'invalid', message: 'Text return type needs a value with a string form, got an object without toString' };
+    if (!hasStringForm(v)) return invalid(NO_TEXT + 'without toString');
     var text = textForm(v);
-    if (text === null) return { type: 'invalid', message: 'Text return type needs a value with a string form, got an object whose toString and valueOf give no primitive' };
+    if (text === null) return invalid(NO_TEXT + 'whose toString and valueOf give no primitive');
     return { type: 'Text', text: text };
   }
   if (returnType === 'Redirect') {
     return typeof v === 'string' && v !== ''
       ? { type: 'Redirect', location: v }
-      : { type: 'invalid', message: 'Redirect return type needs a URL string, got ' + typeName(v) };
+      : invalid('Redirect return type needs a URL string, got ' + typeName(v));
   }
   if (returnType === 'File') {
-    if (v === null || typeof v !== 'object') return { type: 'invalid', message: 'File return type needs a file result object, got ' + typeName(v) };
+    if (v === null || typeof v !== 'object') return invalid('File return type needs a file result object, got ' + typeName(v));
     // (each field read once: a getter runs once; each may be missing or not a string)
     var file = v as { [field: string]: unknown };
     var path = file.path;
@@ -147,7 +154,7 @@ export function serializeOutput(returnType: StageHead['returnType'], v: unknown)
     var name = file.name;
     var disposition = file.contentDisposition;
     var bad = notText('path', path) || notText('storagePath', storagePath) || notText('name', name) || notText('contentDisposition', disposition);
-    if (bad !== null) return { type: 'invalid', message: bad };
+    if (bad !== null) return invalid(bad);
     var str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
     return { type: 'File', file: { path: str(path), storagePath: str(storagePath), name: str(name), contentDisposition: str(disposition) } };
   }
@@ -159,7 +166,7 @@ export function serializeOutput(returnType: StageHead['returnType'], v: unknown)
     // Out of memory while serializing stays an InternalError so the engine reports SCRIPT_OUT_OF_MEMORY.
     if (info.name === 'InternalError' && indexOf(info.message, 'out of memory') >= 0) throw e;
     // (a result with no JSON form does not fit the return type: INVALID_RESULT, not a script error)
-    return { type: 'invalid', message: 'Result is not JSON-serializable: ' + info.message };
+    return invalid('Result is not JSON-serializable: ' + info.message);
   }
   return { type: 'JSON', json: json === undefined ? 'null' : json };
 }
