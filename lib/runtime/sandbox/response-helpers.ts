@@ -6,6 +6,7 @@
  */
 import { DateCtor, Num, Str, U8, fromCharCode, getTime, getUTCDate, getUTCDay, getUTCFullYear, getUTCHours, getUTCMinutes, getUTCMonth, getUTCSeconds, illegalArgument, isObj, jstr, makeError, mathMin, objToString, safeString, strSlice, toFixed, toInt, toUpperCase } from './prelude';
 import { binaryString, utf8Binary } from './encoding';
+import { typeName } from './serialize';
 
 var DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
@@ -56,7 +57,7 @@ export function formatJava(fmt: unknown, args: ArrayLike<unknown>, a: number): s
 export function bytesOf(b: unknown, off?: unknown, len?: unknown): string {
   if (typeof b === 'number') return fromCharCode(b & 255);
   if (typeof b === 'string') return utf8Binary(b);
-  if (!isObj(b)) throw makeError('TypeError', 'write() needs bytes, got ' + (b === null ? 'null' : typeof b));
+  if (!isObj(b)) throw makeError('TypeError', 'write() needs bytes, got ' + typeName(b));
   if (objToString(b) === '[object ArrayBuffer]') b = new U8(b as unknown as ArrayBuffer);
   var n: unknown = (b as ArrayLike<unknown>).length;
   if (typeof n !== 'number') throw makeError('TypeError', 'write() needs an array of bytes');
