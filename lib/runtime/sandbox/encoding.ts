@@ -27,7 +27,7 @@ export function enc(v: unknown): string {
   if (isNil(v)) return 'null';
   var t = typeof v;
   if (t === 'string') return quote(v as string); // a primitive string: no toJSON lookup
-  if (t === 'number') return v === v && v !== 1 / 0 && v !== -1 / 0 ? '' + v : 'null';
+  if (t === 'number') return (v as number) - (v as number) === 0 ? '' + v : 'null'; // (finite)
   if (t === 'boolean') return v ? 'true' : 'false';
   var s = '';
   var i;
