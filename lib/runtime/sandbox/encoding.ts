@@ -244,12 +244,11 @@ export function base64(bin: string): string {
     }
     push(pieces, fnApply(fromCharCode, null, codes) as string);
   }
-  if (n - i === 1) {
-    x = charCodeAt(bin, i) << 16;
-    push(pieces, B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + '==');
-  } else if (n - i === 2) {
-    x = (charCodeAt(bin, i) << 16) | (charCodeAt(bin, i + 1) << 8);
-    push(pieces, B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + B64[(x >> 6) & 63] + '=');
+  // (the last one or two bytes: 2 or 3 digits, then '=' to 4)
+  var two = n - i > 1;
+  if (n > i) {
+    x = (charCodeAt(bin, i) << 16) | (two ? charCodeAt(bin, i + 1) << 8 : 0);
+    push(pieces, B64[(x >> 18) & 63] + B64[(x >> 12) & 63] + (two ? B64[(x >> 6) & 63] : '=') + '=');
   }
   return arrJoin(pieces, '');
 }
