@@ -4,28 +4,24 @@
  * Holds thrownInfo (a thrown value -> ThrownError) and serializeOutput (a result ->
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
  */
-import { ErrorCtor, G, Str, SymToPrimitive, fnApply, getOwnDescriptor, getPrototypeOf, indexOf, isNil, isObj, objToString, push, safeString, strSlice, trim } from './prelude';
+import { ErrorCtor, G, Str, SymToPrimitive, fnApply, getOwnDescriptor, getPrototypeOf, indexOf, isNil, isObj, objToString, push, safeString, strSlice, trim, WeakMapCtor, wmGet, wmSet } from './prelude';
 import { stringifyUser } from './encoding';
 import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 
 /** The most of a thrown value's `stack` that leaves the sandbox. */
 var MAX_STACK = 16384;
 
-/** The prototypes of the built-in error types: where the classes of a script's error end. */
-var BUILT_IN_ERRORS: unknown[] = [];
+/** The prototypes of the built-in error types (-> true): where the classes of a script's error end. */
+var BUILT_IN_ERRORS: WeakMap<object, boolean> = new WeakMapCtor();
 (function () {
   var types = [ErrorCtor, TypeError, RangeError, SyntaxError, ReferenceError, URIError, EvalError, G.AggregateError, G.InternalError];
-  for (var i = 0; i < types.length; i++) if (typeof types[i] === 'function') push(BUILT_IN_ERRORS, (types[i] as ErrorConstructor).prototype);
+  for (var i = 0; i < types.length; i++) if (typeof types[i] === 'function') wmSet(BUILT_IN_ERRORS, (types[i] as ErrorConstructor).prototype, true);
 })();
-function isBuiltInError(p: unknown): boolean {
-  for (var i = 0; i < BUILT_IN_ERRORS.length; i++) if (BUILT_IN_ERRORS[i] === p) return true;
-  return false;
-}
 /** The names of the script's own classes an error is an instance of (those below the built-in type it extends). */
 function ownClassNames(e: object): string[] {
   var names: string[] = [];
   var p: unknown = getPrototypeOf(e);
-  for (var i = 0; i < 32 && isObj(p) && !isBuiltInError(p); i++) {
+  for (var i = 0; i < 32 && isObj(p) && wmGet(BUILT_IN_ERRORS, p) !== true; i++) {
     var c = getOwnDescriptor(p, 'constructor');
     var f: unknown = c === undefined ? undefined : c.value;
     var n = typeof f === 'function' ? getOwnDescriptor(f, 'name') : undefined;
