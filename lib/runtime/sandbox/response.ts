@@ -87,7 +87,6 @@ type ProtoMethod = (this: unknown, a: unknown, b: unknown) => unknown;
 function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   // (null only outside the methods, which all set it first)
   var st: StageRecord = null as unknown as StageRecord;
-  var api: ResponseApi;
   var r = () => st.res;
   /** fn, run with `st` set to `own` (a Writer's or OutputStream's stage), while that stage runs. */
   function bindTo(own: StageRecord, fn: Method): (this: unknown) => unknown {
@@ -137,7 +136,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   }
   /** Content-Type and Content-Length are response properties, as in a servlet container. `ln`: the name in lower case. */
   function special(ln: string, value: unknown): boolean {
-    if (ln === 'content-type') api.setContentType(value);
+    if (ln === 'content-type') setContentType(value);
     else if (ln === 'content-length') setContentLengthValue(value);
     else return false;
     return true;
@@ -230,7 +229,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     var ln = lower(name);
     var res = st.res;
     if (ln === 'content-type') {
-      if (res.contentType !== null) push(out, api.getContentType() as string);
+      if (res.contentType !== null) push(out, getContentType() as string);
       return out;
     }
     if (ln === 'content-length' && res.contentLength !== null) return [('' + res.contentLength)];
@@ -275,8 +274,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
       append: (v) => (text(jstr(v)), writer),
       printf: printf,
       format: printf,
-      flush: () => void (closed || api.flushBuffer()),
-      close: () => void (closed || api.flushBuffer(), (closed = true)),
+      flush: () => void (closed || flushBuffer()),
+      close: () => void (closed || flushBuffer(), (closed = true)),
       checkError: () => false,
     };
     st.writer = bindAll(writer, st);
@@ -294,8 +293,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
       println: function (v) {
         bytes(utf8Binary((arguments.length === 0 ? '' : jstr(v)) + '\r\n'));
       },
-      flush: () => void (closed || api.flushBuffer()),
-      close: () => void (closed || api.flushBuffer(), (closed = true)),
+      flush: () => void (closed || flushBuffer()),
+      close: () => void (closed || flushBuffer(), (closed = true)),
       isReady: () => true,
     };
     st.stream = bindAll(stream, st);
@@ -305,17 +304,46 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   function uncommitted(what: string): void {
     if (r().committed) throw illegalState('Cannot ' + what + ' after the response has been committed');
   }
+  /** The MIME type with ';charset=' when an encoding was set; null until a type is set. */
+  function getContentType(): string | null {
+    var res = r();
+    if (res.contentType === null) return null;
+    return res.characterEncoding === null ? res.contentType : res.contentType + ';charset=' + res.characterEncoding;
+  }
+  /** 'text/html; charset=ISO-8859-1' -> contentType 'text/html', characterEncoding 'ISO-8859-1'. */
+  function setContentType(type: unknown): void {
+    var res = r();
+    if (res.committed) return;
+    st.answered = true;
+    if (isNil(type)) {
+      res.contentType = null;
+      return;
+    }
+    var parts = splitOn(Str(type), ';');
+    var base = trim(parts[0]);
+    var charset = null;
+    for (var i = 1; i < parts.length; i++) {
+      var p = trim(parts[i]);
+      var eq = indexOf(p, '=');
+      if (eq > 0 && lower(trim(strSlice(p, 0, eq))) === 'charset') {
+        charset = trim(strSlice(p, eq + 1));
+        if (charset.length >= 2 && charset[0] === '"' && charset[charset.length - 1] === '"') charset = strSlice(charset, 1, -1);
+      } else if (p !== '') base += ';' + p;
+    }
+    checkHeadRoom(res.headers, base === '' ? null : base, charset || res.characterEncoding, 0);
+    res.contentType = base === '' ? null : base;
+    if (charset) res.characterEncoding = charset;
+  }
+  /** flushBuffer, and a Writer's or OutputStream's flush and close: commits the response. */
+  function flushBuffer(): void {
+    st.res.committed = true;
+  }
   var sameUrl: UrlOf = (url) => (isNil(url) ? url : Str(url));
   var setLength = (len: unknown) => void (r().committed || setContentLengthValue(len));
 
-  api = {
+  var api: ResponseApi = {
     getCharacterEncoding: () => (r().characterEncoding === null ? 'UTF-8' : (r().characterEncoding as string)),
-    /** The MIME type with ';charset=' when an encoding was set; null until a type is set. */
-    getContentType: function () {
-      var res = r();
-      if (res.contentType === null) return null;
-      return res.characterEncoding === null ? res.contentType : res.contentType + ';charset=' + res.characterEncoding;
-    },
+    getContentType: getContentType,
     getOutputStream: getOutputStream,
     getWriter: getWriter,
     setCharacterEncoding: function (enc) {
@@ -327,30 +355,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     },
     setContentLength: setLength,
     setContentLengthLong: setLength,
-    /** 'text/html; charset=ISO-8859-1' -> contentType 'text/html', characterEncoding 'ISO-8859-1'. */
-    setContentType: function (type) {
-      var res = r();
-      if (res.committed) return;
-      st.answered = true;
-      if (isNil(type)) {
-        res.contentType = null;
-        return;
-      }
-      var parts = splitOn(Str(type), ';');
-      var base = trim(parts[0]);
-      var charset = null;
-      for (var i = 1; i < parts.length; i++) {
-        var p = trim(parts[i]);
-        var eq = indexOf(p, '=');
-        if (eq > 0 && lower(trim(strSlice(p, 0, eq))) === 'charset') {
-          charset = trim(strSlice(p, eq + 1));
-          if (charset.length >= 2 && charset[0] === '"' && charset[charset.length - 1] === '"') charset = strSlice(charset, 1, -1);
-        } else if (p !== '') base += ';' + p;
-      }
-      checkHeadRoom(res.headers, base === '' ? null : base, charset || res.characterEncoding, 0);
-      res.contentType = base === '' ? null : base;
-      if (charset) res.characterEncoding = charset;
-    },
+    setContentType: setContentType,
     containsHeader: (name) => getHeaders(name).length > 0,
     encodeURL: sameUrl,
     encodeRedirectURL: sameUrl,
@@ -403,7 +408,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
       if (n !== n) throw illegalArgument('Invalid buffer size: ' + safeString(size));
       res.bufferSize = mathMax(0, n);
     },
-    flushBuffer: () => void (r().committed = true),
+    flushBuffer: flushBuffer,
     reset: function () {
       var res = r();
       if (res.committed) throw illegalState('Cannot reset the response after it has been committed');
