@@ -111,9 +111,10 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     return n;
   }
   function clearBuffer(): void {
-    if (st.res.chunks.length) st.res.chunksChanged = true;
-    st.res.chunks = [];
-    st.res.written = false;
+    var res = st.res;
+    if (res.chunks.length) res.chunksChanged = true;
+    res.chunks = [];
+    res.written = false;
     st.buffered = 0;
   }
   /** Appends text ('t') or bytes ('bin'), merged into a last chunk of the same kind. */
@@ -206,13 +207,14 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     res.headers = kept;
   }
   function addHeader(name: unknown, value0: unknown): void {
-    if (st.res.committed || isNil(name) || Str(name) === '') return;
+    var res = st.res;
+    if (res.committed || isNil(name) || Str(name) === '') return;
     var n = Str(name);
     var value = textOnce(value0);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
-    if (st.res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
-    checkHeadRoom(st.res.headers, st.res.contentType, st.res.characterEncoding, n.length + value.length);
-    push(st.res.headers, [n, value]);
+    if (res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
+    checkHeadRoom(res.headers, res.contentType, res.characterEncoding, n.length + value.length);
+    push(res.headers, [n, value]);
   }
   /** set/addDateHeader, set/addIntHeader: `put` of the value as `conv` writes it; ignored (`conv` not called) once committed, as every header change. */
   function convHeader(put: (name: unknown, value: unknown) => void, conv: (value: unknown) => string): (name: unknown, value: unknown) => void {
