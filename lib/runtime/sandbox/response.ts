@@ -142,8 +142,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     else return false;
     return true;
   }
-  /** RFC 9110 token characters: visible ASCII except the separators "(),/:;<=>?@[\]{} */
-  var TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+  /** RFC 9110 token characters: visible ASCII except the separators "(),/:;<=>?@[\]{} (\w: A-Z a-z 0-9 _, without the u flag) */
+  var TOKEN = /^[\w!#$%&'*+.^`|~-]+$/;
   /** Control characters except tab, DEL, and anything past Latin-1. */
   var BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
   /** Names that passed -> in lower case (most scripts set a few, again and again). */
