@@ -107,7 +107,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   }
   function statusCode(sc: unknown): number {
     var n = Num(sc);
-    if (!(n === n && n % 1 === 0 && n >= 100 && n <= 999)) throw illegalArgument('Invalid status code: ' + safeString(sc));
+    // (NaN % 1 and Infinity % 1 are NaN: an integer)
+    if (!(n % 1 === 0 && n >= 100 && n <= 999)) throw illegalArgument('Invalid status code: ' + safeString(sc));
     return n;
   }
   function clearBuffer(): void {
@@ -344,7 +345,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   var setLength = (len: unknown) => void (r().committed || setContentLengthValue(len));
 
   var api: ResponseApi = {
-    getCharacterEncoding: () => (r().characterEncoding === null ? 'UTF-8' : (r().characterEncoding as string)),
+    getCharacterEncoding: () => r().characterEncoding ?? 'UTF-8', // (a string or null, never undefined)
     getContentType: getContentType,
     getOutputStream: getOutputStream,
     getWriter: getWriter,
