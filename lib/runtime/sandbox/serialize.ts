@@ -151,8 +151,8 @@ export function serializeOutput(returnType: StageHead['returnType'], v: unknown)
     var disposition = file.contentDisposition;
     var bad = notText('path', path) || notText('storagePath', storagePath) || notText('name', name) || notText('contentDisposition', disposition);
     if (bad !== null) return invalid(bad);
-    var str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
-    return { type: 'File', file: { path: str(path), storagePath: str(storagePath), name: str(name), contentDisposition: str(disposition) } };
+    // (each is now a string, null or undefined)
+    return { type: 'File', file: { path: (path as string | null) ?? null, storagePath: (storagePath as string | null) ?? null, name: (name as string | null) ?? null, contentDisposition: (disposition as string | null) ?? null } };
   }
   var json;
   try {
