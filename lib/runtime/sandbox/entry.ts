@@ -48,23 +48,6 @@ var settled: StageRecord[] = [];
 var inEntry = false;
 
 /**
- * A stage record's carried state is parsed on first use: a stage that never reads the request,
- * the attributes or the response pays for none of them, and collect() sends back only what was
- * touched (absent = unchanged).
- */
-var StageProto = objectCreate(null);
-defineProperty(StageProto, 'req', {
-  __proto__: null,
-  get: function (this: StageRecord): Fields {
-    if (this.reqObj === null) {
-      var json = this.requestJson;
-      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
-      this.reqObj = isObj(v) ? v : {};
-    }
-    return this.reqObj!;
-  },
-});
-/**
  * The snapshot's fields that come with the stage (CtxFields from ctxJson, CtxMaps from mapsJson),
  * each text parsed once on first use, without a prototype (snapField reads them as plain
  * properties). ctx's own maps are a parse of their own (ctx.ts).
@@ -86,30 +69,35 @@ function ownParse(json: string | undefined): Fields | null {
   setPrototypeOf(v, null);
   return v;
 }
-defineProperty(StageProto, 'fields', {
+/**
+ * A stage record's carried state is parsed on first use: a stage that never reads the request,
+ * the attributes or the response pays for none of them, and collect() sends back only what was
+ * touched (absent = unchanged).
+ * (The getters of a frozen literal without a prototype: a record is never seen by a script.)
+ */
+var StageProto = freeze({
   __proto__: null,
-  get: function (this: StageRecord): Fields {
+  get req(): Fields {
+    if (this.reqObj === null) {
+      var json = this.requestJson;
+      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
+      this.reqObj = isObj(v) ? v : {};
+    }
+    return this.reqObj!;
+  },
+  get fields(): Fields {
     if (this.fieldsObj === null) this.fieldsObj = carried(this, this.ctxJson, IN_FIELDS);
     return this.fieldsObj;
   },
-});
-defineProperty(StageProto, 'maps', {
-  __proto__: null,
-  get: function (this: StageRecord): Fields {
+  get maps(): Fields {
     if (this.mapsObj === null) this.mapsObj = carried(this, this.mapsJson, IN_MAPS);
     return this.mapsObj;
   },
-});
-defineProperty(StageProto, 'attrs', {
-  __proto__: null,
-  get: function (this: StageRecord): Attributes {
+  get attrs(): Attributes {
     if (this.attrsObj === null) this.attrsObj = (this.attrsJson === '{}' ? null : ownParse(this.attrsJson)) ?? objectCreate(null);
     return this.attrsObj!;
   },
-});
-defineProperty(StageProto, 'res', {
-  __proto__: null,
-  get: function (this: StageRecord): ResState {
+  get res(): ResState {
     if (this.resObj === null) {
       var json = typeof this.responseJson === 'string' && this.responseJson !== '' ? this.responseJson : null;
       var res = responseFromInput(json === null ? null : jsonParse(json));
@@ -119,7 +107,7 @@ defineProperty(StageProto, 'res', {
     }
     return this.resObj!;
   },
-});
+} satisfies ThisType<StageRecord> & Partial<StageRecord> & { __proto__: null });
 
 /** The stage's request snapshot from the host (start was given none): null when it has none to give. */
 function hostRequest(st: StageRecord): unknown {
