@@ -5,7 +5,7 @@
  * and defines globalThis.console = { log, info, warn, error, debug }: one host op 'console'
  * per call, best effort.
  */
-import { CONSOLE_CAP, G, charCodeAt, defineProperty, indexOf, isArray, isNil, jsonStringify, objToString, objectKeys, push, safeString, splitOn, strSlice, toISOString } from './prelude';
+import { CONSOLE_CAP, G, charCodeAt, defineHidden, indexOf, isArray, isNil, jsonStringify, objToString, objectKeys, push, safeString, splitOn, strSlice, toISOString } from './prelude';
 import { dateValue, isHigh } from './encoding';
 import { active, hostSync } from './host';
 import { thrownInfo } from './serialize';
@@ -95,10 +95,4 @@ function logger(level: 'log' | 'info' | 'warn' | 'error' | 'debug'): (...args: u
     }
   };
 }
-defineProperty(G, 'console', {
-  __proto__: null,
-  value: { log: logger('log'), info: logger('info'), warn: logger('warn'), error: logger('error'), debug: logger('debug') },
-  writable: true,
-  enumerable: false,
-  configurable: true,
-});
+defineHidden(G, 'console', { log: logger('log'), info: logger('info'), warn: logger('warn'), error: logger('error'), debug: logger('debug') });

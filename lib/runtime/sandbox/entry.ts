@@ -7,7 +7,7 @@
  * field of a stage's request, the snapshot parsed on first use) and apiRec (the stage of a
  * request or response object).
  */
-import { G, PromiseCtor, Str, WeakMapCtor, defineProperty, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmGet, wmSet } from './prelude';
+import { G, PromiseCtor, Str, WeakMapCtor, defineHidden, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmGet, wmSet } from './prelude';
 import { enc, keyJson, quote, stringifyUser } from './encoding';
 import { active, bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
 import { chunkByteLength, encResponse, responseFromInput } from './response-state';
@@ -156,7 +156,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
     // QuickJS lets a script redefine a non-writable, non-configurable global: put ours back
-    defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
+    defineHidden(G, 'platform', platform, true);
   }
   var st = {
     __proto__: StageProto,

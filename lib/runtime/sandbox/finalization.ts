@@ -7,7 +7,7 @@
  * call cleanup callbacks; here none is ever called. register / unregister check their arguments
  * as the built-in does.
  */
-import { G, defineProperty, isObj, makeError } from './prelude';
+import { G, defineHidden, defineProperty, isObj, makeError } from './prelude';
 
 if (typeof G.FinalizationRegistry === 'function') {
   class FinalizationRegistry {
@@ -25,5 +25,5 @@ if (typeof G.FinalizationRegistry === 'function') {
     }
   }
   defineProperty(FinalizationRegistry.prototype, Symbol.toStringTag, { __proto__: null, value: 'FinalizationRegistry', writable: false, enumerable: false, configurable: true });
-  defineProperty(G, 'FinalizationRegistry', { __proto__: null, value: FinalizationRegistry, writable: true, enumerable: false, configurable: true });
+  defineHidden(G, 'FinalizationRegistry', FinalizationRegistry);
 }

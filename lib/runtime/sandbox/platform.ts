@@ -9,7 +9,7 @@
  * blocking-mode one (see host.ts). They act for the active stage; a response's own operations
  * act for the stage that made the request.
  */
-import { ABORT_CODE, ABORT_MESSAGE, G, MAX_REQUEST_HEADERS, Num, OUTBOUND_FAILED, Str, charCodeAt, clonePlain, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
+import { ABORT_CODE, ABORT_MESSAGE, G, MAX_REQUEST_HEADERS, Num, OUTBOUND_FAILED, Str, charCodeAt, clonePlain, defineHidden, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
 import { base64, bufferSourceBytes, stringifyUser, utf8Binary } from './encoding';
 import { active, hostIo, hostSync } from './host';
 import type { StageRecord } from './types';
@@ -125,4 +125,4 @@ export var platform = deepFreeze({
     request: (opts?: unknown) => httpRequest(opts),
   },
 });
-defineProperty(G, 'platform', { __proto__: null, value: platform, writable: false, enumerable: false, configurable: false });
+defineHidden(G, 'platform', platform, true);

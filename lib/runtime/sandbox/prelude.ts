@@ -171,6 +171,10 @@ export function setOwn<T extends object>(o: T, k: PropertyKey, v: unknown): T {
   }
   return o;
 }
+/** Defines a non-enumerable data property, writable and configurable unless `fixed` (then neither), as the built-ins' own. */
+export function defineHidden(o: object, k: PropertyKey, v: unknown, fixed?: boolean): void {
+  defineProperty(o, k, { __proto__: null, value: v, writable: !fixed, enumerable: false, configurable: !fixed });
+}
 export function push<T>(a: T[], v: T): void {
   setOwn(a, a.length, v);
 }
@@ -278,8 +282,8 @@ export function makeError(name: string, message: string, code?: number, status?:
   var type = ERROR_TYPES[name];
   var e = at === undefined ? new (type === undefined ? ErrorCtor : type)(message) : at;
   if (at !== undefined && type !== undefined) setPrototypeOf(e, type.prototype);
-  if (at !== undefined) defineProperty(e, 'message', { __proto__: null, value: message, writable: true, enumerable: false, configurable: true });
-  defineProperty(e, 'name', { __proto__: null, value: name, writable: true, enumerable: false, configurable: true });
+  if (at !== undefined) defineHidden(e, 'message', message);
+  defineHidden(e, 'name', name);
   if (code !== undefined) setOwn(e, 'code', code);
   if (status !== undefined) setOwn(e, 'status', status);
   return e;
