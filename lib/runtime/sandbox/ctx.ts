@@ -105,13 +105,6 @@ for (var i = 0; i < MAP_KEYS.length; i++) LAZY[MAP_KEYS[i]] = lazyMap(MAP_KEYS[i
 /** One descriptor for ctx.request and ctx.response, its value set just before each use. */
 var READ_ONLY: Descriptor = { __proto__: null, value: undefined, writable: false, enumerable: true, configurable: false };
 
-/** The JSON ctx's maps are parsed from: the stage's CtxMaps, else its whole snapshot. */
-function mapsJsonOf(st: StageRecord): string {
-  if (typeof st.mapsJson === 'string' && st.mapsJson !== '') return st.mapsJson;
-  if (typeof st.requestJson === 'string' && st.requestJson !== '') return st.requestJson;
-  return ''; // (no texts at all: ctx's maps are empty)
-}
-
 export function makeCtx(st: StageRecord) {
   // (the scalar fields are strings: ctx and the request API share the stage's one parse)
   var r = st.fields;
@@ -134,7 +127,8 @@ export function makeCtx(st: StageRecord) {
   defineProperty(ctx, 'headers', LAZY.headers);
   defineProperty(ctx, 'cookies', LAZY.cookies);
   defineProperty(ctx, 'query', LAZY.query);
-  wmSet(ownMaps, ctx, { json: mapsJsonOf(st), parsed: null });
+  // (the JSON they are parsed from: the stage's CtxMaps, else its whole snapshot; '' for neither: empty maps)
+  wmSet(ownMaps, ctx, { json: st.mapsJson || st.requestJson, parsed: null });
   st.requestApi = makeRequest(st);
   st.responseApi = makeResponse(st);
   READ_ONLY.value = st.requestApi;

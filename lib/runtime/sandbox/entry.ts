@@ -64,7 +64,7 @@ function carried(st: StageRecord, json: string | undefined, keys: { readonly [ke
 }
 /** The object of a JSON text itself, without a prototype (read and written as a plain map, never seen by a script); null for none. */
 function ownParse(json: string | undefined): Fields | null {
-  var v = typeof json === 'string' && json !== '' ? jsonParse(json) : null;
+  var v = json ? jsonParse(json) : null;
   if (!isObj(v) || isArray(v)) return null;
   setPrototypeOf(v, null);
   return v;
@@ -79,8 +79,7 @@ var StageProto = freeze({
   __proto__: null,
   get req(): Fields {
     if (this.reqObj === null) {
-      var json = this.requestJson;
-      var v = typeof json === 'string' && json !== '' ? jsonParse(json) : hostRequest(this);
+      var v = this.requestJson !== '' ? jsonParse(this.requestJson) : hostRequest(this);
       this.reqObj = isObj(v) ? v : {};
     }
     return this.reqObj!;
@@ -99,8 +98,7 @@ var StageProto = freeze({
   },
   get res(): ResState {
     if (this.resObj === null) {
-      var json = typeof this.responseJson === 'string' && this.responseJson !== '' ? this.responseJson : null;
-      var res = responseFromInput(json === null ? null : jsonParse(json));
+      var res = responseFromInput(this.responseJson !== '' ? jsonParse(this.responseJson) : null);
       this.buffered = 0;
       for (var j = 0; j < res.chunks.length; j++) this.buffered += chunkByteLength(res.chunks[j], res.characterEncoding);
       this.resObj = res;
@@ -199,9 +197,9 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     var fn = isObj(ns) && hasOwn(ns, fnName) ? ns[fnName] : undefined;
     if (typeof fn !== 'function') throw makeError('TypeError', 'The exported value is not a function');
     if (st.stage === 'after') {
-      r = fn(ctx, typeof valueJson === 'string' && valueJson !== '' ? jsonParse(valueJson) : undefined);
+      r = fn(ctx, valueJson !== '' ? jsonParse(valueJson) : undefined);
     } else if (st.stage === 'onError') {
-      var err = typeof valueJson === 'string' && valueJson !== '' ? jsonParse(valueJson) : null;
+      var err = valueJson !== '' ? jsonParse(valueJson) : null;
       r = fn(ctx, { requestId: getOwn(err, 'requestId'), message: getOwn(err, 'message'), code: getOwn(err, 'code') });
     } else {
       r = fn(ctx);
