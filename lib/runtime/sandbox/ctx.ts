@@ -11,7 +11,7 @@
  * and a browser's headers and cookies are a
  * kilobyte or more of JSON. request and response are read-only and non-configurable.
  */
-import { type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
+import { AFTER_END, type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 import type { Fields, StageRecord } from './types';
@@ -112,7 +112,7 @@ export function makeCtx(st: StageRecord) {
   var ctx = {
     getParts: () => {
       // (as ctx.request.getParts: an ended stage has no request to read them from)
-      if (st.done) throw illegalState('ctx.getParts is used after its call ended');
+      if (st.done) throw illegalState('ctx.getParts' + AFTER_END);
       return copyArray(partsOf(st));
     },
     headers: undefined as unknown,

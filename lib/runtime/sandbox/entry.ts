@@ -7,7 +7,7 @@
  * field of a stage's request, the snapshot parsed on first use) and apiRec (the stage of a
  * request or response object).
  */
-import { G, PromiseCtor, Str, WeakMapCtor, defineHidden, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmGet, wmSet } from './prelude';
+import { AFTER_END, G, OUTSIDE_CALL, PromiseCtor, Str, WeakMapCtor, defineHidden, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmGet, wmSet } from './prelude';
 import { enc, keyJson, quote, stringifyUser } from './encoding';
 import { active, bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
 import { chunkByteLength, encResponse, responseFromInput } from './response-state';
@@ -36,16 +36,17 @@ var ENDED: Ended = freeze({ __proto__: null, done: true });
 export function apiRec(self: unknown, what: string): StageRecord {
   var st = isObj(self) ? wmGet(apiStage, self) : undefined;
   if (st !== undefined) {
-    if (st.done) throw illegalState(what + ' is used after its call ended');
+    if (st.done) throw illegalState(what + AFTER_END);
     return st;
   }
   if (active !== null) return active;
-  throw illegalState(what + ' is used outside of a call');
+  throw illegalState(what + OUTSIDE_CALL);
 }
 /** Stages in flight, by id; `settled` holds the ones drain() has not reported yet. */
 var stages: { [id: number]: StageRecord } = objectCreate(null);
 var settled: StageRecord[] = [];
 var inEntry = false;
+var REENTRY = 'the adapter entry is not re-entrant';
 
 /**
  * The snapshot's fields that come with the stage (CtxFields from ctxJson, CtxMaps from mapsJson),
@@ -150,7 +151,7 @@ var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
 
 /** Its arguments: see the contract in prelude.ts. */
 function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string): void {
-  if (inEntry) throw illegalState('the adapter entry is not re-entrant');
+  if (inEntry) throw illegalState(REENTRY);
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
     // QuickJS lets a script redefine a non-writable, non-configurable global: put ours back
@@ -235,7 +236,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
 }
 
 function reply(callId: number, replyJson: string): void {
-  if (inEntry) throw illegalState('the adapter entry is not re-entrant');
+  if (inEntry) throw illegalState(REENTRY);
   hostReply(callId, replyJson);
 }
 
@@ -254,7 +255,7 @@ function cancel(id: number): void {
 }
 
 function drain(): string {
-  if (inEntry) throw illegalState('the adapter entry is not re-entrant');
+  if (inEntry) throw illegalState(REENTRY);
   var out = '';
   for (var i = 0; i < settled.length; i++) {
     var st = settled[i];

@@ -10,7 +10,7 @@
  *                                blocking-mode stage the value now. `then` maps the value.
  * hostReply / hostCancel / waitingCalls serve entry.ts.
  */
-import { ErrorCtor, PromiseCtor, Str, freeze, getOwn, illegalState, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
+import { AFTER_END, ErrorCtor, OUTSIDE_CALL, PromiseCtor, Str, freeze, getOwn, illegalState, isNil, isObj, jsonParse, makeError, objectCreate, objectKeys, promiseThen, safeString } from './prelude';
 import { enc } from './encoding';
 import type { PendingCall, StageRecord } from './types';
 
@@ -60,7 +60,7 @@ var USED: { readonly [op: string]: unknown } = freeze({
  * they throw as its ctx.request and ctx.response do, whichever call uses them.
  */
 function ended(st: StageRecord | null, op: string): void {
-  if (st !== null && st.done) throw illegalState((typeof USED[op] === 'string' ? USED[op] : op) + ' is used after its call ended');
+  if (st !== null && st.done) throw illegalState((typeof USED[op] === 'string' ? USED[op] : op) + AFTER_END);
 }
 
 export function hostSync(st: StageRecord | null, op: string, args: unknown): unknown {
@@ -69,7 +69,7 @@ export function hostSync(st: StageRecord | null, op: string, args: unknown): unk
 }
 
 export function hostIo(st: StageRecord | null, op: string, args: unknown, then?: (value: any) => unknown): unknown {
-  if (st === null) throw makeError('IllegalStateException', 'platform is used outside of a call');
+  if (st === null) throw illegalState('platform' + OUTSIDE_CALL);
   if (!st.async) {
     var v = hostSync(st, op, args); // (which refuses an ended stage's call)
     return then === undefined ? v : then(v);

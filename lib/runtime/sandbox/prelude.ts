@@ -151,6 +151,9 @@ export var MAX_HEAD_CHARS = 65536;
 export var MAX_REQUEST_HEADERS = 100;
 /** ERRORS.OUTBOUND_FAILED's code (lib/errors.ts), as the host answers a refused request. */
 export var OUTBOUND_FAILED = 270501;
+/** The ends of the IllegalStateException messages of an object used when its call is over, or without one. */
+export var AFTER_END = ' is used after its call ended';
+export var OUTSIDE_CALL = ' is used outside of a call';
 
 // ---------------------------------------------------------------------------------------------
 // Small safe helpers
