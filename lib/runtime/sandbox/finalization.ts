@@ -9,21 +9,24 @@
  */
 import { G, defineHidden, defineProperty, isObj, makeError } from './prelude';
 
-if (typeof G.FinalizationRegistry === 'function') {
+/** The built-in's name, and the start of its methods' messages. */
+var FR = 'FinalizationRegistry';
+var FR_PROTO = FR + '.prototype.';
+if (typeof G[FR] === 'function') {
   class FinalizationRegistry {
     constructor(cleanup: unknown) {
-      if (typeof cleanup !== 'function') throw makeError('TypeError', 'FinalizationRegistry: cleanup must be callable');
+      if (typeof cleanup !== 'function') throw makeError('TypeError', FR + ': cleanup must be callable');
     }
 
     register(target: unknown): void {
-      if (!isObj(target)) throw makeError('TypeError', 'FinalizationRegistry.prototype.register: invalid target');
+      if (!isObj(target)) throw makeError('TypeError', FR_PROTO + 'register: invalid target');
     }
 
     unregister(token: unknown): boolean {
-      if (!isObj(token)) throw makeError('TypeError', 'FinalizationRegistry.prototype.unregister: invalid unregister token');
+      if (!isObj(token)) throw makeError('TypeError', FR_PROTO + 'unregister: invalid unregister token');
       return false;
     }
   }
-  defineProperty(FinalizationRegistry.prototype, Symbol.toStringTag, { __proto__: null, value: 'FinalizationRegistry', writable: false, enumerable: false, configurable: true });
-  defineHidden(G, 'FinalizationRegistry', FinalizationRegistry);
+  defineProperty(FinalizationRegistry.prototype, Symbol.toStringTag, { __proto__: null, value: FR, writable: false, enumerable: false, configurable: true });
+  defineHidden(G, FR, FinalizationRegistry);
 }
