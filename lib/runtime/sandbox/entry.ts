@@ -160,10 +160,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
   var st = {
     __proto__: StageProto,
     id: id,
-    stage: head.stage,
-    returnType: head.returnType,
-    wantValue: head.wantValue,
-    async: head.async,
+    head: head,
     requestJson: requestJson,
     ctxJson: ctxJson,
     mapsJson: mapsJson,
@@ -197,9 +194,9 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
   try {
     var fn = isObj(ns) && hasOwn(ns, fnName) ? ns[fnName] : undefined;
     if (typeof fn !== 'function') throw makeError('TypeError', 'The exported value is not a function');
-    if (st.stage === 'after') {
+    if (head.stage === 'after') {
       r = fn(ctx, valueJson !== '' ? jsonParse(valueJson) : undefined);
-    } else if (st.stage === 'onError') {
+    } else if (head.stage === 'onError') {
       var err = valueJson !== '' ? jsonParse(valueJson) : null;
       r = fn(ctx, { requestId: getOwn(err, 'requestId'), message: getOwn(err, 'message'), code: getOwn(err, 'code') });
     } else {
@@ -281,18 +278,18 @@ function collect(st: StageRecord): string {
     // (aborted already: nothing of the result is written)
   } else if (status === 'error') {
     error = st.error;
-  } else if (st.value === undefined && st.stage !== 'call') {
+  } else if (st.value === undefined && st.head.stage !== 'call') {
     // a hook that returned nothing: its output is never used (only the call's is, value or not)
   } else {
     hasValue = st.value !== undefined;
     try {
-      output = serializeOutput(st.returnType, st.value);
+      output = serializeOutput(st.head.returnType, st.value);
     } catch (e) {
       status = 'error';
       hasValue = false;
       error = thrownInfo(e);
     }
-    if (st.wantValue && hasValue) {
+    if (st.head.wantValue && hasValue) {
       try {
         valueJson = output!.type === 'JSON' ? output!.json : stringifyUser(st.value); // (set: a failed serializeOutput cleared hasValue)
       } catch (e) {

@@ -70,7 +70,7 @@ export function hostSync(st: StageRecord | null, op: string, args: unknown): unk
 
 export function hostIo(st: StageRecord | null, op: string, args: unknown, then?: (value: any) => unknown): unknown {
   if (st === null) throw illegalState('platform' + OUTSIDE_CALL);
-  if (!st.async) {
+  if (!st.head.async) {
     var v = hostSync(st, op, args); // (which refuses an ended stage's call)
     return then === undefined ? v : then(v);
   }

@@ -2,7 +2,7 @@
  * Sandbox adapter module: the adapter's own records, as types (erased when the adapter is
  * bundled). The data crossing the sandbox boundary is typed in lib/runtime/protocol.ts.
  */
-import type { ResponseState, Stage, StageHead, ThrownError } from '../protocol';
+import type { ResponseState, StageHead, ThrownError } from '../protocol';
 import type { ResponseApi, ResponseOutputStream, ResponseWriter } from './response';
 import type { Part } from './request';
 
@@ -40,10 +40,8 @@ export type Attributes = { [name: string]: unknown };
  */
 export interface StageRecord {
   id: number;
-  stage: Stage;
-  returnType: StageHead['returnType'];
-  wantValue: boolean;
-  async: boolean;
+  /** Its head (entry.ts: stageHead, shared by the stages of the same head): stage, returnType, wantValue, async. */
+  head: Readonly<StageHead>;
   /** The RequestSnapshot JSON ('' : asked of the host on first use). */
   requestJson: string;
   /** The CtxFields JSON (absent or '': read them from the snapshot). */
