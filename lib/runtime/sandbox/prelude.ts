@@ -72,35 +72,38 @@ export var G: typeof globalThis & { [name: string]: unknown } = globalThis;
 // Captured builtins
 // ---------------------------------------------------------------------------------------------
 var FnProto = Function.prototype;
-/** uncurry(String.prototype.slice)(s, 1, 2) is s.slice(1, 2), immune to later patching. */
+/** uncurry(StrProto.slice)(s, 1, 2) is s.slice(1, 2), immune to later patching. */
 var uncurry: <F extends (...args: any[]) => any>(fn: F) => (self: any, ...args: Parameters<F>) => ReturnType<F> = FnProto.bind.bind(FnProto.call);
 export var fnApply: (fn: Function, self: unknown, args: ArrayLike<unknown>) => any = uncurry(FnProto.apply);
 /** A descriptor with a null prototype (`__proto__: null`), so no inherited getter or setter can change it. */
 export type Descriptor = PropertyDescriptor & { __proto__?: null };
-export var defineProperty: (o: any, key: PropertyKey, descriptor: Descriptor) => any = Object.defineProperty;
-export var freeze = Object.freeze;
-export var isFrozen = Object.isFrozen;
-export var getOwnDescriptor: (o: any, key: PropertyKey) => PropertyDescriptor | undefined = Object.getOwnPropertyDescriptor;
-export var objectKeys = Object.keys;
-export var objectCreate = Object.create;
-export var setPrototypeOf = Object.setPrototypeOf;
-export var getPrototypeOf = Object.getPrototypeOf;
-export var hasOwn: (o: unknown, k: PropertyKey) => boolean = uncurry(Object.prototype.hasOwnProperty);
-export var objToString: (o: unknown) => string = uncurry(Object.prototype.toString);
+var ObjectCtor = Object;
+var ObjectProto = ObjectCtor.prototype;
+export var defineProperty: (o: any, key: PropertyKey, descriptor: Descriptor) => any = ObjectCtor.defineProperty;
+export var freeze = ObjectCtor.freeze;
+export var isFrozen = ObjectCtor.isFrozen;
+export var getOwnDescriptor: (o: any, key: PropertyKey) => PropertyDescriptor | undefined = ObjectCtor.getOwnPropertyDescriptor;
+export var objectKeys = ObjectCtor.keys;
+export var objectCreate = ObjectCtor.create;
+export var setPrototypeOf = ObjectCtor.setPrototypeOf;
+export var getPrototypeOf = ObjectCtor.getPrototypeOf;
+export var hasOwn: (o: unknown, k: PropertyKey) => boolean = uncurry(ObjectProto.hasOwnProperty);
+export var objToString: (o: unknown) => string = uncurry(ObjectProto.toString);
 export var arrJoin: (a: unknown[], sep: string) => string = uncurry(Array.prototype.join);
 export var isArray = Array.isArray;
 export var jsonStringify = JSON.stringify;
 export var jsonParse = JSON.parse;
 export var Str = String;
 export var Num = Number;
-export var fromCharCode = String.fromCharCode;
-export var charCodeAt: (s: string, i: number) => number = uncurry(String.prototype.charCodeAt);
-export var indexOf: (s: string, search: string, from?: number) => number = uncurry(String.prototype.indexOf);
-export var strSlice: (s: string, start?: number, end?: number) => string = uncurry(String.prototype.slice);
-export var toLowerCase: (s: string) => string = uncurry(String.prototype.toLowerCase);
-export var toUpperCase: (s: string) => string = uncurry(String.prototype.toUpperCase);
-export var trim: (s: string) => string = uncurry(String.prototype.trim);
-export var toFixed: (n: number, digits?: number) => string = uncurry(Number.prototype.toFixed);
+export var fromCharCode = Str.fromCharCode;
+var StrProto = Str.prototype;
+export var charCodeAt: (s: string, i: number) => number = uncurry(StrProto.charCodeAt);
+export var indexOf: (s: string, search: string, from?: number) => number = uncurry(StrProto.indexOf);
+export var strSlice: (s: string, start?: number, end?: number) => string = uncurry(StrProto.slice);
+export var toLowerCase: (s: string) => string = uncurry(StrProto.toLowerCase);
+export var toUpperCase: (s: string) => string = uncurry(StrProto.toUpperCase);
+export var trim: (s: string) => string = uncurry(StrProto.trim);
+export var toFixed: (n: number, digits?: number) => string = uncurry(Num.prototype.toFixed);
 export var mathTrunc = Math.trunc;
 export var mathMax = Math.max;
 export var mathMin = Math.min;
@@ -118,11 +121,11 @@ export var getUTCMinutes: (d: Date) => number = uncurry(DateProto.getUTCMinutes)
 export var getUTCSeconds: (d: Date) => number = uncurry(DateProto.getUTCSeconds);
 export var PromiseCtor = Promise;
 export var WeakMapCtor = WeakMap;
-export var wmGet: <V>(wm: WeakMap<object, V>, key: object) => V | undefined = uncurry(WeakMap.prototype.get);
-export var wmSet: <V>(wm: WeakMap<object, V>, key: object, value: V) => unknown = uncurry(WeakMap.prototype.set);
+export var wmGet: <V>(wm: WeakMap<object, V>, key: object) => V | undefined = uncurry(WeakMapCtor.prototype.get);
+export var wmSet: <V>(wm: WeakMap<object, V>, key: object, value: V) => unknown = uncurry(WeakMapCtor.prototype.set);
 /** Only ever called on the adapter's own regex literals, which no script can reach. */
 export var reExec: (re: RegExp, s: string) => RegExpExecArray | null = uncurry(RegExp.prototype.exec);
-export var promiseThen: (p: unknown, onValue?: (v: any) => unknown, onError?: (e: unknown) => unknown) => Promise<unknown> = uncurry(Promise.prototype.then);
+export var promiseThen: (p: unknown, onValue?: (v: any) => unknown, onError?: (e: unknown) => unknown) => Promise<unknown> = uncurry(PromiseCtor.prototype.then);
 export var SymIterator = Symbol.iterator;
 export var SymToPrimitive = Symbol.toPrimitive;
 export var U8 = Uint8Array;
@@ -131,13 +134,14 @@ function getter(proto: object, key: string): (self: unknown) => any {
   return uncurry(getOwnDescriptor(proto, key)!.get!);
 }
 var TypedArrayProto: object = getPrototypeOf(U8.prototype);
+var DataViewProto = DataView.prototype;
 export var abByteLength = getter(ArrayBuffer.prototype, 'byteLength');
 export var taBuffer = getter(TypedArrayProto, 'buffer');
 export var taByteOffset = getter(TypedArrayProto, 'byteOffset');
 export var taByteLength = getter(TypedArrayProto, 'byteLength');
-export var dvBuffer = getter(DataView.prototype, 'buffer');
-export var dvByteOffset = getter(DataView.prototype, 'byteOffset');
-export var dvByteLength = getter(DataView.prototype, 'byteLength');
+export var dvBuffer = getter(DataViewProto, 'buffer');
+export var dvByteOffset = getter(DataViewProto, 'byteOffset');
+export var dvByteLength = getter(DataViewProto, 'byteLength');
 
 export var ABORT_CODE = 270001;
 /** ERRORS.ABORTED's message (lib/errors.ts): an abort without a message, as an automation's abort step answers it. */
