@@ -11,7 +11,7 @@
  * and a browser's headers and cookies are a
  * kilobyte or more of JSON. request and response are read-only and non-configurable.
  */
-import { AFTER_END, type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, makeError, setOwn, wmGet, wmSet } from './prelude';
+import { AFTER_END, type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, setOwn, typeError, wmGet, wmSet } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 import type { Fields, StageRecord } from './types';
@@ -83,14 +83,14 @@ function lazyMap(key: MapKey): Descriptor {
     },
     // an assignment acts as on a plain writable field: a data property of the object assigned to
     set: function (this: unknown, v: unknown) {
-      if (!isObj(this)) throw makeError('TypeError', 'Cannot set ' + key + ' on a primitive');
+      if (!isObj(this)) throw typeError('Cannot set ' + key + ' on a primitive');
       var o = ownerOf(this);
       // (a ctx frozen before the first read: its fields are read-only, also for objects inheriting from it)
-      if (o !== null && isFrozen(o)) throw makeError('TypeError', "Cannot assign to read only property '" + key + "'");
+      if (o !== null && isFrozen(o)) throw typeError("Cannot assign to read only property '" + key + "'");
       var d = getOwnDescriptor(this, key);
       if (d !== undefined && d.configurable !== true) {
         // sealed before the first read: the accessor stays and holds the value
-        if (o !== this) throw makeError('TypeError', 'Cannot redefine property: ' + key);
+        if (o !== this) throw typeError('Cannot redefine property: ' + key);
         parsedOf(wmGet(ownMaps, o) as OwnMaps)[key] = v;
         return;
       }

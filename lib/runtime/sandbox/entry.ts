@@ -7,7 +7,7 @@
  * field of a stage's request, the snapshot parsed on first use) and apiRec (the stage of a
  * request or response object).
  */
-import { AFTER_END, G, OUTSIDE_CALL, PromiseCtor, Str, WeakMapCtor, defineHidden, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, makeError, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, wmGet, wmSet } from './prelude';
+import { AFTER_END, G, OUTSIDE_CALL, PromiseCtor, Str, WeakMapCtor, defineHidden, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, typeError, wmGet, wmSet } from './prelude';
 import { enc, keyJson, quote, stringifyUser } from './encoding';
 import { active, bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
 import { chunkByteLength, encResponse, responseFromInput } from './response-state';
@@ -139,7 +139,7 @@ function settle(st: StageRecord, status: 'value' | 'error', v: unknown): void {
 /** A stage head's fields, by its JSON text (a worker sends a handful of distinct heads). */
 var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
   var head = jsonParse(headJson);
-  if (!isObj(head)) throw makeError('TypeError', 'start: the stage head must be a JSON object');
+  if (!isObj(head)) throw typeError('start: the stage head must be a JSON object');
   return freeze({
     __proto__: null,
     stage: getOwn(head, 'stage') as StageHead['stage'],
@@ -193,7 +193,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
   inEntry = true;
   try {
     var fn = isObj(ns) && hasOwn(ns, fnName) ? ns[fnName] : undefined;
-    if (typeof fn !== 'function') throw makeError('TypeError', 'The exported value is not a function');
+    if (typeof fn !== 'function') throw typeError('The exported value is not a function');
     if (head.stage === 'after') {
       r = fn(ctx, valueJson !== '' ? jsonParse(valueJson) : undefined);
     } else if (head.stage === 'onError') {

@@ -7,7 +7,7 @@
  * call cleanup callbacks; here none is ever called. register / unregister check their arguments
  * as the built-in does.
  */
-import { G, defineHidden, defineProperty, isObj, makeError } from './prelude';
+import { G, defineHidden, defineProperty, isObj, typeError } from './prelude';
 
 /** The built-in's name, and the start of its methods' messages. */
 var FR = 'FinalizationRegistry';
@@ -15,15 +15,15 @@ var FR_PROTO = FR + '.prototype.';
 if (typeof G[FR] === 'function') {
   class FinalizationRegistry {
     constructor(cleanup: unknown) {
-      if (typeof cleanup !== 'function') throw makeError('TypeError', FR + ': cleanup must be callable');
+      if (typeof cleanup !== 'function') throw typeError(FR + ': cleanup must be callable');
     }
 
     register(target: unknown): void {
-      if (!isObj(target)) throw makeError('TypeError', FR_PROTO + 'register: invalid target');
+      if (!isObj(target)) throw typeError(FR_PROTO + 'register: invalid target');
     }
 
     unregister(token: unknown): boolean {
-      if (!isObj(token)) throw makeError('TypeError', FR_PROTO + 'unregister: invalid unregister token');
+      if (!isObj(token)) throw typeError(FR_PROTO + 'unregister: invalid unregister token');
       return false;
     }
   }

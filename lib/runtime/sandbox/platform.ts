@@ -11,7 +11,7 @@
  * definitions (named as their key, no prototype, not constructors), getAccountByToken and toJSON
  * function expressions (a prototype each): scripts can tell them apart, so each stays as it is.
  */
-import { ABORT_CODE, ABORT_MESSAGE, G, MAX_REQUEST_HEADERS, Num, OUTBOUND_FAILED, Str, charCodeAt, clonePlain, defineHidden, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase } from './prelude';
+import { ABORT_CODE, ABORT_MESSAGE, G, MAX_REQUEST_HEADERS, Num, OUTBOUND_FAILED, Str, charCodeAt, clonePlain, defineHidden, defineProperty, freeze, getOwn, isArray, isNil, isObj, jsonParse, lower, makeError, mathTrunc, objectKeys, push, safeString, setOwn, toUpperCase, typeError } from './prelude';
 import { base64, bufferSourceBytes, stringifyUser, utf8Binary } from './encoding';
 import { active, hostIo, hostSync } from './host';
 import type { StageRecord } from './types';
@@ -90,7 +90,7 @@ export var platform = deepFreeze({
   http: {
     request(opts?: unknown): unknown {
       if (typeof opts === 'string') opts = { url: opts };
-      if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw makeError('TypeError', 'platform.http.request needs a request object with a url');
+      if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw typeError('platform.http.request needs a request object with a url');
       var method = isNil(opts.method) ? 'GET' : toUpperCase(Str(opts.method));
       var headers: { [name: string]: string } = {};
       var hasContentType = false;

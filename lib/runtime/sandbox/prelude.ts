@@ -295,6 +295,9 @@ export function makeError(name: string, message: string, code?: number, status?:
   if (status !== undefined) setOwn(e, 'status', status);
   return e;
 }
+export function typeError(message: string): Error {
+  return makeError('TypeError', message);
+}
 export function illegalState(message: string): Error {
   return makeError('IllegalStateException', message);
 }
