@@ -320,7 +320,8 @@ function collect(st: StageRecord): string {
     output = undefined;
     error = st.abort;
   }
-  var s = '{"id":' + enc(st.id) + ',"status":"' + status + '","hasValue":' + (hasValue ? 'true' : 'false');
+  // (the id is the host's stage number, hasValue a boolean: each prints as its JSON)
+  var s = '{"id":' + st.id + ',"status":"' + status + '","hasValue":' + hasValue;
   if (valueJson !== undefined) s += ',"value":' + valueJson;
   if (output !== undefined) {
     // (a JSON result, the common case, without enc's walk over the output object)
