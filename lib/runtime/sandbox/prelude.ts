@@ -287,9 +287,13 @@ var ERROR_TYPES: { readonly [name: string]: ErrorConstructor | undefined } = fre
  */
 export function makeError(name: string, message: string, code?: number, status?: number, at?: Error): Error {
   var type = ERROR_TYPES[name];
-  var e = at === undefined ? new (type === undefined ? ErrorCtor : type)(message) : at;
-  if (at !== undefined && type !== undefined) setPrototypeOf(e, type.prototype);
-  if (at !== undefined) defineHidden(e, 'message', message);
+  var e = at;
+  if (e === undefined) {
+    e = new (type ?? ErrorCtor)(message);
+  } else {
+    if (type !== undefined) setPrototypeOf(e, type.prototype);
+    defineHidden(e, 'message', message);
+  }
   defineHidden(e, 'name', name);
   if (code !== undefined) setOwn(e, 'code', code);
   if (status !== undefined) setOwn(e, 'status', status);
