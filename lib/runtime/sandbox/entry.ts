@@ -34,7 +34,7 @@ var ENDED: Ended = freeze({ __proto__: null, done: true });
  * acts on the active stage.
  */
 export function apiRec(self: unknown, what: string): StageRecord {
-  var st = isObj(self) ? wmGet(apiStage, self) : undefined;
+  var st = wmGet(apiStage, self as object); // (undefined for a primitive: WeakMap.prototype.get never throws for a key it cannot hold)
   if (st !== undefined) {
     if (st.done) throw illegalState(what + AFTER_END);
     return st;
