@@ -185,6 +185,13 @@ describe('loading', () => {
     expect(sb.evaluate('typeof platform.app.abort')).toBe('function');
   });
 
+  test('FinalizationRegistry, made inert, is named as the built-in it replaces', () => {
+    const sb = sandbox();
+    expect(sb.evaluate('[FinalizationRegistry.name, FinalizationRegistry.length, String(new FinalizationRegistry(() => {}))]')).toEqual(['FinalizationRegistry', 1, '[object FinalizationRegistry]']);
+    const d = sb.evaluate('Object.getOwnPropertyDescriptor(FinalizationRegistry, "name")');
+    expect([d.writable, d.enumerable, d.configurable]).toEqual([false, false, true]);
+  });
+
   test('drain before any start reports nothing', () => {
     const sb = sandbox();
     expect(JSON.parse(sb.entry.drain())).toEqual({ waiting: 0, outputs: [] });

@@ -27,6 +27,8 @@ if (typeof G[FR] === 'function') {
       return false;
     }
   }
+  // (the bundle is minified: the class's own name would be whatever the minifier gave it)
+  defineProperty(FinalizationRegistry, 'name', { __proto__: null, value: FR, writable: false, enumerable: false, configurable: true });
   defineProperty(FinalizationRegistry.prototype, Symbol.toStringTag, { __proto__: null, value: FR, writable: false, enumerable: false, configurable: true });
   defineHidden(G, FR, FinalizationRegistry);
 }
