@@ -5,7 +5,7 @@
  * of the RequestSnapshot, as methods of one shared prototype) and partsOf(st). ctx itself is
  * made in ctx.ts.
  */
-import { Str, copyArray, freeze, getOwn, isArray, isNil, lower, objectCreate, objectKeys, push, setOwn, strSlice, toLowerCase, unionKeys, wmSet } from './prelude';
+import { Str, copyArray, freeze, getOwn, isArray, isNil, lower, objectCreate, objectKeys, push, setOwn, unionKeys, wmSet } from './prelude';
 import { hostIo } from './host';
 import { makeEnumeration } from './enumeration';
 import type { Enumeration } from './enumeration';
@@ -80,12 +80,7 @@ function snapGetter(k: keyof RequestSnapshot, dflt: unknown): (this: unknown) =>
   };
 }
 
-/**
- * The methods of ctx.request, in the order scripts enumerate them. A value that is not a function
- * is the default of the getter of the snapshot field its name says (getServerPort: 0 reads
- * serverPort), made below by snapGetter.
- */
-var ReqProto: { [name: string]: unknown } = {
+var ReqProto = freeze({
   // Attributes: the live values within a stage, JSON copies from one stage to the next.
   // (st.attrs has no prototype and never holds undefined: a plain read is an own-property read)
   getAttribute: function (this: unknown, name: unknown): unknown {
@@ -132,20 +127,20 @@ var ReqProto: { [name: string]: unknown } = {
     return out;
   },
 
-  getCharacterEncoding: null,
-  getProtocol: 'HTTP/1.1',
-  getScheme: 'http',
-  getServerName: '',
-  getServerPort: 0,
-  getRemoteAddr: null,
-  getRemoteHost: null,
-  getRemotePort: 0,
+  getCharacterEncoding: snapGetter('characterEncoding', null),
+  getProtocol: snapGetter('protocol', 'HTTP/1.1'),
+  getScheme: snapGetter('scheme', 'http'),
+  getServerName: snapGetter('serverName', ''),
+  getServerPort: snapGetter('serverPort', 0),
+  getRemoteAddr: snapGetter('remoteAddr', null),
+  getRemoteHost: snapGetter('remoteHost', null),
+  getRemotePort: snapGetter('remotePort', 0),
   isSecure: function (this: unknown): boolean {
     return snapField(reqRec(this), 'scheme', 'http') === 'https';
   },
 
-  getContentType: null,
-  getAuthType: null,
+  getContentType: snapGetter('contentType', null),
+  getAuthType: snapGetter('authType', null),
   /** Cookie[] (every cookie sent, a name sent twice included), or null when the request has none (as HttpServletRequest.getCookies). */
   getCookies: function (this: unknown): Cookie[] | null {
     var st = reqRec(this);
@@ -174,13 +169,13 @@ var ReqProto: { [name: string]: unknown } = {
     var st = reqRec(this);
     return makeEnumeration(unionKeys(snapField(st, 'headers', NO_MAP), snapField(st, 'headerLists', NO_MAP)));
   },
-  getMethod: 'GET',
-  getPathInfo: null,
-  getContextPath: '',
-  getQueryString: null,
+  getMethod: snapGetter('method', 'GET'),
+  getPathInfo: snapGetter('pathInfo', null),
+  getContextPath: snapGetter('contextPath', ''),
+  getQueryString: snapGetter('queryString', null),
   getRemoteUser: () => null,
   getUserPrincipal: () => null,
-  getRequestURI: '',
+  getRequestURI: snapGetter('requestURI', ''),
   /** scheme://serverName[:port]requestURI, without the port when it is the scheme's default. */
   getRequestURL: function (this: unknown): string {
     var st = reqRec(this);
@@ -189,7 +184,7 @@ var ReqProto: { [name: string]: unknown } = {
     var dflt = scheme === 'https' ? 443 : 80;
     return scheme + '://' + snapField(st, 'serverName', '') + (serverPort && serverPort !== dflt ? ':' + serverPort : '') + snapField(st, 'requestURI', '');
   },
-  getServletPath: '',
+  getServletPath: snapGetter('servletPath', ''),
   getParts: function (this: unknown): Part[] {
     return copyArray(partsOf(reqRec(this)));
   },
@@ -198,12 +193,7 @@ var ReqProto: { [name: string]: unknown } = {
     for (var i = 0; i < parts.length; i++) if (parts[i].name === Str(name)) return parts[i];
     return null;
   },
-};
-for (var reqKeys = objectKeys(ReqProto), rk = 0; rk < reqKeys.length; rk++) {
-  var reqKey = reqKeys[rk];
-  if (typeof ReqProto[reqKey] !== 'function') setOwn(ReqProto, reqKey, snapGetter((toLowerCase(reqKey[3]) + strSlice(reqKey, 4)) as keyof RequestSnapshot, ReqProto[reqKey]));
-}
-freeze(ReqProto);
+});
 
 /** The request object of a stage (its st.requestApi). */
 export function makeRequest(st: StageRecord): typeof ReqProto {
