@@ -192,6 +192,36 @@ describe('loading', () => {
     expect([d.writable, d.enumerable, d.configurable]).toEqual([false, false, true]);
   });
 
+  test("the functions a script can reach carry no name the adapter's minifier gave them", async () => {
+    const sb = sandbox();
+    const found = await sb.probe(function (ctx) {
+      // every function reachable from ctx, platform and console (own and inherited properties,
+      // accessors included, up to the built-in prototypes) is anonymous or named after its key: a
+      // name the minifier gave it would tell a script it is not the real API
+      const builtIns = [Object.prototype, Function.prototype, Array.prototype];
+      const seen = new Set();
+      const odd = [];
+      const visit = (v, path, depth) => {
+        if ((typeof v !== 'object' && typeof v !== 'function') || v === null || seen.has(v) || depth > 4 || builtIns.includes(v)) return;
+        seen.add(v);
+        if (typeof v === 'function' && v.name !== '' && !path.endsWith('.' + v.name)) odd.push(path + ' is named ' + JSON.stringify(v.name));
+        for (const key of Reflect.ownKeys(v)) {
+          if (key === 'caller' || key === 'arguments' || key === 'prototype') continue;
+          const d = Object.getOwnPropertyDescriptor(v, key);
+          const at = path + '.' + String(key);
+          if (d.get) visit(d.get, at + '.get', depth + 1); // (an accessor's functions are named get and set)
+          if (d.set) visit(d.set, at + '.set', depth + 1);
+          if ('value' in d) visit(d.value, at, depth + 1);
+        }
+        visit(Object.getPrototypeOf(v), path + '.__proto__', depth + 1);
+      };
+      const enumeration = ctx.request.getHeaderNames();
+      visit({ ctx, platform, console, FinalizationRegistry, enumeration, parts: ctx.getParts(), writer: ctx.response.getWriter(), stream: ctx.response.getOutputStream() }, '', 0);
+      return odd;
+    });
+    expect(found).toEqual([]);
+  });
+
   test('drain before any start reports nothing', () => {
     const sb = sandbox();
     expect(JSON.parse(sb.entry.drain())).toEqual({ waiting: 0, outputs: [] });

@@ -4,7 +4,7 @@
  * Holds makeEnumeration(list): hasMoreElements / nextElement, also iterable (for...of, spread)
  * and through asIterator(); iteration consumes it.
  */
-import { SymIterator, copyArray, makeError } from './prelude';
+import { SymIterator, copyArray, makeError, setOwn } from './prelude';
 
 export type Enumeration<T> = ReturnType<typeof makeEnumeration<T>>;
 
@@ -12,21 +12,22 @@ export type Enumeration<T> = ReturnType<typeof makeEnumeration<T>>;
 export function makeEnumeration<T>(list: ArrayLike<T>) {
   var items = copyArray(list);
   var i = 0;
-  function iterator(): IterableIterator<T> {
-    return {
-      next: () => (i < items.length ? { value: items[i++], done: false } : { value: undefined, done: true }),
-      [SymIterator as typeof Symbol.iterator]: function () {
-        return this;
-      },
-    };
-  }
-  return {
+  var e = {
     hasMoreElements: () => i < items.length,
     nextElement: function () {
       if (i >= items.length) throw makeError('NoSuchElementException', 'No more elements');
       return items[i++];
     },
-    asIterator: iterator,
-    [SymIterator as typeof Symbol.iterator]: iterator,
+    // (a function of the literal is named after its key: a declared one would carry the minifier's name)
+    asIterator: function (): IterableIterator<T> {
+      return {
+        next: () => (i < items.length ? { value: items[i++], done: false } : { value: undefined, done: true }),
+        [SymIterator as typeof Symbol.iterator]: function () {
+          return this;
+        },
+      };
+    },
   };
+  setOwn(e, SymIterator, e.asIterator);
+  return e as typeof e & Iterable<T>;
 }
