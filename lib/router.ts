@@ -19,7 +19,7 @@ import { WorkerPool } from './runtime/pool';
 import { SOURCE_CHARS } from './runtime/messages';
 import { newResponseState } from './runtime/protocol';
 import type { JobResult, ScriptEngine, ScriptJob, ScriptSource } from './runtime/engine';
-import { clientGone, type ClientGone } from './response/client-gone';
+import { clientGone, connectionClosed, type ClientGone } from './response/client-gone';
 import { sendError, sendErrorBody } from './response/error';
 import { sendWritten } from './response/apply';
 import { sendOutput } from './return-types';
@@ -340,6 +340,11 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const { outcome, state } = result;
     const { requestId } = trace;
     if (res.headersSent) return observer.answeredBefore(trace); // (the host answered while the scripts ran)
+    if (connectionClosed(res)) {
+      // (its connection closed while the scripts ran: no one to answer; a failure is still logged and counted)
+      if (outcome.kind === 'error') observer.scriptFailed(trace, outcome);
+      return;
+    }
     trace.answering = true;
     if (result.handled !== undefined) trace.handled = result.handled; // (the answer is onError's)
     switch (outcome.kind) {

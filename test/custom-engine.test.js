@@ -161,3 +161,49 @@ test('an error outcome with a status that is no error status (101, 200, 302, 204
   expect(res.status).toBe(418);
   expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'go away', code: 4001 });
 });
+
+test("a result that arrives after the request's connection was destroyed, before the response heard of it, is not written: the response closes unanswered (no status in the log), and an error outcome is still logged", async () => {
+  const registry = new MemoryRegistry();
+  registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
+  registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
+  const errors = [];
+  const logger = { info() {}, warn() {}, error: (m) => errors.push(String(m)) };
+  let outcome;
+  let current;
+  let closed;
+  // (as a server's closeAllConnections() at shutdown does: the socket is destroyed, its 'close' comes a turn later)
+  const engine = {
+    name: 'mine',
+    run: async (job) => {
+      current.socket.destroy();
+      return { state: job.state, outcome };
+    },
+    close: async () => {},
+  };
+  const router = createApiRouter({ registry, engine, logger });
+  routers.push(router);
+  const a = express()
+    .use((req, res, next) => {
+      current = res;
+      closed = new Promise((resolve) => res.once('close', () => resolve({ headersSent: res.headersSent, status: res.statusCode })));
+      next();
+    })
+    .use('/web0/api', router);
+  const server = a.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  try {
+    for (const given of [
+      { kind: 'error', message: 'Server is shutting down', code: 270601, status: 503 },
+      { kind: 'output', output: { type: 'JSON', json: '{"ok":1}' } },
+    ]) {
+      outcome = given;
+      errors.length = 0;
+      const sent = request(server).get('/web0/api/shop/p').then(() => 'answered', (e) => e.code);
+      expect(await sent).toBe('ECONNRESET');
+      expect(await closed).toEqual({ headersSent: false, status: 200 });
+      if (given.kind === 'error') expect(errors.join('\n')).toContain('Server is shutting down');
+    }
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+});

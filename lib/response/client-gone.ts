@@ -11,6 +11,15 @@ export interface ClientGone {
   done(): void;
 }
 
+/**
+ * The response's connection is closed or closing: its socket is destroyed (the client reset it, the
+ * server cut it at shutdown) though the response may not have heard yet (its 'close' comes a turn
+ * later). Nothing written now reaches anyone, and writing would make the response look answered.
+ */
+export function connectionClosed(res: ServerResponse): boolean {
+  return res.destroyed || res.socket?.destroyed === true;
+}
+
 export function clientGone(res: ServerResponse): ClientGone {
   const ac = new AbortController();
   const onClose = () => {

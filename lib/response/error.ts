@@ -1,6 +1,7 @@
 /** The default error response: `{ requestId, message, code }` as JSON. */
 import type { ServerResponse } from 'node:http';
 import { ApiError, ERRORS, type ErrorBody } from '../errors';
+import { connectionClosed } from './client-gone';
 
 export const JSON_TYPE = 'application/json;charset=UTF-8';
 
@@ -24,7 +25,7 @@ export function endWithBody(res: ServerResponse, body: string | Buffer, contentT
 }
 
 export function sendErrorBody(res: ServerResponse, body: ErrorBody, status: number, headers?: Record<string, string>): void {
-  if (res.headersSent) {
+  if (res.headersSent || connectionClosed(res)) {
     res.destroy();
     return;
   }
