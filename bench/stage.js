@@ -8,7 +8,8 @@
 // headers); the `-browser` workloads run the same stages on a request as a browser sends it
 // (sixteen headers with cookies and a bearer token: 1.3 KB of ctx maps), since what a stage
 // costs grows with the request when its script reads the request's headers, cookies or query:
-// they are parsed as JSON in QuickJS.
+// they are parsed as JSON in QuickJS. The `-post` workloads run them on a POST of a 100 KB JSON
+// body that none of the scripts reads.
 // One thread, no I/O. Usage: npm run build && node bench/stage.js [--stages N] [--rounds N] [--only NAME,...]
 'use strict';
 const path = require('node:path');
@@ -83,7 +84,11 @@ const browser = {
   url: '/web0/api/bench/p?page=2&sort=date',
   queryString: 'page=2&sort=date',
 };
-const requests = { wrk: snapshot, browser };
+// A POST of a 100 KB JSON document (orders a client uploads): scripts that never read ctx.body
+// should not pay for it.
+const ORDERS = JSON.stringify({ orders: Array.from({ length: 1300 }, (_, i) => ({ id: i, sku: `SKU-${100000 + i}`, qty: (i % 7) + 1, note: 'deliver to the back door "B"' })) });
+const post = { ...snapshot, method: 'POST', contentType: 'application/json', headers: { ...snapshot.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(ORDERS)) }, body: ORDERS };
+const requests = { wrk: snapshot, browser, post };
 const head = (stage) => JSON.stringify({ stage, returnType: 'JSON', wantValue: false, async: false });
 
 async function main() {
@@ -98,7 +103,7 @@ async function main() {
   let id = 1;
   let texts = { ctx: '', maps: '' };
   const stage = (ctx, fn, stageName, attributes) => {
-    ctx.start(id++, fn, head(stageName), '', attributes, '', '', texts.ctx, texts.maps);
+    ctx.start(id++, fn, head(stageName), '', attributes, '', '', texts.ctx, texts.maps, texts.body);
     const out = JSON.parse(ctx.drain()).outputs[0];
     if (out.status !== 'value') throw new Error(`${fn}: ${JSON.stringify(out)}`);
     return out;
@@ -114,7 +119,7 @@ async function main() {
   };
   const workloads = {};
   for (const [from, snap] of Object.entries(requests)) {
-    const own = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)), maps: JSON.stringify(ctxMaps(snap)) };
+    const own = { request: JSON.stringify(snap), ctx: JSON.stringify(ctxFields(snap)), maps: JSON.stringify(ctxMaps(snap)), body: snap.body };
     for (const [kind, run] of Object.entries(kinds)) {
       workloads[from === 'wrk' ? kind : `${kind}-${from}`] = { texts: own, run };
     }

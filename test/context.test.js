@@ -45,6 +45,25 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
       expect(ctx).toMatchObject({ appId: 'app1', path: 'p', method: 'POST', parts: 0 });
     });
 
+    test('ctx.body is the text as sent, in every stage: quotes, backslashes, line separators, NUL, astral characters, and 1 MB of them', async () => {
+      // (the body travels to the engine as a text of its own, not inside JSON: nothing may be lost
+      // on the way; QuickJS takes texts as C strings, so a NUL must not end it)
+      const { app: hooked } = api(
+        `export function before(ctx) { ctx.request.setAttribute('before', ctx.body) }
+         export function fn(ctx) { return { before: ctx.request.getAttribute('before') === ctx.body, body: ctx.body, n: ctx.body.length } }
+         export function after(ctx, result) { if (ctx.body !== result.body) throw new Error('after saw another body') }`,
+        { methods: ['POST'], before: { script: 'main.js', function: 'before' }, after: { script: 'main.js', function: 'after' } },
+        { bodyLimit: '4mb' },
+      );
+      const odd = 'a"b\\c\n\u2028\u2029\u0000\u0001é😀}"';
+      for (const body of [odd, '\u0000', odd.replace('\u0000', '').repeat(70000)]) {
+        const res = await request(hooked).post('/web0/api/app1/p').set('Content-Type', 'text/plain; charset=utf-8').send(body);
+        expect(res.status).toBe(200);
+        expect(res.body.n).toBe(body.length);
+        expect(res.body).toEqual({ before: true, body, n: body.length });
+      }
+    });
+
     test('body is an empty string without a body', async () => {
       const res = await request(app).get('/web0/api/app1/p');
       expect(res.body.body).toBe('');

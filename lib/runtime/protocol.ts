@@ -105,10 +105,11 @@ export interface ApiErrorInfo {
 }
 
 /**
- * The request snapshot's scalar fields that ctx carries itself (in ctx's own key order): what
- * every stage parses (the adapter's `start` receives them as JSON).
+ * The request snapshot's short scalar fields that ctx carries itself (in ctx's own key order):
+ * what every stage parses (the adapter's `start` receives them as JSON). The body, of any size,
+ * comes as a text of its own: never escaped into JSON and parsed again by the engine.
  */
-export type CtxFields = Pick<RequestSnapshot, 'body' | 'url' | 'appId' | 'path' | 'method'>;
+export type CtxFields = Pick<RequestSnapshot, 'url' | 'appId' | 'path' | 'method'>;
 
 /**
  * The snapshot's maps that ctx carries (headers, cookies, query), with headerLists: parsed only
@@ -118,7 +119,7 @@ export type CtxFields = Pick<RequestSnapshot, 'body' | 'url' | 'appId' | 'path' 
 export type CtxMaps = Pick<RequestSnapshot, 'headers' | 'cookies' | 'query' | 'headerLists'>;
 
 export function ctxFields(r: RequestSnapshot): CtxFields {
-  return { body: r.body, url: r.url, appId: r.appId, path: r.path, method: r.method };
+  return { url: r.url, appId: r.appId, path: r.path, method: r.method };
 }
 
 export function ctxMaps(r: RequestSnapshot): CtxMaps {
@@ -178,11 +179,12 @@ export interface StageOutput {
 
 /**
  * The adapter's entry object, which an engine drives (lib/runtime/sandbox/entry.ts; the contract
- * in lib/runtime/sandbox/prelude.ts). Every text argument is JSON ('' where a part may be absent).
+ * in lib/runtime/sandbox/prelude.ts). Every text argument is JSON ('' where a part may be absent)
+ * but `body`, the request body itself.
  */
 export interface AdapterEntry {
   /** Starts stage `stageId`: `ns[fnName](ctx[, value])`, `ns` being the script's module namespace. */
-  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string): void;
+  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string): void;
   /** Settles an async host call with its reply (a HostReply). */
   reply(callId: number, replyJson: string): void;
   /** `{"waiting":N,"outputs":[StageOutput, ...]}`: the stages settled since the last drain. */

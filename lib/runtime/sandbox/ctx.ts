@@ -14,6 +14,7 @@
 import { AFTER_END, type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, setOwn, typeError, wmGet, wmSet } from './prelude';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
+import { snapField } from './entry';
 import type { Fields, StageRecord } from './types';
 
 /** ctx's own maps: the JSON they come from until the first read, then the parse. */
@@ -118,7 +119,7 @@ export function makeCtx(st: StageRecord) {
     headers: undefined as unknown,
     cookies: undefined as unknown,
     query: undefined as unknown,
-    body: r.body === undefined ? '' : r.body,
+    body: st.body !== undefined ? st.body : snapField(st, 'body', ''),
     url: text(r.url, ''),
     appId: text(r.appId, ''),
     path: text(r.path, ''),

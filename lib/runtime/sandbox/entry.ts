@@ -118,7 +118,7 @@ function hostRequest(st: StageRecord): unknown {
 }
 
 /** The snapshot fields CtxFields and CtxMaps carry: reading them needs no more of the snapshot. */
-var IN_FIELDS: { readonly [key: string]: unknown } = freeze({ __proto__: null, body: true, url: true, appId: true, path: true, method: true });
+var IN_FIELDS: { readonly [key: string]: unknown } = freeze({ __proto__: null, url: true, appId: true, path: true, method: true });
 var IN_MAPS: { readonly [key: string]: unknown } = freeze({ __proto__: null, headers: true, headerLists: true, cookies: true, query: true });
 
 /** A field of the stage's request snapshot, or `dflt` when it has none. */
@@ -150,7 +150,7 @@ var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
 });
 
 /** Its arguments: see the contract in prelude.ts. */
-function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string): void {
+function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string): void {
   if (inEntry) throw illegalState(REENTRY);
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -164,6 +164,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     requestJson: requestJson,
     ctxJson: ctxJson,
     mapsJson: mapsJson,
+    body: typeof body === 'string' ? body : undefined,
     fieldsObj: null,
     mapsObj: null,
     attrsJson: attrsJson,

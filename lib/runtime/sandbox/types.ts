@@ -48,6 +48,8 @@ export interface StageRecord {
   ctxJson: string | undefined;
   /** The CtxMaps JSON (absent or '': read them from the snapshot). */
   mapsJson: string | undefined;
+  /** The request body (absent: the snapshot's). */
+  body: string | undefined;
   attrsJson: string;
   responseJson: string;
   status: 'pending' | 'value' | 'error';

@@ -30,10 +30,10 @@ export interface EngineContext {
   /** The module exports a function of this name. */
   hasFunction(name: string): boolean;
   /**
-   * Starts a stage (adapter `start`; `ctx` and `maps`: the CtxFields and CtxMaps JSON, absent:
-   * read from `request`).
+   * Starts a stage (adapter `start`; `ctx` and `maps`: the CtxFields and CtxMaps JSON, `body` the
+   * request body; each absent: read from `request`).
    */
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string): void;
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string): void;
   /** Settles an async host call (adapter `reply`). */
   reply(callId: number, replyJson: string): void;
   /** Forgets a stage (adapter `cancel`). */

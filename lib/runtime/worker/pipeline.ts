@@ -27,6 +27,8 @@ export interface StageTexts {
   request: () => string;
   /** The CtxFields JSON (the same for every stage of a job). */
   ctx: string;
+  /** The request body (ctx.body). */
+  body: string;
   /** The CtxMaps JSON (the same for every stage of a job). */
   maps: string;
   attributes: string;
@@ -156,6 +158,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         request,
         ctx,
         maps,
+        body: job.request.body,
         attributes: attributesText,
         response: responseJson,
         value,

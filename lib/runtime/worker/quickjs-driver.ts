@@ -383,13 +383,13 @@ class QuickJsContext implements EngineContext {
     return known;
   }
 
-  /** Calls an entry method with strings and numbers (and the namespace first for start), then runs the jobs it queued. */
-  private enter(method: QuickJSHandle, args: Array<string | number | QuickJSHandle>): string {
+  /** Calls an entry method with strings and numbers (and the namespace first for start; undefined for an absent argument), then runs the jobs it queued. */
+  private enter(method: QuickJSHandle, args: Array<string | number | QuickJSHandle | undefined>): string {
     const { ctx } = this;
     try {
-      const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a));
+      const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : (a ?? ctx.undefined)));
       const r = ctx.callFunction(method, ctx.undefined, ...handles);
-      handles.forEach((h, i) => typeof args[i] !== 'object' && h.dispose());
+      handles.forEach((h, i) => (typeof args[i] === 'string' || typeof args[i] === 'number') && h.dispose());
       if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
       const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
       r.value.dispose();
@@ -401,8 +401,11 @@ class QuickJsContext implements EngineContext {
     }
   }
 
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = ''): void {
-    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx, maps]);
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = '', body?: string): void {
+    // (a text enters QuickJS as a C string, ending at its first NUL: a body holding one is read
+    // from the snapshot's JSON instead, where it is escaped)
+    const text = body?.includes('\0') ? undefined : body;
+    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx, maps, text]);
   }
 
   reply(callId: number, replyJson: string): void {
