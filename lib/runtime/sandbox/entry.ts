@@ -149,8 +149,14 @@ var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
   });
 });
 
+/** The body given as JSON (a text QuickJS could not take as it is), else undefined: the snapshot's. */
+function bodyText(json: string | undefined): string | undefined {
+  var v = typeof json === 'string' ? jsonParse(json) : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
 /** Its arguments: see the contract in prelude.ts. */
-function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string): void {
+function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string, bodyJson?: string): void {
   if (inEntry) throw illegalState(REENTRY);
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -164,7 +170,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     requestJson: requestJson,
     ctxJson: ctxJson,
     mapsJson: mapsJson,
-    body: typeof body === 'string' ? body : undefined,
+    body: typeof body === 'string' ? body : bodyText(bodyJson),
     fieldsObj: null,
     mapsObj: null,
     attrsJson: attrsJson,

@@ -15,7 +15,7 @@
  *     async true: starts it and returns a call id (a number); the reply comes later through
  *       entry.reply(callId, replyJson).
  *
- *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson, body)
+ *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson, body, bodyJson)
  *     builds a fresh ctx and calls ns[fnName](ctx[, value]) for one stage; many stages may be in
  *     flight in one context at once, each with its own record. headJson is the StageHead; the
  *     RequestSnapshot, the attributes and the ResponseState, JSON texts, are parsed on first use
@@ -25,7 +25,8 @@
  *     API error). ctxJson holds the snapshot's CtxFields and mapsJson its CtxMaps ('' or absent:
  *     read from requestJson): a stage parses the maps only if it reads them, and the rest of the
  *     snapshot only if it uses the request API for it. body is the request body as it is, not
- *     JSON (absent: read from requestJson).
+ *     JSON; bodyJson, in its place, the body as a JSON string (a text the engine cannot take as
+ *     it is: QuickJS ends a text at its first NUL); both absent: read from requestJson.
  *   entry.reply(callId, replyJson)   settles the promise of an async host call.
  *   entry.drain()                    after the engine ran the context's pending jobs: the
  *     StageOutputs of the stages that settled since the last drain, and how many async host

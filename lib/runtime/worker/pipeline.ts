@@ -23,7 +23,7 @@ let automationStage: typeof import('../../automation/pipeline-stage') | undefine
 export interface StageTexts {
   /** The head without `async`: the script's mode is the engine's to tell. */
   head: Omit<StageHead, 'async'>;
-  /** The RequestSnapshot JSON, made on first use: most stages never ask for it. */
+  /** The RequestSnapshot JSON without its body, made on first use: most stages never ask for it. */
   request: () => string;
   /** The CtxFields JSON (the same for every stage of a job). */
   ctx: string;
@@ -139,7 +139,9 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   let responseJson = responseText(state.response);
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
   let requestJson: string | undefined;
-  const request = () => (requestJson ??= JSON.stringify(job.request));
+  // (the rest of the snapshot, asked for by a stage that reads more of the request than ctx
+  // carries, say getRemoteAddr(): without the body, which every stage is given as it is)
+  const request = () => (requestJson ??= JSON.stringify({ ...job.request, body: undefined }));
   const ctx = JSON.stringify(ctxFields(job.request));
   const maps = JSON.stringify(ctxMaps(job.request));
 
