@@ -13,6 +13,11 @@ const HOOKS = [
   'export function after(ctx, result) { ctx.response.setHeader("X-Hooked", String(ctx.request.getAttribute("t"))) }',
 ].join('\n');
 
+/** A call that writes a 10 KB CSV through the response's writer (the after hook of HOOKS then sets a header on it). */
+const CSV = 'id,sku,qty\n' + Array.from({ length: 600 }, (_, i) => `${i},SKU-${100000 + i},${(i % 7) + 1}\n`).join('');
+const WRITER = `const CSV = ${JSON.stringify(CSV)};
+export function fn(ctx) { ctx.response.setContentType('text/csv'); ctx.response.getWriter().write(CSV) }`;
+
 /** A call that waits on an upstream, in the spec's synchronous style. */
 const ioSync = (upstream) => `export function fn(ctx) {
   var res = platform.http.request({ url: ${JSON.stringify(upstream)} });
@@ -28,4 +33,4 @@ const ioAwait = (upstream) => `export async function fn(ctx) {
 /** App number `n`'s own script: a source of its own, so nothing compiled is shared between apps. */
 const tenant = (n) => `export function fn(ctx) { var app = ${n}; return { ok: app >= 0 } }`;
 
-module.exports = { MAIN, HOOKS, ioSync, ioAwait, tenant };
+module.exports = { MAIN, HOOKS, WRITER, ioSync, ioAwait, tenant };

@@ -9,7 +9,8 @@
 // (sixteen headers with cookies and a bearer token: 1.3 KB of ctx maps), since what a stage
 // costs grows with the request when its script reads the request's headers, cookies or query:
 // they are parsed as JSON in QuickJS. The `-post` workloads run them on a POST of a 100 KB JSON
-// body that none of the scripts reads.
+// body that none of the scripts reads; `hooks-written` runs the hooks around a call that writes
+// a 10 KB CSV with the response's writer.
 // One thread, no I/O. Usage: npm run build && node bench/stage.js [--stages N] [--rounds N] [--only NAME,...]
 'use strict';
 const path = require('node:path');
@@ -18,7 +19,7 @@ const scripts = require('./scripts');
 const dist = process.env.SCRIPTABLE_API_PATH ? path.dirname(process.env.SCRIPTABLE_API_PATH) : path.join(__dirname, '..', 'dist', 'cjs');
 const { QuickJsDriver } = require(path.join(dist, 'runtime', 'worker', 'quickjs-driver.js'));
 const { adapterSource } = require(path.join(dist, 'runtime', 'adapter-source.js'));
-const { ctxFields, ctxMaps } = require(path.join(dist, 'runtime', 'protocol.js'));
+const { ctxFields, ctxMaps, newResponseState } = require(path.join(dist, 'runtime', 'protocol.js'));
 const { prepareScript } = require(path.join(dist, 'runtime', 'worker', 'transpile.js'));
 
 const args = process.argv.slice(2);
@@ -100,10 +101,11 @@ async function main() {
   const open = async (name, source) => driver.open(name, prepareScript(name, source, false).code, host);
   const main = await open('main.js', scripts.MAIN);
   const hooks = await open('hooks.js', scripts.HOOKS);
+  const writer = await open('writer.js', scripts.WRITER);
   let id = 1;
   let texts = { ctx: '', maps: '' };
-  const stage = (ctx, fn, stageName, attributes) => {
-    ctx.start(id++, fn, head(stageName), '', attributes, '', '', texts.ctx, texts.maps, texts.body);
+  const stage = (ctx, fn, stageName, attributes, response = '', chunks = '') => {
+    ctx.start(id++, fn, head(stageName), '', attributes, response, '', texts.ctx, texts.maps, texts.body, chunks);
     const out = JSON.parse(ctx.drain()).outputs[0];
     if (out.status !== 'value') throw new Error(`${fn}: ${JSON.stringify(out)}`);
     return out;
@@ -124,6 +126,19 @@ async function main() {
       workloads[from === 'wrk' ? kind : `${kind}-${from}`] = { texts: own, run };
     }
   }
+  // the hooks around a call that writes a 10 KB CSV with the response's writer: the after hook
+  // gets the response as the pipeline carries it, the state without its body and the body's
+  // chunks apart (it sets a header: it never reads them)
+  workloads['hooks-written'] = {
+    texts: workloads.hooks.texts,
+    run: () => {
+      const before = stage(hooks, 'before', 'before', '{}');
+      const attributes = JSON.stringify(before.attributes ?? {});
+      const call = stage(writer, 'fn', 'call', attributes);
+      const { chunks, ...rest } = { ...newResponseState(), ...call.response };
+      stage(hooks, 'after', 'after', attributes, JSON.stringify(rest), chunks.length > 0 ? JSON.stringify(chunks) : '');
+    },
+  };
   console.log(`QuickJS, one context per script, ${STAGES} requests a round, ${ROUNDS} rounds (µs per request, median round)`);
   for (const [name, w] of Object.entries(workloads)) {
     if (ONLY && !ONLY.includes(name)) continue;

@@ -122,8 +122,11 @@ function sandbox(table = {}) {
     const state = opts.state ?? { attributes: {}, response: baseResponse() };
     const requestJson = opts.requestJson ?? JSON.stringify(opts.request ?? baseRequest());
     const id = nextStage++;
-    const responseJson = opts.responseJson ?? JSON.stringify(state.response);
-    entry.start(id, { fn: toFn(fn) }, 'fn', JSON.stringify(head), requestJson, JSON.stringify(state.attributes), responseJson, value);
+    // (as the pipeline sends it: the body's chunks in a text of their own, unless the test gives the whole response JSON)
+    const { chunks, ...rest } = state.response;
+    const responseJson = opts.responseJson ?? JSON.stringify(rest);
+    const chunksJson = opts.chunksJson ?? (opts.responseJson === undefined && chunks?.length ? JSON.stringify(chunks) : '');
+    entry.start(id, { fn: toFn(fn) }, 'fn', JSON.stringify(head), requestJson, JSON.stringify(state.attributes), responseJson, value, undefined, undefined, undefined, undefined, chunksJson);
     await flush();
     const text = entry.drain();
     expect(typeof text).toBe('string');
@@ -1012,6 +1015,23 @@ describe('ctx.response', () => {
     expect((await fill('\u00e9'.repeat(498), '\u{1F600}')).value).toEqual([false, false]);
   });
 
+  test('a text longer than the room left in the buffer commits at once, and the body keeps all of it', async () => {
+    const sb = sandbox();
+    const big = 'ab"\\\u00e9\n'.repeat(3000) + '\ud83d\ude00';
+    const out = await sb.run(function (ctx) {
+      var r = ctx.response;
+      var texts = ctx.body.split('|');
+      r.setBufferSize(1000);
+      r.getWriter().write(texts[0]);
+      var a = r.isCommitted();
+      r.getWriter().write(texts[1]);
+      return [a, r.isCommitted()];
+    }, { request: { ...baseRequest(), body: 'x'.repeat(10) + '|' + big } });
+    expect(out.value).toEqual([false, true]);
+    expect(out.state.response.chunks).toEqual([{ t: 'x'.repeat(10) + big }]);
+    expect(out.state.response.committed).toBe(true);
+  });
+
   test('sendError(sc, msg) clears the buffer, records the error and commits', async () => {
     const sb = sandbox();
     const out = await sb.run(function (ctx) {
@@ -1250,6 +1270,24 @@ describe('ctx.response', () => {
     expect(out.value).toEqual([true, true, false]);
     expect(out.state.response.chunks).toEqual([{ t: 'aBcDEFnull1.5!\n\nxnullk=7 3.14 UP%\n[null]' }]);
     expect(out.state.response.written).toBe(true);
+  });
+
+  test("the body an earlier stage wrote is parsed only by a stage that writes to it or clears it: one setting a header never reads it", async () => {
+    const sb = sandbox();
+    // (a text that is no JSON stands for the body: reading it would fail the stage)
+    const given = { state: { attributes: {}, response: baseResponse({ written: true }) }, chunksJson: '{not json' };
+    const header = await sb.run((ctx) => void ctx.response.setHeader('X-After', '1'), given);
+    expect(header.status).toBe('value');
+    expect(header.response).toEqual({ headers: [['X-After', '1']] }); // (and no chunks: unchanged)
+    const status = await sb.run((ctx) => [ctx.response.isCommitted(), ctx.response.getBufferSize(), ctx.response.getStatus()], given);
+    expect(status.value).toEqual([false, 8192, 200]);
+    const written = await sb.run((ctx) => void ctx.response.getWriter().write('more'), given);
+    expect(written.status).toBe('error');
+    expect(written.error.name).toBe('SyntaxError');
+    // resetBuffer drops it unread
+    const reset = await sb.run((ctx) => void ctx.response.resetBuffer(), given);
+    expect(reset.status).toBe('value');
+    expect(reset.response).toMatchObject({ chunks: [], written: false });
   });
 
   test('Writer: text is merged with a text chunk of an earlier stage', async () => {

@@ -184,7 +184,7 @@ export interface StageOutput {
  */
 export interface AdapterEntry {
   /** Starts stage `stageId`: `ns[fnName](ctx[, value])`, `ns` being the script's module namespace. */
-  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string, bodyJson?: string): void;
+  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string, bodyJson?: string, chunks?: string): void;
   /** Settles an async host call with its reply (a HostReply). */
   reply(callId: number, replyJson: string): void;
   /** `{"waiting":N,"outputs":[StageOutput, ...]}`: the stages settled since the last drain. */

@@ -10,7 +10,7 @@
 import { AFTER_END, G, OUTSIDE_CALL, PromiseCtor, Str, WeakMapCtor, defineHidden, freeze, getOwn, hasOwn, illegalState, isArray, isObj, jsonParse, nameCache, objectCreate, objectKeys, promiseThen, push, setPrototypeOf, typeError, wmGet, wmSet } from './prelude';
 import { enc, keyJson, quote, stringifyUser } from './encoding';
 import { active, bridge, hostCancel, hostReply, setActive, waitingCalls } from './host';
-import { chunkByteLength, encResponse, responseFromInput } from './response-state';
+import { encResponse, responseFromInput } from './response-state';
 import { makeCtx } from './ctx';
 import { serializeOutput, thrownInfo } from './serialize';
 import { platform } from './platform';
@@ -98,12 +98,7 @@ var StageProto = freeze({
     return this.attrsObj!;
   },
   get res(): ResState {
-    if (this.resObj === null) {
-      var res = responseFromInput(this.responseJson !== '' ? jsonParse(this.responseJson) : null);
-      this.buffered = 0;
-      for (var j = 0; j < res.chunks.length; j++) this.buffered += chunkByteLength(res.chunks[j], res.characterEncoding);
-      this.resObj = res;
-    }
+    if (this.resObj === null) this.resObj = responseFromInput(this.responseJson !== '' ? jsonParse(this.responseJson) : null, this.chunksJson);
     return this.resObj!;
   },
 } satisfies ThisType<StageRecord> & Partial<StageRecord> & { __proto__: null });
@@ -156,7 +151,7 @@ function bodyText(json: string | undefined): string | undefined {
 }
 
 /** Its arguments: see the contract in prelude.ts. */
-function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string, bodyJson?: string): void {
+function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string, bodyJson?: string, chunksJson?: string): void {
   if (inEntry) throw illegalState(REENTRY);
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -175,6 +170,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     mapsObj: null,
     attrsJson: attrsJson,
     responseJson: responseJson,
+    chunksJson: typeof chunksJson === 'string' ? chunksJson : '',
     status: 'pending',
     done: false,
     waiting: 0,
@@ -182,7 +178,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     attrsObj: null,
     attrsChanged: false,
     resObj: null,
-    buffered: 0,
+    buffered: null,
     parts: null,
     requestApi: null,
     responseApi: null,

@@ -11,7 +11,7 @@
  */
 import { MAX_HEADERS, MAX_HEAD_CHARS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmSet } from './prelude';
 import { utf8Binary } from './encoding';
-import { chunkByteLength } from './response-state';
+import { bufferedOf, chunkByteLength, chunksOf } from './response-state';
 import { bytesOf, formatJava, httpDate } from './response-helpers';
 import { apiRec, apiStage } from './entry';
 import type { Chunk, StageRecord } from './types';
@@ -113,8 +113,9 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   }
   function clearBuffer(): void {
     var res = st.res;
-    if (res.chunks.length) res.chunksChanged = true;
+    if (res.chunks === null || res.chunks.length) res.chunksChanged = true; // (null: some came, not parsed)
     res.chunks = [];
+    res.chunksJson = '';
     res.written = false;
     st.buffered = 0;
   }
@@ -124,13 +125,21 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     if (res.error !== null || res.redirect !== null) return; // suspended by sendError / sendRedirect
     res.written = true;
     if (data.length === 0) return;
+    // (the body so far, parsed now if it came from an earlier stage, before anything changes)
+    var chunks = chunksOf(res);
+    if (!res.committed) {
+      // Once committed, what is buffered no longer matters. A text longer than the room left
+      // commits without its bytes counted (it has at least one a UTF-16 unit): a big write is
+      // never scanned in the sandbox's interpreter.
+      var buffered = bufferedOf(st);
+      var room = res.bufferSize - buffered;
+      st.buffered = buffered + (kind === 't' && data.length > room ? data.length : chunkByteLength({ k: kind, v: data }, res.characterEncoding));
+      if (st.buffered > res.bufferSize) res.committed = true; // the buffer overflowed: flushed
+    }
     res.chunksChanged = true;
-    var last = res.chunks.length ? res.chunks[res.chunks.length - 1] : null;
-    var ch: Chunk = { k: kind, v: data };
+    var last = chunks.length ? chunks[chunks.length - 1] : null;
     if (last !== null && last.k === kind) last.v += data;
-    else push(res.chunks, ch);
-    st.buffered += chunkByteLength(ch, res.characterEncoding);
-    if (st.buffered > res.bufferSize) res.committed = true; // the buffer overflowed: flushed
+    else push(chunks, { k: kind, v: data });
   }
   function setContentLengthValue(v: unknown): void {
     var n = isNil(v) ? -1 : toInt(v);
@@ -406,7 +415,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     getBufferSize: () => r().bufferSize,
     setBufferSize: function (size) {
       var res = r();
-      if (res.written || res.committed || st.buffered > 0) throw illegalState('Cannot set the buffer size after content has been written');
+      if (res.written || res.committed || bufferedOf(st) > 0) throw illegalState('Cannot set the buffer size after content has been written');
       var n = toInt(size);
       if (n !== n) throw illegalArgument('Invalid buffer size: ' + safeString(size));
       res.bufferSize = mathMax(0, n);

@@ -18,7 +18,10 @@ export type ResFields = Pick<ResponseState, 'status' | 'contentType' | 'characte
 /** The response state inside a stage (response-state.ts: responseFromInput, encResponse). */
 export interface ResState extends ResFields {
   headers: Array<[string, string]>;
-  chunks: Chunk[];
+  /** The body; null until first used (response-state.ts: chunksOf), parsed then from chunksJson. */
+  chunks: Chunk[] | null;
+  /** The body's chunks as the stage got them, JSON (BodyChunk[]), until they are parsed. */
+  chunksJson: string;
   /** The fields as the stage got them. */
   base: ResFields;
   /** The header list as the stage got it, and its length then. */
@@ -52,6 +55,8 @@ export interface StageRecord {
   body: string | undefined;
   attrsJson: string;
   responseJson: string;
+  /** The response body's chunks, JSON ('': none, or inside responseJson). */
+  chunksJson: string;
   status: 'pending' | 'value' | 'error';
   done: boolean;
   /** Async host calls of the stage in flight (host.ts). */
@@ -62,8 +67,8 @@ export interface StageRecord {
   attrsObj: Attributes | null;
   attrsChanged: boolean;
   resObj: ResState | null;
-  /** Bytes in the response buffer (set when `res` is parsed, which every user of it reads first). */
-  buffered: number;
+  /** Bytes in the response buffer; null until first used (response-state.ts: bufferedOf). */
+  buffered: number | null;
   parts: Part[] | null;
   requestApi: object | null;
   responseApi: ResponseApi | null;

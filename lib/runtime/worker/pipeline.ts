@@ -32,8 +32,10 @@ export interface StageTexts {
   /** The CtxMaps JSON (the same for every stage of a job). */
   maps: string;
   attributes: string;
-  /** '' for the response as it starts. */
+  /** The ResponseState JSON without its chunks, '' for the response as it starts. */
   response: string;
+  /** The response body's chunks, JSON ('' for none). */
+  chunks: string;
   value: string;
 }
 
@@ -56,12 +58,17 @@ export interface PipelineEnv {
 
 type Fail = Extract<JobOutcome, { kind: 'error' }>;
 
-/** The response as it starts, as JSON: a stage is sent '' for it (the adapter builds it itself). */
-const INITIAL_RESPONSE = JSON.stringify(newResponseState());
+/** The response as it starts, as JSON, without its body: a stage is sent '' for it (the adapter builds it itself). */
+const INITIAL_RESPONSE = JSON.stringify({ ...newResponseState(), chunks: undefined });
 
-function responseText(response: CarriedState['response']): string {
-  const text = JSON.stringify(response);
-  return text === INITIAL_RESPONSE ? '' : text;
+/**
+ * The response as a stage is sent it: its state without the body ('' as it starts), and the
+ * body's chunks apart ('' for none), which the adapter parses only if the stage writes to the
+ * body or clears it (an after hook setting a header on a written body never parses it).
+ */
+function responseTexts(response: CarriedState['response']): { response: string; chunks: string } {
+  const text = JSON.stringify({ ...response, chunks: undefined });
+  return { response: text === INITIAL_RESPONSE ? '' : text, chunks: response.chunks.length === 0 ? '' : JSON.stringify(response.chunks) };
 }
 
 function isAutomation(ref: ScriptRef | AutomationRef): ref is AutomationRef {
@@ -136,7 +143,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   let state = job.state;
   // the carried state as the next stage gets it: written again only when a stage changes it
   let attributesText = JSON.stringify(state.attributes);
-  let responseJson = responseText(state.response);
+  let responseIn = responseTexts(state.response);
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
   let requestJson: string | undefined;
   // (the rest of the snapshot, asked for by a stage that reads more of the request than ctx
@@ -162,14 +169,15 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         maps,
         body: job.request.body,
         attributes: attributesText,
-        response: responseJson,
+        response: responseIn.response,
+        chunks: responseIn.chunks,
         value,
       });
       if (out.attributes || out.response) {
         // out.response holds only the fields the stage changed
         state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
         if (out.attributes) attributesText = JSON.stringify(state.attributes);
-        if (out.response) responseJson = responseText(state.response);
+        if (out.response) responseIn = responseTexts(state.response);
       }
       if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
       if (out.output) out.output = fittedOutput(out.output);
@@ -179,7 +187,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       const redirectProblem = typeof out.response?.redirect === 'string' ? unfitRedirect(out.response.redirect) : null;
       if (redirectProblem !== null) {
         state = { ...state, response: { ...state.response, redirect: null, status: 200 } };
-        responseJson = responseText(state.response);
+        responseIn = responseTexts(state.response);
         return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: redirectProblem } };
       }
       if (out.output?.type === 'invalid' && out.hasValue) {
@@ -282,7 +290,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // it writes goes out alone, as its return value or a status alone does)
     if (state.response.written || state.response.chunks.length > 0) {
       state = { ...state, response: { ...state.response, chunks: [], written: false } };
-      responseJson = responseText(state.response);
+      responseIn = responseTexts(state.response);
     }
     const before = answerText(state.response);
     const { status, contentType } = state.response;

@@ -401,11 +401,11 @@ class QuickJsContext implements EngineContext {
     }
   }
 
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = '', body?: string): void {
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = '', body?: string, chunks?: string): void {
     // (a text enters QuickJS as a C string, ending at its first NUL: a body holding one comes as
     // JSON instead, where it is escaped)
     const nul = body?.includes('\0') === true;
-    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx, maps, nul ? undefined : body, nul ? JSON.stringify(body) : undefined]);
+    this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx, maps, nul ? undefined : body, nul ? JSON.stringify(body) : undefined, chunks]);
   }
 
   reply(callId: number, replyJson: string): void {

@@ -147,7 +147,7 @@ export class Stages {
       c.stages.set(id, p);
       void this.step(c, job, () => {
         p.started = true;
-        c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, texts.body);
+        c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, texts.body, texts.chunks);
       });
     });
   }

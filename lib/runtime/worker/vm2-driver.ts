@@ -131,7 +131,7 @@ export class Vm2Driver implements SandboxDriver {
       bytes,
       // (its own exports only, as the adapter calls them: not what the object inherits, `toString`...)
       hasFunction: (fn) => Object.prototype.hasOwnProperty.call(exportsObj, fn) && typeof exportsObj[fn] === 'function',
-      start: (id, fn, head, request, attributes, response, value, ctx, maps, body) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx, maps, body)),
+      start: (id, fn, head, request, attributes, response, value, ctx, maps, body, chunks) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx, maps, body, undefined, chunks)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
       drain: () => guard(() => String(entry.drain())),
