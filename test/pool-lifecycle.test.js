@@ -284,7 +284,17 @@ test('calls a worker sends back (it computes long) go back in line in the order 
     const calls = [pool.run(job('a', SPIN, { ms: '1000', n: '0' }), host)];
     for (let n = 1; n <= 6; n++) calls.push(pool.run(job('a', SPIN, { n: String(n) }), host));
     for (const r of await Promise.all(calls)) expect(r.outcome.kind).toBe('output');
-    expect(order).toEqual(['0', '1', '2', '3', '4', '5', '6', '1', '2', '3', '4', '5', '6']);
+    expect(order.slice(0, 8)).toEqual(['0', '1', '2', '3', '4', '5', '6', '1']);
+    // Then the rest in order. (On a loaded machine the worker taking them back may itself be held
+    // past the slice limit by the scheduler, and send the ones behind back again: each batch
+    // keeps the order, from where it stopped to the last.)
+    const batches = [];
+    for (const n of order.slice(7)) {
+      const last = batches.at(-1);
+      if (last !== undefined && Number(n) === Number(last.at(-1)) + 1) last.push(n);
+      else batches.push([n]);
+    }
+    for (const b of batches) expect(b).toEqual(['1', '2', '3', '4', '5', '6'].slice(Number(b[0]) - 1));
   } finally {
     await pool.close();
   }

@@ -68,7 +68,9 @@ const INITIAL_RESPONSE = JSON.stringify({ ...newResponseState(), chunks: undefin
  */
 function responseTexts(response: CarriedState['response']): { response: string; chunks: string } {
   const text = JSON.stringify({ ...response, chunks: undefined });
-  return { response: text === INITIAL_RESPONSE ? '' : text, chunks: response.chunks.length === 0 ? '' : JSON.stringify(response.chunks) };
+  // (a job of an engine user's own may carry a partial state: no chunks is none)
+  const chunks = response.chunks as CarriedState['response']['chunks'] | undefined;
+  return { response: text === INITIAL_RESPONSE ? '' : text, chunks: chunks === undefined || chunks.length === 0 ? '' : JSON.stringify(chunks) };
 }
 
 function isAutomation(ref: ScriptRef | AutomationRef): ref is AutomationRef {
