@@ -98,24 +98,34 @@ test("an engine whose optional ready or stats is not a function is refused at st
 });
 
 /**
- * A router whose engine answers every job with the outcome last given to `set`; `errors` holds the
- * error lines logged since the last `set`.
+ * A router whose engine answers every job with the outcome last given to `set` (after calling
+ * `beforeAnswer`); `errors` holds the error lines logged since the last `set`. `middleware` runs
+ * before the router.
  */
-function outcomeRouter() {
+function outcomeRouter({ beforeAnswer, middleware } = {}) {
   const registry = new MemoryRegistry();
   registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
   registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
   const errors = [];
   const logger = { info() {}, warn() {}, error: (m) => errors.push(String(m)) };
   let outcome;
-  const engine = { name: 'mine', run: async (job) => ({ state: job.state, outcome }), close: async () => {} };
+  const engine = {
+    name: 'mine',
+    run: async (job) => {
+      beforeAnswer?.();
+      return { state: job.state, outcome };
+    },
+    close: async () => {},
+  };
   const router = createApiRouter({ registry, engine, logger });
   routers.push(router);
   const set = (o) => {
     outcome = o;
     errors.length = 0;
   };
-  return { a: express().use('/web0/api', router), errors, set };
+  const a = express();
+  if (middleware) a.use(middleware);
+  return { a: a.use('/web0/api', router), errors, set };
 }
 
 test("a result of an outcome kind or output type the router does not know answers 500 HOST_ERROR, logged (the request was left unanswered)", async () => {
@@ -163,32 +173,17 @@ test('an error outcome with a status that is no error status (101, 200, 302, 204
 });
 
 test("a result that arrives after the request's connection was destroyed, before the response heard of it, is not written: the response closes unanswered (no status in the log), and an error outcome is still logged", async () => {
-  const registry = new MemoryRegistry();
-  registry.putScript('shop', 'a.js', 'export function f(ctx) { return 1; }');
-  registry.putApi('shop', { path: 'p', call: { script: 'a.js', function: 'f' }, returnType: 'JSON' });
-  const errors = [];
-  const logger = { info() {}, warn() {}, error: (m) => errors.push(String(m)) };
-  let outcome;
   let current;
   let closed;
-  // (as a server's closeAllConnections() at shutdown does: the socket is destroyed, its 'close' comes a turn later)
-  const engine = {
-    name: 'mine',
-    run: async (job) => {
-      current.socket.destroy();
-      return { state: job.state, outcome };
-    },
-    close: async () => {},
-  };
-  const router = createApiRouter({ registry, engine, logger });
-  routers.push(router);
-  const a = express()
-    .use((req, res, next) => {
+  const { a, errors, set } = outcomeRouter({
+    // (as a server's closeAllConnections() at shutdown does: the socket is destroyed, its 'close' comes a turn later)
+    beforeAnswer: () => current.socket.destroy(),
+    middleware: (req, res, next) => {
       current = res;
       closed = new Promise((resolve) => res.once('close', () => resolve({ headersSent: res.headersSent, status: res.statusCode })));
       next();
-    })
-    .use('/web0/api', router);
+    },
+  });
   const server = a.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   try {
@@ -196,8 +191,7 @@ test("a result that arrives after the request's connection was destroyed, before
       { kind: 'error', message: 'Server is shutting down', code: 270601, status: 503 },
       { kind: 'output', output: { type: 'JSON', json: '{"ok":1}' } },
     ]) {
-      outcome = given;
-      errors.length = 0;
+      set(given);
       const sent = request(server).get('/web0/api/shop/p').then(() => 'answered', (e) => e.code);
       expect(await sent).toBe('ECONNRESET');
       expect(await closed).toEqual({ headersSent: false, status: 200 });
