@@ -15,7 +15,7 @@
  *     async true: starts it and returns a call id (a number); the reply comes later through
  *       entry.reply(callId, replyJson).
  *
- *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson, body, bodyJson)
+ *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson, body, bodyJson, chunksJson)
  *     builds a fresh ctx and calls ns[fnName](ctx[, value]) for one stage; many stages may be in
  *     flight in one context at once, each with its own record. headJson is the StageHead; the
  *     RequestSnapshot, the attributes and the ResponseState, JSON texts, are parsed on first use
@@ -27,6 +27,8 @@
  *     snapshot only if it uses the request API for it. body is the request body as it is, not
  *     JSON; bodyJson, in its place, the body as a JSON string (a text the engine cannot take as
  *     it is: QuickJS ends a text at its first NUL); both absent: read from requestJson.
+ *     chunksJson holds the response body's chunks (BodyChunk[]) when responseJson has none: they
+ *     are parsed only when the stage writes to the body or clears it.
  *   entry.reply(callId, replyJson)   settles the promise of an async host call.
  *   entry.drain()                    after the engine ran the context's pending jobs: the
  *     StageOutputs of the stages that settled since the last drain, and how many async host

@@ -14,7 +14,7 @@ import { utf8Binary } from './encoding';
 import { bufferedOf, chunkByteLength, chunksOf } from './response-state';
 import { bytesOf, formatJava, httpDate } from './response-helpers';
 import { apiRec, apiStage } from './entry';
-import type { Chunk, StageRecord } from './types';
+import type { StageRecord } from './types';
 
 /*
  * What a script sees (the types/api-context.d.ts PlatformHttpResponse, PrintWriter and
@@ -129,7 +129,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     var chunks = chunksOf(res);
     if (!res.committed) {
       // Once committed, what is buffered no longer matters. A text longer than the room left
-      // commits without its bytes counted (it has at least one a UTF-16 unit): a big write is
+      // commits without its bytes counted (it has at least one byte a UTF-16 unit): a big write is
       // never scanned in the sandbox's interpreter.
       var buffered = bufferedOf(st);
       var room = res.bufferSize - buffered;
