@@ -97,7 +97,8 @@ async function main() {
   // the worker answers 'stage.request' itself (lib/runtime/worker/stages.ts): so does this host,
   // with the request of the workload running (`texts` below)
   let request = '';
-  const host = (stageId, op) => (op === 'stage.request' ? request : '{"ok":true,"value":null}');
+  // (and 'stage.body': as the worker, it hands a stage the body when its script reads ctx.body)
+  const host = (stageId, op) => (op === 'stage.request' ? request : op === 'stage.body' ? texts.body : '{"ok":true,"value":null}');
   const open = async (name, source) => driver.open(name, prepareScript(name, source, false).code, host);
   const main = await open('main.js', scripts.MAIN);
   const hooks = await open('hooks.js', scripts.HOOKS);
@@ -105,7 +106,7 @@ async function main() {
   let id = 1;
   let texts = { ctx: '', maps: '' };
   const stage = (ctx, fn, stageName, attributes, response = '', chunks = '') => {
-    ctx.start(id++, fn, head(stageName), '', attributes, response, '', texts.ctx, texts.maps, texts.body, chunks);
+    ctx.start(id++, fn, head(stageName), '', attributes, response, '', texts.ctx, texts.maps, texts.body === '' ? '' : null, chunks);
     const out = JSON.parse(ctx.drain()).outputs[0];
     if (out.status !== 'value') throw new Error(`${fn}: ${JSON.stringify(out)}`);
     return out;

@@ -234,6 +234,45 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     });
   });
 
+  test("ctx.body, when the request has one: asked of the worker on first read (an accessor until then), plain data after, the script's own once assigned; kept past its call and never read, it throws", async () => {
+    fixture = oneApi(
+      `let kept;
+      const tryIt = (f) => { try { return f() } catch (e) { return e.name + ': ' + e.message } };
+      export function before(ctx) { ctx.body = 'mine'; ctx.request.setAttribute('before', [ctx.body, typeof Object.getOwnPropertyDescriptor(ctx, 'body').value]) }
+      export function fn(ctx) {
+        const stale = kept === undefined ? null : tryIt(() => kept.body);
+        kept = ctx;
+        if (ctx.query.keep === '1') return { stale };
+        const first = Object.getOwnPropertyDescriptor(ctx, 'body');
+        const child = Object.create(ctx);
+        const body = child.body; // (read through an object inheriting from ctx)
+        const read = Object.getOwnPropertyDescriptor(ctx, 'body');
+        return {
+          stale,
+          first: [typeof first.get, first.enumerable, first.configurable],
+          body: [body.length, body === ctx.body, body.slice(0, 9)],
+          read: [read.value === body, read.writable, read.enumerable, read.configurable],
+          keys: Object.keys(ctx).join(),
+          before: ctx.request.getAttribute('before'),
+        };
+      }`,
+      { before: { script: 'main.js', function: 'before' } },
+      { engine },
+    );
+    const body = '{"items":' + JSON.stringify(Array.from({ length: 2000 }, (_, i) => i)) + '}';
+    // (a call that keeps its ctx and never reads its body; the next call reads it)
+    expect((await request(fixture.app).post('/web0/api/app1/p?keep=1').set('Content-Type', 'application/json').send(body).expect(200)).body).toEqual({ stale: null });
+    const res = await request(fixture.app).post('/web0/api/app1/p').set('Content-Type', 'application/json').send(body).expect(200);
+    expect(res.body).toEqual({
+      stale: 'IllegalStateException: ctx.body is used after its call ended',
+      first: ['function', true, true],
+      body: [body.length, true, '{"items":'],
+      read: [true, true, true, true],
+      keys: 'getParts,headers,cookies,query,body,url,appId,path,method,request,response',
+      before: ['mine', 'string'],
+    });
+  });
+
   test("ctx's headers, cookies and query act as plain data when ctx is sealed, frozen, redefined or cloned", async () => {
     fixture = oneApi(
       `const tryIt = (f) => { try { return f() } catch (e) { return e.name } };
@@ -468,7 +507,7 @@ describe('entries that wait for a turn (an engine that runs promise jobs later, 
     };
     return { driver, started };
   }
-  const texts = { request: () => '{}', ctx: '', maps: '', attributes: '{}', response: '', value: '' };
+  const texts = { request: () => '{}', ctx: '', maps: '', body: '', attributes: '{}', response: '', value: '', chunks: '' };
   const job = (id) => ({ id, timeoutMs: 10_000, deadline: Infinity, done: false });
 
   test('a call that ended (its deadline passed) while its entry waited for a turn never starts its script', async () => {

@@ -180,11 +180,12 @@ export interface StageOutput {
 /**
  * The adapter's entry object, which an engine drives (lib/runtime/sandbox/entry.ts; the contract
  * in lib/runtime/sandbox/prelude.ts). Every text argument is JSON ('' where a part may be absent)
- * but `body`, the request body itself (or, in its place, `bodyJson`: the body as a JSON string).
+ * but `body`, the request body itself or null (asked of the host on first read), or in its place
+ * `bodyJson`, the body as a JSON string.
  */
 export interface AdapterEntry {
   /** Starts stage `stageId`: `ns[fnName](ctx[, value])`, `ns` being the script's module namespace. */
-  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string, bodyJson?: string, chunks?: string): void;
+  start(stageId: number, ns: unknown, fnName: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string | null, bodyJson?: string, chunks?: string): void;
   /** Settles an async host call with its reply (a HostReply). */
   reply(callId: number, replyJson: string): void;
   /** `{"waiting":N,"outputs":[StageOutput, ...]}`: the stages settled since the last drain. */

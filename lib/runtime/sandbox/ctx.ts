@@ -8,19 +8,36 @@
  * sees a change made to them). That parse happens when the script first reads one of them: the
  * three are accessors (enumerable, configurable) until then; the first read makes all three, and
  * an assignment makes that one, plain data properties (see settle); most scripts never read them,
- * and a browser's headers and cookies are a
- * kilobyte or more of JSON. request and response are read-only and non-configurable.
+ * and a browser's headers and cookies are a kilobyte or more of JSON. body, when the stage was not
+ * handed it, is such an accessor too: its first read asks the worker for it (after the stage's
+ * end it throws, as ctx.getParts does). request and response are read-only and non-configurable.
  */
-import { AFTER_END, type Descriptor, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, setOwn, typeError, wmGet, wmSet } from './prelude';
+import { AFTER_END, type Descriptor, Str, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, objectCreate, setOwn, typeError, wmGet, wmSet } from './prelude';
+import { bridge } from './host';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
 import { snapField } from './entry';
 import type { Fields, StageRecord } from './types';
 
-/** ctx's own maps: the JSON they come from until the first read, then the parse. */
-interface OwnMaps {
+/** Fields of a ctx read on first use: what they come from until then, their values after. */
+interface Holder {
+  st: StageRecord;
+  /** The JSON they are parsed from (the maps); '' once read. */
   json: string;
-  parsed: Fields | null;
+  values: Fields | null;
+}
+
+/**
+ * A group of such fields, read together on the first read of any: ctx's maps (headers, cookies,
+ * query: one parse), and its body (asked of the worker).
+ */
+interface LazyGroup {
+  keys: string[];
+  /** Each ctx -> its holder (an object that inherits from a ctx reads that ctx's). */
+  own: WeakMap<object, Holder>;
+  load(h: Holder): Fields;
+  /** The accessor of each field, shared by every ctx of the context (they find theirs in `own`). */
+  lazy: { [key: string]: Descriptor };
 }
 
 /** A map field of the parsed maps: the script's own object, {} when absent. */
@@ -33,66 +50,56 @@ function text(v: unknown, dflt: string): string {
   return typeof v === 'string' ? v : dflt;
 }
 
-/** Each ctx -> its own maps (an object that inherits from a ctx reads that ctx's). */
-var ownMaps: WeakMap<object, OwnMaps> = new WeakMapCtor();
-
-/** The parse of a ctx's maps, made on first use. */
-function parsedOf(m: OwnMaps): Fields {
-  if (m.parsed === null) {
-    var v = m.json !== '' ? jsonParse(m.json) : null;
-    // (own fields only: nothing a script put on Object.prototype is read)
-    m.parsed = { __proto__: null, headers: map(getOwn(v, 'headers')), cookies: map(getOwn(v, 'cookies')), query: map(getOwn(v, 'query')) } as Fields;
-    m.json = '';
+/** The values of a group's fields, read on first use. */
+function valuesOf(g: LazyGroup, h: Holder): Fields {
+  if (h.values === null) {
+    h.values = g.load(h);
+    h.json = '';
   }
-  return m.parsed;
+  return h.values;
 }
 
-/** The ctx `self` is or inherits from (the object with maps of its own), or null. */
-function ownerOf(self: unknown): object | null {
-  for (var o = self; isObj(o); o = getPrototypeOf(o)) if (wmGet(ownMaps, o) !== undefined) return o;
+/** The ctx `self` is or inherits from (the object with the group's fields of its own), or null. */
+function ownerOf(g: LazyGroup, self: unknown): object | null {
+  for (var o = self; isObj(o); o = getPrototypeOf(o)) if (wmGet(g.own, o) !== undefined) return o;
   return null;
 }
 
-type MapKey = 'headers' | 'cookies' | 'query';
-var MAP_KEYS: MapKey[] = ['headers', 'cookies', 'query'];
-/** The accessor of each map field, shared by every ctx of the context (they find theirs in ownMaps). */
-var LAZY: { [k in MapKey]: Descriptor } = { __proto__: null } as unknown as { [k in MapKey]: Descriptor };
-
 /**
- * Once read, the three fields become plain data properties of their ctx, so that sealing,
+ * Once read, a group's fields become plain data properties of their ctx, so that sealing,
  * freezing, redefining or copying ctx by its descriptors acts on the values. A field the script
  * redefined before the first read (sealed, frozen, made non-enumerable) stays an accessor; on a
- * sealed ctx an assigned value is held in the ctx's maps.
+ * sealed ctx an assigned value is held in the ctx's holder.
  */
-function settle(o: object, fields: Fields): void {
-  for (var i = 0; i < MAP_KEYS.length; i++) {
-    var k = MAP_KEYS[i];
+function settle(g: LazyGroup, o: object, values: Fields): void {
+  for (var i = 0; i < g.keys.length; i++) {
+    var k = g.keys[i];
     var d = getOwnDescriptor(o, k);
-    if (d !== undefined && d.get === LAZY[k].get && d.configurable === true && d.enumerable === true) setOwn(o, k, fields[k]);
+    if (d !== undefined && d.get === g.lazy[k].get && d.configurable === true && d.enumerable === true) setOwn(o, k, values[k]);
   }
 }
 
-function lazyMap(key: MapKey): Descriptor {
+function lazyField(g: LazyGroup, key: string): Descriptor {
   return {
     __proto__: null,
     get: function (this: unknown) {
-      var o = ownerOf(this);
+      var o = ownerOf(g, this);
       if (o === null) return undefined;
-      var fields = parsedOf(wmGet(ownMaps, o) as OwnMaps);
-      settle(o, fields);
-      return fields[key];
+      var values = valuesOf(g, wmGet(g.own, o) as Holder);
+      settle(g, o, values);
+      return values[key];
     },
     // an assignment acts as on a plain writable field: a data property of the object assigned to
     set: function (this: unknown, v: unknown) {
       if (!isObj(this)) throw typeError('Cannot set ' + key + ' on a primitive');
-      var o = ownerOf(this);
+      var o = ownerOf(g, this);
       // (a ctx frozen before the first read: its fields are read-only, also for objects inheriting from it)
       if (o !== null && isFrozen(o)) throw typeError("Cannot assign to read only property '" + key + "'");
       var d = getOwnDescriptor(this, key);
       if (d !== undefined && d.configurable !== true) {
         // sealed before the first read: the accessor stays and holds the value
         if (o !== this) throw typeError('Cannot redefine property: ' + key);
-        parsedOf(wmGet(ownMaps, o) as OwnMaps)[key] = v;
+        valuesOf(g, wmGet(g.own, o) as Holder)[key] = v;
         return;
       }
       setOwn(this, key, v);
@@ -101,7 +108,26 @@ function lazyMap(key: MapKey): Descriptor {
     configurable: true,
   };
 }
-for (var i = 0; i < MAP_KEYS.length; i++) LAZY[MAP_KEYS[i]] = lazyMap(MAP_KEYS[i]);
+
+function lazyGroup(keys: string[], load: (h: Holder) => Fields): LazyGroup {
+  var g: LazyGroup = { keys: keys, own: new WeakMapCtor(), load: load, lazy: objectCreate(null) };
+  for (var i = 0; i < keys.length; i++) g.lazy[keys[i]] = lazyField(g, keys[i]);
+  return g;
+}
+
+/** headers, cookies and query: one parse of the stage's CtxMaps (else of its snapshot; '' for neither: empty maps). */
+var MAPS = lazyGroup(['headers', 'cookies', 'query'], function (h) {
+  var v = h.json !== '' ? jsonParse(h.json) : null;
+  // (own fields only: nothing a script put on Object.prototype is read)
+  return { __proto__: null, headers: map(getOwn(v, 'headers')), cookies: map(getOwn(v, 'cookies')), query: map(getOwn(v, 'query')) } as Fields;
+});
+
+/** body, asked of the worker (a text as it is): a stage that never reads it is not handed it. */
+var BODY = lazyGroup(['body'], function (h) {
+  // (as ctx.getParts: an ended stage has no request to read it from)
+  if (h.st.done) throw illegalState('ctx.body' + AFTER_END);
+  return { __proto__: null, body: Str(bridge(h.st, 'stage.body', null, false)) } as Fields;
+});
 
 /** One descriptor for ctx.request and ctx.response, its value set just before each use. */
 var READ_ONLY: Descriptor = { __proto__: null, value: undefined, writable: false, enumerable: true, configurable: false };
@@ -119,17 +145,20 @@ export function makeCtx(st: StageRecord) {
     headers: undefined as unknown,
     cookies: undefined as unknown,
     query: undefined as unknown,
-    body: st.body !== undefined ? st.body : snapField(st, 'body', ''),
+    body: typeof st.body === 'string' ? st.body : st.body === null ? undefined : snapField(st, 'body', ''),
     url: text(r.url, ''),
     appId: text(r.appId, ''),
     path: text(r.path, ''),
     method: text(r.method, 'GET'),
   };
-  defineProperty(ctx, 'headers', LAZY.headers);
-  defineProperty(ctx, 'cookies', LAZY.cookies);
-  defineProperty(ctx, 'query', LAZY.query);
-  // (the JSON they are parsed from: the stage's CtxMaps, else its whole snapshot; '' for neither: empty maps)
-  wmSet(ownMaps, ctx, { json: st.mapsJson || st.requestJson, parsed: null });
+  defineProperty(ctx, 'headers', MAPS.lazy.headers);
+  defineProperty(ctx, 'cookies', MAPS.lazy.cookies);
+  defineProperty(ctx, 'query', MAPS.lazy.query);
+  wmSet(MAPS.own, ctx, { st: st, json: st.mapsJson || st.requestJson, values: null });
+  if (st.body === null) {
+    defineProperty(ctx, 'body', BODY.lazy.body);
+    wmSet(BODY.own, ctx, { st: st, json: '', values: null });
+  }
   st.requestApi = makeRequest(st);
   st.responseApi = makeResponse(st);
   READ_ONLY.value = st.requestApi;

@@ -151,7 +151,7 @@ function bodyText(json: string | undefined): string | undefined {
 }
 
 /** Its arguments: see the contract in prelude.ts. */
-function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string, bodyJson?: string, chunksJson?: string): void {
+function start(id: number, ns: unknown, fnName: string, headJson: unknown, requestJson: string, attrsJson: string, responseJson: string, valueJson: string, ctxJson?: string, mapsJson?: string, body?: string | null, bodyJson?: string, chunksJson?: string): void {
   if (inEntry) throw illegalState(REENTRY);
   var head = stageHead(Str(headJson));
   if (G.platform !== platform) {
@@ -165,7 +165,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     requestJson: requestJson,
     ctxJson: ctxJson,
     mapsJson: mapsJson,
-    body: typeof body === 'string' ? body : bodyText(bodyJson),
+    body: typeof body === 'string' || body === null ? body : bodyText(bodyJson),
     fieldsObj: null,
     mapsObj: null,
     attrsJson: attrsJson,

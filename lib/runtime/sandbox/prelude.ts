@@ -25,8 +25,11 @@
  *     API error). ctxJson holds the snapshot's CtxFields and mapsJson its CtxMaps ('' or absent:
  *     read from requestJson): a stage parses the maps only if it reads them, and the rest of the
  *     snapshot only if it uses the request API for it. body is the request body as it is, not
- *     JSON; bodyJson, in its place, the body as a JSON string (a text the engine cannot take as
- *     it is: QuickJS ends a text at its first NUL); both absent: read from requestJson.
+ *     JSON, or null: asked of the host when the script first reads ctx.body,
+ *     hostFn(stageId, 'stage.body', 'null', false) -> the text as it is (the host then never
+ *     holds a NUL in it: QuickJS ends a text at its first NUL); bodyJson, in its place, the body
+ *     as a JSON string (a text the engine cannot take as it is); both absent: read from
+ *     requestJson.
  *     chunksJson holds the response body's chunks (BodyChunk[]) when responseJson has none: they
  *     are parsed only when the stage writes to the body or clears it.
  *   entry.reply(callId, replyJson)   settles the promise of an async host call.

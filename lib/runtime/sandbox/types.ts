@@ -51,8 +51,8 @@ export interface StageRecord {
   ctxJson: string | undefined;
   /** The CtxMaps JSON (absent or '': read them from the snapshot). */
   mapsJson: string | undefined;
-  /** The request body (absent: the snapshot's). */
-  body: string | undefined;
+  /** The request body; null: asked of the host on first read (ctx.ts); absent: the snapshot's. */
+  body: string | null | undefined;
   attrsJson: string;
   responseJson: string;
   /** The response body's chunks, JSON ('': none, or inside responseJson). */

@@ -31,10 +31,10 @@ export interface EngineContext {
   hasFunction(name: string): boolean;
   /**
    * Starts a stage (adapter `start`; `ctx` and `maps`: the CtxFields and CtxMaps JSON, `body` the
-   * request body, each absent: read from `request`; `chunks`: the response body's chunks as JSON,
-   * absent: none, or inside `response`).
+   * request body (null: asked for on first read, 'stage.body'), each absent: read from `request`;
+   * `chunks`: the response body's chunks as JSON, absent: none, or inside `response`).
    */
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string, chunks?: string): void;
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx?: string, maps?: string, body?: string | null, chunks?: string): void;
   /** Settles an async host call (adapter `reply`). */
   reply(callId: number, replyJson: string): void;
   /** Forgets a stage (adapter `cancel`). */

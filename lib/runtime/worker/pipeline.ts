@@ -169,7 +169,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         request,
         ctx,
         maps,
-        body: job.request.body,
+        body: typeof job.request.body === 'string' ? job.request.body : '', // (an engine user's own job may have none)
         attributes: attributesText,
         response: responseIn.response,
         chunks: responseIn.chunks,

@@ -383,11 +383,11 @@ class QuickJsContext implements EngineContext {
     return known;
   }
 
-  /** Calls an entry method with strings and numbers (and the namespace first for start; undefined for an absent argument), then runs the jobs it queued. */
-  private enter(method: QuickJSHandle, args: Array<string | number | QuickJSHandle | undefined>): string {
+  /** Calls an entry method with strings and numbers (and the namespace first for start; null, or undefined for an absent argument), then runs the jobs it queued. */
+  private enter(method: QuickJSHandle, args: Array<string | number | QuickJSHandle | null | undefined>): string {
     const { ctx } = this;
     try {
-      const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : (a ?? ctx.undefined)));
+      const handles = args.map((a) => (typeof a === 'string' ? ctx.newString(a) : typeof a === 'number' ? ctx.newNumber(a) : a === null ? ctx.null : (a ?? ctx.undefined)));
       const r = ctx.callFunction(method, ctx.undefined, ...handles);
       handles.forEach((h, i) => (typeof args[i] === 'string' || typeof args[i] === 'number') && h.dispose());
       if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
@@ -401,10 +401,10 @@ class QuickJsContext implements EngineContext {
     }
   }
 
-  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = '', body?: string, chunks?: string): void {
+  start(stageId: number, fn: string, head: string, request: string, attributes: string, response: string, value: string, ctx = '', maps = '', body?: string | null, chunks?: string): void {
     // (a text enters QuickJS as a C string, ending at its first NUL: a body holding one comes as
     // JSON instead, where it is escaped)
-    const nul = body?.includes('\0') === true;
+    const nul = typeof body === 'string' && body.includes('\0');
     this.enter(this.entry!.start, [stageId, this.ns!, fn, head, request, attributes, response, value, ctx, maps, nul ? undefined : body, nul ? JSON.stringify(body) : undefined, chunks]);
   }
 

@@ -64,6 +64,8 @@ interface Pending {
   script: string;
   /** The RequestSnapshot JSON, sent to the adapter when it asks ('stage.request'): most stages never do. */
   request: () => string;
+  /** The request body, sent when the script first reads ctx.body ('stage.body'). */
+  body: string;
   resolve(out: StageOutput): void;
   reject(e: unknown): void;
   /** False while its start waits for the context's entries before it (see step). */
@@ -143,11 +145,14 @@ export class Stages {
     runs?.();
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
-      const p: Pending = { job, script, request: texts.request, resolve, reject, started: false };
+      const p: Pending = { job, script, request: texts.request, body: texts.body, resolve, reject, started: false };
       c.stages.set(id, p);
       void this.step(c, job, () => {
         p.started = true;
-        c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, texts.body, texts.chunks);
+        // (a body is asked for when read, 'stage.body': a stage that never reads it is not handed
+        // it; one holding a NUL comes with the stage, which an engine can pass on escaped)
+        const body = texts.body === '' || texts.body.includes('\0') ? texts.body : null;
+        c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, body, texts.chunks);
       });
     });
   }
@@ -309,6 +314,7 @@ export class Stages {
       return JSON.stringify(CALL_OVER);
     }
     if (op === 'stage.request') return p ? p.request() : 'null';
+    if (op === 'stage.body') return p ? p.body : '';
     if (!async) return this.host.callSync(job, p ? p.script : loading!.script, op, argsJson);
     const callId = this.host.callAsync(job, op, argsJson);
     this.calls.set(callId, { c, job });
