@@ -145,13 +145,14 @@ export class Stages {
     runs?.();
     const id = this.nextStage++;
     return new Promise<StageOutput>((resolve, reject) => {
-      const p: Pending = { job, script, request: texts.request, body: texts.body, resolve, reject, started: false };
+      const text = typeof texts.body === 'string' ? texts.body : ''; // (none given: none)
+      const p: Pending = { job, script, request: texts.request, body: text, resolve, reject, started: false };
       c.stages.set(id, p);
       void this.step(c, job, () => {
         p.started = true;
         // (a body is asked for when read, 'stage.body': a stage that never reads it is not handed
         // it; one holding a NUL comes with the stage, which an engine can pass on escaped)
-        const body = texts.body === '' || texts.body.includes('\0') ? texts.body : null;
+        const body = text === '' || text.includes('\0') ? text : null;
         c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, body, texts.chunks);
       });
     });
