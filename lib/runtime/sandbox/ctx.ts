@@ -19,11 +19,9 @@ import { makeRequest, partsOf } from './request';
 import { snapField } from './entry';
 import type { Fields, StageRecord } from './types';
 
-/** Fields of a ctx read on first use: what they come from until then, their values after. */
+/** Fields of a ctx read on first use: the stage they come from, their values once read. */
 interface Holder {
   st: StageRecord;
-  /** The JSON they are parsed from (the maps); '' once read. */
-  json: string;
   values: Fields | null;
 }
 
@@ -52,10 +50,7 @@ function text(v: unknown, dflt: string): string {
 
 /** The values of a group's fields, read on first use. */
 function valuesOf(g: LazyGroup, h: Holder): Fields {
-  if (h.values === null) {
-    h.values = g.load(h);
-    h.json = '';
-  }
+  if (h.values === null) h.values = g.load(h);
   return h.values;
 }
 
@@ -117,7 +112,8 @@ function lazyGroup(keys: string[], load: (h: Holder) => Fields): LazyGroup {
 
 /** headers, cookies and query: one parse of the stage's CtxMaps (else of its snapshot; '' for neither: empty maps). */
 var MAPS = lazyGroup(['headers', 'cookies', 'query'], function (h) {
-  var v = h.json !== '' ? jsonParse(h.json) : null;
+  var json = h.st.mapsJson || h.st.requestJson;
+  var v = json ? jsonParse(json) : null;
   // (own fields only: nothing a script put on Object.prototype is read)
   return { __proto__: null, headers: map(getOwn(v, 'headers')), cookies: map(getOwn(v, 'cookies')), query: map(getOwn(v, 'query')) } as Fields;
 });
@@ -154,10 +150,10 @@ export function makeCtx(st: StageRecord) {
   defineProperty(ctx, 'headers', MAPS.lazy.headers);
   defineProperty(ctx, 'cookies', MAPS.lazy.cookies);
   defineProperty(ctx, 'query', MAPS.lazy.query);
-  wmSet(MAPS.own, ctx, { st: st, json: st.mapsJson || st.requestJson, values: null });
+  wmSet(MAPS.own, ctx, { st: st, values: null });
   if (st.body === null) {
     defineProperty(ctx, 'body', BODY.lazy.body);
-    wmSet(BODY.own, ctx, { st: st, json: '', values: null });
+    wmSet(BODY.own, ctx, { st: st, values: null });
   }
   st.requestApi = makeRequest(st);
   st.responseApi = makeResponse(st);
