@@ -3,7 +3,9 @@
 // what a worker thread spends per request inside the engine (the adapter's own work included).
 //   trivial   one stage: `return { ok: true }`
 //   hooks     the same with a before hook (reads a header, sets an attribute) and an after hook
-//             (reads it back, sets a response header): bench/scripts.js
+//             (reads it back, sets a response header): bench/scripts.js; as the worker runs them,
+//             the three stages in one entry of a context holding both scripts
+//   hooks-apart  the same three stages each in an entry of its own, in a context per script
 // The request is a snapshot as the router builds it for `GET /web0/api/bench/p` from wrk (two
 // headers); the `-browser` workloads run the same stages on a request as a browser sends it
 // (sixteen headers with cookies and a bearer token: 1.3 KB of ctx maps), since what a stage
@@ -103,6 +105,11 @@ async function main() {
   const main = await open('main.js', scripts.MAIN);
   const hooks = await open('hooks.js', scripts.HOOKS);
   const writer = await open('writer.js', scripts.WRITER);
+  // the hooks and the call as the worker runs them: one context holding both scripts, one entry
+  // running on from the before hook to the call and the after hook (StageHead.next)
+  const hooked = await driver.open('hooks.js', prepareScript('hooks.js', scripts.HOOKS, false).code, host, undefined, [{ name: 'main.js', code: prepareScript('main.js', scripts.MAIN, false).code }]);
+  const next = (stage, module, fn) => ({ stage, returnType: 'JSON', wantValue: false, async: false, module, fn });
+  const chainHead = JSON.stringify({ stage: 'before', returnType: 'JSON', wantValue: false, async: false, module: 0, next: [next('call', 1, 'fn'), next('after', 0, 'after')] });
   let id = 1;
   let texts = { ctx: '', maps: '' };
   const stage = (ctx, fn, stageName, attributes, response = '', chunks = '') => {
@@ -114,6 +121,15 @@ async function main() {
   const kinds = {
     trivial: () => stage(main, 'fn', 'call', '{}'),
     hooks: () => {
+      hooked.start(id++, 'before', chainHead, '', '{}', '', '', texts.ctx, texts.maps, texts.body === '' ? '' : null, '');
+      // (drained again while the stages go on: the worker does so once the jobs they queued ran)
+      let d;
+      do d = JSON.parse(hooked.drain());
+      while (d.more);
+      const out = d.outputs[0];
+      if (out?.status !== 'value' || out.chain?.length !== 2) throw new Error(`hooks: ${JSON.stringify(out)}`);
+    },
+    'hooks-apart': () => {
       const before = stage(hooks, 'before', 'before', '{}');
       const attributes = JSON.stringify(before.attributes ?? {});
       stage(main, 'fn', 'call', attributes);

@@ -170,7 +170,7 @@ describe('loading', () => {
   test('the entry is returned, frozen, and never put on the global object', () => {
     const sb = sandbox();
     expect(Object.isFrozen(sb.entry)).toBe(true);
-    expect(Object.keys(sb.entry).sort()).toEqual(['cancel', 'drain', 'reply', 'start']);
+    expect(Object.keys(sb.entry).sort()).toEqual(['at', 'cancel', 'drain', 'reply', 'start']);
     expect(sb.evaluate('Object.keys(globalThis)')).toEqual([]);
     expect(sb.evaluate('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n))')).toEqual([]);
   });

@@ -134,6 +134,19 @@ export interface StageHead {
   wantValue: boolean;
   /** Async mode: the stage's I/O host calls return promises (see docs/script-engine.md). */
   async: boolean;
+  /** The module of the context whose function the stage runs (a context may hold several: see `next`); absent: 0. */
+  module?: number;
+  /**
+   * The stages the adapter runs on, in the same entry and with the same ctx, while each one before
+   * ends as the pipeline would go on from it (lib/runtime/sandbox/chain.ts): a before hook that
+   * answered nothing, a call that succeeded with a fitting result and no redirect.
+   */
+  next?: ChainedHead[];
+}
+
+/** A stage the adapter may run on to (StageHead.next): its function too. */
+export interface ChainedHead extends Omit<StageHead, 'next'> {
+  fn: string;
 }
 
 /** The return value serialized for the API's return type, inside the sandbox. */
@@ -175,6 +188,11 @@ export interface StageOutput {
   response?: Partial<ResponseState>;
   /** The stage set the status or content type (even to the value it had): onError's answer without a body. */
   answered?: boolean;
+  /**
+   * The stages of StageHead.next run before this one, in order, each as it ended (value and
+   * output, without state): this output is the last stage's, with the state all of them changed.
+   */
+  chain?: StageOutput[];
 }
 
 /**
@@ -192,6 +210,8 @@ export interface AdapterEntry {
   drain(): string;
   /** Forgets a stage: its pending host calls are dropped. */
   cancel(stageId: number): void;
+  /** How many stages of its chain (StageHead.next) stage `stageId` ran on to; -1 when it is not in flight. */
+  at(stageId: number): number;
 }
 
 export function newResponseState(): ResponseState {

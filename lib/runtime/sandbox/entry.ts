@@ -17,7 +17,8 @@ import { platform } from './platform';
 import './console'; // (defines globalThis.console)
 import './finalization'; // (makes globalThis.FinalizationRegistry inert)
 import type { Attributes, Fields, ResState, StageRecord } from './types';
-import type { AdapterEntry, RequestSnapshot, StageHead } from '../protocol';
+import type { AdapterEntry, ChainedHead, RequestSnapshot, StageHead } from '../protocol';
+import { chainField, goesOn } from './chain';
 
 /** What apiStage maps a request or response object to once its stage is over. */
 type Ended = { readonly done: true };
@@ -132,17 +133,30 @@ function settle(st: StageRecord, status: 'value' | 'error', v: unknown): void {
 }
 
 /** A stage head's fields, by its JSON text (a worker sends a handful of distinct heads). */
-var stageHead = nameCache(64, function (headJson): Readonly<StageHead> {
+var stageHead = nameCache(64, function (headJson): Readonly<StageHead> & { next: ReadonlyArray<Readonly<ChainedHead>> | undefined } {
   var head = jsonParse(headJson);
   if (!isObj(head)) throw typeError('start: the stage head must be a JSON object');
-  return freeze({
-    __proto__: null,
+  var next = getOwn(head, 'next');
+  var chain: Readonly<ChainedHead>[] | undefined;
+  if (isArray(next) && next.length > 0) {
+    chain = [];
+    for (var i = 0; i < next.length; i++) push(chain, freeze({ __proto__: null, ...headFields(next[i]), fn: Str(getOwn(next[i], 'fn')) }));
+    freeze(chain);
+  }
+  return freeze({ __proto__: null, ...headFields(head), next: chain });
+});
+
+/** The fields every stage head has, from its parsed JSON. */
+function headFields(head: unknown): StageHead {
+  var module = getOwn(head, 'module');
+  return {
     stage: getOwn(head, 'stage') as StageHead['stage'],
     returnType: getOwn(head, 'returnType') as StageHead['returnType'],
     wantValue: getOwn(head, 'wantValue') === true,
     async: getOwn(head, 'async') === true,
-  });
-});
+    module: typeof module === 'number' ? module : 0,
+  };
+}
 
 /** The body given as JSON (a text QuickJS could not take as it is), else undefined: the snapshot's. */
 function bodyText(json: string | undefined): string | undefined {
@@ -162,6 +176,11 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     __proto__: StageProto,
     id: id,
     head: head,
+    ns: ns,
+    chain: head.next,
+    at: 0,
+    chainOut: '',
+    out: null,
     requestJson: requestJson,
     ctxJson: ctxJson,
     mapsJson: mapsJson,
@@ -190,16 +209,31 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     answered: false,
   } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
   stages[id] = st;
+  invoke(st, fnName, valueJson);
+}
+
+/** The namespace of module `i` of the context (`ns` holds them by module when it has several). */
+function moduleNs(ns: unknown, i: number | undefined): unknown {
+  return isArray(ns) ? ns[i === undefined ? 0 : i] : ns;
+}
+
+/**
+ * Calls the function of the stage `st` runs now, with a fresh ctx (and valueJson parsed: after's
+ * result, onError's API error); what it returns or throws settles the stage, or runs it on to the
+ * next one of its chain (chain.ts).
+ */
+function invoke(st: StageRecord, fnName: string, valueJson: string): void {
   setActive(st);
   var ctx = makeCtx(st);
   var r: unknown;
   inEntry = true;
   try {
+    var ns = moduleNs(st.ns, st.head.module);
     var fn = isObj(ns) && hasOwn(ns, fnName) ? ns[fnName] : undefined;
     if (typeof fn !== 'function') throw typeError('The exported value is not a function');
-    if (head.stage === 'after') {
+    if (st.head.stage === 'after') {
       r = fn(ctx, valueJson !== '' ? jsonParse(valueJson) : undefined);
-    } else if (head.stage === 'onError') {
+    } else if (st.head.stage === 'onError') {
       var err = valueJson !== '' ? jsonParse(valueJson) : null;
       r = fn(ctx, { requestId: getOwn(err, 'requestId'), message: getOwn(err, 'message'), code: getOwn(err, 'code') });
     } else {
@@ -254,20 +288,69 @@ function cancel(id: number): void {
   if (st !== undefined) finish(st);
 }
 
+function at(id: number): number {
+  var st = stages[id];
+  return st === undefined ? -1 : st.at;
+}
+
+/**
+ * The outputs of the stages settled since the last drain. A stage that goes on to the next of its
+ * chain (chain.ts) does so here, once the promise jobs it left behind ran (they may still change
+ * its state): `"more":true` asks for another drain, once the jobs of the stages it started ran.
+ */
 function drain(): string {
   if (inEntry) throw illegalState(REENTRY);
   var out = '';
-  for (var i = 0; i < settled.length; i++) {
-    var st = settled[i];
+  var more = false;
+  var list = settled;
+  settled = []; // (a stage settling from here on is drained next time: its promise jobs have yet to run)
+  for (var i = 0; i < list.length; i++) {
+    var st = list[i];
     if (st.done) continue;
+    if (st.status === 'value' && st.chain !== undefined && goOn(st)) {
+      more = true;
+      continue;
+    }
     // (writing its result and attributes runs its code, getters and toJSON: they act for it)
     setActive(st);
     out += (out === '' ? '' : ',') + collect(st);
     finish(st);
   }
-  settled = [];
   setActive(null);
-  return '{"waiting":' + waitingCalls + ',"outputs":[' + out + ']}';
+  return '{"waiting":' + waitingCalls + ',"outputs":[' + out + ']' + (more ? ',"more":true}' : '}');
+}
+
+/** Runs stage `st` on to the next stage of its chain, if it goes on (chain.ts); false when it settled here. */
+function goOn(st: StageRecord): boolean {
+  setActive(st);
+  var v = st.value;
+  var next = goesOn(st, v, function (e) {
+    st.status = 'error';
+    st.value = undefined;
+    st.error = thrownInfo(e);
+  });
+  if (next === null) return false;
+  var head = st.chain![st.at++];
+  st.head = head;
+  st.status = 'pending';
+  st.value = undefined;
+  invoke(st, head.fn, next);
+  return true;
+}
+
+/** Attributes as JSON: copies of their values; a value with no JSON form (function, cycle, BigInt) is dropped. */
+export function attributesJson(attrs: Attributes): string {
+  var s = '';
+  for (var keys = objectKeys(attrs), i = 0; i < keys.length; i++) {
+    var json;
+    try {
+      json = stringifyUser(attrs[keys[i]]); // (Dates as ms; cycles and BigInts throw)
+    } catch (e) {
+      json = undefined;
+    }
+    if (json !== undefined) s += (s ? ',' : '') + keyJson(keys[i]) + ':' + json;
+  }
+  return '{' + s + '}';
 }
 
 /** The StageOutput JSON of a settled stage, with its id. */
@@ -286,7 +369,7 @@ function collect(st: StageRecord): string {
   } else {
     hasValue = st.value !== undefined;
     try {
-      output = serializeOutput(st.head.returnType, st.value);
+      output = st.out !== null ? st.out : serializeOutput(st.head.returnType, st.value);
     } catch (e) {
       status = 'error';
       hasValue = false;
@@ -300,20 +383,7 @@ function collect(st: StageRecord): string {
       }
     }
   }
-  // Attributes: JSON copies; a value with no JSON form (function, cycle, BigInt) is dropped.
-  var attrs: string | undefined;
-  if (st.attrsObj !== null && st.attrsChanged) {
-    attrs = '';
-    for (var keys = objectKeys(st.attrsObj), i = 0; i < keys.length; i++) {
-      var json;
-      try {
-        json = stringifyUser(st.attrsObj[keys[i]]); // (Dates as ms; cycles and BigInts throw)
-      } catch (e) {
-        json = undefined;
-      }
-      if (json !== undefined) attrs += (attrs ? ',' : '') + keyJson(keys[i]) + ':' + json;
-    }
-  }
+  var attrs = st.attrsChanged ? (st.attrsObj !== null ? attributesJson(st.attrsObj) : st.attrsJson) : undefined;
   if (st.abort !== null) {
     // platform.app.abort wins, even when the script caught it, also when it ran as the result or
     // the attributes were written (a getter, a toJSON)
@@ -331,11 +401,11 @@ function collect(st: StageRecord): string {
     s += ',"output":' + (output.type === 'JSON' ? '{"type":"JSON","json":' + quote(output.json) + '}' : enc(output));
   }
   if (error !== undefined) s += ',"error":' + enc(error);
-  if (attrs !== undefined) s += ',"attributes":{' + attrs + '}';
+  if (attrs !== undefined) s += ',"attributes":' + attrs;
   if (st.resObj !== null) s += encResponse(st.resObj, ',"response":');
   if (st.answered) s += ',"answered":true';
-  return s + '}';
+  return s + chainField(st) + '}';
 }
 
-var entry: AdapterEntry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel) });
+var entry: AdapterEntry = freeze({ start: freeze(start), reply: freeze(reply), drain: freeze(drain), cancel: freeze(cancel), at: freeze(at) });
 __adapterEntry = entry;

@@ -42,7 +42,9 @@ function replyValue(op: string, raw: unknown, at?: Error): unknown {
 
 export function bridge(st: StageRecord | null, op: string, args: unknown, async: boolean): string | number {
   try {
-    return hostFn(st === null ? 0 : st.id, op, enc(args), async);
+    // (a stage that ran on to the next of its chain calls as its id plus how far it went: the
+    // worker reserves those ids, and so knows which stage and script act)
+    return hostFn(st === null ? 0 : st.id + st.at, op, enc(args), async);
   } catch (e) {
     throw makeError('HostError', 'Host operation ' + op + ' failed: ' + safeString(isObj(e) ? e.message : e));
   }

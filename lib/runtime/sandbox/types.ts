@@ -2,7 +2,7 @@
  * Sandbox adapter module: the adapter's own records, as types (erased when the adapter is
  * bundled). The data crossing the sandbox boundary is typed in lib/runtime/protocol.ts.
  */
-import type { ResponseState, StageHead, ThrownError } from '../protocol';
+import type { ChainedHead, ResponseState, SerializedOutput, StageHead, ThrownError } from '../protocol';
 import type { ResponseApi, ResponseOutputStream, ResponseWriter } from './response';
 import type { Part } from './request';
 
@@ -43,8 +43,17 @@ export type Attributes = { [name: string]: unknown };
  */
 export interface StageRecord {
   id: number;
-  /** Its head (entry.ts: stageHead, shared by the stages of the same head): stage, returnType, wantValue, async. */
-  head: Readonly<StageHead>;
+  /** Its head (entry.ts: stageHead, shared by the stages of the same head): stage, returnType, wantValue, async; the chained stage's once it runs on (chain.ts). */
+  head: Readonly<StageHead> | Readonly<ChainedHead>;
+  /** The context's module namespace, or its namespaces by module (a context holding several). */
+  ns: unknown;
+  /** The stages it may run on to (StageHead.next; chain.ts), and how many of them it ran. */
+  chain: ReadonlyArray<Readonly<ChainedHead>> | undefined;
+  at: number;
+  /** The StageOutput JSON of each stage it ran before the one running now, joined by commas. */
+  chainOut: string;
+  /** The output its result was serialized to already (chain.ts), else null. */
+  out: SerializedOutput | null;
   /** The RequestSnapshot JSON ('' : asked of the host on first use). */
   requestJson: string;
   /** The CtxFields JSON (absent or '': read them from the snapshot). */

@@ -25,10 +25,19 @@ export class EngineError extends Error {
  */
 export type HostFn = (stageId: number, op: string, argsJson: string, async: boolean) => string | number;
 
-/** One sandbox context: the adapter and one script module. Entries throw EngineError. */
+/** A script module of a context, in the form the engine runs. */
+export interface ModuleCode {
+  name: string;
+  code: string;
+}
+
+/**
+ * One sandbox context: the adapter and the script modules of one set of a job's stages (one, or
+ * the scripts of an API's hooks and call: see StageHead.next). Entries throw EngineError.
+ */
 export interface EngineContext {
-  /** The module exports a function of this name. */
-  hasFunction(name: string): boolean;
+  /** Module `module` (its index in the context, 0 the first) exports a function of this name. */
+  hasFunction(name: string, module?: number): boolean;
   /**
    * Starts a stage (adapter `start`; `ctx` and `maps`: the CtxFields and CtxMaps JSON, `body` the
    * request body (null: asked for on first read, 'stage.body'), each absent: read from `request`;
@@ -39,6 +48,8 @@ export interface EngineContext {
   reply(callId: number, replyJson: string): void;
   /** Forgets a stage (adapter `cancel`). */
   cancel(stageId: number): void;
+  /** How many stages of its chain a stage in flight ran on to, -1 for none in flight (adapter `at`). */
+  at(stageId: number): number;
   /** The adapter's drain JSON: call it once the promise jobs the last entries queued have run. */
   drain(): string;
   dispose(): void;
@@ -57,10 +68,12 @@ export interface SandboxDriver {
   readonly jobsRunLater: boolean;
   /**
    * Loads the adapter and the module `code` (already in the form the engine runs) in a new
-   * context. `moduleStarts` is called just before the script's own code is evaluated: from then
-   * on the load runs under the worker's deadline (until then it is the engine's own work).
+   * context, then the modules of `more` in order (modules 1, 2...: start's `ns` is then their
+   * namespaces by module). `moduleStarts` is called just before the scripts' own code is
+   * evaluated: from then on the load runs under the worker's deadline (until then it is the
+   * engine's own work).
    */
-  open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext>;
+  open(name: string, code: string, host: HostFn, moduleStarts?: () => void, more?: readonly ModuleCode[]): Promise<EngineContext>;
 }
 
 export interface DriverOptions {

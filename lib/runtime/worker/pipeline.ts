@@ -13,6 +13,7 @@ import type { JobOutcome, JobResult, ScriptJob } from '../engine';
 import { ctxFields, ctxMaps, newResponseState, type CarriedState, type Stage, type StageHead, type StageOutput, type ThrownError } from '../protocol';
 import { fittedOutput, serializeForReturnType, unfitRedirect } from '../serialize';
 import { EngineError } from './driver';
+import type { ChainedFailure } from './stages';
 import { ownGet } from '../../context/own-map';
 import { thrownDetail, type ErrorDetail } from '../../error-location';
 import { clock } from '../../timers';
@@ -39,9 +40,21 @@ export interface StageTexts {
   value: string;
 }
 
+/** A stage the adapter may run on to in the same entry (StageHead.next): its script and head. */
+export interface ChainLink {
+  ref: ScriptRef;
+  source: string;
+  hash: string;
+  head: Omit<StageHead, 'async' | 'module' | 'next'>;
+}
+
 export interface PipelineEnv {
-  /** Runs `ref.function` of the script (source from the job); throws EngineError. */
-  stage(ref: ScriptRef, source: string, hash: string, texts: StageTexts): Promise<StageOutput>;
+  /**
+   * Runs `ref.function` of the script (source from the job), and may run on to the stages of
+   * `next` (StageOutput.chain holds the outputs of those it ran from); throws EngineError (a
+   * ChainedFailure when the run had gone on).
+   */
+  stage(ref: ScriptRef, source: string, hash: string, texts: StageTexts, next?: ChainLink[]): Promise<StageOutput>;
   /** An async host call of the job (automations); rejects with an Error carrying `code` / `status`. */
   callHost(op: 'automation.run' | 'http.request' | 'http.body' | 'http.release', args: Record<string, unknown>): Promise<unknown>;
   /** Ms on the monotonic clock (lib/timers.ts) by which the job must end (its limit counts from its first stage). */
@@ -154,27 +167,76 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   const ctx = JSON.stringify(ctxFields(job.request));
   const maps = JSON.stringify(ctxMaps(job.request));
 
+  /** The stages after `stage` the adapter may run on to in its entry: the job's script stages that follow it. */
+  const chainAfter = (stage: 'before' | 'call'): ChainLink[] => {
+    const links: ChainLink[] = [];
+    const link = (ref: ScriptRef, head: ChainLink['head']): boolean => {
+      const src = ownGet(job.scripts, ref.script);
+      if (src) links.push({ ref, source: src.source, hash: src.hash, head });
+      return src !== undefined;
+    };
+    if (stage === 'before') {
+      if (job.phase === 'before' || isAutomation(job.call) || !link(job.call, { stage: 'call', returnType: job.returnType, wantValue: callValueWanted(job) })) return links;
+    }
+    if (job.after !== undefined && !isAutomation(job.after)) link(job.after, { stage: 'after', returnType: job.returnType, wantValue: false });
+    return links;
+  };
+
   const runScript = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value = '', returnType = job.returnType): Promise<StageResult> => {
     const r = await runScriptStage(ref, stage, wantValue, value, returnType);
     if (r.fail) located(r.fail, job, stage, ref.script, r.out?.status === 'error' ? r.out.error : undefined, env);
     return r;
   };
 
+  // (the outputs of the stages the adapter ran on to, each read when the pipeline gets to its stage)
+  let ahead: Array<{ stage: Stage; out?: StageOutput; error?: EngineError }> = [];
   const runScriptStage = async (ref: ScriptRef, stage: Stage, wantValue: boolean, value: string, returnType: ScriptJob['returnType']): Promise<StageResult> => {
     const src = ownGet(job.scripts, ref.script); // (a script named e.g. 'toString' is just a name)
     if (!src) return { fail: { kind: 'error', ...ERRORS.SCRIPT_NOT_FOUND, message: `Script '${ref.script}' not found` } };
     try {
-      const out = await env.stage(ref, src.source, src.hash, {
-        head: { stage, returnType, wantValue },
-        request,
-        ctx,
-        maps,
-        body: typeof job.request.body === 'string' ? job.request.body : '', // (an engine user's own job may have none)
-        attributes: attributesText,
-        response: responseIn.response,
-        chunks: responseIn.chunks,
-        value,
-      });
+      let out: StageOutput;
+      if (ahead.length > 0) {
+        // the adapter ran on to this stage only where the pipeline goes on to it (sandbox/chain.ts)
+        const got = ahead.shift()!;
+        if (got.stage !== stage) throw new Error(`a chained run went on to ${got.stage}, the pipeline to ${stage}`);
+        if (got.error) throw got.error;
+        out = got.out!;
+      } else {
+        const next = stage === 'call' || stage === 'before' ? chainAfter(stage) : [];
+        try {
+          out = await env.stage(
+            ref,
+            src.source,
+            src.hash,
+            {
+              head: { stage, returnType, wantValue },
+              request,
+              ctx,
+              maps,
+              body: typeof job.request.body === 'string' ? job.request.body : '', // (an engine user's own job may have none)
+              attributes: attributesText,
+              response: responseIn.response,
+              chunks: responseIn.chunks,
+              value,
+            },
+            next,
+          );
+        } catch (e) {
+          const at = (e as ChainedFailure).chainAt;
+          if (!(e instanceof EngineError) || at === undefined) throw e;
+          // (it failed in a stage it ran on to: the stages before that one went on)
+          ahead = next.slice(0, at).map((l, i) => (i === at - 1 ? { stage: l.head.stage, error: e } : { stage: l.head.stage, out: { status: 'value', hasValue: false } }));
+          out = { status: 'value', hasValue: false };
+        }
+        if (out.chain !== undefined) {
+          // (this output is the last stage's: the ones before it are read first)
+          const outs = out.chain;
+          out.chain = undefined;
+          outs.push(out);
+          ahead = outs.slice(1).map((o, i) => ({ stage: next[i].head.stage, out: o }));
+          out = outs[0];
+        }
+      }
       if (out.attributes || out.response) {
         // out.response holds only the fields the stage changed
         state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };

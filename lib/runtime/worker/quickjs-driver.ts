@@ -31,7 +31,7 @@ import {
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { randomBytes } from 'node:crypto';
 import { compileLocation } from '../../error-location';
-import { EngineError, type DriverOptions, type EngineContext, type HostFn, type SandboxDriver } from './driver';
+import { EngineError, type DriverOptions, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
 
 const MiB = 1024 * 1024;
@@ -264,21 +264,22 @@ export class QuickJsDriver implements SandboxDriver {
     return new EngineError('ENGINE_FAILURE', (err as Error)?.message ?? String(err));
   }
 
-  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
+  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void, more: readonly ModuleCode[] = []): Promise<EngineContext> {
+    const chars = more.reduce((n, m) => n + m.code.length, code.length);
     const ctx = this.rt.newContext();
     const measure = this.measured < 2;
     const before = measure ? this.usedBytes(ctx) : 0;
     const context = new QuickJsContext(this, ctx);
     try {
-      context.init(name, code, host, moduleStarts);
+      context.init([{ name, code }, ...more], host, moduleStarts);
       // Counting a runtime's memory walks every object of every context: the second context is
       // measured (the first also allocates what the runtime shares), the others estimated from
       // it and the size of their code.
       if (measure) {
         this.measured++;
-        this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(ctx) - before) - CODE_BYTES_PER_CHAR * code.length);
+        this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(ctx) - before) - CODE_BYTES_PER_CHAR * chars);
       }
-      context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * code.length;
+      context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * chars;
       this.contextBytes += context.bytes;
     } catch (e) {
       const failure = this.trapped(e);
@@ -292,8 +293,10 @@ export class QuickJsDriver implements SandboxDriver {
 
 class QuickJsContext implements EngineContext {
   bytes = 0;
+  /** The module's namespace, or (a context of several modules) an array of their namespaces. */
   private ns: QuickJSHandle | undefined;
-  private entry: { start: QuickJSHandle; reply: QuickJSHandle; drain: QuickJSHandle; cancel: QuickJSHandle } | undefined;
+  private readonly namespaces: QuickJSHandle[] = [];
+  private entry: { start: QuickJSHandle; reply: QuickJSHandle; drain: QuickJSHandle; cancel: QuickJSHandle; at: QuickJSHandle } | undefined;
   private readonly functions = new Map<string, boolean>();
 
   constructor(
@@ -301,7 +304,7 @@ class QuickJsContext implements EngineContext {
     private readonly ctx: QuickJSContext,
   ) {}
 
-  init(name: string, code: string, host: HostFn, moduleStarts?: () => void): void {
+  init(modules: readonly ModuleCode[], host: HostFn, moduleStarts?: () => void): void {
     const { ctx } = this;
     const seed = randomBytes(16);
     const seeded = ctx.evalCode(`${SEEDED_RANDOM}(${[0, 4, 8, 12].map((i) => seed.readInt32LE(i)).join(',')})`, 'scriptable-api:random.js');
@@ -318,12 +321,19 @@ class QuickJsContext implements EngineContext {
     hostH.dispose();
     if (made.error) throw this.setupError('adapter', errorOf(ctx, made.error));
     const get = (k: string) => ctx.getProp(made.value, k);
-    this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel') };
+    this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel'), at: get('at') };
     made.value.dispose();
     moduleStarts?.();
-    const mod = ctx.evalCode(code, name, { type: 'module' });
-    if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
-    this.ns = this.settleModule(mod.value, name);
+    for (const { name, code } of modules) {
+      const mod = ctx.evalCode(code, name, { type: 'module' });
+      if (mod.error) throw this.loadError(name, errorOf(ctx, mod.error));
+      this.namespaces.push(this.settleModule(mod.value, name));
+    }
+    if (this.namespaces.length === 1) this.ns = this.namespaces[0];
+    else {
+      this.ns = ctx.newArray();
+      this.namespaces.forEach((h, i) => ctx.setProp(this.ns!, i, h));
+    }
     this.driver.checkHeap();
   }
 
@@ -372,13 +382,16 @@ class QuickJsContext implements EngineContext {
     }
   }
 
-  hasFunction(fn: string): boolean {
-    let known = this.functions.get(fn);
+  hasFunction(fn: string, module = 0): boolean {
+    const key = module === 0 ? fn : `${module}\u0000${fn}`;
+    let known = this.functions.get(key);
     if (known === undefined) {
-      const h = this.ctx.getProp(this.ns!, fn);
+      const ns = this.namespaces[module];
+      if (ns === undefined) return false;
+      const h = this.ctx.getProp(ns, fn);
       known = this.ctx.typeof(h) === 'function';
       h.dispose();
-      if (this.functions.size < 256) this.functions.set(fn, known);
+      if (this.functions.size < 256) this.functions.set(key, known);
     }
     return known;
   }
@@ -391,7 +404,8 @@ class QuickJsContext implements EngineContext {
       const r = ctx.callFunction(method, ctx.undefined, ...handles);
       handles.forEach((h, i) => (typeof args[i] === 'string' || typeof args[i] === 'number') && h.dispose());
       if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
-      const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
+      const type = ctx.typeof(r.value);
+      const text = type === 'string' ? ctx.getString(r.value) : type === 'number' ? String(ctx.getNumber(r.value)) : '';
       r.value.dispose();
       this.runJobs();
       this.driver.checkHeap();
@@ -416,6 +430,11 @@ class QuickJsContext implements EngineContext {
     this.enter(this.entry!.cancel, [stageId]);
   }
 
+  at(stageId: number): number {
+    const n = Number(this.enter(this.entry!.at, [stageId]));
+    return Number.isInteger(n) ? n : -1;
+  }
+
   drain(): string {
     const text = this.enter(this.entry!.drain, []);
     // (drain always answers a JSON text: none comes back when the context's heap had no room for
@@ -426,7 +445,7 @@ class QuickJsContext implements EngineContext {
 
   dispose(): void {
     try {
-      for (const h of [this.ns, ...Object.values(this.entry ?? {})]) if (h?.alive) h.dispose();
+      for (const h of [this.ns, ...this.namespaces, ...Object.values(this.entry ?? {})]) if (h?.alive) h.dispose();
       this.driver.contextBytes -= this.bytes;
       this.bytes = 0;
       this.ctx.dispose();

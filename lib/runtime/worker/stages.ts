@@ -18,9 +18,9 @@
  *   ended as out of memory right after it, its context dropped: the bomb, not the call that
  *   happened to allocate next, fails.
  */
-import type { StageOutput } from '../protocol';
+import type { ChainedHead, Stage, StageHead, StageOutput } from '../protocol';
 import type { StageTexts } from './pipeline';
-import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
+import { EngineError, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { CALL_OVER, clock } from '../messages';
 
 /** A job as the stages see it. */
@@ -59,9 +59,33 @@ export interface SliceClock {
   untilTurn?(jobId: number): void;
 }
 
+/**
+ * The stages a run may go on to in the same entry (StageHead.next): the adapter runs each while
+ * the one before ended as the pipeline would go on from it, and tells the worker ('stage.next').
+ */
+export interface StageChain {
+  /** The key of the chain's context (the run's own key is that of the first stage's script alone: used when the chain's does not load). */
+  key: string;
+  /** The context's modules after the first stage's own (modules 1, 2...). */
+  more: ModuleCode[];
+  /** Each stage it may go on to, its script, and its head (module: its script's in the context). */
+  next: Array<{ script: string; head: ChainedHead }>;
+  /** The run goes on to stage `stage` of script `script`. */
+  entering(stage: Stage, script: string): void;
+}
+
+/** An EngineError that ended a chained run (StageChain), and at which of its stages (0: the first). */
+export interface ChainedFailure extends EngineError {
+  chainAt?: number;
+}
+
 interface Pending {
   job: StageJob;
+  /** The script of the stage running now (a chained run moves on: see StageChain). */
   script: string;
+  /** A chained run: the stages it may go on to, and how many it went on to so far. */
+  chain?: StageChain;
+  at: number;
   /** The RequestSnapshot JSON, sent to the adapter when it asks ('stage.request'): most stages never do. */
   request: () => string;
   /** The request body, sent when the script first reads ctx.body ('stage.body'). */
@@ -117,43 +141,60 @@ export class Stages {
    * Runs one stage: `fn` of the script (`code`, ready for the engine) in its context. `runs` is
    * called once the script is known to run (its context loaded, `fn` found), before `fn` starts.
    */
-  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string, texts: Omit<StageTexts, 'head'>, runs?: () => void): Promise<StageOutput> {
+  async run(job: StageJob, script: string, key: string, code: string, fn: string, head: string | StageHead, texts: Omit<StageTexts, 'head'>, runs?: () => void, chain?: StageChain): Promise<StageOutput> {
     // (a job that ended, at its deadline, while it waited on the host between two stages runs no more
     // script code: started past its deadline, it would be interrupted and take its context with it)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
     const waitFrom = clock();
-    let c = this.cache.get(key);
+    let c: Cached | null | undefined = this.cache.get(chain?.key ?? key);
     if (c !== undefined) c.used = ++this.tick;
     else {
       // (until its stage is in the context, the context is not idle: the loads of other calls
       // finishing meanwhile must not drop it to make room)
-      this.awaited.set(key, (this.awaited.get(key) ?? 0) + 1);
+      const keys = chain === undefined ? [key] : [chain.key, key];
+      for (const k of keys) this.awaited.set(k, (this.awaited.get(k) ?? 0) + 1);
       try {
         // (failed by another call of it before this one could start in it: load it anew)
         do {
-          c = await this.context(job, script, key, code);
-        } while (c.dead && !job.done);
+          c = await this.loadFor(job, script, key, code, chain);
+          // (the chain's context failed to load: the first stage runs alone, and a script that
+          // does not load fails in its own stage, after the stages before it ran)
+          if (c === null) chain = undefined;
+        } while (c === null || (c.dead && !job.done));
       } finally {
-        const n = this.awaited.get(key)! - 1;
-        if (n > 0) this.awaited.set(key, n);
-        else this.awaited.delete(key);
+        for (const k of keys) {
+          const n = this.awaited.get(k)! - 1;
+          if (n > 0) this.awaited.set(k, n);
+          else this.awaited.delete(k);
+        }
       }
     }
     job.deadline += clock() - waitFrom; // (loading a context is not the script's time)
     if (job.done) throw new EngineError('SCRIPT_TIMEOUT', 'The call is over');
     if (!c.ctx.hasFunction(fn)) throw new EngineError('FUNCTION_NOT_FOUND', `Script '${script}' does not export a function named '${fn}'`);
+    if (typeof head === 'string') chain = undefined;
+    else {
+      // (it goes on up to a stage whose function is missing: that stage then runs alone, and fails as such)
+      const n = chain === undefined ? 0 : chain.next.findIndex((s) => !c.ctx.hasFunction(s.head.fn, s.head.module));
+      if (chain !== undefined && n !== 0) chain = { ...chain, next: n < 0 ? chain.next : chain.next.slice(0, n) };
+      else chain = undefined;
+      if (chain !== undefined) head.next = chain.next.map((s) => s.head);
+      head = JSON.stringify(head);
+    }
     runs?.();
-    const id = this.nextStage++;
+    const id = this.nextStage;
+    this.nextStage += 1 + (chain?.next.length ?? 0); // (the ids its chained stages call as)
+    const headJson = head;
     return new Promise<StageOutput>((resolve, reject) => {
       const text = typeof texts.body === 'string' ? texts.body : ''; // (none given: none)
-      const p: Pending = { job, script, request: texts.request, body: text, resolve, reject, started: false };
+      const p: Pending = { job, script, chain, at: 0, request: texts.request, body: text, resolve, reject, started: false };
       c.stages.set(id, p);
       void this.step(c, job, () => {
         p.started = true;
         // (a body is asked for when read, 'stage.body': a stage that never reads it is not handed
         // it; one holding a NUL comes with the stage, which an engine can pass on escaped)
         const body = text === '' || text.includes('\0') ? text : null;
-        c.ctx.start(id, fn, head, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, body, texts.chunks);
+        c.ctx.start(id, fn, headJson, '', texts.attributes, texts.response, texts.value, texts.ctx, texts.maps, body, texts.chunks);
       });
     });
   }
@@ -225,12 +266,23 @@ export class Stages {
         } catch {
           // nothing runs there: a failure leaves the stage unreachable all the same
         }
-        p.reject(new EngineError('SCRIPT_TIMEOUT', 'The call is over'));
+        p.reject(chainedAt(p, new EngineError('SCRIPT_TIMEOUT', 'The call is over')));
       }
     }
   }
 
-  private async context(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
+  /** The context of the run (its chain's, or null when that one fails to load). */
+  private async loadFor(job: StageJob, script: string, key: string, code: string, chain: StageChain | undefined): Promise<Cached | null> {
+    if (chain === undefined) return this.context(job, script, key, code);
+    try {
+      return await this.context(job, script, chain.key, code, chain.more);
+    } catch (e) {
+      if (e instanceof EngineError && !job.done) return null;
+      throw e;
+    }
+  }
+
+  private async context(job: StageJob, script: string, key: string, code: string, more?: ModuleCode[]): Promise<Cached> {
     const cached = this.cache.get(key);
     if (cached) {
       cached.used = ++this.tick;
@@ -238,7 +290,7 @@ export class Stages {
     }
     let loading = this.loading.get(key);
     if (!loading) {
-      loading = this.load(job, script, key, code);
+      loading = this.load(job, script, key, code, more);
       this.loading.set(key, loading);
       const loaded = () => this.loading.delete(key);
       loading.then(loaded, loaded);
@@ -246,7 +298,7 @@ export class Stages {
     return loading;
   }
 
-  private async load(job: StageJob, script: string, key: string, code: string): Promise<Cached> {
+  private async load(job: StageJob, script: string, key: string, code: string, more?: ModuleCode[]): Promise<Cached> {
     // (its top-level code may queue promise jobs that run once open returns: a turn of its own, see step)
     const turn = this.driver.jobsRunLater ? this.ownTurn() : null;
     if (turn !== null) await turn;
@@ -264,7 +316,7 @@ export class Stages {
     this.loadingFor = { c, job, script };
     if (this.driver.jobsRunLater) this.slices.untilTurn?.(job.id);
     try {
-      c.ctx = await this.driver.open(script, code, host, moduleStarts);
+      c.ctx = await this.driver.open(script, code, host, moduleStarts, more);
     } finally {
       this.loadingFor = null;
       this.entryDeadline = Infinity;
@@ -296,6 +348,22 @@ export class Stages {
     }
   }
 
+  /**
+   * Where the chained runs in `c` are (an interrupted entry: the stage running when the deadline
+   * passed may have made no host call). The adapter answers from its records: no script code runs.
+   */
+  private locate(c: Cached): void {
+    for (const [id, p] of c.stages) {
+      if (p.chain === undefined) continue;
+      this.entryDeadline = Infinity;
+      try {
+        moveTo(p, c.ctx.at(id));
+      } catch {
+        // (a context that cannot answer: the stage its last host call was made from)
+      }
+    }
+  }
+
   private drop(c: Cached): void {
     if (c.dead) return;
     c.dead = true;
@@ -305,7 +373,7 @@ export class Stages {
   }
 
   private hostCall(c: Cached, stageId: number, op: string, argsJson: string, async: boolean): string | number {
-    const p = stageId === 0 ? undefined : c.stages.get(stageId);
+    const p = stageId === 0 ? undefined : (c.stages.get(stageId) ?? this.chained(c, stageId));
     // (stage 0: the module's own code while it loads; at any other time, or from another context,
     // no stage is acting, e.g. a callback of another context's code that the runtime ran then)
     const loading = stageId === 0 && this.loadingFor?.c === c ? this.loadingFor : null;
@@ -321,6 +389,20 @@ export class Stages {
     this.calls.set(callId, { c, job });
     job.calls = (job.calls ?? 0) + 1;
     return callId;
+  }
+
+  /**
+   * The chained run calling as `stageId`: a run that went on to its k-th next stage calls as its
+   * id + k (see StageChain), which moves it there.
+   */
+  private chained(c: Cached, stageId: number): Pending | undefined {
+    for (let k = 1; k <= MAX_CHAIN; k++) {
+      const p = c.stages.get(stageId - k);
+      if (p?.chain === undefined || k > p.chain.next.length) continue;
+      moveTo(p, k);
+      return p;
+    }
+    return undefined;
   }
 
   /**
@@ -388,27 +470,32 @@ export class Stages {
       // stages started after this entry may still be pending when its drain is read: only the ones
       // started up to now can be judged stalled by it
       let upTo = this.nextStage - 1;
-      let text: string;
+      const drained: Drained = { waiting: 0, outputs: [], more: true };
       try {
         enter();
-        if (this.driver.jobsRunLater) {
-          // (the promise jobs it queued run after this slice: `await null; while (true) {}`)
-          this.slices.untilTurn?.(job.id);
-          end();
-          await new Promise((resolve) => setImmediate(resolve)); // (the event loop turned: they have run)
-          if (c.dead) return;
-          begin(); // (reading the results runs script code too: getters, toJSON)
-          upTo = this.nextStage - 1;
+        // (again while stages went on to the next of their chain: once the jobs they queued ran)
+        while (drained.more === true) {
+          if (this.driver.jobsRunLater) {
+            // (the promise jobs it queued run after this slice: `await null; while (true) {}`)
+            this.slices.untilTurn?.(job.id);
+            end();
+            await new Promise((resolve) => setImmediate(resolve)); // (the event loop turned: they have run)
+            if (c.dead) return;
+            begin(); // (reading the results runs script code too: getters, toJSON)
+            upTo = this.nextStage - 1;
+          }
+          const d = JSON.parse(c.ctx.drain()) as Drained;
+          drained.waiting = d.waiting;
+          drained.more = d.more;
+          for (const o of d.outputs) drained.outputs.push(o);
+          if (this.driver.jobsRunLater) this.slices.untilTurn?.(job.id); // (and those the getters queued)
         }
-        text = c.ctx.drain();
-        if (this.driver.jobsRunLater) this.slices.untilTurn?.(job.id); // (and those the getters queued)
       } catch (e) {
         return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
       } finally {
         end();
       }
       try {
-        const drained = JSON.parse(text) as { waiting: number; outputs: StageOutput[] };
         // the engine stopped script code past the job's deadline (the script may have seen it as a
         // rejected promise, or a promise chain that stopped), or a blocking host call ran into it
         // (the script may have caught that error and gone on)
@@ -425,7 +512,7 @@ export class Stages {
     }
   }
 
-  private settle(c: Cached, job: StageJob, drained: { waiting: number; outputs: StageOutput[] }, upTo: number): void {
+  private settle(c: Cached, job: StageJob, drained: Drained, upTo: number): void {
     const heapFull = this.driver.takeHeapFull?.() ?? false;
     for (const out of drained.outputs) {
       const p = c.stages.get(out.id!);
@@ -446,11 +533,12 @@ export class Stages {
         if (id > upTo || !p.started) continue;
         c.stages.delete(id);
         try {
+          if (p.chain !== undefined) moveTo(p, c.ctx.at(id)); // (the stage it went on to stalled)
           c.ctx.cancel(id);
         } catch {
           // (see cancel)
         }
-        p.resolve({ id, status: 'pending', hasValue: false });
+        p.resolve({ id, status: 'pending', hasValue: false, ...(p.at > 0 ? { chain: stagesBefore(p) } : {}) });
       }
     }
     if (c.stages.size === 0) this.evict();
@@ -458,10 +546,43 @@ export class Stages {
 
   /** An entry failed: the context goes; `job` gets the error, the others in flight there a reset. */
   private fail(c: Cached, job: StageJob, err: EngineError): void {
+    if (err.errorName === 'SCRIPT_TIMEOUT') this.locate(c);
     this.drop(c);
     for (const [id, p] of [...c.stages]) {
       c.stages.delete(id);
-      p.reject(p.job === job ? err : new EngineError('ENGINE_FAILURE', `The script's context was reset: another call of it failed (${err.message})`));
+      p.reject(chainedAt(p, p.job === job ? err : new EngineError('ENGINE_FAILURE', `The script's context was reset: another call of it failed (${err.message})`)));
     }
   }
+}
+
+/** What the adapter's drain answers: `more`, stages went on to the next of their chain (drain again once their promise jobs ran). */
+interface Drained {
+  waiting: number;
+  outputs: StageOutput[];
+  more?: boolean;
+}
+
+/** The largest StageChain: a before hook on to the call and the after hook. */
+const MAX_CHAIN = 2;
+
+/** Chained run `p` went on to its `k`-th next stage. */
+function moveTo(p: Pending, k: number): void {
+  if (k <= p.at) return;
+  p.at = k;
+  const link = p.chain!.next[k - 1];
+  p.script = link.script;
+  p.chain!.entering(link.head.stage, link.script);
+}
+
+/** `err`, for a chained run that had gone on to a later stage: marked with it (a copy: `err` may be shared). */
+function chainedAt(p: Pending, err: EngineError): EngineError {
+  if (p.at === 0) return err;
+  const e: ChainedFailure = new EngineError(err.errorName, err.message, err.detail);
+  e.chainAt = p.at;
+  return e;
+}
+
+/** The outputs of the stages a chained run went on from, as the pipeline reads them when it stalled later (what they returned is then of no use). */
+function stagesBefore(p: Pending): StageOutput[] {
+  return Array.from({ length: p.at }, (): StageOutput => ({ status: 'value', hasValue: false }));
 }

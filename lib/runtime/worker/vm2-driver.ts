@@ -7,7 +7,7 @@
  */
 import { VM, VMScript } from 'vm2';
 import { getHeapStatistics } from 'node:v8';
-import { EngineError, type EngineContext, type HostFn, type SandboxDriver } from './driver';
+import { EngineError, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { compileLocation } from '../../error-location';
 import type { AdapterEntry } from '../protocol';
 
@@ -91,34 +91,42 @@ export class Vm2Driver implements SandboxDriver {
     this.adapter = new VMScript(adapterSource, 'scriptable-api:adapter.js');
   }
 
-  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void): Promise<EngineContext> {
-    let script: VMScript;
+  /** Script `name` as a function returning its exports (a compile error: SCRIPT_COMPILE_ERROR). */
+  private compile(name: string, code: string): VMScript {
     // a hashbang is allowed only at the very start of a script: inside the wrapper it becomes a comment
     const body = code.startsWith('#!') ? `//${code.slice(2)}` : code;
     try {
-      script = new VMScript(
+      return new VMScript(
         `(function () { 'use strict'; var module = { exports: {} }; var exports = module.exports;\n${body}\n;return module.exports; })()`,
         { filename: name, lineOffset: -1 }, // (the wrapper's first line: the script's lines keep their numbers)
       ).compile();
     } catch (e) {
       throw compileError(name, e);
     }
+  }
+
+  async open(name: string, code: string, host: HostFn, moduleStarts?: () => void, more: readonly ModuleCode[] = []): Promise<EngineContext> {
+    const scripts = [{ name, code }, ...more].map((m) => ({ name: m.name, script: this.compile(m.name, m.code) }));
     const heapBefore = getHeapStatistics().used_heap_size;
     const vm = new VM({ allowAsync: true, eval: false, wasm: false, sandbox: {} });
     vm.run(HARDEN);
     vm.run(STACKS);
     const entry = (vm.run(this.adapter) as (h: HostFn) => AdapterEntry)((id, op, args, async) => host(Number(id), String(op), String(args), async === true));
-    let exportsObj: Record<string, unknown>;
+    const namespaces: Record<string, unknown>[] = [];
     moduleStarts?.();
-    try {
-      vm.timeout = Math.max(1, this.loadTimeoutMs());
-      exportsObj = vm.run(script) as Record<string, unknown>;
-    } catch (e) {
-      if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out'); // (the table's message, as on QuickJS)
-      throw compileError(name, e);
-    } finally {
-      vm.timeout = undefined;
+    for (const { name, script } of scripts) {
+      try {
+        vm.timeout = Math.max(1, this.loadTimeoutMs());
+        namespaces.push(vm.run(script) as Record<string, unknown>);
+      } catch (e) {
+        if (isTimeout(e)) throw new EngineError('SCRIPT_TIMEOUT', 'The script timed out'); // (the table's message, as on QuickJS)
+        throw compileError(name, e);
+      } finally {
+        vm.timeout = undefined;
+      }
     }
+    // (one module: its exports; several: an array of them, by module)
+    const ns = namespaces.length === 1 ? namespaces[0] : namespaces;
     const bytes = Math.max(512 * 1024, getHeapStatistics().used_heap_size - heapBefore);
     const guard = <T>(f: () => T): T => {
       try {
@@ -130,10 +138,14 @@ export class Vm2Driver implements SandboxDriver {
     return {
       bytes,
       // (its own exports only, as the adapter calls them: not what the object inherits, `toString`...)
-      hasFunction: (fn) => Object.prototype.hasOwnProperty.call(exportsObj, fn) && typeof exportsObj[fn] === 'function',
-      start: (id, fn, head, request, attributes, response, value, ctx, maps, body, chunks) => guard(() => entry.start(id, exportsObj, fn, head, request, attributes, response, value, ctx, maps, body, undefined, chunks)),
+      hasFunction: (fn, module = 0) => {
+        const exportsObj = namespaces[module];
+        return exportsObj !== undefined && Object.prototype.hasOwnProperty.call(exportsObj, fn) && typeof exportsObj[fn] === 'function';
+      },
+      start: (id, fn, head, request, attributes, response, value, ctx, maps, body, chunks) => guard(() => entry.start(id, ns, fn, head, request, attributes, response, value, ctx, maps, body, undefined, chunks)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
+      at: (id) => guard(() => Number(entry.at(id))),
       drain: () => guard(() => String(entry.drain())),
       dispose: () => undefined,
     };

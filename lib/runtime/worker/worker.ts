@@ -8,12 +8,12 @@ import { setHeldBudgetMb } from '../../automation/held';
 import { ERRORS, ERROR_MESSAGE_MAX, clipText } from '../../errors';
 import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
-import type { Stage } from '../protocol';
+import type { Stage, StageHead } from '../protocol';
 import { CALL_OVER, Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
 import { EngineError, type SandboxDriver } from './driver';
 import { FairQueue } from '../fair-queue';
-import { runPipeline } from './pipeline';
-import { Stages, type StageJob } from './stages';
+import { runPipeline, type ChainLink } from './pipeline';
+import { Stages, type StageChain, type StageJob } from './stages';
 import { prepareScript, type PreparedScript } from './transpile';
 import { sourceColumn } from '../rewrite';
 import { ownGet } from '../../context/own-map';
@@ -244,6 +244,34 @@ function prepare(name: string, hash: string, source: string): PreparedScript {
  * prepared (a source the rewrite could not parse falls back to blocking mode, and most often the
  * engine cannot compile it either: it never runs, and its compile error says why).
  */
+/**
+ * The stages a run of `script` may go on to (StageChain): those whose scripts prepare, up to the
+ * first that does not (it then runs alone, and fails as such). Its context holds the scripts'
+ * modules, each once; its key names them all.
+ */
+function chainOf(appId: string, script: string, hash: string, next: readonly ChainLink[], entering: StageChain['entering']): StageChain | undefined {
+  const modules = [script];
+  const chain: StageChain = { key: `${appId}\u0000${hash}`, more: [], next: [], entering };
+  for (const link of next) {
+    let p: PreparedScript;
+    try {
+      p = prepare(link.ref.script, link.hash, link.source);
+    } catch {
+      break;
+    }
+    let module = modules.indexOf(link.ref.script);
+    if (module < 0) {
+      module = modules.push(link.ref.script) - 1;
+      chain.more.push({ name: link.ref.script, code: p.code });
+      chain.key += `\u0000${link.hash}`;
+    }
+    reportBlocking(appId, link.ref.script, link.hash, p);
+    const { stage, returnType, wantValue } = link.head;
+    chain.next.push({ script: link.ref.script, head: { stage, returnType, wantValue, async: p.async, module, fn: link.ref.function } });
+  }
+  return chain.next.length > 0 ? chain : undefined;
+}
+
 function reportBlocking(appId: string, name: string, hash: string, p: PreparedScript): void {
   if (!p.async && !blockingReported.has(`${appId}\u0000${hash}`)) {
     if (blockingReported.size >= SOURCE_SLOTS) blockingReported.clear();
@@ -315,7 +343,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
   };
   running.timer = setTimeout(check, Math.min(MAX_TIMER_MS, job.timeoutMs));
   runPipeline(job, {
-    stage: (ref, source, hash, texts) => {
+    stage: (ref, source, hash, texts, next) => {
       const t0 = clock();
       // Preparing a source (parsing it and the rewrite's analysis, synchronous: seconds for a
       // script of a megabyte) is a slice of this job's work the pool sees: the worker is held
@@ -324,9 +352,11 @@ function start(id: number, seq: number, job: ScriptJob): void {
       // declares very many names: see docs/script-engine.md, Backstop): the pool's deadline
       // backstop leaves it alone (a negative job id marks it).
       let p: PreparedScript;
+      let chain: StageChain | undefined;
       slices.begin(-id);
       try {
         p = prepare(ref.script, hash, source);
+        if (next !== undefined && next.length > 0) chain = chainOf(job.appId, ref.script, hash, next, (stage, script) => void (running.at = { stage, script }));
         bounceIfSlow();
       } finally {
         slices.end();
@@ -334,8 +364,9 @@ function start(id: number, seq: number, job: ScriptJob): void {
       running.deadline += clock() - t0; // (preparing a source is not the script's time)
       // (nor the turn's, which the pool's backstop measures on vm2)
       if (shared.clock[1] > 0 && clock() - t0 > config.slowMs) shared.clock[1] = clock();
-      const head = JSON.stringify({ ...texts.head, async: p.async });
-      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts, () => reportBlocking(job.appId, ref.script, hash, p));
+      // (its fields one by one: Node 20 copies a spread followed by fields a thousand times slower)
+      const head: StageHead = { stage: texts.head.stage, returnType: texts.head.returnType, wantValue: texts.head.wantValue, async: p.async };
+      return stages!.run(running, ref.script, `${job.appId}\u0000${hash}`, p.code, ref.function, head, texts, () => reportBlocking(job.appId, ref.script, hash, p), chain);
     },
     callHost: (op, args) =>
       new Promise((resolve, reject) => {
