@@ -229,6 +229,82 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     expect(text.text).toBe('string:abc!');
   });
 
+  test('a call that never ends is logged at the call, and one that can never settle goes to onError', async () => {
+    const lines = [];
+    const logger = { info: () => {}, warn: () => {}, error: (message, meta) => lines.push(meta) };
+    fixture = hooked(
+      engine,
+      `export async function fn(ctx) {
+        if (ctx.request.getHeader('x-loop')) while (true) {}
+        if (ctx.request.getHeader('x-stall')) await new Promise(() => {});
+        return { ok: true };
+      }`,
+      `export function before(ctx) { ctx.request.setAttribute('who', 'alice') }
+      export function after(ctx, result) { if (ctx.request.getHeader('x-loop-after')) while (true) {} }
+      export function onError(ctx, error) { return { handled: error.code, who: ctx.request.getAttribute('who') } }`,
+      { ...HOOKS, onError: { script: 'hooks.js', function: 'onError' } },
+      { logger, scriptTimeoutMs: 300 },
+    );
+    const loop = await request(fixture.app).get('/web0/api/app1/p').set('x-loop', '1').expect(500);
+    expect(loop.body.message).toMatch(/timed out/);
+    const after = await request(fixture.app).get('/web0/api/app1/p').set('x-loop-after', '1').expect(500);
+    if (engine === 'quickjs') {
+      // (vm2 cannot interrupt a script: the pool ends its worker, and the failure is the engine's)
+      expect(lines.find((m) => m.requestId === loop.body.requestId)).toMatchObject({ stage: 'call', script: 'main.js' });
+      expect(lines.find((m) => m.requestId === after.body.requestId)).toMatchObject({ stage: 'after', script: 'hooks.js' });
+    }
+    // (a stalled call is the call's failure, as one that threw: onError answers, with what before set)
+    await request(fixture.app).get('/web0/api/app1/p').set('x-stall', '1').expect(200, { handled: 270206, who: 'alice' });
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { ok: true });
+  });
+
+  test("a call whose script fails to load fails after the before hook ran, and onError answers", async () => {
+    const lines = [];
+    const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
+    fixture = hooked(
+      engine,
+      'throw new Error("not today");\nexport function fn(ctx) { return { ok: true } }',
+      `export function before(ctx) { console.log('before ran'); ctx.request.setAttribute('who', 'alice') }
+      export function after(ctx, result) { return { after: true } }
+      export function onError(ctx, error) { return { handled: error.code, who: ctx.request.getAttribute('who') } }`,
+      { ...HOOKS, onError: { script: 'hooks.js', function: 'onError' } },
+      { logger },
+    );
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { handled: 270204, who: 'alice' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines.filter((l) => /before ran/.test(l))).toHaveLength(1);
+  });
+
+  test('a before hook that waits on the host goes on to the call, and a request object kept from before acts for its request only', async () => {
+    const lines = [];
+    const logger = { info: (m, meta) => lines.push(meta.script + ': ' + m), warn: () => {}, error: () => {} };
+    fixture = hooked(
+      engine,
+      `export function fn(ctx) {
+        console.log('call');
+        let kept;
+        try { kept = globalThis.keptRequest.getHeader('x-n') } catch (e) { kept = e.name }
+        return { n: ctx.request.getHeader('x-n'), who: ctx.request.getAttribute('who'), kept };
+      }`,
+      `export async function before(ctx) {
+        await platform.system.getAccountByToken('t-' + ctx.request.getHeader('x-n'));
+        console.log('before');
+        globalThis.keptRequest = ctx.request;
+        ctx.request.setAttribute('who', 'bob');
+      }
+      export function after(ctx, result) { console.log('after') }`,
+      HOOKS,
+      { logger, accounts: { getAccountByToken: async (token) => new Promise((r) => setTimeout(() => r({ id: token }), 20)) } },
+    );
+    const res = await Promise.all(['1', '2', '3'].map((n) => request(fixture.app).get('/web0/api/app1/p').set('x-n', n).expect(200)));
+    for (const [i, r] of res.entries()) expect(r.body).toMatchObject({ n: String(i + 1), who: 'bob' });
+    // (a stage's objects end with it: a request object before kept throws in the call, as in a later request)
+    for (const r of res) expect(r.body.kept).toBe('IllegalStateException');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines.filter((l) => l.startsWith('hooks.js: [app1/hooks.js] before'))).toHaveLength(3);
+    expect(lines.filter((l) => l.startsWith('main.js: [app1/main.js] call'))).toHaveLength(3);
+  });
+
   test('header and attribute names read and written again and again, in any case and past any cache size, stay right', async () => {
     // 80 header names (the adapter remembers 64), each asked for in two cases; attribute names
     // that JSON must escape or that name Object.prototype members; response headers set in one

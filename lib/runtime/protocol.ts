@@ -210,8 +210,12 @@ export interface AdapterEntry {
   drain(): string;
   /** Forgets a stage: its pending host calls are dropped. */
   cancel(stageId: number): void;
-  /** How many stages of its chain (StageHead.next) stage `stageId` ran on to; -1 when it is not in flight. */
-  at(stageId: number): number;
+  /**
+   * Where stage `stageId` is in its chain (StageHead.next): `{"at":N}`, N the stages it ran on to,
+   * with the `attributes` and `response` fields of a StageOutput as it went on to the last ('' when
+   * the stage is not in flight). Runs no script code.
+   */
+  at(stageId: number): string;
 }
 
 export function newResponseState(): ResponseState {

@@ -15,6 +15,7 @@
  */
 import { enc, quote, stringifyUser } from './encoding';
 import { serializeOutput } from './serialize';
+import { encResponse } from './response-state';
 import type { SerializedOutput } from '../protocol';
 import type { StageRecord } from './types';
 import { attributesJson } from './entry';
@@ -34,10 +35,13 @@ export function goesOn(st: StageRecord, v: unknown, error: (e: unknown) => void)
   var next = nextArgument(st, v, error);
   // the next stage gets the attributes as JSON copies, as from another entry (the last stage's
   // output carries them all)
-  if (next !== null && st.attrsObj !== null) {
+  if (next === null) return null;
+  if (st.attrsObj !== null) {
     st.attrsJson = attributesJson(st.attrsObj);
     st.attrsObj = null;
   }
+  // (the state as it goes on: what a later stage that never settles leaves, as one that runs apart does)
+  st.carried = (st.attrsChanged ? ',"attributes":' + st.attrsJson : '') + (st.resObj !== null ? encResponse(st.resObj, ',"response":') : '');
   return next;
 }
 

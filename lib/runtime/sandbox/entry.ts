@@ -180,6 +180,7 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     chain: head.next,
     at: 0,
     chainOut: '',
+    carried: '',
     out: null,
     requestJson: requestJson,
     ctxJson: ctxJson,
@@ -288,9 +289,9 @@ function cancel(id: number): void {
   if (st !== undefined) finish(st);
 }
 
-function at(id: number): number {
+function at(id: number): string {
   var st = stages[id];
-  return st === undefined ? -1 : st.at;
+  return st === undefined ? '' : '{"at":' + st.at + st.carried + '}';
 }
 
 /**
@@ -320,21 +321,43 @@ function drain(): string {
   return '{"waiting":' + waitingCalls + ',"outputs":[' + out + ']' + (more ? ',"more":true}' : '}');
 }
 
-/** Runs stage `st` on to the next stage of its chain, if it goes on (chain.ts); false when it settled here. */
+/**
+ * Runs stage `st` on to the next stage of its chain, if it goes on (chain.ts); false when it
+ * settled here. The next stage gets a record of its own, with the request, attributes and
+ * response state `st` holds (parsed or not): `st` ends, and the objects of it a script kept (its
+ * ctx, request and response objects, writer, parts, outbound responses) with it, as a stage's
+ * do in an entry of its own.
+ */
 function goOn(st: StageRecord): boolean {
   setActive(st);
-  var v = st.value;
-  var next = goesOn(st, v, function (e) {
+  var next = goesOn(st, st.value, function (e) {
     st.status = 'error';
     st.value = undefined;
     st.error = thrownInfo(e);
   });
   if (next === null) return false;
-  var head = st.chain![st.at++];
-  st.head = head;
-  st.status = 'pending';
-  st.value = undefined;
-  invoke(st, head.fn, next);
+  finish(st);
+  var head = st.chain![st.at];
+  var nst = {
+    __proto__: StageProto,
+    ...st,
+    head: head,
+    at: st.at + 1,
+    status: 'pending',
+    done: false,
+    waiting: 0,
+    parts: null,
+    requestApi: null,
+    responseApi: null,
+    writer: null,
+    stream: null,
+    value: undefined,
+    error: null,
+    abort: null,
+    answered: false,
+  } as unknown as StageRecord;
+  stages[nst.id] = nst;
+  invoke(nst, head.fn, next);
   return true;
 }
 

@@ -52,6 +52,8 @@ export interface StageRecord {
   at: number;
   /** The StageOutput JSON of each stage it ran before the one running now, joined by commas. */
   chainOut: string;
+  /** The state fields of a StageOutput (attributes, response) as the stage before it ran on left them ('' for none): what a stage it went on to that never settles leaves (chain.ts). */
+  carried: string;
   /** The output its result was serialized to already (chain.ts), else null. */
   out: SerializedOutput | null;
   /** The RequestSnapshot JSON ('' : asked of the host on first use). */

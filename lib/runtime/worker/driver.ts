@@ -48,8 +48,8 @@ export interface EngineContext {
   reply(callId: number, replyJson: string): void;
   /** Forgets a stage (adapter `cancel`). */
   cancel(stageId: number): void;
-  /** How many stages of its chain a stage in flight ran on to, -1 for none in flight (adapter `at`). */
-  at(stageId: number): number;
+  /** Where a stage in flight is in its chain (adapter `at`). */
+  at(stageId: number): string;
   /** The adapter's drain JSON: call it once the promise jobs the last entries queued have run. */
   drain(): string;
   dispose(): void;

@@ -404,8 +404,7 @@ class QuickJsContext implements EngineContext {
       const r = ctx.callFunction(method, ctx.undefined, ...handles);
       handles.forEach((h, i) => (typeof args[i] === 'string' || typeof args[i] === 'number') && h.dispose());
       if (r.error) throw this.driver.failure(errorOf(ctx, r.error));
-      const type = ctx.typeof(r.value);
-      const text = type === 'string' ? ctx.getString(r.value) : type === 'number' ? String(ctx.getNumber(r.value)) : '';
+      const text = ctx.typeof(r.value) === 'string' ? ctx.getString(r.value) : '';
       r.value.dispose();
       this.runJobs();
       this.driver.checkHeap();
@@ -430,9 +429,8 @@ class QuickJsContext implements EngineContext {
     this.enter(this.entry!.cancel, [stageId]);
   }
 
-  at(stageId: number): number {
-    const n = Number(this.enter(this.entry!.at, [stageId]));
-    return Number.isInteger(n) ? n : -1;
+  at(stageId: number): string {
+    return this.enter(this.entry!.at, [stageId]);
   }
 
   drain(): string {

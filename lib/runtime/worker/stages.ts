@@ -357,7 +357,7 @@ export class Stages {
       if (p.chain === undefined) continue;
       this.entryDeadline = Infinity;
       try {
-        moveTo(p, c.ctx.at(id));
+        moveTo(p, chainPlace(c.ctx.at(id)).at);
       } catch {
         // (a context that cannot answer: the stage its last host call was made from)
       }
@@ -500,6 +500,11 @@ export class Stages {
         // rejected promise, or a promise chain that stopped), or a blocking host call ran into it
         // (the script may have caught that error and gone on)
         if (this.driver.takeInterrupted?.() || job.hostTimedOut === true) {
+          // (a chained run of it that settled all the same, its error the interrupt: where it was)
+          for (const o of drained.outputs) {
+            const p = c.stages.get(o.id!);
+            if (p?.job === job && o.chain !== undefined) moveTo(p, o.chain.length);
+          }
           this.settle(c, job, { waiting: 1, outputs: drained.outputs.filter((o) => c.stages.get(o.id!)?.job !== job) }, upTo);
           return this.fail(c, job, new EngineError('SCRIPT_TIMEOUT', 'The script timed out'));
         }
@@ -532,13 +537,19 @@ export class Stages {
       for (const [id, p] of [...c.stages]) {
         if (id > upTo || !p.started) continue;
         c.stages.delete(id);
+        let out: StageOutput = { id, status: 'pending', hasValue: false };
         try {
-          if (p.chain !== undefined) moveTo(p, c.ctx.at(id)); // (the stage it went on to stalled)
+          if (p.chain !== undefined) {
+            // (a stage it went on to stalled: the stages before it went on, leaving the state it had then)
+            const place = chainPlace(c.ctx.at(id));
+            moveTo(p, place.at);
+            if (p.at > 0) out = { ...out, attributes: place.attributes, response: place.response, chain: stagesBefore(p) };
+          }
           c.ctx.cancel(id);
         } catch {
           // (see cancel)
         }
-        p.resolve({ id, status: 'pending', hasValue: false, ...(p.at > 0 ? { chain: stagesBefore(p) } : {}) });
+        p.resolve(out);
       }
     }
     if (c.stages.size === 0) this.evict();
@@ -564,6 +575,11 @@ interface Drained {
 
 /** The largest StageChain: a before hook on to the call and the after hook. */
 const MAX_CHAIN = 2;
+
+/** The adapter's `at` answer: where a chained run is, and the state its stages before left ('' : nowhere). */
+function chainPlace(text: string): { at: number; attributes?: Record<string, unknown>; response?: StageOutput['response'] } {
+  return text === '' ? { at: -1 } : (JSON.parse(text) as { at: number });
+}
 
 /** Chained run `p` went on to its `k`-th next stage. */
 function moveTo(p: Pending, k: number): void {

@@ -145,7 +145,7 @@ export class Vm2Driver implements SandboxDriver {
       start: (id, fn, head, request, attributes, response, value, ctx, maps, body, chunks) => guard(() => entry.start(id, ns, fn, head, request, attributes, response, value, ctx, maps, body, undefined, chunks)),
       reply: (callId, json) => guard(() => entry.reply(callId, json)),
       cancel: (id) => guard(() => entry.cancel(id)),
-      at: (id) => guard(() => Number(entry.at(id))),
+      at: (id) => guard(() => String(entry.at(id))),
       drain: () => guard(() => String(entry.drain())),
       dispose: () => undefined,
     };
