@@ -165,8 +165,9 @@ export class OutboundHttpResponse implements OutboundResponse {
         else cb(null, chunk);
       },
     });
+    const file = fs.createWriteStream(tmp, { flags: 'wx' });
     try {
-      await this.finishFile(tmp, absPath, () => pipeline(this.res, counter, fs.createWriteStream(tmp, { flags: 'wx' })));
+      await this.finishFile(tmp, absPath, () => pipeline(this.res, counter, file), file);
       return size;
     } finally {
       this.done();
@@ -183,13 +184,18 @@ export class OutboundHttpResponse implements OutboundResponse {
     if (this.state !== 'reading') this.giveBack(); // (a body being read gives back when it ends)
   }
 
-  /** Writes `tmp` with `write`, renames it to `absPath`; removes `tmp` on any failure. */
-  private async finishFile(tmp: string, absPath: string, write: () => Promise<unknown>): Promise<void> {
+  /**
+   * Writes `tmp` with `write`, renames it to `absPath`; removes `tmp` on any failure, once `file`
+   * (the stream writing it) closed: a body failing before the stream opened its file would
+   * otherwise see the file created after its removal.
+   */
+  private async finishFile(tmp: string, absPath: string, write: () => Promise<unknown>, file?: fs.WriteStream): Promise<void> {
     try {
       await write();
       await fs.promises.rename(tmp, absPath);
     } catch (err) {
       this.res.destroy();
+      if (file !== undefined && !file.closed) await new Promise<void>((resolve) => file.destroy().once('close', () => resolve()));
       await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
       throw describe(err, this.deadline.host, 'while reading the body');
     }
