@@ -17,7 +17,11 @@
  *
  *   entry.start(stageId, ns, fnName, headJson, requestJson, attributesJson, responseJson, valueJson, ctxJson, mapsJson, body, bodyJson, chunksJson)
  *     builds a fresh ctx and calls ns[fnName](ctx[, value]) for one stage; many stages may be in
- *     flight in one context at once, each with its own record. headJson is the StageHead; the
+ *     flight in one context at once, each with its own record. `ns` is the module namespace, or
+ *     (a context of several modules) the namespaces by module, StageHead.module naming the
+ *     stage's. headJson is the StageHead: its `next` lists the stages the adapter may run on to
+ *     (chain.ts), each a function of a module of the context, in the same record's place (the
+ *     stage id stays; host calls of the k-th stage run on to pass stageId + k). The
  *     RequestSnapshot, the attributes and the ResponseState, JSON texts, are parsed on first use
  *     (responseJson '': the response as it starts; requestJson '': the snapshot is asked of the
  *     host, hostFn(stageId, 'stage.request', 'null', false) -> its JSON, 'null' for none).
@@ -35,9 +39,14 @@
  *   entry.reply(callId, replyJson)   settles the promise of an async host call.
  *   entry.drain()                    after the engine ran the context's pending jobs: the
  *     StageOutputs of the stages that settled since the last drain, and how many async host
- *     calls the context still waits for: '{"waiting":N,"outputs":[{"id":..,"status":..},..]}'.
+ *     calls the context still waits for: '{"waiting":N,"outputs":[{"id":..,"status":..},..]}';
+ *     `"more":true` when stages went on to the next of their chain in it: drain again once the
+ *     pending jobs ran.
  *   entry.cancel(stageId)            forgets a stage (its call timed out): its pending host calls
  *     are dropped and its ctx stops leading to it.
+ *   entry.at(stageId)                where a stage in flight is in its chain, and the state the
+ *     stages before it left: '{"at":N,"attributes":..,"response":..}' ('' for none in flight).
+ *     Runs no script code (safe after an interrupt).
  *
  * It defines globalThis.platform (non-writable, deeply frozen) and globalThis.console.
  *

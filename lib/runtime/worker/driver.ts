@@ -1,7 +1,8 @@
 /**
  * What an engine provides inside a worker: a sandbox context per (app, script version) holding
- * the adapter (lib/runtime/sandbox/) and the script's module, entered through the adapter's
- * entry (start / reply / drain / cancel). lib/runtime/worker/stages.ts drives the contexts,
+ * the adapter (lib/runtime/sandbox/) and the script's module, or per set of a job's scripts run
+ * in one entry (StageChain: their modules), entered through the adapter's entry (start / reply /
+ * drain / cancel / at). lib/runtime/worker/stages.ts drives the contexts,
  * lib/runtime/worker/pipeline.ts the stages of a job.
  */
 import type { ErrorDetail } from '../../error-location';

@@ -1,6 +1,7 @@
 /**
  * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten, sync build). A worker
- * has one QuickJS runtime and one context per (app, script version) in it: contexts are separate
+ * has one QuickJS runtime and one context per (app, script version) in it (or per set of an API's
+ * scripts run in one entry, each a module of the context: see driver.ts): contexts are separate
  * realms (no object of one is reachable from another), and sharing the runtime (its atoms, shapes
  * and job queue) makes a context about a third of the size of one with a runtime of its own. The
  * runtime's interrupt handler asks the worker whether the job being run has passed its deadline,

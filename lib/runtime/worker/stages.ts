@@ -3,8 +3,9 @@
  * apps) wait here at once; each time one is entered (started, or resumed by a host reply) the
  * worker runs it, and the promise jobs it queued, then reads which stages settled.
  *
- * - Contexts are cached per (app, script version) within a byte budget, least recently used
- *   first out; a context with stages in flight is never dropped.
+ * - Contexts are cached per (app, script version), or per set of them for a run that goes on from
+ *   stage to stage (StageChain), within a byte budget, least recently used first out; a context
+ *   with stages in flight is never dropped.
  * - Each entry runs for one job: its deadline is what the QuickJS interrupt handler enforces, and
  *   the shared slice clock tells the pool how long the worker has been busy.
  * - A stage still pending when its context waits for no host call can never settle: it is
