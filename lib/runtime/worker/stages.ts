@@ -19,7 +19,7 @@
  *   ended as out of memory right after it, its context dropped: the bomb, not the call that
  *   happened to allocate next, fails.
  */
-import type { ChainedHead, Stage, StageHead, StageOutput } from '../protocol';
+import type { ChainedHead, StageHead, StageOutput } from '../protocol';
 import type { StageTexts } from './pipeline';
 import { EngineError, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { CALL_OVER, clock } from '../messages';
@@ -69,10 +69,8 @@ export interface StageChain {
   key: string;
   /** The context's modules after the first stage's own (modules 1, 2...). */
   more: ModuleCode[];
-  /** Each stage it may go on to, its script, and its head (module: its script's in the context). */
-  next: Array<{ script: string; head: ChainedHead }>;
-  /** The run goes on to stage `stage` of script `script`. */
-  entering(stage: Stage, script: string): void;
+  /** Each stage it may go on to, its script, its head (module: its script's in the context), and what to do once the run went on to it. */
+  next: Array<{ script: string; head: ChainedHead; runs(): void }>;
 }
 
 /** An EngineError that ended a chained run (StageChain), and at which of its stages (0: the first). */
@@ -528,6 +526,7 @@ export class Stages {
       const oom = (heapFull && out.status !== 'value') || (out.status === 'error' && out.error?.name === 'InternalError' && /out of memory/i.test(out.error.message));
       if (oom) return this.fail(c, p.job, new EngineError('SCRIPT_OUT_OF_MEMORY', 'The script ran out of memory'));
       c.stages.delete(out.id!);
+      if (p.chain !== undefined && out.chain !== undefined) moveTo(p, out.chain.length);
       p.resolve(out);
     }
     if (heapFull && c.stages.size > 0 && [...c.stages.values()].some((p) => p.job === job)) {
@@ -582,13 +581,13 @@ function chainPlace(text: string): { at: number; attributes?: Record<string, unk
   return text === '' ? { at: -1 } : (JSON.parse(text) as { at: number });
 }
 
-/** Chained run `p` went on to its `k`-th next stage. */
+/** Chained run `p` went on to its `k`-th next stage (from a host call of it, or its output). */
 function moveTo(p: Pending, k: number): void {
-  if (k <= p.at) return;
-  p.at = k;
-  const link = p.chain!.next[k - 1];
-  p.script = link.script;
-  p.chain!.entering(link.head.stage, link.script);
+  for (; p.at < k; p.at++) {
+    const link = p.chain!.next[p.at];
+    p.script = link.script;
+    link.runs();
+  }
 }
 
 /** `err`, for a chained run that had gone on to a later stage: marked with it (a copy: `err` may be shared). */

@@ -244,14 +244,22 @@ function prepare(name: string, hash: string, source: string): PreparedScript {
  * prepared (a source the rewrite could not parse falls back to blocking mode, and most often the
  * engine cannot compile it either: it never runs, and its compile error says why).
  */
+function reportBlocking(appId: string, name: string, hash: string, p: PreparedScript): void {
+  if (!p.async && !blockingReported.has(`${appId}\u0000${hash}`)) {
+    if (blockingReported.size >= SOURCE_SLOTS) blockingReported.clear();
+    blockingReported.add(`${appId}\u0000${hash}`);
+    post({ type: 'blockingMode', appId, script: name, reason: p.reason ?? `${name}: the rewrite left it unchanged` });
+  }
+}
+
 /**
  * The stages a run of `script` may go on to (StageChain): those whose scripts prepare, up to the
  * first that does not (it then runs alone, and fails as such). Its context holds the scripts'
  * modules, each once; its key names them all.
  */
-function chainOf(appId: string, script: string, hash: string, next: readonly ChainLink[], entering: StageChain['entering']): StageChain | undefined {
+function chainOf(appId: string, script: string, hash: string, next: readonly ChainLink[], entering: (stage: Stage, script: string) => void): StageChain | undefined {
   const modules = [script];
-  const chain: StageChain = { key: `${appId}\u0000${hash}`, more: [], next: [], entering };
+  const chain: StageChain = { key: `${appId}\u0000${hash}`, more: [], next: [] };
   for (const link of next) {
     let p: PreparedScript;
     try {
@@ -265,19 +273,14 @@ function chainOf(appId: string, script: string, hash: string, next: readonly Cha
       chain.more.push({ name: link.ref.script, code: p.code });
       chain.key += `\u0000${link.hash}`;
     }
-    reportBlocking(appId, link.ref.script, link.hash, p);
     const { stage, returnType, wantValue } = link.head;
-    chain.next.push({ script: link.ref.script, head: { stage, returnType, wantValue, async: p.async, module, fn: link.ref.function } });
+    const runs = () => {
+      entering(stage, link.ref.script);
+      reportBlocking(appId, link.ref.script, link.hash, p);
+    };
+    chain.next.push({ script: link.ref.script, head: { stage, returnType, wantValue, async: p.async, module, fn: link.ref.function }, runs });
   }
   return chain.next.length > 0 ? chain : undefined;
-}
-
-function reportBlocking(appId: string, name: string, hash: string, p: PreparedScript): void {
-  if (!p.async && !blockingReported.has(`${appId}\u0000${hash}`)) {
-    if (blockingReported.size >= SOURCE_SLOTS) blockingReported.clear();
-    blockingReported.add(`${appId}\u0000${hash}`);
-    post({ type: 'blockingMode', appId, script: name, reason: p.reason ?? `${name}: the rewrite left it unchanged` });
-  }
 }
 
 const clipMessage = (text: string): string => clipText(text, ERROR_MESSAGE_MAX);
