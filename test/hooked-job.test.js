@@ -305,6 +305,23 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     expect(lines.filter((l) => l.startsWith('main.js: [app1/main.js] call'))).toHaveLength(3);
   });
 
+  test('a Redirect result goes to after once its location is checked: an unfit one is an error after never sees', async () => {
+    const lines = [];
+    const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
+    fixture = hooked(
+      engine,
+      'export function fn(ctx) { return ctx.request.getHeader("x-to") }',
+      'export function before(ctx) {}\nexport function after(ctx, result) { console.log("after " + result) }',
+      { ...HOOKS, returnType: 'Redirect' },
+      { logger },
+    );
+    const ok = await request(fixture.app).get('/web0/api/app1/p').set('x-to', 'https://example.com/next').expect(302);
+    expect(ok.headers.location).toBe('https://example.com/next');
+    await request(fixture.app).get('/web0/api/app1/p').set('x-to', 'javascript:alert(1)').expect(500);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lines.filter((l) => /after /.test(l))).toEqual(['[app1/hooks.js] after https://example.com/next']);
+  });
+
   test('header and attribute names read and written again and again, in any case and past any cache size, stay right', async () => {
     // 80 header names (the adapter remembers 64), each asked for in two cases; attribute names
     // that JSON must escape or that name Object.prototype members; response headers set in one

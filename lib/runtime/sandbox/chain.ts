@@ -4,9 +4,11 @@
  * A stage's head may name the stages after it (StageHead.next: the call after a before hook, the
  * after hook after the call), each a function of a module of the same context. When a stage ends
  * as the pipeline (lib/runtime/worker/pipeline.ts) would go on from it, the adapter starts the next
- * one at once, on the same record: the request, attributes and response state stay parsed, and the
- * worker gets one output for them all (StageOutput.chain). Where the pipeline might decide
- * otherwise, the stage settles as it would alone and the pipeline runs the rest as usual:
+ * one when it drains the stage (entry.ts: goOn), once the promise jobs the stage left behind ran,
+ * in a record of its own that takes over what the stage's holds: the request, attributes and
+ * response state stay parsed, and the worker gets one output for them all (StageOutput.chain).
+ * Where the pipeline might decide otherwise, the stage settles as it would alone and the pipeline
+ * runs the rest as usual:
  *   before -> call   it returned undefined, wrote nothing (body, sendError, sendRedirect), was not
  *                    aborted;
  *   call -> after    it returned (no throw), was not aborted, sent no redirect, and its result

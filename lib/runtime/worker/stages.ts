@@ -62,7 +62,8 @@ export interface SliceClock {
 
 /**
  * The stages a run may go on to in the same entry (StageHead.next): the adapter runs each while
- * the one before ended as the pipeline would go on from it, and tells the worker ('stage.next').
+ * the one before ended as the pipeline would go on from it. The k-th calls the host as the run's
+ * id + k (the ids are reserved), which tells which stage and script act.
  */
 export interface StageChain {
   /** The key of the chain's context (the run's own key is that of the first stage's script alone: used when the chain's does not load). */
