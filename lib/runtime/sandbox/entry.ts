@@ -175,7 +175,6 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
   var st = {
     __proto__: StageProto,
     id: id,
-    head: head,
     ns: ns,
     chain: head.next,
     at: 0,
@@ -191,26 +190,36 @@ function start(id: number, ns: unknown, fnName: string, headJson: unknown, reque
     attrsJson: attrsJson,
     responseJson: responseJson,
     chunksJson: typeof chunksJson === 'string' ? chunksJson : '',
-    status: 'pending',
-    done: false,
-    waiting: 0,
     reqObj: null,
     attrsObj: null,
     attrsChanged: false,
     resObj: null,
     buffered: null,
-    parts: null,
-    requestApi: null,
-    responseApi: null,
-    writer: null,
-    stream: null,
-    value: undefined,
-    error: null,
-    abort: null,
-    answered: false,
-  } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res'> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
+  } satisfies Omit<StageRecord, 'req' | 'fields' | 'maps' | 'attrs' | 'res' | StageOwn> & { __proto__: object } as unknown as StageRecord; // (the getters come from StageProto)
+  begin(st, head);
   stages[id] = st;
   invoke(st, fnName, valueJson);
+}
+
+/** The fields of a record that are its stage's own: a stage run on to gets them anew (goOn). */
+type StageOwn = 'head' | 'status' | 'done' | 'waiting' | 'parts' | 'requestApi' | 'responseApi' | 'writer' | 'stream' | 'value' | 'error' | 'abort' | 'answered';
+
+/** Sets the fields of record `st` that are its stage's own, as the stage starts. */
+function begin(st: StageRecord, head: StageRecord['head']): void {
+  var own: Pick<StageRecord, StageOwn> = st;
+  own.head = head;
+  own.status = 'pending';
+  own.done = false;
+  own.waiting = 0;
+  own.parts = null;
+  own.requestApi = null;
+  own.responseApi = null;
+  own.writer = null;
+  own.stream = null;
+  own.value = undefined;
+  own.error = null;
+  own.abort = null;
+  own.answered = false;
 }
 
 /** The namespace of module `i` of the context (`ns` holds them by module when it has several). */
@@ -338,24 +347,8 @@ function goOn(st: StageRecord): boolean {
   if (next === null) return false;
   finish(st);
   var head = st.chain![st.at];
-  var nst = {
-    __proto__: StageProto,
-    ...st,
-    head: head,
-    at: st.at + 1,
-    status: 'pending',
-    done: false,
-    waiting: 0,
-    parts: null,
-    requestApi: null,
-    responseApi: null,
-    writer: null,
-    stream: null,
-    value: undefined,
-    error: null,
-    abort: null,
-    answered: false,
-  } as unknown as StageRecord;
+  var nst = { __proto__: StageProto, ...st, at: st.at + 1 } as unknown as StageRecord;
+  begin(nst, head);
   stages[nst.id] = nst;
   invoke(nst, head.fn, next);
   return true;
