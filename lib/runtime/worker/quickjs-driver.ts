@@ -314,7 +314,7 @@ class QuickJsContext implements EngineContext {
     const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
     if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
     const hostH = ctx.newFunction('host', (idH, opH, argsH, asyncH) => {
-      const r = host(ctx.getNumber(idH), ctx.getString(opH), ctx.getString(argsH), ctx.dump(asyncH) === true);
+      const r = host(ctx.getNumber(idH), ctx.getString(opH), ctx.getString(argsH), ctx.getNumber(asyncH) === 1); // (the adapter passes a boolean: 1 as a number)
       return typeof r === 'number' ? ctx.newNumber(r) : ctx.newString(r);
     });
     const made = ctx.callFunction(adapter.value, ctx.undefined, hostH);
