@@ -137,9 +137,9 @@ export interface StageHead {
   /** The module of the context whose function the stage runs (a context may hold several: see `next`); absent: 0. */
   module?: number;
   /**
-   * The stages the adapter runs on, in the same entry and with the same ctx, while each one before
-   * ends as the pipeline would go on from it (lib/runtime/sandbox/chain.ts): a before hook that
-   * answered nothing, a call that succeeded with a fitting result and no redirect.
+   * The stages the adapter runs on to in the same entry (each with a fresh ctx), while each one
+   * before ends as the pipeline would go on from it (lib/runtime/sandbox/chain.ts): a before hook
+   * that answered nothing, a call that succeeded with a fitting result and no redirect.
    */
   next?: ChainedHead[];
 }
