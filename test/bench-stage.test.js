@@ -8,6 +8,7 @@ test("bench/stage.js runs the trivial and the hooks workloads on QuickJS, on wrk
   const out = execFileSync(process.execPath, [path.join(__dirname, '..', 'bench', 'stage.js'), '--stages', '200', '--rounds', '1'], { encoding: 'utf8', timeout: 60_000 });
   expect(out).toMatch(/^ {2}trivial +\d+\.\d µs/m);
   expect(out).toMatch(/^ {2}hooks +\d+\.\d µs/m);
+  expect(out).toMatch(/^ {2}hooks-apart +\d+\.\d µs/m);
   expect(out).toMatch(/^ {2}trivial-browser +\d+\.\d µs/m);
   expect(out).toMatch(/^ {2}hooks-browser +\d+\.\d µs/m);
 });
