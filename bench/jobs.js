@@ -27,34 +27,7 @@ const ONLY = opt('--only', 'trivial,hooks').split(',');
 const source = (name, text) => ({ name, source: text, hash: crypto.createHash('sha1').update(`${name}\0${text}`).digest('hex') });
 const SCRIPTS = { 'main.js': source('main.js', scripts.MAIN), 'hooks.js': source('hooks.js', scripts.HOOKS) };
 const HOOKS = { before: { script: 'hooks.js', function: 'before' }, after: { script: 'hooks.js', function: 'after' } };
-const snapshot = {
-  headers: { host: '127.0.0.1:37423', 'user-agent': 'wrk' },
-  headerLists: {},
-  cookies: {},
-  query: {},
-  form: {},
-  appId: 'bench',
-  path: 'p',
-  method: 'GET',
-  url: '/web0/api/bench/p',
-  queryString: null,
-  body: '',
-  protocol: 'HTTP/1.1',
-  scheme: 'http',
-  serverName: '127.0.0.1',
-  serverPort: 37423,
-  remoteAddr: '127.0.0.1',
-  remoteHost: '127.0.0.1',
-  remotePort: 35322,
-  contentType: null,
-  characterEncoding: null,
-  authType: null,
-  contextPath: '/web0/api',
-  servletPath: '/bench',
-  pathInfo: '/p',
-  requestURI: '/web0/api/bench/p',
-  parts: [],
-};
+const snapshot = scripts.WRK_REQUEST;
 
 function job(kind, n) {
   const requestId = `r${n}`;

@@ -33,4 +33,35 @@ const ioAwait = (upstream) => `export async function fn(ctx) {
 /** App number `n`'s own script: a source of its own, so nothing compiled is shared between apps. */
 const tenant = (n) => `export function fn(ctx) { var app = ${n}; return { ok: app >= 0 } }`;
 
-module.exports = { MAIN, HOOKS, WRITER, ioSync, ioAwait, tenant };
+/** The request snapshot the router makes of wrk's `GET /web0/api/bench/p` (two headers), for the benches that run without HTTP. */
+const WRK_REQUEST = {
+  headers: { host: '127.0.0.1:37423', 'user-agent': 'wrk' },
+  headerLists: {},
+  cookies: {},
+  query: {},
+  form: {},
+  requestId: '3657c877-9998-4058-8e16-9a04f5549191',
+  appId: 'bench',
+  path: 'p',
+  method: 'GET',
+  url: '/web0/api/bench/p',
+  queryString: null,
+  body: '',
+  protocol: 'HTTP/1.1',
+  scheme: 'http',
+  serverName: '127.0.0.1',
+  serverPort: 37423,
+  remoteAddr: '127.0.0.1',
+  remoteHost: '127.0.0.1',
+  remotePort: 35322,
+  contentType: null,
+  characterEncoding: null,
+  authType: null,
+  contextPath: '/web0/api',
+  servletPath: '/bench',
+  pathInfo: '/p',
+  requestURI: '/web0/api/bench/p',
+  parts: [],
+};
+
+module.exports = { MAIN, HOOKS, WRITER, ioSync, ioAwait, tenant, WRK_REQUEST };

@@ -32,35 +32,7 @@ const ROUNDS = flag('--rounds', 3);
 // `valgrind --tool=callgrind`, the difference of the two counts is N's instructions)
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
 
-const snapshot = {
-  headers: { host: '127.0.0.1:37423', 'user-agent': 'wrk' },
-  headerLists: {},
-  cookies: {},
-  query: {},
-  form: {},
-  requestId: '3657c877-9998-4058-8e16-9a04f5549191',
-  appId: 'bench',
-  path: 'p',
-  method: 'GET',
-  url: '/web0/api/bench/p',
-  queryString: null,
-  body: '',
-  protocol: 'HTTP/1.1',
-  scheme: 'http',
-  serverName: '127.0.0.1',
-  serverPort: 37423,
-  remoteAddr: '127.0.0.1',
-  remoteHost: '127.0.0.1',
-  remotePort: 35322,
-  contentType: null,
-  characterEncoding: null,
-  authType: null,
-  contextPath: '/web0/api',
-  servletPath: '/bench',
-  pathInfo: '/p',
-  requestURI: '/web0/api/bench/p',
-  parts: [],
-};
+const snapshot = scripts.WRK_REQUEST;
 const COOKIE = 'session=3f9a8c1e2b7d4a6f9e0c1b2a3d4e5f60718293a4b5c6d7e8f9; _ga=GA1.1.1234567890.1732540000; _gid=GA1.1.987654321.1732540000; theme=dark; lang=en-US; consent=%7B%22ads%22%3Afalse%7D';
 const browser = {
   ...snapshot,
