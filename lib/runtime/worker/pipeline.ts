@@ -156,9 +156,10 @@ function callValueWanted(job: ScriptJob): boolean {
 
 export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<JobResult> {
   let state = job.state;
-  // the carried state as the next stage gets it: written again only when a stage changes it
-  let attributesText = JSON.stringify(state.attributes);
-  let responseIn = responseTexts(state.response);
+  // the carried state as the next stage gets it, written again when a stage runs after one
+  // changed it (undefined until then: the state the last stage leaves is never written)
+  let attributesText: string | undefined;
+  let responseIn: ReturnType<typeof responseTexts> | undefined;
   const result = (outcome: JobOutcome): JobResult => ({ state, outcome });
   let requestJson: string | undefined;
   // (the rest of the snapshot, asked for by a stage that reads more of the request than ctx
@@ -203,6 +204,8 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
         out = got.out!;
       } else {
         const next = stage === 'call' || stage === 'before' ? chainAfter(stage) : [];
+        attributesText ??= JSON.stringify(state.attributes);
+        responseIn ??= responseTexts(state.response);
         try {
           out = await env.stage(
             ref,
@@ -240,8 +243,8 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       if (out.attributes || out.response) {
         // out.response holds only the fields the stage changed
         state = { attributes: out.attributes ?? state.attributes, response: out.response ? { ...state.response, ...out.response } : state.response };
-        if (out.attributes) attributesText = JSON.stringify(state.attributes);
-        if (out.response) responseIn = responseTexts(state.response);
+        if (out.attributes) attributesText = undefined;
+        if (out.response) responseIn = undefined;
       }
       if (out.status === 'pending') return { fail: { kind: 'error', ...ERRORS.SCRIPT_STALLED } };
       if (out.output) out.output = fittedOutput(out.output);
@@ -251,7 +254,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       const redirectProblem = typeof out.response?.redirect === 'string' ? unfitRedirect(out.response.redirect) : null;
       if (redirectProblem !== null) {
         state = { ...state, response: { ...state.response, redirect: null, status: 200 } };
-        responseIn = responseTexts(state.response);
+        responseIn = undefined;
         return { out, fail: { kind: 'error', ...ERRORS.INVALID_RESULT, message: redirectProblem } };
       }
       if (out.output?.type === 'invalid' && out.hasValue) {
@@ -354,7 +357,7 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // it writes goes out alone, as its return value or a status alone does)
     if (state.response.written || state.response.chunks.length > 0) {
       state = { ...state, response: { ...state.response, chunks: [], written: false } };
-      responseIn = responseTexts(state.response);
+      responseIn = undefined;
     }
     const before = answerText(state.response);
     const { status, contentType } = state.response;

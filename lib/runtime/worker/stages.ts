@@ -176,8 +176,8 @@ export class Stages {
     else {
       // (it goes on up to a stage whose function is missing: that stage then runs alone, and fails as such)
       const n = chain === undefined ? 0 : chain.next.findIndex((s) => !c.ctx.hasFunction(s.head.fn, s.head.module));
-      if (chain !== undefined && n !== 0) chain = { ...chain, next: n < 0 ? chain.next : chain.next.slice(0, n) };
-      else chain = undefined;
+      if (n === 0) chain = undefined;
+      else if (n > 0) chain!.next = chain!.next.slice(0, n); // (the run's own, made for it: see worker.ts chainOf)
       if (chain !== undefined) head.next = chain.next.map((s) => s.head);
       head = JSON.stringify(head);
     }
