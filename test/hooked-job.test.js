@@ -275,6 +275,22 @@ describe.each(['quickjs', 'vm2'])('a hooked job on %s', (engine) => {
     expect(lines.filter((l) => /before ran/.test(l))).toHaveLength(1);
   });
 
+  test("a call whose script fails to load is not loaded again for the next requests, with the hooks' context or alone", async () => {
+    const lines = [];
+    const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
+    fixture = hooked(
+      engine,
+      'console.log("loading main");\nthrow new Error("not today");\nexport function fn(ctx) { return { ok: true } }',
+      `export function before(ctx) { ctx.request.setAttribute('who', 'alice') }
+      export function onError(ctx, error) { return { handled: error.code, who: ctx.request.getAttribute('who') } }`,
+      { before: HOOKS.before, onError: { script: 'hooks.js', function: 'onError' } },
+      { logger },
+    );
+    // (the first request tries the context of both scripts, then the call's alone: two loads)
+    for (let i = 0; i < 3; i++) await request(fixture.app).get('/web0/api/app1/p').expect(200, { handled: 270204, who: 'alice' });
+    expect(lines.filter((l) => /loading main$/.test(l))).toHaveLength(2);
+  });
+
   test('a before hook that waits on the host goes on to the call, and a request object kept from before acts for its request only', async () => {
     const lines = [];
     const logger = { info: (m, meta) => lines.push(meta.script + ': ' + m), warn: () => {}, error: () => {} };

@@ -436,6 +436,34 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     expect(big.body.body === long).toBe(true);
   });
 
+  test('a script that does not load answers its calls with its error for a while without loading again; a new version loads at once', async () => {
+    const lines = [];
+    const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
+    fixture = oneApi('console.log("loading v1");\nthrow new Error("broken at load");\nexport function fn() { return { v: 1 } }', {}, { engine, logger });
+    for (let i = 0; i < 3; i++) {
+      const res = await request(fixture.app).get('/web0/api/app1/p');
+      expect(res.status).toBe(500);
+      expect(res.body.code).toBe(270204);
+      expect(res.body.message).toContain('broken at load');
+    }
+    // (the failed load took milliseconds: its error stands for a second, and three calls took far less)
+    expect(lines.filter((l) => /loading v1$/.test(l))).toHaveLength(1);
+    // a syntax error, the same
+    fixture.registry.putScript('app1', 'main.js', 'console.log("loading v2");\nexport function fn() { return { v: 2 }');
+    for (let i = 0; i < 3; i++) expect((await request(fixture.app).get('/web0/api/app1/p')).body.code).toBe(270204);
+    expect(lines.filter((l) => /loading v2$/.test(l))).toHaveLength(0); // (it never compiled: no top-level code ran)
+    // the fixed version loads on its first call
+    fixture.registry.putScript('app1', 'main.js', 'console.log("loading v3");\nexport function fn() { return { v: 3 } }');
+    await request(fixture.app).get('/web0/api/app1/p').expect(200, { v: 3 });
+    // and a broken one is loaded again once its error has stood long enough
+    fixture.registry.putScript('app1', 'main.js', 'console.log("loading v1");\nthrow new Error("broken at load");\nexport function fn() { return { v: 1 } }');
+    for (let i = 0; i < 200 && lines.filter((l) => /loading v1$/.test(l)).length < 2; i++) {
+      expect((await request(fixture.app).get('/web0/api/app1/p')).body.code).toBe(270204);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(lines.filter((l) => /loading v1$/.test(l))).toHaveLength(2);
+  });
+
   test('stages passing many different short texts (heads, attributes) all run, call after call', async () => {
     // the driver keeps short texts as engine strings; a cache turnover in the middle of a stage
     // once freed a text that stage was about to use ("Lifetime not alive")

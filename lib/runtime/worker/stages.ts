@@ -5,7 +5,8 @@
  *
  * - Contexts are cached per (app, script version), or per set of them for a run that goes on from
  *   stage to stage (StageChain), within a byte budget, least recently used first out; a context
- *   with stages in flight is never dropped.
+ *   with stages in flight is never dropped. A context whose script did not load is not loaded
+ *   again for a while (LOAD_RETRY): its calls meanwhile get the same error.
  * - Each entry runs for one job: its deadline is what the QuickJS interrupt handler enforces, and
  *   the shared slice clock tells the pool how long the worker has been busy.
  * - A stage still pending when its context waits for no host call can never settle: it is
@@ -23,6 +24,12 @@ import type { ChainedHead, StageHead, StageOutput } from '../protocol';
 import type { StageTexts } from './pipeline';
 import { EngineError, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { CALL_OVER, clock } from '../messages';
+
+/**
+ * How long a context that failed to load answers with its error before it is loaded again: ten
+ * times what the failed load took, at least a second; remembered for this many contexts at most.
+ */
+export const LOAD_RETRY = { minMs: 1000, factor: 10, slots: 1024 };
 
 /** A job as the stages see it. */
 export interface StageJob {
@@ -109,6 +116,8 @@ interface Cached {
 export class Stages {
   private readonly cache = new Map<string, Cached>();
   private readonly loading = new Map<string, Promise<Cached>>();
+  /** Contexts that failed to load lately, by key: the error, and until when it stands (see loadFailed). */
+  private readonly failed = new Map<string, { error: EngineError; until: number }>();
   /** Per context key: calls waiting for its context to load, before their stage is in it (see evict). */
   private readonly awaited = new Map<string, number>();
   private readonly calls = new Map<number, { c: Cached; job: StageJob }>();
@@ -290,12 +299,39 @@ export class Stages {
     }
     let loading = this.loading.get(key);
     if (!loading) {
+      const failed = this.failedLoad(key);
+      if (failed) throw failed;
+      const from = clock();
       loading = this.load(job, script, key, code, more);
       this.loading.set(key, loading);
       const loaded = () => this.loading.delete(key);
-      loading.then(loaded, loaded);
+      loading.then(loaded, (e: unknown) => {
+        loaded();
+        this.loadFailed(key, e, clock() - from);
+      });
     }
     return loading;
+  }
+
+  /**
+   * Remembers a context whose script did not load (a compile error, a top-level throw, top-level
+   * code past its deadline): the same error answers its calls for a while, without loading it
+   * again, so that a broken script's traffic takes at most about a tenth of the worker's time
+   * (LOAD_RETRY). Out of memory is not remembered: a load may be refused room that another call holds.
+   */
+  private loadFailed(key: string, e: unknown, ms: number): void {
+    if (!(e instanceof EngineError) || (e.errorName !== 'SCRIPT_COMPILE_ERROR' && e.errorName !== 'SCRIPT_TIMEOUT')) return;
+    if (this.failed.size >= LOAD_RETRY.slots) this.failed.delete(this.failed.keys().next().value!);
+    this.failed.set(key, { error: e, until: clock() + Math.max(LOAD_RETRY.minMs, LOAD_RETRY.factor * ms) });
+  }
+
+  /** The error of a context that failed to load lately (a copy: each call gets its own), else undefined. */
+  private failedLoad(key: string): EngineError | undefined {
+    const f = this.failed.get(key);
+    if (f === undefined) return undefined;
+    if (clock() < f.until) return new EngineError(f.error.errorName, f.error.message, f.error.detail);
+    this.failed.delete(key);
+    return undefined;
   }
 
   private async load(job: StageJob, script: string, key: string, code: string, more?: ModuleCode[]): Promise<Cached> {
