@@ -256,7 +256,8 @@ describe('an app whose every call is one long built-in call that fills its memor
     const seen = new Promise((r) => (first = r));
     const attacker = async () => {
       do {
-        heavy.push((await srv.get('/heavy/parse')).body.code);
+        const { body } = await srv.get('/heavy/parse');
+        heavy.push(body.code ?? body);
         first();
       } while (Date.now() < until);
     };
@@ -274,8 +275,12 @@ describe('an app whose every call is one long built-in call that fills its memor
     }
     await attack;
     console.log(`[heavy built-ins] other app's calls: ${waits.length}, slowest ${Math.max(...waits)} ms; heavy app's: ${heavy.join(',')}`);
-    // each heavy call ends on its own limit (out of memory, on a loaded machine maybe its deadline)
-    for (const code of heavy) expect([270201, 270200]).toContain(code);
+    // each heavy call ends on its own limit (out of memory, on a loaded machine maybe its deadline),
+    // or completes: its parse needs about its limit and the allocator's room, which it finds on a
+    // worker where a call of it that started just before grew the heap to that room and failed
+    // (once its app has run out of memory, its calls share a worker set apart)
+    for (const code of heavy) expect([270201, 270200, 5_000_001]).toContain(code);
+    expect(heavy).toContain(270201);
     expect(Math.max(...waits)).toBeLessThan(2500);
   }, 60_000);
 });

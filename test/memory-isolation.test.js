@@ -209,3 +209,43 @@ describe('a context kept between calls keeps nothing of the call that loaded it'
     expect(failed).toEqual([]);
   }, 120_000);
 });
+
+describe.each(['quickjs', 'vm2'])('an app whose call ran out of memory, on %s', (engine) => {
+  let fixture;
+  afterAll(() => fixture?.router.close());
+
+  test("has its next calls served by a worker set apart: its next bombs end that worker, not the other apps' contexts", async () => {
+    const lines = [];
+    const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
+    const loads = () => lines.filter((l) => /loading t\d+$/.test(l)).length;
+    const apps = {
+      greedy: {
+        scripts: { 'main.js': 'export function fn(ctx) { if (ctx.query.bomb) { const keep = []; for (;;) keep.push(new Array(100000).fill(1)) } return { ok: true } }' },
+        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+      },
+    };
+    for (let i = 0; i < 10; i++) {
+      apps[`t${i}`] = {
+        scripts: { 'main.js': `console.log('loading t${i}');\nexport function fn() { return { app: ${i} } }` },
+        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+      };
+    }
+    fixture = makeApp({ router: { engine, workers: 1, scriptMemoryLimitMb: 16, logger }, apps });
+    await fixture.router.ready();
+    const agent = request(fixture.app);
+    const callAll = async () => {
+      for (let i = 0; i < 10; i++) await agent.get(`/web0/api/t${i}/p`).expect(200, { app: i });
+    };
+    await callAll();
+    expect(loads()).toBe(10);
+    // the first bomb runs where the others' calls do, and ends that worker with their contexts
+    expect((await agent.get('/web0/api/greedy/p?bomb=1')).body.code).toBe(OOM);
+    await callAll();
+    const loaded = loads();
+    // the next ones run apart: the other apps' contexts stay where they are
+    for (let k = 0; k < 2; k++) expect((await agent.get('/web0/api/greedy/p?bomb=1')).body.code).toBe(OOM);
+    await agent.get('/web0/api/greedy/p').expect(200, { ok: true });
+    await callAll();
+    expect(loads()).toBe(loaded);
+  }, 60_000);
+});

@@ -15,7 +15,8 @@ export interface PoolOptions {
   size?: number;
   /**
    * Most workers, counting those started to stand in for workers held by a long slice of script
-   * work or a blocking host call. Default: the larger of `size` and 32.
+   * work or a blocking host call, and the one serving apps whose calls ran out of memory lately
+   * (docs/script-engine.md, Limits of a call). Default: the larger of `size` and 32.
    */
   maxWorkers?: number;
   /**

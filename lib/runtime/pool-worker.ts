@@ -40,6 +40,8 @@ export class PoolWorker {
   ready = false;
   /** Takes no new jobs (poisoned, idle, or the pool is closing); ends once its jobs have. */
   retiring = false;
+  /** Serves only the apps whose calls ran out of memory lately (see WorkerPool, APART_MS). */
+  apart = false;
   dead = false;
   /** Jobs sent and not finished, by id. */
   readonly tasks = new Map<number, Task>();

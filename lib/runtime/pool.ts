@@ -16,6 +16,9 @@
  *   `size` stop after `idleTimeoutMs` idle.
  * - A worker whose slice runs past its job's deadline plus `graceMs` (a script the engine could
  *   not stop) is terminated; the jobs it had not started go back in line, the others fail.
+ * - An app whose call ran out of memory (a bomb ends the worker it ran on, and the contexts of
+ *   every app on it) has its calls served by a worker set apart for such apps for APART_MS, while
+ *   the pool may start one: its next bombs end that worker, not the others' contexts.
  * - Workers hold the event loop only while jobs are in flight or in line.
  */
 import { ERRORS, type ErrorName } from '../errors';
@@ -49,6 +52,8 @@ const HEAVY_MS = 10_000;
  * whose call went out longest ago is forgotten first (its next call goes to the least loaded worker).
  */
 const MAX_HOMES = 4096;
+/** How long an app whose call ran out of memory has its calls served apart (see the file comment). */
+const APART_MS = 60_000;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
 /** What the calls get then (the reason is logged, and given to ready()). */
@@ -78,6 +83,8 @@ export class WorkerPool implements ScriptEngine {
   private readonly homes = new Map<string, PoolWorker>();
   /** Per app: when one of its calls last held a worker in one long built-in call (clock ms; see UNCHECKED_MS). */
   private readonly heavyAt = new Map<string, number>();
+  /** Per app: when one of its calls last ran out of memory (clock ms; see APART_MS), at most MAX_HOMES apps. */
+  private readonly apartAt = new Map<string, number>();
   /** The scripts logged as running in blocking mode (see blockingMode). */
   private readonly blockingLogged = new Set<string>();
   private nextId = 1;
@@ -181,6 +188,26 @@ export class WorkerPool implements ScriptEngine {
     return this.workers.filter((w) => !w.dead && !w.retiring);
   }
 
+  /** The workers `size` counts: those not set apart. */
+  private kept(): PoolWorker[] {
+    return this.live().filter((w) => !w.apart);
+  }
+
+  /**
+   * Whether `app`'s calls go to a worker set apart now: one of its calls ran out of memory less
+   * than APART_MS ago, and such a worker runs or may start (below maxWorkers).
+   */
+  private isApart(app: string, now: number): boolean {
+    const at = this.apartAt.get(app);
+    if (at === undefined) return false;
+    if (now - at >= APART_MS) {
+      this.apartAt.delete(app);
+      return false;
+    }
+    const live = this.live();
+    return live.length < this.options.maxWorkers || live.some((w) => w.apart);
+  }
+
   private enqueue(task: Task, front = false): void {
     // (a call a worker sent back after close() stopped the pool: no worker will take it)
     if (this.closed) return this.finish(task, lineResult(task.job, 'SHUTTING_DOWN'));
@@ -210,6 +237,11 @@ export class WorkerPool implements ScriptEngine {
   private finish(task: Task, result: JobResult): void {
     if (task.done) return;
     task.done = true;
+    if (result.outcome.kind === 'error' && result.outcome.code === ERRORS.SCRIPT_OUT_OF_MEMORY.code) {
+      this.apartAt.delete(task.appId); // (to the most recent end)
+      if (this.apartAt.size >= MAX_HOMES) this.apartAt.delete(this.apartAt.keys().next().value!);
+      this.apartAt.set(task.appId, clock());
+    }
     clearTimeout(task.queueTimer);
     if (task.worker) this.unsend(task);
     task.resolve(result);
@@ -276,6 +308,7 @@ export class WorkerPool implements ScriptEngine {
     if (this.closed) return;
     const now = clock();
     if (this.heavyAt.size > 0) for (const [app, at] of this.heavyAt) if (now - at >= HEAVY_MS) this.heavyAt.delete(app); // (an app that sends no more calls, deleted say, is forgotten too)
+    if (this.apartAt.size > 0) for (const [app, at] of this.apartAt) if (now - at >= APART_MS) this.apartAt.delete(app);
     if (this.queue.size === 0) {
       this.grow(now, false);
       this.updateRefs();
@@ -292,8 +325,11 @@ export class WorkerPool implements ScriptEngine {
     // The workers a call of `app` may go to now. A heavy app's call goes to none where another
     // app's call waits to start (it could start first and hold that call, or its result, until its
     // slice ends); another app's call to none where a heavy app's slice runs or waits to start.
+    // (an app set apart goes to workers set apart, the others to the rest)
+    const sorted = this.apartAt.size > 0 || ready.some((x) => x.apart);
     const choices = (app: string): PoolWorker[] => {
-      const c = full(app) ? ready.filter((x) => spread.get(app)!.includes(x)) : ready;
+      const own = sorted ? ready.filter((x) => x.apart === this.isApart(app, now)) : ready;
+      const c = full(app) ? own.filter((x) => spread.get(app)!.includes(x)) : own;
       if (this.heavyAt.size === 0) return c;
       return this.heavy(app, now) ? c.filter((x) => !x.waitsToStart(x.lightSeq)) : c.filter((x) => !this.behindHeavy(x, now));
     };
@@ -348,26 +384,30 @@ export class WorkerPool implements ScriptEngine {
   private grow(now: number, runnable: boolean): void {
     if (this.closed || this.startFailures >= MAX_START_FAILURES) return;
     this.replenish();
-    const live = this.live();
-    if (live.length >= this.options.maxWorkers || live.some((w) => !w.ready)) return;
+    const all = this.live();
+    if (all.length >= this.options.maxWorkers || all.some((w) => !w.ready)) return;
+    const live = all.filter((w) => !w.apart);
     const held = (w: PoolWorker) => w.blocked > 0 || this.busyMs(w, now) >= SLOW_MS;
     // (a vm2 worker between a job's sending and its start is not held: it is about to take it)
     if (live.every(held)) this.spawn();
     else if (runnable && !live.some((w) => this.available(w, now) || (!held(w) && w.unstarted()))) this.spawn();
+    // (calls of an app set apart, and no worker set apart: one starts)
+    else if (this.apartAt.size > 0 && !all.some((w) => w.apart) && this.queue.any((app) => this.isApart(app, now))) this.spawn(true);
   }
 
   /** Keeps `size` workers (at creation, and as soon as one ends, also while close() waits for the calls accepted). */
   private replenish(): void {
     if (this.closed || this.startFailures >= MAX_START_FAILURES) return;
-    for (let n = this.live().length; n < this.options.size; n++) this.spawn();
+    for (let n = this.kept().length; n < this.options.size; n++) this.spawn();
   }
 
-  private spawn(): void {
+  private spawn(apart = false): void {
     const w = new PoolWorker(
       { engine: this.options.engine, memoryLimitMb: this.options.memoryLimitMb, contextBudgetMb: this.options.contextBudgetMb, slowMs: SLOW_MS },
       (x, msg) => this.onMessage(x, msg),
       (x, err) => this.onExit(x, err),
     );
+    w.apart = apart;
     this.workers.push(w);
     this.updateRefs();
   }
@@ -528,13 +568,14 @@ export class WorkerPool implements ScriptEngine {
     this.homes.set(app, w);
   }
 
-  /** A worker beyond `size` that stays idle past idleTimeoutMs stops. */
+  /** A worker beyond `size` (or set apart) that stays idle past idleTimeoutMs stops. */
   private idle(w: PoolWorker): void {
     if (w.tasks.size > 0 || w.dead || w.retiring) return;
     clearTimeout(w.idleTimer);
-    if (this.live().length <= this.options.size) return;
+    const beyond = () => w.apart || this.kept().length > this.options.size;
+    if (!beyond()) return;
     w.idleTimer = setTimeout(() => {
-      if (w.tasks.size === 0 && this.live().length > this.options.size) void this.terminate(w);
+      if (w.tasks.size === 0 && beyond()) void this.terminate(w);
     }, this.options.idleTimeoutMs);
     w.idleTimer.unref();
   }
