@@ -328,7 +328,8 @@ export class WorkerPool implements ScriptEngine {
     // (an app set apart goes to workers set apart, the others to the rest)
     const sorted = this.apartAt.size > 0 || ready.some((x) => x.apart);
     const choices = (app: string): PoolWorker[] => {
-      const own = sorted ? ready.filter((x) => x.apart === this.isApart(app, now)) : ready;
+      const apart = sorted && this.isApart(app, now);
+      const own = sorted ? ready.filter((x) => x.apart === apart) : ready;
       const c = full(app) ? own.filter((x) => spread.get(app)!.includes(x)) : own;
       if (this.heavyAt.size === 0) return c;
       return this.heavy(app, now) ? c.filter((x) => !x.waitsToStart(x.lightSeq)) : c.filter((x) => !this.behindHeavy(x, now));

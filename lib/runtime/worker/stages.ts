@@ -29,7 +29,7 @@ import { CALL_OVER, clock } from '../messages';
  * How long a context that failed to load answers with its error before it is loaded again: ten
  * times what the failed load took, at least a second; remembered for this many contexts at most.
  */
-export const LOAD_RETRY = { minMs: 1000, factor: 10, slots: 1024 };
+const LOAD_RETRY = { minMs: 1000, factor: 10, slots: 1024 };
 
 /** A job as the stages see it. */
 export interface StageJob {
