@@ -210,17 +210,24 @@ describe('a context kept between calls keeps nothing of the call that loaded it'
   }, 120_000);
 });
 
-describe.each(['quickjs', 'vm2'])('an app whose call ran out of memory, on %s', (engine) => {
+describe.each(['quickjs', 'vm2'])('an app whose call ended its worker, on %s', (engine) => {
   let fixture;
-  afterAll(() => fixture?.router.close());
+  afterEach(async () => {
+    await fixture?.router.close();
+    fixture = undefined;
+  });
 
-  test("has its next calls served by a worker set apart: its next bombs end that worker, not the other apps' contexts", async () => {
+  /**
+   * Ten apps with a top-level console line, and app `greedy`, whose call with `?end=1` runs `end`:
+   * after its first such call the ten load again; after its next two they do not.
+   */
+  async function endsApart(end, code, router) {
     const lines = [];
     const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
     const loads = () => lines.filter((l) => /loading t\d+$/.test(l)).length;
     const apps = {
       greedy: {
-        scripts: { 'main.js': 'export function fn(ctx) { if (ctx.query.bomb) { const keep = []; for (;;) keep.push(new Array(100000).fill(1)) } return { ok: true } }' },
+        scripts: { 'main.js': `export function fn(ctx) { if (ctx.query.end) { ${end} } return { ok: true } }` },
         apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
       },
     };
@@ -230,7 +237,7 @@ describe.each(['quickjs', 'vm2'])('an app whose call ran out of memory, on %s', 
         apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
       };
     }
-    fixture = makeApp({ router: { engine, workers: 1, scriptMemoryLimitMb: 16, logger }, apps });
+    fixture = makeApp({ router: { engine, workers: 1, logger, ...router }, apps });
     await fixture.router.ready();
     const agent = request(fixture.app);
     const callAll = async () => {
@@ -238,14 +245,25 @@ describe.each(['quickjs', 'vm2'])('an app whose call ran out of memory, on %s', 
     };
     await callAll();
     expect(loads()).toBe(10);
-    // the first bomb runs where the others' calls do, and ends that worker with their contexts
-    expect((await agent.get('/web0/api/greedy/p?bomb=1')).body.code).toBe(OOM);
+    // the first one runs where the others' calls do, and ends that worker with their contexts
+    expect((await agent.get('/web0/api/greedy/p?end=1')).body.code).toBe(code);
     await callAll();
     const loaded = loads();
+    expect(loaded).toBe(20);
     // the next ones run apart: the other apps' contexts stay where they are
-    for (let k = 0; k < 2; k++) expect((await agent.get('/web0/api/greedy/p?bomb=1')).body.code).toBe(OOM);
+    for (let k = 0; k < 2; k++) expect((await agent.get('/web0/api/greedy/p?end=1')).body.code).toBe(code);
     await agent.get('/web0/api/greedy/p').expect(200, { ok: true });
     await callAll();
     expect(loads()).toBe(loaded);
+  }
+
+  test('by running out of memory: its next calls run on a worker set apart, so its next bombs leave the other apps\' contexts', async () => {
+    await endsApart('const keep = []; for (;;) keep.push(new Array(100000).fill(1))', OOM, { scriptMemoryLimitMb: 16 });
+  }, 60_000);
+
+  test('by running past its deadline where only terminating its worker stops it: the same', async () => {
+    // (vm2 cannot stop a script; QuickJS checks its deadline between script steps only, so a loop
+    // of one long built-in call a turn is stopped by terminating its worker)
+    await endsApart(engine === 'vm2' ? 'for (;;) {}' : 'for (;;) new Array(1e6).fill(1)', 270200, { scriptTimeoutMs: 300 });
   }, 60_000);
 });

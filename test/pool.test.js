@@ -32,14 +32,15 @@ test('vm2: a worker terminated for a runaway script is replaced at once, keeping
   const pool = new WorkerPool({ engine: 'vm2', size: 2, maxWorkers: 4, memoryLimitMb: 32, graceMs: 50 });
   const { app, registry, router } = oneApi('export function fn() { while (true) {} }', {}, { engine: pool, scriptTimeoutMs: 300 });
   try {
-    registry.putScript('app1', 'ok.js', 'export function f() { return 1 }');
-    registry.putApi('app1', { path: 'ok', call: { script: 'ok.js', function: 'f' }, returnType: 'JSON' });
+    // (another app's API: app1's calls run on a worker set apart for a minute once one ended its worker)
+    registry.putScript('app2', 'ok.js', 'export function f() { return 1 }');
+    registry.putApi('app2', { path: 'ok', call: { script: 'ok.js', function: 'f' }, returnType: 'JSON' });
     await pool.ready();
     const res = await request(app).get('/web0/api/app1/p');
     expect(res.body.code).toBe(270200);
     expect(pool.workerCount).toBe(2); // the replacement is already starting
     await pool.ready();
-    expect((await request(app).get('/web0/api/app1/ok')).body).toBe(1);
+    expect((await request(app).get('/web0/api/app2/ok')).body).toBe(1);
   } finally {
     await router.close(); // a router does not close an engine it was given
     expect(pool.workerCount).toBe(2);

@@ -15,7 +15,7 @@ export interface PoolOptions {
   size?: number;
   /**
    * Most workers, counting those started to stand in for workers held by a long slice of script
-   * work or a blocking host call, and the one serving apps whose calls ran out of memory lately
+   * work or a blocking host call, and the one serving apps whose calls ended their worker lately
    * (docs/script-engine.md, Limits of a call). Default: the larger of `size` and 32.
    */
   maxWorkers?: number;

@@ -40,7 +40,7 @@ export class PoolWorker {
   ready = false;
   /** Takes no new jobs (poisoned, idle, or the pool is closing); ends once its jobs have. */
   retiring = false;
-  /** Serves only the apps whose calls ran out of memory lately (see WorkerPool, APART_MS). */
+  /** Serves only the apps whose calls ended their worker lately (see WorkerPool, APART_MS). */
   apart = false;
   dead = false;
   /** Jobs sent and not finished, by id. */

@@ -16,9 +16,10 @@
  *   `size` stop after `idleTimeoutMs` idle.
  * - A worker whose slice runs past its job's deadline plus `graceMs` (a script the engine could
  *   not stop) is terminated; the jobs it had not started go back in line, the others fail.
- * - An app whose call ran out of memory (a bomb ends the worker it ran on, and the contexts of
- *   every app on it) has its calls served by a worker set apart for such apps for APART_MS, while
- *   the pool may start one: its next bombs end that worker, not the others' contexts.
+ * - An app whose call ran out of memory or had its worker terminated (either ends the worker, and
+ *   the contexts of every app on it) has its calls served by a worker set apart for such apps for
+ *   APART_MS, while the pool may start one: its next such calls end that worker, not the others'
+ *   contexts.
  * - Workers hold the event loop only while jobs are in flight or in line.
  */
 import { ERRORS, type ErrorName } from '../errors';
@@ -52,7 +53,7 @@ const HEAVY_MS = 10_000;
  * whose call went out longest ago is forgotten first (its next call goes to the least loaded worker).
  */
 const MAX_HOMES = 4096;
-/** How long an app whose call ran out of memory has its calls served apart (see the file comment). */
+/** How long an app whose call ended its worker has its calls served apart (see the file comment). */
 const APART_MS = 60_000;
 /** Start failures in a row after which calls in line fail instead of waiting. */
 const MAX_START_FAILURES = 3;
@@ -83,7 +84,7 @@ export class WorkerPool implements ScriptEngine {
   private readonly homes = new Map<string, PoolWorker>();
   /** Per app: when one of its calls last held a worker in one long built-in call (clock ms; see UNCHECKED_MS). */
   private readonly heavyAt = new Map<string, number>();
-  /** Per app: when one of its calls last ran out of memory (clock ms; see APART_MS), at most MAX_HOMES apps. */
+  /** Per app: when one of its calls last ran out of memory or had its worker terminated (clock ms; see APART_MS), at most MAX_HOMES apps. */
   private readonly apartAt = new Map<string, number>();
   /** The scripts logged as running in blocking mode (see blockingMode). */
   private readonly blockingLogged = new Set<string>();
@@ -194,8 +195,8 @@ export class WorkerPool implements ScriptEngine {
   }
 
   /**
-   * Whether `app`'s calls go to a worker set apart now: one of its calls ran out of memory less
-   * than APART_MS ago, and such a worker runs or may start (below maxWorkers).
+   * Whether `app`'s calls go to a worker set apart now: one of its calls ended a worker less than
+   * APART_MS ago, and such a worker runs or may start (below maxWorkers).
    */
   private isApart(app: string, now: number): boolean {
     const at = this.apartAt.get(app);
@@ -237,14 +238,17 @@ export class WorkerPool implements ScriptEngine {
   private finish(task: Task, result: JobResult): void {
     if (task.done) return;
     task.done = true;
-    if (result.outcome.kind === 'error' && result.outcome.code === ERRORS.SCRIPT_OUT_OF_MEMORY.code) {
-      this.apartAt.delete(task.appId); // (to the most recent end)
-      if (this.apartAt.size >= MAX_HOMES) this.apartAt.delete(this.apartAt.keys().next().value!);
-      this.apartAt.set(task.appId, clock());
-    }
+    if (result.outcome.kind === 'error' && result.outcome.code === ERRORS.SCRIPT_OUT_OF_MEMORY.code) this.setApart(task.appId);
     clearTimeout(task.queueTimer);
     if (task.worker) this.unsend(task);
     task.resolve(result);
+  }
+
+  /** `app`'s call ended its worker (out of memory, or terminated): its calls go apart for APART_MS. */
+  private setApart(app: string): void {
+    this.apartAt.delete(app); // (to the most recent end)
+    if (this.apartAt.size >= MAX_HOMES) this.apartAt.delete(this.apartAt.keys().next().value!);
+    this.apartAt.set(app, clock());
   }
 
   private count(map: Map<string, number>, app: string, delta: number): void {
@@ -624,6 +628,7 @@ export class WorkerPool implements ScriptEngine {
       } else if (this.closed) {
         this.finish(task, errorResult(task.job, 'SHUTTING_DOWN')); // (stopped by close(), not failed)
       } else if (task === w.killedFor) {
+        this.setApart(task.appId);
         this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
       } else if (oom && task.id === hog) {
         this.finish(task, errorResult(task.job, 'SCRIPT_OUT_OF_MEMORY'));
