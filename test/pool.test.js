@@ -49,6 +49,19 @@ test('vm2: a worker terminated for a runaway script is replaced at once, keeping
   }
 });
 
+test("vm2: a runaway allocating without end is answered at its deadline, not once V8 has ended its worker", async () => {
+  // (V8 takes seconds to end a thread allocating 8 MB a turn: about 17 s here; close() waits for it)
+  const { app, router } = oneApi('export function fn() { for (;;) new Array(1e6).fill(1) }', {}, { engine: 'vm2', scriptTimeoutMs: 300, workers: 1 });
+  try {
+    const t0 = Date.now();
+    const res = await request(app).get('/web0/api/app1/p');
+    expect(res.body.code).toBe(270200);
+    expect(Date.now() - t0).toBeLessThan(8000);
+  } finally {
+    await router.close();
+  }
+}, 90_000);
+
 test('invalid response headers are refused inside the script, not at send time', async () => {
   const { app, router } = oneApi(`export function fn(ctx) {
     const out = [];

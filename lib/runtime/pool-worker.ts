@@ -52,8 +52,6 @@ export class PoolWorker {
   heavySeq = 0;
   heavyApp?: string;
   lightSeq = 0;
-  /** Set when the pool terminates it: the task it was stuck on. */
-  killedFor?: Task;
   private nextSeq = 1;
   /** The `seq` of the last job the worker sent back: the jobs sent up to it have all started or come back. */
   private sentBackSeq = 0;

@@ -442,8 +442,12 @@ export class WorkerPool implements ScriptEngine {
         if (ms > limit && !w.retiring && !w.preparing()) {
           const meta = task ? { appId: task.appId, requestId: task.job.requestId } : undefined;
           this.options.logger?.warn(`scriptable-api: terminating a worker: ${task ? `app '${task.appId}'` : 'a script'} ran past its deadline`, meta);
-          w.killedFor = task;
           void this.terminate(w);
+          if (task) {
+            // (answered now: ending a thread that allocates without end can take V8 seconds)
+            this.setApart(task.appId);
+            this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
+          }
         }
       }
       this.dispatch();
@@ -627,9 +631,6 @@ export class WorkerPool implements ScriptEngine {
         this.enqueue(task, true);
       } else if (this.closed) {
         this.finish(task, errorResult(task.job, 'SHUTTING_DOWN')); // (stopped by close(), not failed)
-      } else if (task === w.killedFor) {
-        this.setApart(task.appId);
-        this.finish(task, errorResult(task.job, 'SCRIPT_TIMEOUT'));
       } else if (oom && task.id === hog) {
         this.finish(task, errorResult(task.job, 'SCRIPT_OUT_OF_MEMORY'));
       } else {
