@@ -70,6 +70,13 @@ function lineResult(job: ScriptJob, name: ErrorName, message?: string): JobResul
   return { ...errorResult(job, name, message), runMs: 0 };
 }
 
+/** Sets `app`'s entry of a map of at most MAX_HOMES apps, as its most recent: the oldest goes first. */
+function setRecent<V>(map: Map<string, V>, app: string, value: V): void {
+  map.delete(app);
+  if (map.size >= MAX_HOMES) map.delete(map.keys().next().value!);
+  map.set(app, value);
+}
+
 export class WorkerPool implements ScriptEngine {
   readonly name: string;
   private readonly options: ResolvedPoolOptions;
@@ -194,21 +201,6 @@ export class WorkerPool implements ScriptEngine {
     return this.live().filter((w) => !w.apart);
   }
 
-  /**
-   * Whether `app`'s calls go to a worker set apart now: one of its calls ended a worker less than
-   * APART_MS ago, and such a worker runs or may start (below maxWorkers).
-   */
-  private isApart(app: string, now: number): boolean {
-    const at = this.apartAt.get(app);
-    if (at === undefined) return false;
-    if (now - at >= APART_MS) {
-      this.apartAt.delete(app);
-      return false;
-    }
-    const live = this.live();
-    return live.length < this.options.maxWorkers || live.some((w) => w.apart);
-  }
-
   private enqueue(task: Task, front = false): void {
     // (a call a worker sent back after close() stopped the pool: no worker will take it)
     if (this.closed) return this.finish(task, lineResult(task.job, 'SHUTTING_DOWN'));
@@ -246,9 +238,7 @@ export class WorkerPool implements ScriptEngine {
 
   /** `app`'s call ended its worker (out of memory, or terminated): its calls go apart for APART_MS. */
   private setApart(app: string): void {
-    this.apartAt.delete(app); // (to the most recent end)
-    if (this.apartAt.size >= MAX_HOMES) this.apartAt.delete(this.apartAt.keys().next().value!);
-    this.apartAt.set(app, clock());
+    setRecent(this.apartAt, app, clock());
   }
 
   private count(map: Map<string, number>, app: string, delta: number): void {
@@ -329,10 +319,15 @@ export class WorkerPool implements ScriptEngine {
     // The workers a call of `app` may go to now. A heavy app's call goes to none where another
     // app's call waits to start (it could start first and hold that call, or its result, until its
     // slice ends); another app's call to none where a heavy app's slice runs or waits to start.
-    // (an app set apart goes to workers set apart, the others to the rest)
-    const sorted = this.apartAt.size > 0 || ready.some((x) => x.apart);
+    // (an app set apart goes to workers set apart, while one runs or may start; the others to the rest)
+    let apartRoom = false;
+    if (this.apartAt.size > 0) {
+      const live = this.live();
+      apartRoom = live.length < this.options.maxWorkers || live.some((w) => w.apart);
+    }
+    const sorted = apartRoom || ready.some((x) => x.apart);
     const choices = (app: string): PoolWorker[] => {
-      const apart = sorted && this.isApart(app, now);
+      const apart = apartRoom && this.apartAt.has(app);
       const own = sorted ? ready.filter((x) => x.apart === apart) : ready;
       const c = full(app) ? own.filter((x) => spread.get(app)!.includes(x)) : own;
       if (this.heavyAt.size === 0) return c;
@@ -397,7 +392,7 @@ export class WorkerPool implements ScriptEngine {
     if (live.every(held)) this.spawn();
     else if (runnable && !live.some((w) => this.available(w, now) || (!held(w) && w.unstarted()))) this.spawn();
     // (calls of an app set apart, and no worker set apart: one starts)
-    else if (this.apartAt.size > 0 && !all.some((w) => w.apart) && this.queue.any((app) => this.isApart(app, now))) this.spawn(true);
+    else if (this.apartAt.size > 0 && !all.some((w) => w.apart) && this.queue.any((app) => this.apartAt.has(app))) this.spawn(true);
   }
 
   /** Keeps `size` workers (at creation, and as soon as one ends, also while close() waits for the calls accepted). */
@@ -572,9 +567,7 @@ export class WorkerPool implements ScriptEngine {
 
   /** Remembers the worker an app's call went to (see MAX_HOMES): apps come and go, the map stays bounded. */
   private setHome(app: string, w: PoolWorker): void {
-    this.homes.delete(app); // (to the most recent end)
-    if (this.homes.size >= MAX_HOMES) this.homes.delete(this.homes.keys().next().value!);
-    this.homes.set(app, w);
+    setRecent(this.homes, app, w);
   }
 
   /** A worker beyond `size` (or set apart) that stays idle past idleTimeoutMs stops. */
