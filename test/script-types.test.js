@@ -121,6 +121,16 @@ function thrown(f) {
     return e.name;
   }
 }
+// (each option of a request is read once: what is checked is what is sent)
+export function optionReads(ctx) {
+  const reads = {};
+  const values = { url: ctx.request.getHeader('x-upstream'), method: 'get', headers: { 'x-a': '1' }, body: null, timeoutMs: 5000 };
+  const opts = {};
+  for (const k of Object.keys(values)) Object.defineProperty(opts, k, { enumerable: true, get() { reads[k] = (reads[k] || 0) + 1; return values[k]; } });
+  let urlReads = 0;
+  const shiftyUrl = { toString: () => (urlReads++ === 0 ? values.url : '') };
+  return { reads, status: platform.http.request(opts).status, shifty: platform.http.request({ url: shiftyUrl }).status, urlReads };
+}
 export function responseThrows(ctx) {
   const res = ctx.response;
   return {
@@ -130,6 +140,8 @@ export function responseThrows(ctx) {
     // (a value whose string form changes between reads: the one checked is the one kept)
     headerShifty: thrown(() => { let n = 0; res.setHeader('X-Shifty', { toString: () => (n++ === 0 ? 'ok' : 'a\\r\\nSet-Cookie: x=1') }) }),
     addShifty: thrown(() => { let n = 0; res.addHeader('X-Shifty', { toString: () => (n++ === 0 ? 'ok' : 'a\\r\\nSet-Cookie: x=1') }) }),
+    // (a name is read once too: its first string form is the one checked and kept)
+    addNameReads: (() => { let n = 0; res.addHeader({ toString: () => (n++ === 0 ? 'X-Named' : '') }, 'v'); return [n, res.getHeader('X-Named')]; })(),
     contentTypeHeader: thrown(() => res.setHeader('Content-Type', 'text/plain\\nX: y')),
     date: thrown(() => res.setDateHeader('X-Date', NaN)),
     addDate: thrown(() => res.addDateHeader('X-Date', 'tomorrow')),
@@ -180,7 +192,7 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
     apps: {
       app1: {
         scripts: { 'types.js': SCRIPT },
-        apis: [api('shapes', 'fn'), api('error', 'fail', { onError: { script: 'types.js', function: 'onError' } }), api('errors', 'errors'), api('throws', 'responseThrows'), api('bad-header', 'badHeader'), api('bad-type', 'badContentType')],
+        apis: [api('shapes', 'fn'), api('error', 'fail', { onError: { script: 'types.js', function: 'onError' } }), api('errors', 'errors'), api('throws', 'responseThrows'), api('option-reads', 'optionReads'), api('bad-header', 'badHeader'), api('bad-type', 'badContentType')],
       },
     },
   });
@@ -234,13 +246,19 @@ describe.each(['quickjs', 'vm2'])('with the %s engine', (engine) => {
     });
   });
 
+  test('platform.http.request reads each option once, and sends the url it checked', async () => {
+    const res = await request(app).get('/web0/api/app1/option-reads').set('X-Upstream', base);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ reads: { url: 1, method: 1, headers: 1, body: 1, timeoutMs: 1 }, status: 200, shifty: 200, urlReads: 1 });
+  });
+
   test('ctx.response refuses what the types say it throws for, at the call', async () => {
     const res = await request(app).get('/web0/api/app1/throws');
     expect(res.status).toBe(200);
     const IAE = 'IllegalArgumentException';
     expect(res.body).toEqual({
-      headerName: IAE, headerValue: IAE, headerWide: IAE, headerShifty: 'no error', addShifty: 'no error', shiftyValues: ['ok', 'ok'], contentTypeHeader: IAE, date: IAE, addDate: IAE, int: IAE, addInt: IAE,
-      sendError: IAE, sendRedirect: IAE, bufferSize: IAE, writeRange: 'IndexOutOfBoundsException', set: ['X-Shifty'],
+      headerName: IAE, headerValue: IAE, headerWide: IAE, headerShifty: 'no error', addShifty: 'no error', addNameReads: [1, 'v'], shiftyValues: ['ok', 'ok'], contentTypeHeader: IAE, date: IAE, addDate: IAE, int: IAE, addInt: IAE,
+      sendError: IAE, sendRedirect: IAE, bufferSize: IAE, writeRange: 'IndexOutOfBoundsException', set: ['X-Shifty', 'X-Named'],
     });
     // uncaught, it is the call's error (SCRIPT_ERROR), as the README says
     const header = await request(app).get('/web0/api/app1/bad-header');

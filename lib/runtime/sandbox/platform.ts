@@ -90,13 +90,18 @@ export var platform = deepFreeze({
   http: {
     request(opts?: unknown): unknown {
       if (typeof opts === 'string') opts = { url: opts };
-      if (!isObj(opts) || isNil(opts.url) || Str(opts.url) === '') throw typeError('platform.http.request needs a request object with a url');
-      var method = isNil(opts.method) ? 'GET' : toUpperCase(Str(opts.method));
+      // (each option is read once: a getter or toString that answers differently each time sends what was checked)
+      var url0 = isObj(opts) ? opts.url : undefined;
+      var url = isNil(url0) ? '' : Str(url0);
+      if (url === '' || !isObj(opts)) throw typeError('platform.http.request needs a request object with a url');
+      var method0 = opts.method;
+      var method = isNil(method0) ? 'GET' : toUpperCase(Str(method0));
       var headers: { [name: string]: string } = {};
       var hasContentType = false;
-      if (isObj(opts.headers)) {
-        for (var hk = objectKeys(opts.headers), i = 0, n = 0; i < hk.length; i++) {
-          var hv: unknown = opts.headers[hk[i]];
+      var given = opts.headers;
+      if (isObj(given)) {
+        for (var hk = objectKeys(given), i = 0, n = 0; i < hk.length; i++) {
+          var hv: unknown = given[hk[i]];
           if (isNil(hv)) continue;
           // (as the host refuses them: each header costs its event loop, which every app shares)
           if (++n > MAX_REQUEST_HEADERS) throw makeError('ApiError', 'too many request headers: at most ' + MAX_REQUEST_HEADERS, OUTBOUND_FAILED);
@@ -104,7 +109,8 @@ export var platform = deepFreeze({
           if (lower(hk[i]) === 'content-type') hasContentType = true;
         }
       }
-      var body: unknown = isNil(opts.body) ? null : opts.body;
+      var body: unknown = opts.body;
+      if (isNil(body)) body = null;
       // bytes (an ArrayBuffer, a typed array, a DataView) are sent as they are, as fetch sends them
       var bin = body === null ? undefined : bufferSourceBytes(body);
       if (bin !== undefined) body = null;
@@ -113,9 +119,10 @@ export var platform = deepFreeze({
         if (body === undefined) body = null;
         else if (!hasContentType) setOwn(headers, 'content-type', 'application/json');
       }
-      var timeoutMs = typeof opts.timeoutMs === 'number' && opts.timeoutMs === opts.timeoutMs ? opts.timeoutMs : undefined;
+      var timeout0 = opts.timeoutMs;
+      var timeoutMs = typeof timeout0 === 'number' && timeout0 === timeout0 ? timeout0 : undefined;
       var st = active;
-      return hostIo(st, 'http.request', { url: Str(opts.url), method: method, headers: headers, body: body, bytes: bin === undefined ? undefined : base64(bin), timeoutMs: timeoutMs }, function (res: unknown) {
+      return hostIo(st, 'http.request', { url: url, method: method, headers: headers, body: body, bytes: bin === undefined ? undefined : base64(bin), timeoutMs: timeoutMs }, function (res: unknown) {
         return httpResponse(st, res);
       });
     },

@@ -190,7 +190,8 @@ var ReqProto = freeze({
   },
   getPart: function (this: unknown, name: unknown): Part | null {
     var parts = partsOf(reqRec(this));
-    for (var i = 0; i < parts.length; i++) if (parts[i].name === Str(name)) return parts[i];
+    var n = Str(name);
+    for (var i = 0; i < parts.length; i++) if (parts[i].name === n) return parts[i];
     return null;
   },
 });

@@ -218,8 +218,9 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
   }
   function addHeader(name: unknown, value0: unknown): void {
     var res = st.res;
-    if (res.committed || isNil(name) || Str(name) === '') return;
+    if (res.committed || isNil(name)) return;
     var n = Str(name);
+    if (n === '') return;
     var value = textOnce(value0);
     if (special(checkHeader(n, value), value) || isNil(value)) return;
     if (res.headers.length >= MAX_HEADERS) throw tooManyHeaders();
@@ -361,7 +362,8 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     setCharacterEncoding: function (enc) {
       var res = r();
       if (res.committed) return;
-      var e = isNil(enc) || trim(Str(enc)) === '' ? null : trim(Str(enc));
+      var e: string | null = isNil(enc) ? null : trim(Str(enc));
+      if (e === '') e = null;
       checkHeadRoom(res.headers, res.contentType, e, 0);
       res.characterEncoding = e;
     },
