@@ -16,6 +16,7 @@ import { serializeOutput, thrownInfo } from './serialize';
 import { platform } from './platform';
 import './console'; // (defines globalThis.console)
 import './finalization'; // (makes globalThis.FinalizationRegistry inert)
+import './buffers'; // (ArrayBuffers keep their size: no resize, transfer)
 import type { Attributes, Fields, ResState, StageRecord } from './types';
 import type { AdapterEntry, ChainedHead, RequestSnapshot, StageHead } from '../protocol';
 import { chainField, goesOn } from './chain';

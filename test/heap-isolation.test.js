@@ -1,0 +1,115 @@
+'use strict';
+// Apps that share a worker share one WebAssembly heap (QuickJS). A typed array whose length
+// outlives its buffer reads and writes that heap: other apps' contexts and requests. QuickJS reads
+// a buffer's length in some built-ins before it calls back into script code, so a script that
+// shrank or detached the buffer in that callback kept such a view. These tests make the attempts
+// (on both engines: a script behaves the same on each) and check that no script can change a
+// buffer's size, and that nothing of another app's request can be read.
+const request = require('supertest');
+const { makeApp } = require('./helpers/app');
+
+const SHRINKERS = `
+/** Tries every way a script could shrink or detach ab; the name of the one that worked, or 'none'. */
+function shrink(ab, to) {
+  for (const m of ['resize', 'transfer', 'transferToFixedLength']) {
+    try {
+      ab[m](to);
+      return m;
+    } catch (e) {}
+  }
+  return 'none';
+}
+`;
+
+const ATTACKER = `${SHRINKERS}
+const N = 1 << 20;
+export function methods() {
+  const ab = new ArrayBuffer(8, { maxByteLength: 16 });
+  return {
+    resize: typeof ArrayBuffer.prototype.resize,
+    transfer: typeof ArrayBuffer.prototype.transfer,
+    transferToFixedLength: typeof ArrayBuffer.prototype.transferToFixedLength,
+    shrunk: shrink(ab, 0),
+    byteLength: ab.byteLength,
+  };
+}
+// the typed array constructor reads new.target.prototype (a getter) after the buffer's length
+export function plant() {
+  const ab = new ArrayBuffer(N, { maxByteLength: N });
+  let shrunk = 'not called';
+  const target = function () {}.bind();
+  Object.defineProperty(target, 'prototype', { get() { shrunk = shrink(ab, 0); return Uint8Array.prototype; } });
+  globalThis.view = Reflect.construct(Uint8Array, [ab], target);
+  globalThis.buffer = ab;
+  return { shrunk, viewLength: globalThis.view.length, bufferLength: ab.byteLength };
+}
+/** Looks for the needle's bytes in the view (each read guarded: a detached view may throw). */
+export function scan(ctx) {
+  const v = globalThis.view, needle = ctx.query.needle;
+  let hits = 0;
+  for (let i = 0; i + needle.length <= v.length; i++) {
+    let j = 0;
+    try { while (j < needle.length && v[i + j] === needle.charCodeAt(j)) j++; } catch (e) { break; }
+    if (j === needle.length) hits++;
+  }
+  return { hits };
+}
+// TypedArray.prototype.with reads the value (valueOf) after the array's length
+export function withValue() {
+  const ab = new ArrayBuffer(4096, { maxByteLength: 4096 });
+  const ta = new Uint8Array(ab);
+  let shrunk = 'not called';
+  const copy = ta.with(0, { valueOf() { shrunk = shrink(ab, 8); return 1; } });
+  let nonZero = 0;
+  for (let i = 0; i < copy.length; i++) if (copy[i] !== 0) nonZero++;
+  return { shrunk, length: copy.length, nonZero };
+}
+`;
+
+const VICTIM = `
+export function fn(ctx) {
+  return { seen: ctx.request.getHeader('authorization').length };
+}
+`;
+
+describe.each(['quickjs', 'vm2'])('heap isolation on the %s engine', (engine) => {
+  let app;
+  let router;
+  beforeAll(() => {
+    const api = (p, fn) => ({ path: p, call: { script: 'main.js', function: fn }, returnType: 'JSON' });
+    ({ app, router } = makeApp({
+      router: { engine, workers: 1, maxWorkers: 1 },
+      apps: {
+        attacker: { scripts: { 'main.js': ATTACKER }, apis: [api('methods', 'methods'), api('plant', 'plant'), api('scan', 'scan'), api('with', 'withValue')] },
+        victim: { scripts: { 'main.js': VICTIM }, apis: [api('p', 'fn')] },
+      },
+    }));
+  });
+  afterAll(() => router.close());
+
+  test('ArrayBuffers keep their size: resize, transfer and transferToFixedLength are not there', async () => {
+    const res = await request(app).get('/web0/api/attacker/methods');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ resize: 'undefined', transfer: 'undefined', transferToFixedLength: 'undefined', shrunk: 'none', byteLength: 8 });
+  });
+
+  test("a typed array never outlives its buffer, and another app's request cannot be read through one", async () => {
+    const plant = await request(app).get('/web0/api/attacker/plant');
+    expect(plant.status).toBe(200);
+    expect(plant.body).toEqual({ shrunk: 'none', viewLength: 1 << 20, bufferLength: 1 << 20 });
+    const secret = 'Bearer SECRET-of-the-victim-app-7f3a9c';
+    for (let i = 0; i < 3; i++) {
+      const v = await request(app).get('/web0/api/victim/p').set('Authorization', secret);
+      expect(v.body).toEqual({ seen: secret.length });
+    }
+    const scan = await request(app).get('/web0/api/attacker/scan').query({ needle: 'SECRET-of-the-victim' });
+    expect(scan.status).toBe(200);
+    expect(scan.body).toEqual({ hits: 0 });
+  });
+
+  test("TypedArray.prototype.with copies the array's own bytes only", async () => {
+    const res = await request(app).get('/web0/api/attacker/with');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ shrunk: 'none', length: 4096, nonZero: 1 });
+  });
+});
