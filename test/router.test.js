@@ -931,10 +931,11 @@ describe.each(['quickjs', 'vm2'])('response text in the charset the response dec
       export function encBytes(ctx) { ctx.response.setCharacterEncoding('ISO-8859-1'); ctx.response.getOutputStream().write([1, 2]); ctx.response.getWriter().write('é') }
       export function encHex(ctx) { ctx.response.setCharacterEncoding('hex'); return { a: 'café' } }
       export function encBase64(ctx) { ctx.response.setContentType('text/plain;charset=BASE64'); return 'café' }
-      export function encBinary(ctx) { ctx.response.setCharacterEncoding('binary'); ctx.response.getWriter().write('日本') }`,
+      export function encBinary(ctx) { ctx.response.setCharacterEncoding('binary'); ctx.response.getWriter().write('日本') }
+      export function encDollar(ctx) { ctx.response.setCharacterEncoding(ctx.query.e); return { a: 1 } }`,
   };
-  const fns = ['text', 'writer', 'plain', 'encText', 'encWriter', 'encJson', 'encBytes', 'encHex', 'encBase64', 'encBinary'];
-  const apis = fns.map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: fn === 'encJson' || fn === 'encHex' ? 'JSON' : 'Text' }));
+  const fns = ['text', 'writer', 'plain', 'encText', 'encWriter', 'encJson', 'encBytes', 'encHex', 'encBase64', 'encBinary', 'encDollar'];
+  const apis = fns.map((fn) => ({ path: fn, call: { script: 'c.js', function: fn }, returnType: fn === 'encJson' || fn === 'encHex' || fn === 'encDollar' ? 'JSON' : 'Text' }));
   const { app, router } = makeApp({ apps: { app1: { scripts, apis } }, router: { engine } });
   afterAll(() => router.close());
   const bytes = (path) => request(app).get(`/web0/api/app1/${path}`).buffer(true).parse((res, cb) => {
@@ -980,6 +981,13 @@ describe.each(['quickjs', 'vm2'])('response text in the charset the response dec
     expect(hex.body).toEqual(Buffer.from('{"a":"café"}', 'utf8'));
     expect((await bytes('encBase64')).body).toEqual(Buffer.from('café', 'utf8'));
     expect((await bytes('encBinary')).body).toEqual(Buffer.from('日本', 'utf8'));
+  });
+
+  test('the charset goes out as the script set it, `$` and all (never read as a replacement pattern)', async () => {
+    for (const e of ['$`', "$'", '$&x', '$$']) {
+      const res = await request(app).get('/web0/api/app1/encDollar').query({ e });
+      expect([e, res.status, res.headers['content-type']]).toEqual([e, 200, `application/json;charset=${e}`]);
+    }
   });
 });
 

@@ -75,7 +75,9 @@ export function contentTypeOf(state: ResponseState): string | null {
 export function bodyType(state: ResponseState, defaultType: string): string {
   const declared = contentTypeOf(state);
   if (declared !== null) return declared;
-  return state.characterEncoding ? defaultType.replace(/;\s*charset=[^;]*/i, `;charset=${state.characterEncoding}`) : defaultType;
+  const encoding = state.characterEncoding;
+  // (a function gives the text as it is: a replacement string would expand the script's `$&`, `$'`...)
+  return encoding ? defaultType.replace(/;\s*charset=[^;]*/i, () => `;charset=${encoding}`) : defaultType;
 }
 
 /** Sends the response exactly as the script wrote it. */
