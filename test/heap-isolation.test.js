@@ -64,6 +64,40 @@ export function withValue() {
   for (let i = 0; i < copy.length; i++) if (copy[i] !== 0) nonZero++;
   return { shrunk, length: copy.length, nonZero };
 }
+// with, toReversed, toSorted and toSpliced: an array-like whose length overflows the engine's
+// allocation of their result (2^29 elements of 8 bytes is 2^32 bytes: 0 in 32 bits); its element
+// 100 from either end throws (the reads stop there), the others are holes
+export function hugeLength() {
+  const out = {};
+  const L = 2 ** 29 + 128;
+  for (const m of ['with', 'toReversed', 'toSorted', 'toSpliced']) {
+    const huge = { get length() { return L; } };
+    for (const i of [100, L - 101]) Object.defineProperty(huge, i, { get() { throw new Error('enough at ' + i); } });
+    try {
+      out[m] = m === 'with' ? Array.prototype.with.call(huge, 0, 2) : m === 'toSorted' ? Array.prototype.toSorted.call(huge) : Array.prototype[m].call(huge, 0, 0);
+    } catch (e) {
+      out[m] = e.message;
+    }
+  }
+  return out;
+}
+// what the language says they do, read by read (getters log the reads: vm2 has no Proxy)
+export function copying() {
+  const reads = [];
+  const logged = {};
+  for (const [k, v] of [['length', 3], ['0', 'a'], ['1', undefined], ['2', 'c']]) Object.defineProperty(logged, k, { get() { reads.push(k); return v; } });
+  const err = (f) => { try { f(); return 'none'; } catch (e) { return e.name; } };
+  const reversed = Array.prototype.toReversed.call(logged);
+  return {
+    reversed, reversedReads: reads.splice(0),
+    sorted: [3, 1, undefined, 10, 2].toSorted(), byNumber: [3, 1, 10, 2].toSorted((a, b) => a - b),
+    with: [1, 2, 3].with(-1, 9), withReads: (Array.prototype.with.call(logged, 1, 'b'), reads.splice(0)),
+    spliced: [1, 2, 3, 4].toSpliced(1, 2, 'x', 'y', 'z'), noSkip: [1, 2, 3].toSpliced(1), noArgs: [1, 2].toSpliced(),
+    negative: [1, 2, 3, 4].toSpliced(-2, 1), fromString: Array.prototype.toReversed.call('abc'),
+    errors: [err(() => [1].with(1, 0)), err(() => [1].toSorted(1)), err(() => Array.prototype.toReversed.call(null)), err(() => Array.prototype.toReversed.call({ length: 2 ** 32 }))],
+    shape: ['with', 'toReversed', 'toSorted', 'toSpliced'].map((m) => [Array.prototype[m].name, Array.prototype[m].length, Object.keys(Array.prototype).includes(m)]),
+  };
+}
 `;
 
 const VICTIM = `
@@ -80,7 +114,7 @@ describe.each(['quickjs', 'vm2'])('heap isolation on the %s engine', (engine) =>
     ({ app, router } = makeApp({
       router: { engine, workers: 1, maxWorkers: 1 },
       apps: {
-        attacker: { scripts: { 'main.js': ATTACKER }, apis: [api('methods', 'methods'), api('plant', 'plant'), api('scan', 'scan'), api('with', 'withValue')] },
+        attacker: { scripts: { 'main.js': ATTACKER }, apis: [api('methods', 'methods'), api('plant', 'plant'), api('scan', 'scan'), api('with', 'withValue'), api('huge', 'hugeLength'), api('copying', 'copying')] },
         victim: { scripts: { 'main.js': VICTIM }, apis: [api('p', 'fn')] },
       },
     }));
@@ -105,6 +139,35 @@ describe.each(['quickjs', 'vm2'])('heap isolation on the %s engine', (engine) =>
     const scan = await request(app).get('/web0/api/attacker/scan').query({ needle: 'SECRET-of-the-victim' });
     expect(scan.status).toBe(200);
     expect(scan.body).toEqual({ hits: 0 });
+  });
+
+  test('with, toReversed, toSorted and toSpliced on an array-like of 2^29 elements read its elements, and end with its getter', async () => {
+    const res = await request(app).get('/web0/api/attacker/huge');
+    expect(res.status).toBe(200);
+    const L = 2 ** 29 + 128;
+    expect(res.body).toEqual({ with: 'enough at 100', toReversed: `enough at ${L - 101}`, toSorted: 'enough at 100', toSpliced: 'enough at 100' });
+    // (the worker goes on serving)
+    expect((await request(app).get('/web0/api/victim/p').set('Authorization', 'x')).body).toEqual({ seen: 1 });
+  });
+
+  test('with, toReversed, toSorted and toSpliced do what the language says, read by read', async () => {
+    const res = await request(app).get('/web0/api/attacker/copying');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      reversed: ['c', null, 'a'],
+      reversedReads: ['length', '2', '1', '0'],
+      sorted: [1, 10, 2, 3, null],
+      byNumber: [1, 2, 3, 10],
+      with: [1, 2, 9],
+      withReads: ['length', '0', '2'],
+      spliced: [1, 'x', 'y', 'z', 4],
+      noSkip: [1],
+      noArgs: [1, 2],
+      negative: [1, 2, 4],
+      fromString: ['c', 'b', 'a'],
+      errors: ['RangeError', 'TypeError', 'TypeError', 'RangeError'],
+      shape: [['with', 2, false], ['toReversed', 0, false], ['toSorted', 1, false], ['toSpliced', 2, false]],
+    });
   });
 
   test("TypedArray.prototype.with copies the array's own bytes only", async () => {

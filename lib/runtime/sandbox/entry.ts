@@ -17,6 +17,7 @@ import { platform } from './platform';
 import './console'; // (defines globalThis.console)
 import './finalization'; // (makes globalThis.FinalizationRegistry inert)
 import './buffers'; // (ArrayBuffers keep their size: no resize, transfer)
+import './arrays'; // (Array.prototype.with, toReversed, toSorted, toSpliced of the adapter's own)
 import type { Attributes, Fields, ResState, StageRecord } from './types';
 import type { AdapterEntry, ChainedHead, RequestSnapshot, StageHead } from '../protocol';
 import { chainField, goesOn } from './chain';
