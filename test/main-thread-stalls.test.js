@@ -173,3 +173,32 @@ test('a result whose written body holds a long text or long bytes crosses from t
   expect(longText(result([{ t: 'short' }, { b: 'AAAA' }]))).toBe(false);
   expect(longText(result([]))).toBe(false);
 });
+
+test("a File result's name of 40,000 characters is cut to 200 UTF-8 bytes in one pass: the host's event loop is not held", async () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-stall-name-'));
+  fs.mkdirSync(path.join(sandboxDir, 'files'));
+  fs.writeFileSync(path.join(sandboxDir, 'files', 'f.txt'), 'hello');
+  const { app, router } = makeApp({
+    router: { sandboxDir },
+    apps: { files: { scripts: { 'f.js': "export function fn() { return { path: 'f.txt', name: 'é'.repeat(40000) + '.txt' } }" }, apis: [{ path: 'f', call: { script: 'f.js', function: 'fn' }, returnType: 'File' }] } },
+  });
+  const server = await listen(app);
+  try {
+    await get(server, '/web0/api/files/f');
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
+    const res = await get(server, '/web0/api/files/f');
+    await new Promise((resolve) => setTimeout(resolve, 50)); // (the sampling timer runs once more: a held loop is counted)
+    lag.disable();
+    // (98 two-byte characters and the extension: 200 bytes)
+    expect([res.status, res.body, res.headers['content-disposition'].includes(`filename*=UTF-8''${encodeURIComponent('é'.repeat(98) + '.txt')}`)]).toEqual([200, 'hello', true]);
+    expect(lag.max / 1e6).toBeLessThan(LAG_MS);
+  } finally {
+    server.close();
+    await router.close();
+    fs.rmSync(sandboxDir, { recursive: true, force: true });
+  }
+}, 120_000);

@@ -23,9 +23,16 @@ export function safeFileName(name: string | null | undefined, fallback = 'file')
     .trim();
   if (Buffer.byteLength(s) > MAX_NAME_BYTES) {
     const ext = path.extname(s).length <= 16 ? path.extname(s) : '';
-    const base = [...s.slice(0, s.length - ext.length)];
-    while (base.length > 0 && Buffer.byteLength(base.join('') + ext) > MAX_NAME_BYTES) base.pop();
-    s = base.join('') + ext;
+    // (the longest start of the name that fits beside the extension, whole characters, in one pass)
+    const room = MAX_NAME_BYTES - Buffer.byteLength(ext);
+    let kept = '';
+    let bytes = 0;
+    for (const ch of s.slice(0, s.length - ext.length)) {
+      bytes += Buffer.byteLength(ch);
+      if (bytes > room) break;
+      kept += ch;
+    }
+    s = kept + ext;
   }
   return /^\.*$/.test(s) ? fallback : s;
 }
