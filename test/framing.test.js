@@ -87,6 +87,8 @@ const SCRIPTS = {
   sendRedirJs: 'export function fn(ctx) { ctx.response.sendRedirect("javascript:alert(document.cookie)") }',
   sendRedirData: 'export function fn(ctx) { ctx.response.sendRedirect("DATA:text/html,x") }',
   sendRedirOk: 'export function fn(ctx) { ctx.response.sendRedirect("/elsewhere?a=1") }',
+  headerLocJs: 'export function fn(ctx) { ctx.response.setStatus(302); ctx.response.setHeader("Location", "javascript:alert(1)"); return "x" }',
+  headerLocOk: 'export function fn(ctx) { ctx.response.setStatus(301); ctx.response.addHeader("location", "/moved"); return "x" }',
   abort: 'export function fn(ctx) { platform.app.abort("no", Number(ctx.query.s)) }',
   noContent: 'export function fn(ctx) { ctx.response.setStatus(Number(ctx.query.s)); return "x" }',
   noContentWriter: 'export function fn(ctx) { ctx.response.setStatus(Number(ctx.query.s)); ctx.response.getWriter().write("hello") }',
@@ -208,7 +210,7 @@ describe.each(['quickjs', 'vm2'])('response framing on the %s engine', (engine) 
     expect(out[1].body).toBe('ok');
   });
 
-  test.each(['redirJs', 'redirTab', 'redirSpace', 'redirData', 'redirVb', 'sendRedirJs', 'sendRedirData'])('%s: a non-http(s) redirect is a 500 INVALID_RESULT', async (name) => {
+  test.each(['redirJs', 'redirTab', 'redirSpace', 'redirData', 'redirVb', 'sendRedirJs', 'sendRedirData', 'headerLocJs'])('%s: a non-http(s) redirect is a 500 INVALID_RESULT', async (name) => {
     const { out } = await twoOnOneConnection(port, `a/${name}`, 'a/ok');
     expect(out[0].status).toBe(500);
     expect(out[0].headers.location).toBeUndefined();
@@ -216,6 +218,11 @@ describe.each(['quickjs', 'vm2'])('response framing on the %s engine', (engine) 
     expect(body.code).toBe(INVALID_RESULT);
     expect(body.message).toMatch(/http\(s\) or relative URL/);
     expect(out[1].body).toBe('ok');
+  });
+
+  test('a Location header the script set to an http(s) or relative URL goes out with its status', async () => {
+    const { out } = await twoOnOneConnection(port, 'a/headerLocOk', 'a/ok');
+    expect([out[0].status, out[0].headers.location, out[1].body]).toEqual([301, '/moved', 'ok']);
   });
 
   test.each([

@@ -116,7 +116,11 @@ export function checkResponseState(state: ResponseState): void {
   if (chars > MAX_RESPONSE_HEAD_CHARS) {
     throw new ApiError('INVALID_RESPONSE', `A script's response headers may hold at most ${MAX_RESPONSE_HEAD_CHARS} characters in all (${chars} were set)`);
   }
-  for (const [name, value] of state.headers) checkHeader(name, value);
+  for (const [name, value] of state.headers) {
+    checkHeader(name, value);
+    // (a Location the script set itself goes where a redirect may: sendRedirect's rule)
+    if (name.toLowerCase() === 'location') checkRedirectLocation(value);
+  }
   for (const [what, value] of [['content type', state.contentType], ['character encoding', state.characterEncoding]] as const) {
     if (value === null) continue;
     try {
