@@ -98,6 +98,39 @@ export function copying() {
     shape: ['with', 'toReversed', 'toSorted', 'toSpliced'].map((m) => [Array.prototype[m].name, Array.prototype[m].length, Object.keys(Array.prototype).includes(m)]),
   };
 }
+// an Object.prototype.then getter that re-enters an async generator while the engine resolves its result
+export async function thenReentry() {
+  const deferred = () => { let resolve; const promise = new Promise((f) => (resolve = f)); return { promise, resolve }; };
+  let it, hits = 0, inGetter = false;
+  let defined = 'defined';
+  try {
+    Object.defineProperty(Object.prototype, 'then', {
+      configurable: true,
+      get() {
+        if (inGetter || !it) return undefined;
+        inGetter = true;
+        try { if (hits === 0) it.return(0); else if (hits === 1) { it.next(1); it.return(1); } hits++; } catch (e) {}
+        inGetter = false;
+        return undefined;
+      },
+    });
+  } catch (e) {
+    defined = e.name;
+  }
+  const a = deferred(), b = deferred(), c = deferred();
+  async function* g() { try { await a.promise; yield 1; await b.promise; yield 2; await c.promise; } finally { await c.promise; } }
+  it = g();
+  it.next();
+  a.resolve({});
+  await Promise.resolve();
+  await Promise.resolve();
+  b.resolve({});
+  c.resolve({});
+  await Promise.resolve();
+  const o = {};
+  o.then = 5;
+  return { defined, hits, inherited: ({}).then === undefined, own: Object.keys(o) };
+}
 `;
 
 const VICTIM = `
@@ -114,7 +147,7 @@ describe.each(['quickjs', 'vm2'])('heap isolation on the %s engine', (engine) =>
     ({ app, router } = makeApp({
       router: { engine, workers: 1, maxWorkers: 1 },
       apps: {
-        attacker: { scripts: { 'main.js': ATTACKER }, apis: [api('methods', 'methods'), api('plant', 'plant'), api('scan', 'scan'), api('with', 'withValue'), api('huge', 'hugeLength'), api('copying', 'copying')] },
+        attacker: { scripts: { 'main.js': ATTACKER }, apis: [api('methods', 'methods'), api('plant', 'plant'), api('scan', 'scan'), api('with', 'withValue'), api('huge', 'hugeLength'), api('copying', 'copying'), api('then', 'thenReentry')] },
         victim: { scripts: { 'main.js': VICTIM }, apis: [api('p', 'fn')] },
       },
     }));
@@ -168,6 +201,12 @@ describe.each(['quickjs', 'vm2'])('heap isolation on the %s engine', (engine) =>
       errors: ['RangeError', 'TypeError', 'TypeError', 'RangeError'],
       shape: [['with', 2, false], ['toReversed', 0, false], ['toSorted', 1, false], ['toSpliced', 2, false]],
     });
+  });
+
+  test("Object.prototype.then cannot be redefined: no getter runs inside the engine's resolution of an async generator's result", async () => {
+    const res = await request(app).get('/web0/api/attacker/then');
+    expect([res.status, res.body]).toEqual([200, { defined: 'TypeError', hits: 0, inherited: true, own: ['then'] }]);
+    expect((await request(app).get('/web0/api/victim/p').set('Authorization', 'x')).body).toEqual({ seen: 1 });
   });
 
   test("TypedArray.prototype.with copies the array's own bytes only", async () => {
