@@ -20,6 +20,16 @@ const BIG_APIS = {
   redirect: `${big} export function fn(ctx) { ctx.response.sendRedirect('/next?' + big()) }`,
   redirectResult: `${big} export function fn() { return '/next?' + big() }`,
   redirectFits: `export function fn(ctx) { return '/next?' + 'q'.repeat(65_536 - 6) }`,
+  // (text and bytes in turn: each switch starts a piece of the body, which the host makes a buffer of)
+  pieces: `export function fn(ctx) {
+    const w = ctx.response.getWriter(), o = ctx.response.getOutputStream();
+    for (let i = 0; i < 200000; i++) { w.write('a'); o.write(66); }
+  }`,
+  piecesFit: `export function fn(ctx) {
+    const w = ctx.response.getWriter(), o = ctx.response.getOutputStream();
+    for (let i = 0; i < 4999; i++) { w.write('a'); o.write(66); }
+    w.write('!');
+  }`,
   headers: `export function fn(ctx) {
     const r = ctx.response, v = 'v'.repeat(1000), refused = [];
     for (const [name, set] of [
@@ -143,6 +153,15 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
     expect(lagMs).toBeLessThan(LAG_MS);
   }, 120_000);
 
+  test("a body switching between text and bytes 400,000 times is refused in the script (at most 9,999 switches): the host's event loop is not held", async () => {
+    const { lagMs, answers, others } = await underLoad('/web0/api/big/pieces');
+    for (const a of answers) expect([a.status, a.body?.code, a.body?.message]).toEqual([500, 270000, 'A response body may switch between text and bytes at most 9999 times']);
+    expect(others.every((r) => r.status === 200 && r.body.ok === true)).toBe(true);
+    expect(lagMs).toBeLessThan(LAG_MS);
+    const fits = await get(server, '/web0/api/big/piecesFit');
+    expect([fits.status, fits.length, fits.body.slice(0, 4), fits.body.slice(-3)]).toEqual([200, 9999, 'aBaB', 'aB!']);
+  }, 120_000);
+
   test('a redirect location of 64 KiB goes out', async () => {
     const res = await get(server, '/web0/api/big/redirectFits');
     expect([res.status, res.headers.location]).toEqual([302, '/next?' + 'q'.repeat(65_536 - 6)]);
@@ -153,6 +172,14 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
     for (const a of answers) expect([a.status, a.body]).toEqual([200, { handled: BIG }]);
     expect(lagMs).toBeLessThan(LAG_MS);
   }, 120_000);
+});
+
+test("the host refuses a response state of more than 10,000 body pieces (an engine of one's own)", () => {
+  const { checkResponseState } = require('../dist/cjs/response/framing');
+  const base = { status: 200, headers: [], contentType: null, characterEncoding: null, contentLength: null, bufferSize: 8192, chunks: [], written: true, committed: false, error: null, redirect: null };
+  const pieces = (n) => Array.from({ length: n }, (_, i) => (i % 2 ? { b: 'Qg==' } : { t: 'a' }));
+  expect(() => checkResponseState({ ...base, chunks: pieces(10_000) })).not.toThrow();
+  expect(() => checkResponseState({ ...base, chunks: pieces(10_001) })).toThrow('at most 10000 pieces of text and bytes (10001 were written)');
 });
 
 test("the host refuses a response state whose headers hold more than 64 KiB in all (an engine of one's own), before checking each one", () => {

@@ -167,6 +167,8 @@ export var CONSOLE_CAP = 8192;
 export var MAX_HEADERS = 1000;
 /** Most characters of a script's response headers together: names, values, content type and charset (lib/response/framing.ts MAX_RESPONSE_HEAD_CHARS: the host refuses more). */
 export var MAX_HEAD_CHARS = 65536;
+/** Most pieces of a response body: each switch between text (the writer) and bytes (the stream) starts one (lib/response/framing.ts MAX_RESPONSE_CHUNKS: the host refuses more). */
+export var MAX_CHUNKS = 10000;
 /** Most headers of one platform.http.request (lib/outbound/client.ts MAX_REQUEST_HEADERS: the host refuses more). */
 export var MAX_REQUEST_HEADERS = 100;
 /** ERRORS.OUTBOUND_FAILED's code (lib/errors.ts), as the host answers a refused request. */

@@ -9,7 +9,7 @@
  * apiRec in entry.ts; a method called detached from its object acts on the active stage). The Writer and
  * the OutputStream are made per stage, bound to it.
  */
-import { MAX_HEADERS, MAX_HEAD_CHARS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmSet } from './prelude';
+import { MAX_CHUNKS, MAX_HEADERS, MAX_HEAD_CHARS, Num, Str, fnApply, freeze, fromCharCode, illegalArgument, illegalState, indexOf, isArray, isNil, jstr, lower, mathMax, nameCache, objectCreate, objectKeys, push, reExec, safeString, splitOn, strSlice, toInt, toLowerCase, trim, wmSet } from './prelude';
 import { utf8Binary } from './encoding';
 import { bufferedOf, chunkByteLength, chunksOf } from './response-state';
 import { bytesOf, formatJava, httpDate } from './response-helpers';
@@ -139,7 +139,11 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     res.chunksChanged = true;
     var last = chunks.length ? chunks[chunks.length - 1] : null;
     if (last !== null && last.k === kind) last.v += data;
-    else push(chunks, { k: kind, v: data });
+    else {
+      // (the host turns each piece into a buffer on its event loop, which every app shares)
+      if (chunks.length >= MAX_CHUNKS) throw illegalState('A response body may switch between text and bytes at most ' + (MAX_CHUNKS - 1) + ' times');
+      push(chunks, { k: kind, v: data });
+    }
   }
   function setContentLengthValue(v: unknown): void {
     var n = isNil(v) ? -1 : toInt(v);
