@@ -62,7 +62,6 @@ var COPYING = {
     for (var k = 0; k < r.len; k++) push(a, r.o[k]);
     return sort(a, compare);
   },
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
   toSpliced(this: unknown, start: unknown, skipCount: unknown): unknown[] {
     var r = receiver(this, 'toSpliced');
     var rel = integer(start);
