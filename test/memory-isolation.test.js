@@ -210,60 +210,73 @@ describe('a context kept between calls keeps nothing of the call that loaded it'
   }, 120_000);
 });
 
+let fixture;
+
+/**
+ * Ten apps with a top-level console line, and app `greedy`, whose call with `?end=1` runs `end`:
+ * after its first such call the ten load again; after its next two they do not.
+ */
+async function endsApart(engine, end, code, router) {
+  const lines = [];
+  const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
+  const loads = () => lines.filter((l) => /loading t\d+$/.test(l)).length;
+  const apps = {
+    greedy: {
+      scripts: { 'main.js': `export function fn(ctx) { if (ctx.query.end) { ${end} } return { ok: true } }` },
+      apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+    },
+  };
+  for (let i = 0; i < 10; i++) {
+    apps[`t${i}`] = {
+      scripts: { 'main.js': `console.log('loading t${i}');\nexport function fn() { return { app: ${i} } }` },
+      apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+    };
+  }
+  fixture = makeApp({ router: { engine, workers: 1, logger, ...router }, apps });
+  await fixture.router.ready();
+  const agent = request(fixture.app);
+  const callAll = async () => {
+    for (let i = 0; i < 10; i++) await agent.get(`/web0/api/t${i}/p`).expect(200, { app: i });
+  };
+  await callAll();
+  expect(loads()).toBe(10);
+  // the first one runs where the others' calls do, and ends that worker with their contexts
+  expect((await agent.get('/web0/api/greedy/p?end=1')).body.code).toBe(code);
+  await callAll();
+  const loaded = loads();
+  expect(loaded).toBe(20);
+  // the next ones run apart: the other apps' contexts stay where they are
+  for (let k = 0; k < 2; k++) expect((await agent.get('/web0/api/greedy/p?end=1')).body.code).toBe(code);
+  await agent.get('/web0/api/greedy/p').expect(200, { ok: true });
+  await callAll();
+  expect(loads()).toBe(loaded);
+}
+
 describe.each(['quickjs', 'vm2'])('an app whose call ended its worker, on %s', (engine) => {
-  let fixture;
   afterEach(async () => {
     await fixture?.router.close();
     fixture = undefined;
   });
 
-  /**
-   * Ten apps with a top-level console line, and app `greedy`, whose call with `?end=1` runs `end`:
-   * after its first such call the ten load again; after its next two they do not.
-   */
-  async function endsApart(end, code, router) {
-    const lines = [];
-    const logger = { info: (m) => lines.push(m), warn: () => {}, error: () => {} };
-    const loads = () => lines.filter((l) => /loading t\d+$/.test(l)).length;
-    const apps = {
-      greedy: {
-        scripts: { 'main.js': `export function fn(ctx) { if (ctx.query.end) { ${end} } return { ok: true } }` },
-        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
-      },
-    };
-    for (let i = 0; i < 10; i++) {
-      apps[`t${i}`] = {
-        scripts: { 'main.js': `console.log('loading t${i}');\nexport function fn() { return { app: ${i} } }` },
-        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
-      };
-    }
-    fixture = makeApp({ router: { engine, workers: 1, logger, ...router }, apps });
-    await fixture.router.ready();
-    const agent = request(fixture.app);
-    const callAll = async () => {
-      for (let i = 0; i < 10; i++) await agent.get(`/web0/api/t${i}/p`).expect(200, { app: i });
-    };
-    await callAll();
-    expect(loads()).toBe(10);
-    // the first one runs where the others' calls do, and ends that worker with their contexts
-    expect((await agent.get('/web0/api/greedy/p?end=1')).body.code).toBe(code);
-    await callAll();
-    const loaded = loads();
-    expect(loaded).toBe(20);
-    // the next ones run apart: the other apps' contexts stay where they are
-    for (let k = 0; k < 2; k++) expect((await agent.get('/web0/api/greedy/p?end=1')).body.code).toBe(code);
-    await agent.get('/web0/api/greedy/p').expect(200, { ok: true });
-    await callAll();
-    expect(loads()).toBe(loaded);
-  }
-
   test('by running out of memory: its next calls run on a worker set apart, so its next bombs leave the other apps\' contexts', async () => {
-    await endsApart('const keep = []; for (;;) keep.push(new Array(100000).fill(1))', OOM, { scriptMemoryLimitMb: 16 });
+    await endsApart(engine, 'const keep = []; for (;;) keep.push(new Array(100000).fill(1))', OOM, { scriptMemoryLimitMb: 16 });
   }, 60_000);
 
   test('by running past its deadline where only terminating its worker stops it: the same', async () => {
     // (vm2 cannot stop a script; QuickJS checks its deadline between script steps only, so a loop
     // of one long built-in call a turn is stopped by terminating its worker)
-    await endsApart(engine === 'vm2' ? 'for (;;) {}' : 'for (;;) new Array(1e6).fill(1)', 270200, { scriptTimeoutMs: 300 });
+    await endsApart(engine, engine === 'vm2' ? 'for (;;) {}' : 'for (;;) new Array(1e6).fill(1)', 270200, { scriptTimeoutMs: 300 });
+  }, 60_000);
+});
+
+describe('an app whose call left its QuickJS worker without room for another call', () => {
+  afterEach(async () => {
+    await fixture?.router.close();
+    fixture = undefined;
+  });
+
+  test("a call that succeeds but leaves the heap past its cap less one call's limit: the worker is replaced, and that app's next calls run apart", async () => {
+    // (a heap of at most 16 + 8 + 32 MiB: 40 MB of bytes leave less than 16 MiB of it)
+    await endsApart('quickjs', 'const big = new Uint8Array(40e6); return { length: big.length }', undefined, { scriptMemoryLimitMb: 16, contextBudgetMb: 8 });
   }, 60_000);
 });

@@ -113,8 +113,11 @@ export type FromWorker =
   | { type: 'blockingMode'; appId: string; script: string; reason: string }
   /** Jobs that arrived while a long slice held the worker: the pool gives them to another worker. */
   | { type: 'bounce'; ids: number[] }
-  /** The worker's engine is unusable (a full WebAssembly heap): it takes no more jobs, and ends when its jobs have. */
-  | { type: 'poisoned' };
+  /**
+   * The worker's engine is unusable (a full WebAssembly heap, a trap): it takes no more jobs, and
+   * ends when its jobs have. `appId`: the app whose call or load left it so.
+   */
+  | { type: 'poisoned'; appId?: string };
 
 /** Host operations: arguments and result of each. One table, served by lib/host/services.ts. */
 export interface HostOps {

@@ -236,7 +236,7 @@ export class WorkerPool implements ScriptEngine {
     task.resolve(result);
   }
 
-  /** `app`'s call ended its worker (out of memory, or terminated): its calls go apart for APART_MS. */
+  /** `app`'s call ended its worker (out of memory, a trap or a heap left without room, or terminated): its calls go apart for APART_MS. */
   private setApart(app: string): void {
     setRecent(this.apartAt, app, clock());
   }
@@ -499,6 +499,7 @@ export class WorkerPool implements ScriptEngine {
         this.dispatch();
         return;
       case 'poisoned':
+        if (msg.appId !== undefined) this.setApart(msg.appId);
         w.retiring = true;
         if (w.tasks.size === 0) void this.terminate(w);
         this.dispatch();

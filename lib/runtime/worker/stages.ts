@@ -126,6 +126,8 @@ export class Stages {
   private tick = 0;
   /** The job of the entry running now (host calls made while a module loads act for it). */
   entryJob: StageJob | null = null;
+  /** The job whose entry or load left the engine unusable (see SandboxDriver.poisoned): its app is set apart. */
+  poisonedBy: StageJob | null = null;
   /** The deadline of the entry running now: the job's, or the load's own. */
   entryDeadline = Infinity;
   /** An entry into a jobsRunLater context was made in this turn of the event loop (see step). */
@@ -357,6 +359,7 @@ export class Stages {
       this.loadingFor = null;
       this.entryDeadline = Infinity;
       if (began) this.slices.end();
+      this.notePoison(job);
       if (this.hog !== null) this.killHog();
     }
     this.cache.set(key, c);
@@ -549,8 +552,13 @@ export class Stages {
         this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
       }
     } finally {
+      this.notePoison(job);
       if (this.hog !== null) this.killHog(); // (a job whose memory this entry needed)
     }
+  }
+
+  private notePoison(job: StageJob): void {
+    if (this.poisonedBy === null && this.driver.poisoned) this.poisonedBy = job;
   }
 
   private settle(c: Cached, job: StageJob, drained: Drained, upTo: number): void {

@@ -322,7 +322,9 @@ function finish(running: RunningJob, result: JobResult): void {
   post({ type: 'result', id: running.id, result: { ...clipped(result), runMs: clock() - running.startedAt } });
   if (driver.poisoned && !poisonReported) {
     poisonReported = true;
-    post({ type: 'poisoned' });
+    // (the app whose call left it so runs apart for a while: see WorkerPool.setApart)
+    const by = stages!.poisonedBy as RunningJob | null;
+    post({ type: 'poisoned', appId: by?.job.appId });
   }
 }
 
