@@ -215,3 +215,32 @@ describe.each(['quickjs', 'vm2'])('heap isolation on the %s engine', (engine) =>
     expect(res.body).toEqual({ shrunk: 'none', length: 4096, nonZero: 1 });
   });
 });
+
+// QuickJS sizes the index array of a typed array sorted with a comparison function as 4 bytes an
+// element in 32 bits: it wraps at 2^30 elements, which a call allowed more than 1 GiB could make
+describe.each(['quickjs', 'vm2'])('typed arrays sorted with a comparison function on the %s engine', (engine) => {
+  const SORTS = `
+export function sorts() {
+  const err = (f) => { try { f(); return 'none'; } catch (e) { return e.name; } };
+  const big = new Uint8Array(2 ** 29);
+  return {
+    small: Array.from(new Uint8Array([3, 1, 2]).sort((a, b) => b - a)),
+    smallCopy: Array.from(new Uint8Array([3, 1, 2]).toSorted((a, b) => b - a)),
+    plain: Array.from(new Uint8Array([3, 1, 2]).sort()),
+    big: err(() => big.sort((a, b) => a - b)),
+    bigCopy: err(() => big.toSorted((a, b) => a - b)),
+    notTyped: err(() => Uint8Array.prototype.sort.call([2, 1], (a, b) => a - b)),
+    shape: [Uint8Array.prototype.sort.name, Uint8Array.prototype.sort.length, Uint8Array.prototype.toSorted.length],
+  };
+}`;
+  const { app, router } = makeApp({
+    router: { engine, workers: 1, scriptMemoryLimitMb: 700, scriptTimeoutMs: 20_000 },
+    apps: { a: { scripts: { 'main.js': SORTS }, apis: [{ path: 'p', call: { script: 'main.js', function: 'sorts' }, returnType: 'JSON' }] } },
+  });
+  afterAll(() => router.close());
+
+  test('with 2^29 elements or more it is a RangeError; smaller ones sort as before', async () => {
+    const res = await request(app).get('/web0/api/a/p');
+    expect([res.status, res.body]).toEqual([200, { small: [3, 2, 1], smallCopy: [3, 2, 1], plain: [1, 2, 3], big: 'RangeError', bigCopy: 'RangeError', notTyped: 'TypeError', shape: ['sort', 1, 1] }]);
+  }, 60_000);
+});

@@ -1,6 +1,7 @@
 /*
  * Sandbox adapter module: Array.prototype's copying methods (with, toReversed, toSorted,
- * toSpliced), written here in place of the engine's own.
+ * toSpliced), written here in place of the engine's own; and a bound on typed arrays sorted with
+ * a comparison function (below).
  *
  * The QuickJS build shipped allocates their result for the receiver's `length` before it reads
  * the elements, and leaves its slots unset while it reads them. On an array-like whose `length`
@@ -10,7 +11,7 @@
  * order the language gives, into an array of their own: the engine's versions never run. Each
  * reads `length` once and converts its arguments as the language says, in the same order.
  */
-import { G, defineProperty, isNil, makeError, mathMax, mathMin, mathTrunc, push, typeError } from './prelude';
+import { G, TypedArrayPrototype, defineProperty, fnApply, isNil, makeError, mathMax, mathMin, mathTrunc, push, taLength, typeError } from './prelude';
 
 var ObjectCtor = G.Object;
 var ArrayProto = G.Array.prototype;
@@ -78,6 +79,30 @@ var COPYING = {
     return a;
   },
 };
+
+/**
+ * Most elements a typed array's sort or toSorted takes with a comparison function: QuickJS sizes
+ * their index array as 4 bytes an element in 32 bits, which wraps at 2^30 (a 1 GiB Uint8Array,
+ * within a `scriptMemoryLimitMb` past 1 GiB), and the sort then writes past it.
+ */
+var MAX_COMPARED = 536870912; // 2^29
+var typedSort = TypedArrayPrototype.sort as (this: unknown, compare?: unknown) => unknown;
+var typedToSorted = TypedArrayPrototype.toSorted as ((this: unknown, compare?: unknown) => unknown) | undefined;
+function compared(self: unknown, compare: unknown): void {
+  if (compare !== undefined && taLength(self) >= MAX_COMPARED) throw makeError('RangeError', 'a typed array of ' + MAX_COMPARED + ' elements or more cannot be sorted with a comparison function');
+}
+var TYPED = {
+  sort(this: unknown, compare: unknown): unknown {
+    compared(this, compare);
+    return fnApply(typedSort, this, arguments);
+  },
+  toSorted(this: unknown, compare: unknown): unknown {
+    compared(this, compare);
+    return fnApply(typedToSorted!, this, arguments);
+  },
+};
+defineProperty(TypedArrayPrototype, 'sort', { __proto__: null, value: TYPED.sort, writable: true, enumerable: false, configurable: true });
+if (typeof typedToSorted === 'function') defineProperty(TypedArrayPrototype, 'toSorted', { __proto__: null, value: TYPED.toSorted, writable: true, enumerable: false, configurable: true });
 
 var NAMES = ['with', 'toReversed', 'toSorted', 'toSpliced'] as const;
 for (var i = 0; i < NAMES.length; i++) {
