@@ -1,10 +1,11 @@
 'use strict';
-// Apps that share a worker share one WebAssembly heap (QuickJS). A typed array whose length
-// outlives its buffer reads and writes that heap: other apps' contexts and requests. QuickJS reads
-// a buffer's length in some built-ins before it calls back into script code, so a script that
-// shrank or detached the buffer in that callback kept such a view. These tests make the attempts
-// (on both engines: a script behaves the same on each) and check that no script can change a
-// buffer's size, and that nothing of another app's request can be read.
+// Apps that share a worker share one WebAssembly heap (QuickJS) and one engine: a flaw of the
+// engine a script can reach reads or writes other apps' contexts and requests, or aborts the engine
+// under all of them. These tests make the attempts the adapter guards against (on both engines: a
+// script behaves the same on each): a typed array outliving its buffer (a buffer shrunk or
+// detached from a built-in's callback), an array-like whose length overflows a copying method's
+// allocation, a typed array sorted with a comparison function past the engine's 32-bit index
+// array, and an Object.prototype.then getter re-entering an async generator.
 const request = require('supertest');
 const { makeApp } = require('./helpers/app');
 
