@@ -15,7 +15,7 @@ import { G, TypedArrayPrototype, defineProperty, fnApply, isNil, makeError, math
 
 var ObjectCtor = G.Object;
 var ArrayProto = G.Array.prototype;
-var sort: (a: unknown[], compare: unknown) => unknown[] = G.Function.prototype.call.bind(ArrayProto.sort) as never;
+var arraySort = ArrayProto.sort;
 /** The largest length of an array-like (2^53 - 1), and of an array (2^32 - 1). */
 var MAX_LENGTH = 9007199254740991;
 var MAX_ARRAY = 4294967295;
@@ -61,7 +61,7 @@ var COPYING = {
     checkLength(r.len);
     var a: unknown[] = [];
     for (var k = 0; k < r.len; k++) push(a, r.o[k]);
-    return sort(a, compare);
+    return fnApply(arraySort, a, [compare]) as unknown[];
   },
   toSpliced(this: unknown, start: unknown, skipCount: unknown): unknown[] {
     var r = receiver(this, 'toSpliced');

@@ -359,7 +359,7 @@ export class Stages {
       this.loadingFor = null;
       this.entryDeadline = Infinity;
       if (began) this.slices.end();
-      this.notePoison(job);
+      this.notePoison(this.hog ?? job);
       if (this.hog !== null) this.killHog();
     }
     this.cache.set(key, c);
@@ -552,7 +552,8 @@ export class Stages {
         this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
       }
     } finally {
-      this.notePoison(job);
+      // (a heap left without room by growth charged to a hog is the hog's doing)
+      this.notePoison(this.hog ?? job);
       if (this.hog !== null) this.killHog(); // (a job whose memory this entry needed)
     }
   }
