@@ -25,6 +25,11 @@ export interface ErrorDetail {
   stack?: string;
   /** The call's own failure, when this is the failure of the onError hook that ran for it (logged, never sent). */
   callFailure?: { code: number; message: string; script?: string; location?: string };
+  /**
+   * What failed inside the engine or its worker (ENGINE_FAILURE: the engine's or the worker's own
+   * message, which may name its internals), for the log only: the client gets the table's message.
+   */
+  cause?: string;
 }
 
 const FRAME = /^\s*at (?:(.*?) \()?(.+?):(\d+)(?::(\d+))?\)?\s*$/;

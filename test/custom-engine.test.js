@@ -172,6 +172,18 @@ test('an error outcome with a status that is no error status (101, 200, 302, 204
   expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'go away', code: 4001 });
 });
 
+test("an error outcome's detail.cause goes to the failure log only: the client gets the outcome's message", async () => {
+  const { a, errors, set } = outcomeRouter();
+  const cause = 'RuntimeError: Aborted(Assertion failed: /opt/engine/src/vm.c, line 210)';
+  set({ kind: 'error', message: 'The script engine failed', code: 270205, status: 500, detail: { stage: 'call', script: 'a.js', cause } });
+  const res = await request(a).get('/web0/api/shop/p').timeout(10000);
+  expect(res.status).toBe(500);
+  expect(res.body).toEqual({ requestId: res.headers['x-request-id'], message: 'The script engine failed', code: 270205 });
+  expect(res.text).not.toContain('/opt/engine');
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toContain(`270205 The script engine failed (${cause})`);
+});
+
 test("a result that arrives after the request's connection was destroyed, before the response heard of it, is not written: the response closes unanswered (no status in the log), and an error outcome is still logged", async () => {
   let current;
   let closed;

@@ -144,6 +144,18 @@ test('workers that keep failing to start: ready() fails at once with the reason,
   }
 });
 
+test.each(['quickjs', 'vm2'])("%s: a job the worker cannot run fails 270205 with the table's message; the worker's own reason is in detail.cause (for the log), and the worker runs the next job", async (engine) => {
+  const pool = new WorkerPool({ engine, size: 1 });
+  try {
+    // (a snapshot the router never makes: the worker's pipeline throws reading it)
+    const res = await pool.run({ ...job('a', FAST), request: null }, host);
+    expect(res.outcome).toEqual({ kind: 'error', code: 270205, status: 500, message: 'The script engine failed', detail: { cause: expect.stringMatching(/Cannot read properties of null/) } });
+    expect((await pool.run(job('a', FAST), host)).outcome).toEqual({ kind: 'output', output: { type: 'JSON', json: '{"fast":true}' } });
+  } finally {
+    await pool.close();
+  }
+});
+
 test('a worker whose blocking call outlived its job is free again when the job ends', async () => {
   const pool = new WorkerPool({ engine: 'quickjs', size: 1, maxWorkers: 4 });
   try {

@@ -6,6 +6,7 @@
  * lib/runtime/worker/pipeline.ts the stages of a job.
  */
 import type { ErrorDetail } from '../../error-location';
+import { ERRORS } from '../../errors';
 
 /** A failure of the engine rather than of the script's own code. */
 export class EngineError extends Error {
@@ -18,6 +19,14 @@ export class EngineError extends Error {
     super(message);
     this.name = 'EngineError';
   }
+}
+
+/**
+ * ENGINE_FAILURE with the table's message: `reason` (the engine's or the worker's own message,
+ * which may name its internals, a vendored source path say) goes to the log only (detail.cause).
+ */
+export function engineFailure(reason: unknown): EngineError {
+  return new EngineError('ENGINE_FAILURE', ERRORS.ENGINE_FAILURE.message, { cause: (reason as Error)?.message ?? String(reason) });
 }
 
 /**

@@ -32,7 +32,7 @@ import {
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { randomBytes } from 'node:crypto';
 import { compileLocation } from '../../error-location';
-import { EngineError, type DriverOptions, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
+import { EngineError, engineFailure, type DriverOptions, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
 
 const MiB = 1024 * 1024;
@@ -247,7 +247,7 @@ export class QuickJsDriver implements SandboxDriver {
     else if (this.heapFull || /out of memory/i.test(err.message)) {
       this.poisoned = true;
       e = new EngineError('SCRIPT_OUT_OF_MEMORY', `The script ran out of memory (limit ${this.options.memoryLimitMb} MiB)`);
-    } else e = new EngineError('ENGINE_FAILURE', `${err.name}: ${err.message}`);
+    } else e = engineFailure(`${err.name}: ${err.message}`);
     this.flushJobs(); // (which also clears `interrupted`)
     this.checkHeap();
     return e;
@@ -262,7 +262,7 @@ export class QuickJsDriver implements SandboxDriver {
   trapped(err: unknown): EngineError {
     if (err instanceof EngineError) return err;
     this.poisoned = true;
-    return new EngineError('ENGINE_FAILURE', (err as Error)?.message ?? String(err));
+    return engineFailure(err);
   }
 
   async open(name: string, code: string, host: HostFn, moduleStarts?: () => void, more: readonly ModuleCode[] = []): Promise<EngineContext> {
@@ -341,7 +341,7 @@ class QuickJsContext implements EngineContext {
   /** Our own set-up code failed: a timeout or out-of-memory (interrupted while loading), else an engine failure. */
   private setupError(what: string, err: { name: string; message: string }): EngineError {
     const e = this.driver.failure(err);
-    return e.errorName === 'ENGINE_FAILURE' ? new EngineError('ENGINE_FAILURE', `${what}: ${e.message}`) : e;
+    return e.errorName === 'ENGINE_FAILURE' ? engineFailure(`${what}: ${e.detail?.cause ?? e.message}`) : e;
   }
 
   /** The module failed while loading: a timeout or out-of-memory, else a compile error. */

@@ -22,7 +22,7 @@
  */
 import type { ChainedHead, StageHead, StageOutput } from '../protocol';
 import type { StageTexts } from './pipeline';
-import { EngineError, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
+import { EngineError, engineFailure, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { CALL_OVER, clock } from '../messages';
 
 /**
@@ -530,7 +530,7 @@ export class Stages {
           if (this.driver.jobsRunLater) this.slices.untilTurn?.(job.id); // (and those the getters queued)
         }
       } catch (e) {
-        return this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+        return this.fail(c, job, e instanceof EngineError ? e : engineFailure(e));
       } finally {
         end();
       }
@@ -549,7 +549,7 @@ export class Stages {
         }
         this.settle(c, job, drained, upTo);
       } catch (e) {
-        this.fail(c, job, e instanceof EngineError ? e : new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e)));
+        this.fail(c, job, e instanceof EngineError ? e : engineFailure(e));
       }
     } finally {
       // (a heap left without room by growth charged to a hog is the hog's doing)

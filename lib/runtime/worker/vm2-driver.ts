@@ -7,7 +7,7 @@
  */
 import { VM, VMScript } from 'vm2';
 import { getHeapStatistics } from 'node:v8';
-import { EngineError, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
+import { EngineError, engineFailure, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { compileLocation } from '../../error-location';
 import type { AdapterEntry } from '../protocol';
 
@@ -132,7 +132,7 @@ export class Vm2Driver implements SandboxDriver {
       try {
         return f();
       } catch (e) {
-        throw new EngineError('ENGINE_FAILURE', (e as Error)?.message ?? String(e));
+        throw engineFailure(e);
       }
     };
     return {

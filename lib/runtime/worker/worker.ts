@@ -10,7 +10,7 @@ import { MAX_TIMER_MS } from '../../timers';
 import type { JobResult, ScriptJob } from '../engine';
 import type { Stage, StageHead } from '../protocol';
 import { CALL_OVER, Outbox, SHARED_FLAG, SHARED_SLICE_JOB, SHARED_STARTED, clock, decode, HeldSources, SOURCE_CHARS, SOURCE_SLOTS, vm2ContextBudgetMb, type FromWorker, type JobMessage, type HostReply, type ToWorker, type WorkerConfig } from '../messages';
-import { EngineError, type SandboxDriver } from './driver';
+import { EngineError, engineFailure, type SandboxDriver } from './driver';
 import { FairQueue } from '../fair-queue';
 import { runPipeline, type ChainLink } from './pipeline';
 import { Stages, type StageChain, type StageJob } from './stages';
@@ -406,7 +406,7 @@ function start(id: number, seq: number, job: ScriptJob): void {
     (result) => finish(running, result),
     (e: unknown) => {
       const f = ERRORS.ENGINE_FAILURE;
-      finish(running, { state: job.state, outcome: { kind: 'error', code: f.code, status: f.status, message: `${f.message}: ${(e as Error)?.message ?? String(e)}` } });
+      finish(running, { state: job.state, outcome: { kind: 'error', code: f.code, status: f.status, message: f.message, detail: engineFailure(e).detail } });
     },
   );
 }
