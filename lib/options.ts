@@ -14,6 +14,7 @@ export const DEFAULTS = {
   maxConcurrentPerApp: 1000,
   queueTimeoutMs: 5000,
   bodyLimit: 1024 * 1024,
+  scriptSizeLimit: 1024 * 1024,
 } as const;
 
 export interface ResolvedOptions {
@@ -26,6 +27,8 @@ export interface ResolvedOptions {
   maxWorkersPerApp: number;
   queueTimeoutMs: number;
   bodyLimit: number;
+  /** Largest script source, UTF-8 bytes. */
+  scriptSizeLimit: number;
   allowUnderscoreHeaders: boolean;
   logger: Logger | undefined;
   upload: UploadLimits;
@@ -51,6 +54,7 @@ export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
     maxWorkersPerApp: options.maxWorkersPerApp ?? defaultWorkersPerApp(),
     queueTimeoutMs: options.queueTimeoutMs ?? DEFAULTS.queueTimeoutMs,
     bodyLimit: options.bodyLimit === undefined ? DEFAULTS.bodyLimit : parseSize(options.bodyLimit, 'bodyLimit'),
+    scriptSizeLimit: options.scriptSizeLimit === undefined ? DEFAULTS.scriptSizeLimit : parseSize(options.scriptSizeLimit, 'scriptSizeLimit'),
     allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
     // (every part of the router calls the logger `(message, meta)`: adaptLogger turns that into the logger's own shape)
     logger: options.logger === false ? undefined : options.logger ? adaptLogger(options.logger, options.loggerStyle) : defaultLogger(),

@@ -172,6 +172,11 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const key = `${stage}\u0000${appId}\u0000${name}`;
     const cached = hashes.get(key);
     if (cached !== undefined && cached.source === source) return cached;
+    // (bytes >= characters >= a third of the bytes: most sources are measured by their length alone)
+    const limit = opts.scriptSizeLimit;
+    if (source.length > limit || (source.length * 3 > limit && Buffer.byteLength(source) > limit)) {
+      throw new ApiError('SCRIPT_COMPILE_ERROR', `Script '${name}' is larger than scriptSizeLimit (${limit} bytes)`);
+    }
     if (cached !== undefined) hashedChars -= cached.source.length; // (replaced below)
     if (hashes.size >= 5000 || hashedChars + source.length > SOURCE_CHARS) {
       hashes.clear();

@@ -117,7 +117,7 @@ function timeoutMs(v: unknown, field: string): void {
 }
 
 /** The keys of ApiRouterOptions, OutboundOptions and RateLimitOptions (lib/types.ts). */
-export const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
+export const ROUTER_KEYS = ['registry', 'engine', 'scriptTimeoutMs', 'scriptMemoryLimitMb', 'scriptSizeLimit', 'workers', 'maxWorkers', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'contextBudgetMb', 'queueTimeoutMs', 'allowUnderscoreHeaders', 'sandboxDir', 'storageDir', 'storage', 'upload', 'accounts', 'attachments', 'automations', 'bodyLimit', 'outbound', 'rateLimit', 'logger',
   'loggerStyle', 'exposeErrorLocation', 'cors', 'fallthrough', 'preview', 'metrics'] as const;
 const OUTBOUND_KEYS = ['allowPrivateNetworks', 'allowHosts', 'timeoutMs', 'maxBodyBytes', 'maxBufferedBytes', 'maxRedirects', 'maxRequestsPerApp'] as const;
 const RATE_LIMIT_KEYS = ['store', 'onStoreError', 'maxWaiting', 'ipv6Subnet'] as const;
@@ -212,6 +212,7 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
     throw new ConfigError('attachments.save', 'must be a function');
   }
   if (o.bodyLimit !== undefined) parseSize(o.bodyLimit, 'bodyLimit');
+  if (o.scriptSizeLimit !== undefined) parseSize(o.scriptSizeLimit, 'scriptSizeLimit');
   if (o.storage !== undefined && !isFileStorage(o.storage)) throw new ConfigError('storage', 'must be a FileStorage with put, get, stat and delete methods');
   if (o.storage !== undefined && o.storageDir !== undefined) throw new ConfigError('storage', 'give either storage or storageDir, not both (storageDir is new LocalFileStorage({ root: storageDir }))');
   validateUploadOptions(o.upload);

@@ -919,6 +919,75 @@ test('a request target with a fragment or a backslash in its path is a 400 BAD_R
   }
 });
 
+describe('scriptSizeLimit', () => {
+  const small = 'export function fn() { return { ok: true } }';
+  /** A module of `bytes` UTF-8 bytes made of `chars` characters: a string literal of é (2 bytes each) or x. */
+  const sized = (ch, n) => `export function fn() { return { n: "${ch.repeat(n)}".length } }`;
+
+  test('a script larger than the limit (in UTF-8 bytes) fails its calls with 270204 naming the option; one at the limit runs', async () => {
+    const base = sized('x', 0).length; // (the module around the literal, in ASCII)
+    const { app } = track(
+      makeApp({
+        apps: {
+          app1: {
+            scripts: {
+              'main.js': small,
+              'at.js': sized('x', 1024 - base),
+              'over.js': sized('x', 1025 - base),
+              // 600 characters, 1,200 bytes: over by its bytes only
+              'wide.js': sized('é', 600 - base),
+              'hook.js': `${sized('x', 2000)}\nexport function before() {}`,
+            },
+            apis: [
+              { path: 'at', call: { script: 'at.js', function: 'fn' }, returnType: 'JSON' },
+              { path: 'over', call: { script: 'over.js', function: 'fn' }, returnType: 'JSON' },
+              { path: 'wide', call: { script: 'wide.js', function: 'fn' }, returnType: 'JSON' },
+              { path: 'hooked', before: { script: 'hook.js', function: 'before' }, call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' },
+            ],
+          },
+        },
+        router: { scriptSizeLimit: '1kb' },
+      }),
+    );
+    expect(Buffer.byteLength(sized('x', 1024 - base))).toBe(1024);
+    await request(app).get('/web0/api/app1/at').expect(200, { n: 1024 - base });
+    for (const [path, script] of [['over', 'over.js'], ['wide', 'wide.js'], ['hooked', 'hook.js']]) {
+      const res = await request(app).get(`/web0/api/app1/${path}`);
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ requestId: res.headers['x-request-id'], code: 270204, message: `Script '${script}' is larger than scriptSizeLimit (1024 bytes)` });
+    }
+  });
+
+  test("the default is 1 MiB; a size that is no byte count or size is refused at startup naming the field", async () => {
+    const { ConfigError, createApiRouter, MemoryRegistry } = require('..');
+    const { app } = track(
+      makeApp({
+        apps: {
+          app1: {
+            scripts: { 'a.js': sized('x', 1000 * 1024), 'b.js': sized('x', 1024 * 1024) },
+            apis: [
+              { path: 'a', call: { script: 'a.js', function: 'fn' }, returnType: 'JSON' },
+              { path: 'b', call: { script: 'b.js', function: 'fn' }, returnType: 'JSON' },
+            ],
+          },
+        },
+      }),
+    );
+    await request(app).get('/web0/api/app1/a').expect(200, { n: 1000 * 1024 });
+    expect((await request(app).get('/web0/api/app1/b')).body.message).toBe("Script 'b.js' is larger than scriptSizeLimit (1048576 bytes)");
+    for (const bad of ['big', -1, '1tb']) {
+      let error;
+      try {
+        createApiRouter({ registry: new MemoryRegistry(), logger: false, scriptSizeLimit: bad });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe('scriptSizeLimit');
+    }
+  });
+});
+
 describe.each(['quickjs', 'vm2'])('response text in the charset the response declares (%s)', (engine) => {
   const iconv = require('iconv-lite');
   const scripts = {
