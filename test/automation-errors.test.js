@@ -172,7 +172,7 @@ describe('preparing and loading a script step’s script does not count (as for 
   beforeAll(() => {
     made = makeApp({
       apps: { a: { scripts: { 'big.js': big }, automations, apis: [{ path: 'big', call: { automation: 'big' }, returnType: 'JSON' }] } },
-      router: { scriptTimeoutMs: LIMIT, workers: 1, maxWorkers: 1 },
+      router: { scriptTimeoutMs: LIMIT, workers: 1, maxWorkers: 1, scriptSizeLimit: '4mb' }, // (the script is 1.4 MB)
     });
   });
   afterAll(() => made.router.close({ force: true }));

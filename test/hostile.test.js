@@ -557,7 +557,7 @@ describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (
         good: { scripts: { 'g.js': 'export function f() { return { good: true } }' }, apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }] },
       },
       // (the preparation runs well past 2 s, on a fast machine too; the other app's call comes 1 s in)
-      router: { engine, scriptTimeoutMs: 2000, workers: 2, queueTimeoutMs: 25_000 },
+      router: { engine, scriptTimeoutMs: 2000, workers: 2, queueTimeoutMs: 25_000, scriptSizeLimit: '2mb' },
     });
     try {
       await router.ready();

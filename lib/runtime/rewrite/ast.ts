@@ -2,7 +2,7 @@
  * The parsed script for the host-call rewrite: acorn's ESTree with a parent map, the nodes the
  * analysis looks at, and source positions turned into line numbers for fallback reasons.
  */
-import { Parser } from 'acorn';
+import { ModuleParser } from './linear-names';
 import { KEYS } from 'eslint-visitor-keys';
 
 /** An ESTree node as acorn builds it: `start`/`end` are offsets into the source. */
@@ -13,43 +13,6 @@ export interface Node {
   // ESTree's fields differ per node type; the analysis reads them by name.
   [field: string]: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
-
-/**
- * The names declared in one scope, as acorn's parser keeps them (an array it pushes to and asks
- * `indexOf(name) > -1` or `=== -1` of, nothing more), with a Set beside them. acorn's own arrays
- * make each declaration scan the names before it: 50,000 top-level functions (a 2 MB script) took
- * 7 s of the worker's thread, which every app's calls on it share.
- */
-class NameList extends Array<string> {
-  private readonly names = new Set<string>();
-  override push(...names: string[]): number {
-    for (const n of names) this.names.add(n);
-    return super.push(...names);
-  }
-  /** 0 for a name in the list (acorn only compares the answer with -1), else -1. */
-  override indexOf(name: string): number {
-    return this.names.has(name) ? 0 : -1;
-  }
-}
-
-/** The parts of acorn's parser the NameList plugin touches (not in its typings). */
-interface ScopeStack {
-  scopeStack: Array<{ var: string[]; lexical: string[]; functions: string[] }>;
-}
-
-const ModuleParser = Parser.extend(
-  (Base) =>
-    class extends Base {
-      enterScope(flags: number): void {
-        (Base.prototype as unknown as { enterScope(flags: number): void }).enterScope.call(this, flags);
-        const stack = (this as unknown as ScopeStack).scopeStack;
-        const scope = stack[stack.length - 1];
-        scope.var = new NameList();
-        scope.lexical = new NameList();
-        scope.functions = new NameList();
-      }
-    },
-);
 
 /** Parses an ES module (latest syntax; `range` on each node, which eslint-scope reads); throws acorn's SyntaxError (with `loc`) on bad input. */
 export function parseModule(source: string): Node {

@@ -7,7 +7,7 @@
  * Pure and self-contained: source in, source out. It runs once per source (callers cache by
  * source hash).
  */
-import { analyze } from 'eslint-scope';
+import { analyze } from './linear-names';
 import { indexTree, Lines, parseModule, propertyName, type Node } from './ast';
 import { Planner } from './analysis';
 import { applyPlan } from './edits';
