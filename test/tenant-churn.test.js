@@ -142,7 +142,7 @@ function heapUsed() {
 
 describe('host memory with many apps', () => {
   test('the source texts of apps deleted do not stay in the router: 40 apps with a 1 MiB script each come and go', async () => {
-    const t = await serve({ metrics: false });
+    const t = await serve({ metrics: false, scriptSizeLimit: '2mb' });
     try {
       await churn(t, 'warm');
       const before = heapUsed();

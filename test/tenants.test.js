@@ -75,7 +75,7 @@ describe('many apps on one QuickJS worker', () => {
     const big = `// ${'x'.repeat(2_200_000)}\nexport function fn() { return { big: true } }`;
     fixture = makeApp({
       apps: { big: { scripts: { 'main.js': big }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } },
-      router: { workers: 1, contextBudgetMb: 8 },
+      router: { workers: 1, contextBudgetMb: 8, scriptSizeLimit: '4mb' },
     });
     await request(fixture.app).get('/web0/api/big/p').expect(200, { big: true });
     await request(fixture.app).get('/web0/api/big/p').expect(200, { big: true });
@@ -91,7 +91,7 @@ test('sources a worker keeps are bounded in size: one dropped is sent again with
       apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
     };
   }
-  const fixture = makeApp({ apps, router: { workers: 1, contextBudgetMb: 8 } });
+  const fixture = makeApp({ apps, router: { workers: 1, contextBudgetMb: 8, scriptSizeLimit: '4mb' } });
   try {
     for (const round of [0, 1]) for (let n = 0; n < 10; n++) await request(fixture.app).get(`/web0/api/b${n}/p`).expect(200, { app: n }, `round ${round}`);
   } finally {

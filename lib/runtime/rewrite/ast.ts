@@ -2,7 +2,7 @@
  * The parsed script for the host-call rewrite: acorn's ESTree with a parent map, the nodes the
  * analysis looks at, and source positions turned into line numbers for fallback reasons.
  */
-import { ModuleParser } from './linear-names';
+import { ModuleParser } from './parser';
 import { KEYS } from 'eslint-visitor-keys';
 
 /** An ESTree node as acorn builds it: `start`/`end` are offsets into the source. */

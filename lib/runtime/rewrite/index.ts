@@ -7,7 +7,7 @@
  * Pure and self-contained: source in, source out. It runs once per source (callers cache by
  * source hash).
  */
-import { analyze } from './linear-names';
+import { analyze, NestingError } from './parser';
 import { indexTree, Lines, parseModule, propertyName, type Node } from './ast';
 import { Planner } from './analysis';
 import { applyPlan } from './edits';
@@ -70,6 +70,7 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
   try {
     ast = parseModule(source);
   } catch (err) {
+    if (err instanceof NestingError) return fallback('the script is nested too deeply to analyze');
     const e = err as SyntaxError & { loc?: { line: number } };
     const message = String(e.message).replace(/\s*\(\d+:\d+\)$/, '');
     if (/stack space/i.test(message)) return fallback('the script is nested too deeply to analyze');
