@@ -552,12 +552,12 @@ describe.each(['quickjs', 'vm2'])('values nested more than 100 levels deep on th
 });
 
 // Preparing a script version (parsing it, and the rewrite's analysis of its host calls) runs on a
-// worker's thread before the call's time limit starts: seconds for a script of a few hundred
-// kilobytes. The pool must see that work, as it sees a script running: a QuickJS worker looked
+// worker's thread before the call's time limit starts: seconds for a script of a megabyte.
+// The pool must see that work, as it sees a script running: a QuickJS worker looked
 // idle, so another app's call sent to it waited the whole preparation (19 s for 1.2 MB), past its
 // own queue and time limits.
 describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (engine) => {
-  /** n functions, each calling n others: n² calls to analyze (400: 1.2 MB, about 10 s of preparation on a 2-core VM). */
+  /** n functions, each calling n others: n² calls to analyze (400: 1.2 MB, about 3 s of preparation on a 2-core VM). */
   function denseScript(n) {
     let s = 'function f0(t) { return platform.system.getAccountByToken(t) }\n';
     for (let i = 1; i < n; i++) {
@@ -574,7 +574,7 @@ describe.each(['quickjs', 'vm2'])('preparing a large script on the %s engine', (
         big: { scripts: { 'big.js': denseScript(400) }, apis: [{ path: 'p', call: { script: 'big.js', function: 'fn' }, returnType: 'JSON' }] },
         good: { scripts: { 'g.js': 'export function f() { return { good: true } }' }, apis: [{ path: 'g', call: { script: 'g.js', function: 'f' }, returnType: 'JSON' }] },
       },
-      // (the preparation runs well past 2 s, on a fast machine too; the other app's call comes 1 s in)
+      // (the preparation takes about 3 s on a 2-core VM; the other app's call comes 1 s in)
       router: { engine, scriptTimeoutMs: 2000, workers: 2, queueTimeoutMs: 25_000, scriptSizeLimit: '2mb' },
     });
     try {
