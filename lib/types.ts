@@ -293,9 +293,9 @@ export interface ApiRouterOptions {
   scriptMemoryLimitMb?: number;
   /**
    * Largest script source, UTF-8 bytes or a string like `'512kb'`. A worker parses and compiles a
-   * script version before its first call, outside the call's time limit and on the thread the
-   * calls of other apps share (about a second a MiB for code dense with functions), so a larger
-   * script fails its calls with SCRIPT_COMPILE_ERROR (270204) naming this option. Default `'1mb'`.
+   * script version before its first call, on the thread the calls of other apps share (seconds
+   * for a megabyte of code dense with functions), so a larger script fails its calls with
+   * SCRIPT_COMPILE_ERROR (270204) naming this option. Default `'1mb'`.
    */
   scriptSizeLimit?: number | string;
   /**
