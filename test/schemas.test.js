@@ -37,6 +37,18 @@ test('unknown keys in an API definition are refused, naming the one meant', () =
   expect(() => reg.putApi('a', { ...base, $schema: '../schemas/api-definition.json', description: 'ok' })).not.toThrow();
 });
 
+test('a wrong value nested past the stack (or holding a cycle or a BigInt) is refused naming its field, shown as its kind', () => {
+  const reg = new MemoryRegistry();
+  const base = { path: 'p', call: { script: 's.js', function: 'f' }, returnType: 'JSON' };
+  let deep = [];
+  for (let i = 0; i < 100000; i++) deep = [deep];
+  const cycle = {};
+  cycle.self = cycle;
+  expect(() => reg.putApi('a', { ...base, methods: [deep] })).toThrow("invalid api 'p'.methods[0]: […] is not an HTTP method");
+  expect(() => reg.putApi('a', { ...base, methods: [cycle] })).toThrow("invalid api 'p'.methods[0]: {…}");
+  expect(() => reg.putApi('a', { ...base, methods: [{ n: 1n }] })).toThrow("invalid api 'p'.methods[0]: {…}");
+});
+
 const base = { path: 'orders/list', call: { script: 's.js', function: 'f' }, returnType: 'JSON' };
 const apiSamples = [
   base,

@@ -2,10 +2,16 @@
 
 /**
  * A value as a message shows it: NaN and Infinity as themselves (JSON.stringify prints null); past
- * `max` characters, its start and '…'.
+ * `max` characters, its start and '…'. A value JSON cannot write (nested past the stack, a cycle,
+ * a BigInt inside) shows as its kind, so the message naming the field is still made.
  */
 export function shown(v: unknown, max = Infinity): string {
-  const text = typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
+  let text: string;
+  try {
+    text = typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v) ?? String(v);
+  } catch {
+    text = Array.isArray(v) ? '[…]' : v !== null && typeof v === 'object' ? '{…}' : typeof v;
+  }
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 

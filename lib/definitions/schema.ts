@@ -60,7 +60,7 @@ function pathOf(instancePath: string, root: unknown): Array<string | number> {
 }
 
 function template(text: string, value: unknown): string {
-  return text.replace(/\{(value|raw)\}/g, (_, which: string) => (which === 'raw' ? String(value) : shown(value)));
+  return text.replace(/\{(value|raw)\}/g, (_, which: string) => (which === 'raw' && typeof value === 'string' ? value : shown(value)));
 }
 
 /** The schema's own message for a keyword of this (sub)schema, if it has one. */
