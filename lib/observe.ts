@@ -104,7 +104,7 @@ export class Observer {
 
   /** Logs a failure the engine reported, and returns the error body to send. */
   scriptFailed(trace: RequestTrace, e: { message: string; code: number; status: number; detail?: ErrorDetail }): ErrorBodyWithLocation {
-    logFailure(this.logger, { ...this.where(trace), stage: e.detail?.stage ?? 'engine', code: e.code, status: e.status, message: e.message, detail: e.detail, ...(e.detail?.cause === undefined ? {} : { cause: e.detail.cause }) });
+    logFailure(this.logger, { ...this.where(trace), stage: e.detail?.stage ?? 'engine', code: e.code, status: e.status, message: e.message, detail: e.detail, cause: e.detail?.cause });
     const body: ErrorBodyWithLocation = { requestId: trace.requestId, message: clipText(e.message, ERROR_MESSAGE_MAX), code: e.code };
     if (this.exposeLocation && e.detail?.location !== undefined) body.location = e.detail.location;
     return body;
