@@ -172,6 +172,41 @@ describe('fairness between apps (maxConcurrentPerApp: 2)', () => {
   });
 });
 
+describe("another app's runaway on the worker where calls wait on the host (QuickJS, one worker)", () => {
+  const TIMEOUT_MS = 2000;
+  let pool;
+  let srv;
+  beforeAll(async () => {
+    const registry = new MemoryRegistry({
+      apps: {
+        evil: appWith({ 'spin.js': 'export function fn() { while (true) {} }' }),
+        // (after the upstream answers, some work: code that runs long enough for QuickJS to look at its deadline)
+        good: appWith({ 'slow.js': SLOW.replace('return {', 'let n = 0; for (let i = 0; i < 200000; i++) n += i;\n  return { n,') }),
+      },
+    });
+    pool = new WorkerPool({ size: 1, maxWorkers: 1, queueTimeoutMs: 20_000 });
+    srv = await serve(registry, { engine: pool, scriptTimeoutMs: TIMEOUT_MS, outbound: { allowPrivateNetworks: true } });
+    await srv.router.ready();
+  });
+  afterAll(async () => {
+    await srv.close();
+    await pool.close();
+  });
+
+  test('delays the calls waiting there, which then answer: the time it held the thread is not counted against them', async () => {
+    const waiting = Promise.all(Array.from({ length: 10 }, () => srv.get(`/good/slow?port=${upstreamPort}`)));
+    // (the calls are in and waiting on the upstream, whose answer comes while the runaway holds the thread)
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    const spin = await srv.get('/evil/spin');
+    expect(spin).toMatchObject({ status: 500, body: { code: 270200 } });
+    // they waited the whole runaway (2 s) past their 500 ms upstream, at most as long as their own limit more
+    const results = await waiting;
+    expect(Date.now() - started).toBeLessThan(3 * TIMEOUT_MS);
+    for (const r of results) expect(r).toMatchObject({ status: 200, body: { n: 19999900000, status: 200, body: { waited: UPSTREAM_MS } } });
+  });
+});
+
 describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s, one worker)', (engine) => {
   const TIMEOUT_MS = 2000;
   const logger = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn() };

@@ -160,8 +160,9 @@ export class WorkerPool implements ScriptEngine {
   /** Resolves when the calls already accepted have finished (each within its own limits; the cap is a backstop). */
   private drain(): Promise<void> {
     this.draining ??= new Promise<void>((resolve) => {
-      // (past MAX_TIMER_MS a timer fires after 1 ms: the close would not wait at all)
-      const cap = Math.min(MAX_TIMER_MS, this.options.queueTimeoutMs + this.longestTimeoutMs + 2 * this.options.graceMs + 1000);
+      // (a call may run twice its limit when other apps' scripts held its worker: see heldFor in
+      // worker/worker.ts; past MAX_TIMER_MS a timer fires after 1 ms: the close would not wait at all)
+      const cap = Math.min(MAX_TIMER_MS, this.options.queueTimeoutMs + 2 * this.longestTimeoutMs + 2 * this.options.graceMs + 1000);
       const timer = setTimeout(() => this.drained?.(), cap);
       this.drained = () => {
         this.drained = undefined;

@@ -34,6 +34,8 @@ interface RunningJob extends StageJob {
   ownCalls: number;
   /** The stage it runs (PipelineEnv.entering): where its deadline finds it. */
   at?: { stage: Stage; script: string };
+  /** Time another app's job held the thread while this one was in flight, added to its deadline (see heldFor). */
+  stalledMs: number;
 }
 
 const jobs = new Map<number, RunningJob>();
@@ -45,6 +47,9 @@ let nextCall = 1;
 let depth = 0;
 /** The jobs that arrived during the current long slice went back to the pool. */
 let bounced = false;
+/** When the current slice began, and its job (blocking host calls it waits in count: they hold the thread too). */
+let heldSince = 0;
+let heldBy = 0;
 /**
  * Replies of the pool not delivered yet, in the order they came (deliverReplies); those pulled off
  * the port while bouncing are delivered once the slice ends.
@@ -55,7 +60,8 @@ let repliesQueued = false;
 const slices = {
   begin(jobId: number): void {
     if (depth++ === 0) {
-      shared.clock[0] = clock();
+      shared.clock[0] = heldSince = clock();
+      heldBy = Math.abs(jobId); // (preparing a job's script marks its slice with -id)
       bounced = false;
     }
     Atomics.store(shared.ints, SHARED_SLICE_JOB, jobId);
@@ -63,6 +69,8 @@ const slices = {
   end(): void {
     if (--depth > 0) return;
     shared.clock[0] = 0;
+    const held = clock() - heldSince;
+    if (held >= config.slowMs) heldFor(heldBy, held);
     // (the promise jobs still to run this turn are that job's: the pool's watchdog charges them to it)
     if (untilTurnOpen) Atomics.store(shared.ints, SHARED_SLICE_JOB, laterJob);
     if (replies.length > 0 && !repliesQueued) {
@@ -112,6 +120,24 @@ function interrupt(): boolean {
   if (stages && clock() >= stages.entryDeadline) return true;
   bounceIfSlow();
   return false;
+}
+
+/**
+ * Job `jobId` held the thread for `ms` in one slice (its script's work, preparing or loading its
+ * scripts, its blocking host calls): the calls of other apps in flight here could not run
+ * meanwhile, a reply they waited for included. That time is not theirs: each gets it added to its
+ * deadline, up to its own time limit in all, so another app's runaway delays them but does not
+ * end them. (Calls of the same app share its context, and count such time as their own.)
+ */
+function heldFor(jobId: number, ms: number): void {
+  const app = jobs.get(jobId)?.job.appId;
+  for (const other of jobs.values()) {
+    if (other.id === jobId || other.job.appId === app) continue;
+    const add = Math.min(ms, other.timeoutMs - other.stalledMs);
+    if (add <= 0) continue;
+    other.deadline += add;
+    other.stalledMs += add;
+  }
 }
 
 /** Once the current slice has run past `slowMs`, the jobs that arrived behind it go back to the pool. */
@@ -331,7 +357,7 @@ function finish(running: RunningJob, result: JobResult): void {
 function start(id: number, seq: number, job: ScriptJob): void {
   Atomics.store(shared.ints, SHARED_STARTED, seq);
   const now = clock();
-  const running: RunningJob = { id, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now, ownCalls: 0 };
+  const running: RunningJob = { id, job, timeoutMs: job.timeoutMs, deadline: now + job.timeoutMs, done: false, startedAt: now, ownCalls: 0, stalledMs: 0 };
   jobs.set(id, running);
   // the deadline moves while contexts load: the timer checks it again when it fires
   const check = (): void => {
