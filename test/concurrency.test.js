@@ -207,6 +207,54 @@ describe("another app's runaway on the worker where calls wait on the host (Quic
   });
 });
 
+describe('hostile apps beside a good one (QuickJS, one worker at a time)', () => {
+  // a runaway, a memory bomb and one that holds its memory while it waits on the host, each
+  // called again as soon as it fails, while a good app's calls wait on an upstream and compute a
+  // little after, on the same worker (or its replacement): the good app's calls answer (delayed,
+  // not ended)
+  const GOOD = SLOW.replace('return {', 'let n = 0; for (let i = 0; i < 200000; i++) n += i;\n  return { n,');
+  const HOSTILE_APPS = {
+    spin: 'export function fn() { while (true) {} }',
+    bomb: 'export function fn() { const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i)) }',
+    waitbomb: 'export function fn(ctx) { const keep = []; for (let i = 0; i < 400; i++) { keep.push(new Array(1e5).fill(i)); platform.http.request({ url: "http://127.0.0.1:" + ctx.query.port + "/wait?ms=20" }) } return keep.length }',
+  };
+  let pool;
+  let srv;
+  beforeAll(async () => {
+    const apps = { good: appWith({ 'slow.js': GOOD }) };
+    for (const [name, source] of Object.entries(HOSTILE_APPS)) apps[name] = appWith({ 'fn.js': source });
+    const registry = new MemoryRegistry({ apps });
+    pool = new WorkerPool({ size: 1, maxWorkers: 1, queueTimeoutMs: 60_000 });
+    srv = await serve(registry, { engine: pool, scriptTimeoutMs: 1500, logger: false, outbound: { allowPrivateNetworks: true } });
+    await srv.router.ready();
+  });
+  afterAll(async () => {
+    await srv.close();
+    await pool.close();
+  });
+
+  test("every call of the good app answers 200 while the others fail on their own limits", async () => {
+    const until = Date.now() + 6000;
+    const hostile = {};
+    const attack = async (name) => {
+      while (Date.now() < until) {
+        const { status, body } = await srv.get(`/${name}/fn?port=${upstreamPort}`);
+        (hostile[name] ??= new Set()).add(`${status} ${body.code}`);
+      }
+    };
+    const good = [];
+    const serveGood = async () => {
+      while (Date.now() < until) good.push(await srv.get(`/good/slow?port=${upstreamPort}&ms=200`));
+    };
+    await Promise.all([...Object.keys(HOSTILE_APPS).map(attack), ...Array.from({ length: 20 }, serveGood)]);
+    console.log(`[hostile apps] good app's calls: ${good.length}; hostile apps' answers: ${JSON.stringify(Object.fromEntries(Object.entries(hostile).map(([k, v]) => [k, [...v]])))}`);
+    for (const r of good) expect(r).toMatchObject({ status: 200, body: { n: 19999900000, status: 200, body: { waited: 200 } } });
+    // (each ends on its own limit: the memory bombs may also meet their deadline first on a loaded machine)
+    expect([...hostile.spin]).toEqual(['500 270200']);
+    for (const name of ['bomb', 'waitbomb']) for (const answer of hostile[name]) expect(['500 270201', '500 270200', '500 270205']).toContain(answer);
+  }, 60_000);
+});
+
 describe.each(['quickjs', 'vm2'])('a crashed or timed-out worker is replaced (%s, one worker)', (engine) => {
   const TIMEOUT_MS = 2000;
   const logger = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn() };
