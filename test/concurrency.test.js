@@ -205,6 +205,15 @@ describe("another app's runaway on the worker where calls wait on the host (Quic
     expect(Date.now() - started).toBeLessThan(3 * TIMEOUT_MS);
     for (const r of results) expect(r).toMatchObject({ status: 200, body: { n: 19999900000, status: 200, body: { waited: UPSTREAM_MS } } });
   });
+
+  test('the calls it held resume before the next runaway, sent to the worker as it ends, starts', async () => {
+    const waiting = Promise.all(Array.from({ length: 5 }, () => srv.get(`/good/slow?port=${upstreamPort}&ms=100`)));
+    await new Promise((r) => setTimeout(r, 50));
+    // (the second waits in the pool's line while the first holds the only worker, and goes to it as the first ends)
+    const spins = [srv.get('/evil/spin'), new Promise((r) => setTimeout(r, 200)).then(() => srv.get('/evil/spin'))];
+    for (const r of await waiting) expect(r).toMatchObject({ status: 200, body: { n: 19999900000, body: { waited: 100 } } });
+    for (const r of await Promise.all(spins)) expect(r.body.code).toBe(270200);
+  });
 });
 
 describe('hostile apps beside a good one (QuickJS, one worker at a time)', () => {

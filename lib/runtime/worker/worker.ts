@@ -478,15 +478,17 @@ const startInNewTurn = inNewTurn(() => startNext());
 const deliverInNewTurn = inNewTurn(() => deliverReplies());
 
 /**
- * Delivers the replies in line, each resuming its call's script. Once the turn has run past
+ * Delivers the replies in line, each resuming its call's script. Once this delivery has run past
  * `slowMs` (many calls resuming at once), the rest wait for the event loop to turn, so jobs the
- * pool sent meanwhile (another app's) start in between instead of behind all of them.
+ * pool sent meanwhile (another app's) start in between instead of behind all of them. (Its own
+ * time, not the turn's: after a long slice, the calls it held resume before another job starts.)
  */
 function deliverReplies(): void {
   repliesQueued = true; // (replies a bounce pulls off the port meanwhile join this delivery)
+  const from = clock();
   let i = 0;
   while (i < replies.length) {
-    if (i > 0 && turnIsLong()) break;
+    if (i > 0 && clock() - from > config.slowMs) break;
     onMessage(replies[i++]);
   }
   replies.splice(0, i);
@@ -541,7 +543,12 @@ async function main(): Promise<void> {
     for (const msg of msgs) if (msg.type === 'job') onMessage(msg);
     for (const msg of msgs) if (msg.type !== 'job') replies.push(msg);
     if (!repliesQueued) deliverReplies();
-    if (!nextQueued) startNext();
+    if (nextQueued) return;
+    // (replies still in line, the calls a long slice held: the jobs that came after them start after them)
+    if (repliesQueued) {
+      nextQueued = true;
+      setImmediate(startInNewTurn);
+    } else startNext();
   });
   post({ type: 'ready' }, true);
 }
