@@ -32,6 +32,8 @@ const SLOW = `export function fn(ctx) {
   return { status: res.status, body: res.json(), waitedMs: Date.now() - started };
 }`;
 const FAST = 'export function fn() { return { fast: true } }';
+/** SLOW, then some work: code that runs long enough for QuickJS to look at the call's deadline. */
+const SLOW_THEN_WORK = SLOW.replace('return {', 'let n = 0; for (let i = 0; i < 200000; i++) n += i;\n  return { n,');
 
 /** The router on a real listening server (supertest would start one server per request). */
 async function serve(registry, options) {
@@ -180,8 +182,7 @@ describe("another app's runaway on the worker where calls wait on the host (Quic
     const registry = new MemoryRegistry({
       apps: {
         evil: appWith({ 'spin.js': 'export function fn() { while (true) {} }' }),
-        // (after the upstream answers, some work: code that runs long enough for QuickJS to look at its deadline)
-        good: appWith({ 'slow.js': SLOW.replace('return {', 'let n = 0; for (let i = 0; i < 200000; i++) n += i;\n  return { n,') }),
+        good: appWith({ 'slow.js': SLOW_THEN_WORK }),
       },
     });
     pool = new WorkerPool({ size: 1, maxWorkers: 1, queueTimeoutMs: 20_000 });
@@ -221,7 +222,6 @@ describe('hostile apps beside a good one (QuickJS, one worker at a time)', () =>
   // called again as soon as it fails, while a good app's calls wait on an upstream and compute a
   // little after, on the same worker (or its replacement): the good app's calls answer (delayed,
   // not ended)
-  const GOOD = SLOW.replace('return {', 'let n = 0; for (let i = 0; i < 200000; i++) n += i;\n  return { n,');
   const HOSTILE_APPS = {
     spin: 'export function fn() { while (true) {} }',
     bomb: 'export function fn() { const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i)) }',
@@ -230,7 +230,7 @@ describe('hostile apps beside a good one (QuickJS, one worker at a time)', () =>
   let pool;
   let srv;
   beforeAll(async () => {
-    const apps = { good: appWith({ 'slow.js': GOOD }) };
+    const apps = { good: appWith({ 'slow.js': SLOW_THEN_WORK }) };
     for (const [name, source] of Object.entries(HOSTILE_APPS)) apps[name] = appWith({ 'fn.js': source });
     const registry = new MemoryRegistry({ apps });
     pool = new WorkerPool({ size: 1, maxWorkers: 1, queueTimeoutMs: 60_000 });
