@@ -316,8 +316,8 @@ export interface ApiRouterOptions {
   maxWorkersPerApp?: number;
   /**
    * Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024): one
-   * context per app and script version, least recently used out first. Default 256, about a
-   * thousand small apps (QuickJS).
+   * context per app and script version, least recently used out first. Default 384, about
+   * 1,400 small apps (QuickJS).
    */
   contextBudgetMb?: number;
   /** Pass header names that contain `_`. Default false. */

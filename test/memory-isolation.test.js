@@ -160,7 +160,7 @@ describe('vm2: contexts kept within contextBudgetMb', () => {
   afterAll(() => fixture?.router.close());
 
   test("many apps' contexts fill no worker's heap: every call of 400 apps in turn succeeds on one worker", async () => {
-    // the contexts a vm2 worker keeps live in its V8 heap: up to half of contextBudgetMb (256 MiB)
+    // the contexts a vm2 worker keeps live in its V8 heap: up to half of contextBudgetMb (384 MiB by default)
     // beside one call's room (before, the worker's heap was sized for the call alone, 64 MiB here:
     // it ran out about every 170 apps, failing the calls it was running)
     const apps = {};

@@ -280,7 +280,7 @@ test("a QuickJS call's memory limit fits its worker's heap beside the contexts' 
   expect(() => createApiRouter({ registry, scriptMemoryLimitMb: 4096 })).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'scriptMemoryLimitMb' }));
   expect(() => createApiRouter({ registry, scriptMemoryLimitMb: 1500, contextBudgetMb: 600 })).toThrow(expect.objectContaining({ field: 'scriptMemoryLimitMb' }));
   // the largest that fits works, and vm2 (no WebAssembly heap) takes more
-  for (const options of [{ memoryLimitMb: 1760 }, { engine: 'vm2', memoryLimitMb: 4096 }]) {
+  for (const options of [{ memoryLimitMb: 1632 }, { engine: 'vm2', memoryLimitMb: 4096 }]) {
     const pool = new WorkerPool({ size: 1, ...options });
     try {
       await pool.ready();

@@ -24,7 +24,7 @@ export interface PoolOptions {
    * minus `contextBudgetMb` (a worker's heap holds at most 2048 MiB).
    */
   memoryLimitMb?: number;
-  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024). Default 256 (about a thousand small apps). */
+  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024). Default 384 (about 1,400 small apps). */
   contextBudgetMb?: number;
   /** Most calls of one app in flight at once (running or waiting on the host); more wait in line. Default 1000. */
   maxConcurrentPerApp?: number;
@@ -58,7 +58,7 @@ export const POOL_DEFAULTS = {
   engine: 'quickjs',
   maxWorkers: 32,
   memoryLimitMb: 64,
-  contextBudgetMb: 256,
+  contextBudgetMb: 384,
   maxConcurrentPerApp: 1000,
   queueTimeoutMs: 5000,
   idleTimeoutMs: 30_000,

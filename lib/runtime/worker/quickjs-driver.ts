@@ -267,18 +267,20 @@ export class QuickJsDriver implements SandboxDriver {
 
   async open(name: string, code: string, host: HostFn, moduleStarts?: () => void, more: readonly ModuleCode[] = []): Promise<EngineContext> {
     const chars = more.reduce((n, m) => n + m.code.length, code.length);
-    const ctx = this.rt.newContext();
     const measure = this.measured < 2;
-    const before = measure ? this.usedBytes(ctx) : 0;
+    // (counted through a context of its own, from before the new one: its intrinsics count too)
+    const probe = measure ? this.rt.newContext() : undefined;
+    const before = probe ? this.usedBytes(probe) : 0;
+    const ctx = this.rt.newContext();
     const context = new QuickJsContext(this, ctx);
     try {
       context.init([{ name, code }, ...more], host, moduleStarts);
       // Counting a runtime's memory walks every object of every context: the second context is
       // measured (the first also allocates what the runtime shares), the others estimated from
       // it and the size of their code.
-      if (measure) {
+      if (probe) {
         this.measured++;
-        this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(ctx) - before) - CODE_BYTES_PER_CHAR * chars);
+        this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(probe) - before) - CODE_BYTES_PER_CHAR * chars);
       }
       context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * chars;
       this.contextBytes += context.bytes;
@@ -287,6 +289,8 @@ export class QuickJsDriver implements SandboxDriver {
       context.dispose();
       this.checkHeap();
       throw failure;
+    } finally {
+      probe?.dispose();
     }
     return context;
   }
