@@ -32,6 +32,8 @@ const SLOW = `export function fn(ctx) {
   return { status: res.status, body: res.json(), waitedMs: Date.now() - started };
 }`;
 const FAST = 'export function fn() { return { fast: true } }';
+/** A runaway: only its deadline ends it. */
+const SPIN = 'export function fn() { while (true) {} }';
 /** SLOW, then some work: code that runs long enough for QuickJS to look at the call's deadline. */
 const SLOW_THEN_WORK = SLOW.replace('return {', 'let n = 0; for (let i = 0; i < 200000; i++) n += i;\n  return { n,');
 
@@ -181,7 +183,7 @@ describe("another app's runaway on the worker where calls wait on the host (Quic
   beforeAll(async () => {
     const registry = new MemoryRegistry({
       apps: {
-        evil: appWith({ 'spin.js': 'export function fn() { while (true) {} }' }),
+        evil: appWith({ 'spin.js': SPIN }),
         good: appWith({ 'slow.js': SLOW_THEN_WORK }),
       },
     });
@@ -223,7 +225,7 @@ describe('hostile apps beside a good one (QuickJS, one worker at a time)', () =>
   // little after, on the same worker (or its replacement): the good app's calls answer (delayed,
   // not ended)
   const HOSTILE_APPS = {
-    spin: 'export function fn() { while (true) {} }',
+    spin: SPIN,
     bomb: 'export function fn() { const keep = []; for (let i = 0; ; i++) keep.push(new Array(1e5).fill(i)) }',
     waitbomb: 'export function fn(ctx) { const keep = []; for (let i = 0; i < 400; i++) { keep.push(new Array(1e5).fill(i)); platform.http.request({ url: "http://127.0.0.1:" + ctx.query.port + "/wait?ms=20" }) } return keep.length }',
   };
