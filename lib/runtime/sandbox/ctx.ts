@@ -12,7 +12,7 @@
  * handed it, is such an accessor too: its first read asks the worker for it (after the stage's
  * end it throws, as ctx.getParts does). request and response are read-only and non-configurable.
  */
-import { AFTER_END, type Descriptor, Str, WeakMapCtor, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, objectCreate, setOwn, typeError, wmGet, wmSet } from './prelude';
+import { AFTER_END, type Descriptor, Str, copyArray, defineProperty, getOwn, getOwnDescriptor, getPrototypeOf, illegalState, isArray, isFrozen, isObj, jsonParse, objectCreate, setOwn, typeError } from './prelude';
 import { bridge } from './host';
 import { makeResponse } from './response';
 import { makeRequest, partsOf } from './request';
@@ -26,13 +26,44 @@ interface Holder {
 }
 
 /**
+ * A hidden field a ctx holds its Holder in: a private field put on the object (a class whose base
+ * constructor returns the object it is given), so the holder lives and dies with its ctx. (A
+ * WeakMap entry would do as much, but QuickJS keeps the value of an entry whose key died until its
+ * next cycle collection: with it the stage record and all it holds, about 2.4 KB a stage, which
+ * made that collection run every few hundred calls, over every context of the worker's runtime.)
+ */
+interface HolderSlot {
+  /** Puts holder `h` on ctx `o` (once per ctx). */
+  put(o: object, h: Holder): void;
+  /** The holder put on `o`, or undefined (any value, a proxy or a primitive included). */
+  of(o: unknown): Holder | undefined;
+}
+/** The base of a slot's class: `super(o)` makes `o` the object the private field goes on. */
+var Base = function (o: object) {
+  return o;
+} as unknown as new (o: object) => object;
+function holderSlot(): HolderSlot {
+  class Slot extends Base {
+    #h: Holder;
+    constructor(o: object, h: Holder) {
+      super(o);
+      this.#h = h;
+    }
+    static of(o: unknown): Holder | undefined {
+      return isObj(o) && #h in o ? (o as Slot).#h : undefined;
+    }
+  }
+  return { put: (o, h) => void new Slot(o, h), of: Slot.of };
+}
+
+/**
  * A group of such fields, read together on the first read of any: ctx's maps (headers, cookies,
  * query: one parse), and its body (asked of the worker).
  */
 interface LazyGroup {
   keys: string[];
-  /** Each ctx -> its holder (an object that inherits from a ctx reads that ctx's). */
-  own: WeakMap<object, Holder>;
+  /** Each ctx's holder (an object that inherits from a ctx reads that ctx's). */
+  own: HolderSlot;
   load(h: Holder): Fields;
   /** The accessor of each field, shared by every ctx of the context (they find theirs in `own`). */
   lazy: { [key: string]: Descriptor };
@@ -56,7 +87,7 @@ function valuesOf(g: LazyGroup, h: Holder): Fields {
 
 /** The ctx `self` is or inherits from (the object with the group's fields of its own), or null. */
 function ownerOf(g: LazyGroup, self: unknown): object | null {
-  for (var o = self; isObj(o); o = getPrototypeOf(o)) if (wmGet(g.own, o) !== undefined) return o;
+  for (var o = self; isObj(o); o = getPrototypeOf(o)) if (g.own.of(o) !== undefined) return o;
   return null;
 }
 
@@ -80,7 +111,7 @@ function lazyField(g: LazyGroup, key: string): Descriptor {
     get: function (this: unknown) {
       var o = ownerOf(g, this);
       if (o === null) return undefined;
-      var values = valuesOf(g, wmGet(g.own, o) as Holder);
+      var values = valuesOf(g, g.own.of(o)!);
       settle(g, o, values);
       return values[key];
     },
@@ -94,7 +125,7 @@ function lazyField(g: LazyGroup, key: string): Descriptor {
       if (d !== undefined && d.configurable !== true) {
         // sealed before the first read: the accessor stays and holds the value
         if (o !== this) throw typeError('Cannot redefine property: ' + key);
-        valuesOf(g, wmGet(g.own, o) as Holder)[key] = v;
+        valuesOf(g, g.own.of(o)!)[key] = v;
         return;
       }
       setOwn(this, key, v);
@@ -105,7 +136,7 @@ function lazyField(g: LazyGroup, key: string): Descriptor {
 }
 
 function lazyGroup(keys: string[], load: (h: Holder) => Fields): LazyGroup {
-  var g: LazyGroup = { keys: keys, own: new WeakMapCtor(), load: load, lazy: objectCreate(null) };
+  var g: LazyGroup = { keys: keys, own: holderSlot(), load: load, lazy: objectCreate(null) };
   for (var i = 0; i < keys.length; i++) g.lazy[keys[i]] = lazyField(g, keys[i]);
   return g;
 }
@@ -150,10 +181,10 @@ export function makeCtx(st: StageRecord) {
   defineProperty(ctx, 'headers', MAPS.lazy.headers);
   defineProperty(ctx, 'cookies', MAPS.lazy.cookies);
   defineProperty(ctx, 'query', MAPS.lazy.query);
-  wmSet(MAPS.own, ctx, { st: st, values: null });
+  MAPS.own.put(ctx, { st: st, values: null });
   if (st.body === null) {
     defineProperty(ctx, 'body', BODY.lazy.body);
-    wmSet(BODY.own, ctx, { st: st, values: null });
+    BODY.own.put(ctx, { st: st, values: null });
   }
   st.requestApi = makeRequest(st);
   st.responseApi = makeResponse(st);

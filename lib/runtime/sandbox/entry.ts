@@ -294,6 +294,10 @@ function finish(st: StageRecord): void {
   hostCancel(st);
   if (st.requestApi !== null) wmSet(apiStage, st.requestApi, ENDED);
   if (st.responseApi !== null) wmSet(apiStage, st.responseApi, ENDED);
+  // (the writer's and stream's methods hold the record: dropping them here leaves no cycle for
+  // QuickJS's cycle collection to find; theirs throw from now on)
+  st.writer = null;
+  st.stream = null;
 }
 
 function cancel(id: number): void {

@@ -271,9 +271,11 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
     if (st.writer) return st.writer;
     var closed = false;
     var text = (s: string) => closed || append('t', s);
+    // (its methods answer the writer as `st.writer`, set while they run: a closure holding the
+    // writer itself would make a cycle, freed only by QuickJS's cycle collection)
     var printf = function (fmt: unknown): ResponseWriter {
       text(formatJava(fmt, arguments, 1));
-      return writer;
+      return st.writer!;
     };
     var writer: ResponseWriter = {
       /** write(string[, off, len]) | write(int): one character | write(array of chars / codes) */
@@ -288,7 +290,7 @@ function buildResponseProto(): Readonly<{ [name: string]: ProtoMethod }> {
       println: function (v) {
         text((arguments.length === 0 ? '' : jstr(v)) + '\n');
       },
-      append: (v) => (text(jstr(v)), writer),
+      append: (v) => (text(jstr(v)), st.writer!),
       printf: printf,
       format: printf,
       flush: () => void (closed || flushBuffer()),
