@@ -504,6 +504,21 @@ describe('QuickJS context memory', () => {
     expect(out.hooks.first).toMatchObject({ response: { headers: [['X-T', 'h']] }, chain: [{ status: 'value' }, { status: 'value' }] });
   }, 60_000);
 
+  test("contexts live in runtimes of 32: one app's cycles set off collections of its own runtime only", () => {
+    const { execFileSync } = require('node:child_process');
+    const path = require('node:path');
+    const out = JSON.parse(execFileSync(process.execPath, [path.join(__dirname, 'helpers', 'quickjs-runtimes.js')], { encoding: 'utf8' }));
+    expect(out.perRuntime).toBe(32);
+    expect(out.spread).toEqual([...Array(32).fill(0), ...Array(32).fill(1), 2]);
+    // (a context closed in the first runtime left room there)
+    expect(out.reopenedIn).toBe(0);
+    expect(out.cyclicIn).toBe(2);
+    expect(out.collections).toBeGreaterThan(0);
+    // the first runtime's cycles are still there: no collection walked it
+    expect(out.firstRuntimeHeld[1]).toBe(out.firstRuntimeHeld[0]);
+    expect(out.call).toMatchObject({ status: 'value', output: { type: 'JSON', json: '{"app":40}' } });
+  }, 60_000);
+
   test('a heap growth refused outside any call (the flush of a failed call) retires the worker at once', () => {
     const { execFileSync } = require('node:child_process');
     const path = require('node:path');

@@ -41,36 +41,35 @@ async function main() {
     } while (d.more);
     return outputs;
   };
-  /** Median growth per call of the runtime's memory in use, over batches of 20 calls that grew. */
-  const perCall = (run) => {
+  /** Median growth per call of the memory in use of `context`'s runtime, over batches of 20 calls that grew. */
+  const perCall = (run, context) => {
     const sizes = [];
     for (let i = 0; i < 200; i++) run();
-    let prev = memoryInUse(driver, probe);
+    let prev = memoryInUse(context);
     for (let b = 0; b < 150; b++) {
       for (let i = 0; i < 20; i++) run();
-      const now = memoryInUse(driver, probe);
+      const now = memoryInUse(context);
       if (now > prev) sizes.push((now - prev) / 20);
       prev = now;
     }
     sizes.sort((x, y) => x - y);
     return sizes.length === 0 ? 0 : Math.round(sizes[sizes.length >> 1]);
   };
-  const probe = await driver.open('probe.js', 'export const probe = 1', host);
   const result = {};
   for (const [name, code] of Object.entries(SCRIPTS)) {
     const ctx = await driver.open(`${name}.js`, code, host);
-    result[name] = { first: call(ctx, 'fn', head)[0], bytesPerCall: perCall(() => call(ctx, 'fn', head)) };
+    result[name] = { first: call(ctx, 'fn', head)[0], bytesPerCall: perCall(() => call(ctx, 'fn', head), ctx) };
   }
   const hooked = await driver.open('hooks.js', HOOKS, host, undefined, [{ name: 'main.js', code: SCRIPTS.trivial }]);
-  result.hooks = { first: call(hooked, 'before', chainHead)[0], bytesPerCall: perCall(() => call(hooked, 'before', chainHead)) };
+  result.hooks = { first: call(hooked, 'before', chainHead)[0], bytesPerCall: perCall(() => call(hooked, 'before', chainHead), hooked) };
   process.stdout.write(JSON.stringify(result));
 }
 
-/** QuickJS's count of the bytes its runtime holds (memory_used_size), read through context `probe`. */
-function memoryInUse(driver, probe) {
-  const usage = driver.rt.computeMemoryUsage();
+/** QuickJS's count of the bytes the runtime of `context` holds (memory_used_size). */
+function memoryInUse(context) {
+  const usage = context.ctx.runtime.computeMemoryUsage();
   try {
-    return probe.ctx.dump(usage).memory_used_size;
+    return context.ctx.dump(usage).memory_used_size;
   } finally {
     usage.dispose();
   }

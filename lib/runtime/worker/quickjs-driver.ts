@@ -1,14 +1,17 @@
 /**
  * The default engine: QuickJS compiled to WebAssembly (quickjs-emscripten, sync build). A worker
- * has one QuickJS runtime and one context per (app, script version) in it (or per set of an API's
- * scripts run in one entry, each a module of the context: see driver.ts): contexts are separate
- * realms (no object of one is reachable from another), and sharing the runtime (its atoms, shapes
- * and job queue) makes a context about a third of the size of one with a runtime of its own. The
- * runtime's interrupt handler asks the worker whether the job being run has passed its deadline,
- * so a runaway loop ends its own call, in synchronous code and in promise jobs alike. Every entry
- * runs the promise jobs it queued before it returns, so the shared job queue is empty between
- * entries (a failed entry's leftovers are flushed with script code stopped). ES modules load
- * natively (top-level await included).
+ * has one context per (app, script version) (or per set of an API's scripts run in one entry,
+ * each a module of the context: see driver.ts), in QuickJS runtimes of up to CONTEXTS_PER_RUNTIME
+ * contexts each, all in the worker's one WebAssembly module: contexts are separate realms (no
+ * object of one is reachable from another), and sharing a runtime (its atoms and job queue) makes
+ * a context about a third of the size of one with a runtime of its own. What bounds a runtime's
+ * size is its cycle collection, which walks every object of the runtime's contexts in one pause:
+ * 0.6 s with 1,000 apps' contexts in service in one runtime, whichever app's garbage set it off.
+ * Each runtime's interrupt handler asks the worker whether the job being run has passed its
+ * deadline, so a runaway loop ends its own call, in synchronous code and in promise jobs alike.
+ * Every entry runs the promise jobs it queued before it returns, so a runtime's job queue is
+ * empty between entries (a failed entry's leftovers are flushed with script code stopped). ES
+ * modules load natively (top-level await included).
  *
  * Memory: QuickJS's own limit (`setMemoryLimit`) counts allocations, not bytes, in this
  * WebAssembly build (emscripten has no malloc_usable_size: justjake/quickjs-emscripten#255,
@@ -28,6 +31,7 @@ import {
   type QuickJSContext,
   type QuickJSHandle,
   type QuickJSRuntime,
+  type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { randomBytes } from 'node:crypto';
@@ -37,6 +41,18 @@ import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
 
 const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
+/**
+ * Most contexts a QuickJS runtime holds: its cycle collection, which the garbage of any of them
+ * sets off, walks them all (about 0.6 ms per small app's context in service: a pause of about
+ * 20 ms at 32), while each runtime costs about 0.3 MiB of its own (its atoms), 3% of 32 contexts.
+ */
+export const CONTEXTS_PER_RUNTIME = 32;
+/**
+ * The WebAssembly heap a runtime takes beyond its contexts (its atoms, the adapter's names
+ * included): 183 KiB of QuickJS's count for a runtime with one context against one in a shared
+ * runtime, times ALLOCATOR_FACTOR. Each context counts its share.
+ */
+const RUNTIME_BYTES = 300 * 1024;
 /** Bytes a loaded module holds per character of its source (bytecode, atoms, functions): an estimate. */
 const CODE_BYTES_PER_CHAR = 4;
 /**
@@ -130,15 +146,24 @@ export class QuickJsDriver implements SandboxDriver {
   /** Set while leftover promise jobs of a failed entry are flushed: script code stops at once. */
   private flushing = false;
 
+  /** The worker's QuickJS runtimes, each with the number of contexts open in it (kept once made, empty or not). */
+  private readonly runtimes: Array<{ rt: QuickJSRuntime; contexts: number }> = [];
+
   private constructor(
-    /** The one QuickJS runtime of the worker: every context (one per app and script version) lives in it. */
-    readonly rt: QuickJSRuntime,
+    private readonly wasm: QuickJSWASMModule,
     readonly options: DriverOptions,
     /** Readable for tests (test/helpers/quickjs-heap.js). */
     readonly memory: WasmMemory,
     readonly heapCapBytes: number,
   ) {
     this.heapBytes = memory.buffer.byteLength;
+  }
+
+  /** A runtime with room for a context: the first that has some, else a new one. */
+  private runtimeWithRoom(): { rt: QuickJSRuntime; contexts: number } {
+    const room = this.runtimes.find((r) => r.contexts < CONTEXTS_PER_RUNTIME);
+    if (room) return room;
+    const rt = this.wasm.newRuntime();
     rt.setMemoryLimit(-1); // (off: see Memory above)
     rt.setMaxStackSize(512 * 1024);
     rt.setInterruptHandler(() => {
@@ -146,6 +171,9 @@ export class QuickJsDriver implements SandboxDriver {
       this.interrupted = true;
       return true;
     });
+    const made = { rt, contexts: 0 };
+    this.runtimes.push(made);
+    return made;
   }
 
   static async create(options: DriverOptions): Promise<QuickJsDriver> {
@@ -160,7 +188,7 @@ export class QuickJsDriver implements SandboxDriver {
         emscriptenModule: { printErr: () => undefined, print: () => undefined, onRuntimeInitialized: nativeTextCopies } as object,
       }),
     );
-    const driver = new QuickJsDriver(wasm.newRuntime(), options, memory, capMb * MiB);
+    const driver = new QuickJsDriver(wasm, options, memory, capMb * MiB);
     // emscripten grows the heap with memory.grow() and turns a refusal into a failed malloc
     const grow = memory.grow.bind(memory);
     memory.grow = (delta: number) => {
@@ -210,24 +238,26 @@ export class QuickJsDriver implements SandboxDriver {
     return this.contextBytes + (this.options.memoryLimitMb + QUICKJS_HEAP_SLACK_MB) * MiB;
   }
 
-  /** What the runtime's objects hold, in bytes (QuickJS's own count). */
+  /** What the objects of `ctx`'s runtime hold, in bytes (QuickJS's own count). */
   private usedBytes(ctx: QuickJSContext): number {
-    const usage = this.rt.computeMemoryUsage();
+    const usage = ctx.runtime.computeMemoryUsage();
     const used = (ctx.dump(usage) as { memory_used_size?: number }).memory_used_size;
     usage.dispose();
     return typeof used === 'number' ? used : 0;
   }
 
   /**
-   * Runs the promise jobs a failed entry left in the runtime's queue with script code stopped at
-   * once (the queue is the runtime's, shared by every context: the next entry must find it empty).
+   * Runs the promise jobs a failed entry left in its runtime's queue with script code stopped at
+   * once (the queue is the runtime's, shared by its contexts: the next entry must find it empty).
    */
   flushJobs(): void {
     this.flushing = true;
     try {
-      while (this.rt.hasPendingJob()) {
-        const r = this.rt.executePendingJobs(-1);
-        if (r.error) r.error.dispose();
+      for (const { rt } of this.runtimes) {
+        while (rt.hasPendingJob()) {
+          const r = rt.executePendingJobs(-1);
+          if (r.error) r.error.dispose();
+        }
       }
     } catch {
       this.poisoned = true;
@@ -268,11 +298,13 @@ export class QuickJsDriver implements SandboxDriver {
   async open(name: string, code: string, host: HostFn, moduleStarts?: () => void, more: readonly ModuleCode[] = []): Promise<EngineContext> {
     const chars = more.reduce((n, m) => n + m.code.length, code.length);
     const measure = this.measured < 2;
+    const runtime = this.runtimeWithRoom();
     // (counted through a context of its own, from before the new one: its intrinsics count too)
-    const probe = measure ? this.rt.newContext() : undefined;
+    const probe = measure ? runtime.rt.newContext() : undefined;
     const before = probe ? this.usedBytes(probe) : 0;
-    const ctx = this.rt.newContext();
-    const context = new QuickJsContext(this, ctx);
+    const ctx = runtime.rt.newContext();
+    runtime.contexts++;
+    const context = new QuickJsContext(this, ctx, () => runtime.contexts--);
     try {
       context.init([{ name, code }, ...more], host, moduleStarts);
       // Counting a runtime's memory walks every object of every context: the second context is
@@ -282,7 +314,7 @@ export class QuickJsDriver implements SandboxDriver {
         this.measured++;
         this.baseBytes = Math.max(16 * 1024, ALLOCATOR_FACTOR * (this.usedBytes(probe) - before) - CODE_BYTES_PER_CHAR * chars);
       }
-      context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * chars;
+      context.bytes = this.baseBytes + CODE_BYTES_PER_CHAR * chars + RUNTIME_BYTES / CONTEXTS_PER_RUNTIME;
       this.contextBytes += context.bytes;
     } catch (e) {
       const failure = this.trapped(e);
@@ -306,7 +338,10 @@ class QuickJsContext implements EngineContext {
 
   constructor(
     private readonly driver: QuickJsDriver,
-    private readonly ctx: QuickJSContext,
+    /** Readable for tests (test/helpers/quickjs-garbage.js). */
+    readonly ctx: QuickJSContext,
+    /** Called once, when the context is disposed. */
+    private readonly closed: () => void,
   ) {}
 
   init(modules: readonly ModuleCode[], host: HostFn, moduleStarts?: () => void): void {
@@ -376,7 +411,7 @@ class QuickJsContext implements EngineContext {
 
   /** Runs the promise jobs queued so far (throws EngineError, after `cleanup`, when one escapes). */
   private runJobs(cleanup?: () => void): void {
-    const { rt } = this.driver;
+    const rt = this.ctx.runtime;
     while (rt.hasPendingJob()) {
       const jobs = rt.executePendingJobs(-1);
       if (jobs.error) {
@@ -451,6 +486,7 @@ class QuickJsContext implements EngineContext {
       for (const h of [this.ns, ...this.namespaces, ...Object.values(this.entry ?? {})]) if (h?.alive) h.dispose();
       this.driver.contextBytes -= this.bytes;
       this.bytes = 0;
+      if (this.ctx.alive) this.closed();
       this.ctx.dispose();
     } catch {
       // a context left broken by out-of-memory or an interrupt can fail to free: the module is suspect
