@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // CPU time per job through the worker pool, without HTTP: the pool, the messages to the worker and
 // back, the worker's pipeline and the engine, for the trivial script and for it with the two hooks
-// (bench/scripts.js), on wrk's request as the router snapshots it. One WorkerPool of one worker,
+// (bench/scripts.js), on wrk's request as the router snapshots it. One WorkerPool of one worker
+// (`--workers N`: N, the calls of the one app spread over them while calls wait to start),
 // `--inflight` jobs at a time; the CPU of every thread of this process (Linux /proc) over
 // `--jobs` jobs after a warm-up, per job. Steadier than a whole request under wrk, whose rounds
 // spread widely on a shared VM: compare builds by alternating runs (SCRIPTABLE_API_PATH).
-// Usage: npm run build && node bench/jobs.js [--only trivial,hooks] [--engine quickjs|vm2] [--jobs N] [--inflight N]
+// Usage: npm run build && node bench/jobs.js [--only trivial,hooks] [--engine quickjs|vm2] [--jobs N] [--inflight N] [--workers N]
 'use strict';
 const path = require('node:path');
 const fs = require('node:fs');
@@ -22,6 +23,7 @@ const JOBS = Number(opt('--jobs', 20000));
 const INFLIGHT = Number(opt('--inflight', 20));
 const ENGINE = opt('--engine', 'quickjs');
 const ONLY = opt('--only', 'trivial,hooks').split(',');
+const WORKERS = Number(opt('--workers', 1));
 
 /** A script as the router hands it to an engine (lib/runtime/engine.ts, ScriptSource). */
 const source = (name, text) => ({ name, source: text, hash: crypto.createHash('sha1').update(`${name}\0${text}`).digest('hex') });
@@ -57,7 +59,7 @@ function ticks() {
 }
 
 async function main() {
-  const pool = new WorkerPool({ engine: ENGINE, size: 1, maxConcurrentPerApp: 1000 });
+  const pool = new WorkerPool({ engine: ENGINE, size: WORKERS, maxWorkersPerApp: WORKERS, maxConcurrentPerApp: 1000 });
   const host = { call: async () => null };
   let n = 0;
   const run = async (kind, count) => {
@@ -71,7 +73,7 @@ async function main() {
     };
     await Promise.all(Array.from({ length: INFLIGHT }, line));
   };
-  console.log(`${ENGINE}, one worker, ${INFLIGHT} jobs in flight, ${JOBS} jobs (µs per job)`);
+  console.log(`${ENGINE}, ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}, ${INFLIGHT} jobs in flight, ${JOBS} jobs (µs per job)`);
   for (const kind of ONLY) {
     await run(kind, Math.min(3000, JOBS));
     const t0 = ticks();

@@ -311,3 +311,36 @@ test('a maxWorkers below the default size (CPUs - 1) is taken: the pool starts m
   // given both, size above maxWorkers is still refused
   expect(() => new WorkerPool({ size: 3, maxWorkers: 2 })).toThrow(expect.objectContaining({ field: 'maxWorkers' }));
 }, 30_000);
+
+describe('which worker an app\'s calls go to', () => {
+  // (each worker opens a context of its own for the script: ID tells them apart)
+  const BUSY = `const ID = Math.random();
+export function fn(ctx) { var t = Date.now(); while (Date.now() - t < 5) {} return { id: ID } }`;
+
+  test("a hot app's calls spread to an idle worker while calls wait to start on its own", async () => {
+    const { app, router } = oneApi(BUSY, {}, { workers: 2, maxWorkersPerApp: 2 });
+    try {
+      await router.ready();
+      const ids = new Set();
+      for (let round = 0; round < 5 && ids.size < 2; round++) {
+        const all = await Promise.all(Array.from({ length: 40 }, () => request(app).get('/web0/api/app1/p')));
+        for (const r of all) ids.add(r.body.id);
+      }
+      expect(ids.size).toBe(2);
+    } finally {
+      await router.close();
+    }
+  }, 60_000);
+
+  test('an app called one call at a time stays on the worker holding its context', async () => {
+    const { app, router } = oneApi(BUSY, {}, { workers: 2, maxWorkersPerApp: 2 });
+    try {
+      await router.ready();
+      const ids = new Set();
+      for (let i = 0; i < 60; i++) ids.add((await request(app).get('/web0/api/app1/p')).body.id);
+      expect(ids.size).toBe(1);
+    } finally {
+      await router.close();
+    }
+  }, 60_000);
+});

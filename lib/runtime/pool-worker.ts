@@ -187,6 +187,11 @@ export class PoolWorker {
     return this.waitsToStart(this.nextSeq - 1);
   }
 
+  /** How many of the jobs sent have been neither started nor sent back: the worker's backlog. */
+  backlog(): number {
+    return Math.max(0, this.nextSeq - 1 - Math.max(this.started(), this.sentBackSeq));
+  }
+
   /** Holds the event loop while the pool has work in flight or in line (see WorkerPool.updateRefs). */
   hold(on: boolean): void {
     if (on === this.referenced || this.dead) return;

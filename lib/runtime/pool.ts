@@ -8,7 +8,9 @@
  *   A job's `timeoutMs` starts when a worker starts it.
  * - A job goes to the least loaded worker that can start it now: not in a long slice of script
  *   work (past SLOW_MS) and not blocked in a blocking host call. An app's jobs keep going to the
- *   worker of its last job (which holds its contexts) while that one is not much busier.
+ *   worker of its last job (which holds its contexts) while that one is not much busier, and,
+ *   for an app with HOT_APP calls in flight, while it has no jobs waiting to start where another
+ *   worker has none: a hot app spreads over the workers, an app called now and then stays.
  * - One app may hold at most `maxWorkersPerApp` workers with long slices (and half of
  *   `maxWorkers` with blocking calls); its other calls wait in line while other apps' calls go ahead.
  * - The pool starts `size` workers at once, replaces a worker as soon as it ends, and grows (up to
@@ -40,6 +42,12 @@ const WATCH_MS = 10;
 const VM2_BATCH = 16;
 /** Calls in flight a worker may have beyond the least loaded one and still get its apps' calls. */
 const HOME_SLACK = 64;
+/**
+ * Calls in flight from which an app counts as hot: its calls may then go to a worker with nothing
+ * waiting to start while its home worker has calls waiting (a hot app can keep more than one
+ * worker busy; an app called now and then would only be compiled again elsewhere).
+ */
+const HOT_APP = 4;
 /**
  * A QuickJS slice this long past its last interrupt check is in one long built-in call (a
  * `JSON.parse` of megabytes): its worker can neither send back the calls behind it nor send the
@@ -350,9 +358,10 @@ export class WorkerPool implements ScriptEngine {
       const candidates = choices(task.appId);
       let w = candidates[0];
       for (const x of candidates) if (x.tasks.size < w.tasks.size) w = x;
-      // an app's calls stay on the worker that holds its contexts while it is not much busier
+      // an app's calls stay on the worker that holds its contexts while it is not much busier, and
+      // (a hot app) while it has no calls waiting to start where another worker has none
       const home = this.homes.get(task.appId);
-      if (home && home !== w && candidates.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK) w = home;
+      if (home && home !== w && candidates.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK && !(w.backlog() === 0 && home.backlog() > 0 && (this.inFlight.get(task.appId) ?? 0) >= HOT_APP)) w = home;
       this.setHome(task.appId, w);
       if (!mine) spread.set(task.appId, [w]);
       else if (!mine.includes(w)) mine.push(w);
