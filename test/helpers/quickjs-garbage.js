@@ -8,6 +8,7 @@
 // contexts), so the more of it a call leaves, the more often that pause comes.
 const { QuickJsDriver } = require('../../dist/cjs/runtime/worker/quickjs-driver.js');
 const { adapterSource } = require('../../dist/cjs/runtime/adapter-source.js');
+const { inUse } = require('./quickjs-in-use');
 
 const SCRIPTS = {
   trivial: 'export function fn(ctx) { return { ok: true } }',
@@ -45,10 +46,10 @@ async function main() {
   const perCall = (run, context) => {
     const sizes = [];
     for (let i = 0; i < 200; i++) run();
-    let prev = memoryInUse(context);
+    let prev = inUse(context);
     for (let b = 0; b < 150; b++) {
       for (let i = 0; i < 20; i++) run();
-      const now = memoryInUse(context);
+      const now = inUse(context);
       if (now > prev) sizes.push((now - prev) / 20);
       prev = now;
     }
@@ -63,16 +64,6 @@ async function main() {
   const hooked = await driver.open('hooks.js', HOOKS, host, undefined, [{ name: 'main.js', code: SCRIPTS.trivial }]);
   result.hooks = { first: call(hooked, 'before', chainHead)[0], bytesPerCall: perCall(() => call(hooked, 'before', chainHead), hooked) };
   process.stdout.write(JSON.stringify(result));
-}
-
-/** QuickJS's count of the bytes the runtime of `context` holds (memory_used_size). */
-function memoryInUse(context) {
-  const usage = context.ctx.runtime.computeMemoryUsage();
-  try {
-    return context.ctx.dump(usage).memory_used_size;
-  } finally {
-    usage.dispose();
-  }
 }
 
 void main();

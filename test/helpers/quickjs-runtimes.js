@@ -4,21 +4,12 @@
 // over its runtimes (each a cycle collection of its own), and what a call leaving cycles sets off.
 const { QuickJsDriver, CONTEXTS_PER_RUNTIME } = require('../../dist/cjs/runtime/worker/quickjs-driver.js');
 const { adapterSource } = require('../../dist/cjs/runtime/adapter-source.js');
+const { inUse } = require('./quickjs-in-use');
 
 const head = JSON.stringify({ stage: 'call', returnType: 'JSON', wantValue: false, async: false });
 const request = JSON.stringify({ requestId: 'r1', method: 'GET', url: '/u', headers: { host: 'h' }, headerLists: {} });
 /** Each call leaves 100 objects that refer to themselves: only a cycle collection frees them. */
 const CYCLES = 'export function fn(ctx) { for (var i = 0; i < 100; i++) { var o = { n: i }; o.self = o } return { ok: true } }';
-
-/** QuickJS's count of what the runtime of `context` holds (memory_used_size). */
-function inUse(context) {
-  const usage = context.ctx.runtime.computeMemoryUsage();
-  try {
-    return context.ctx.dump(usage).memory_used_size;
-  } finally {
-    usage.dispose();
-  }
-}
 
 async function main() {
   const driver = await QuickJsDriver.create({ memoryLimitMb: 64, contextBudgetMb: 64, adapterSource: adapterSource(), interrupt: () => false });
