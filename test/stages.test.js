@@ -492,7 +492,7 @@ describe('QuickJS context memory', () => {
     expect(out.poisoned).toBe(false);
   }, 60_000);
 
-  test('a call leaves nothing for the cycle collection (which walks every context of the worker)', () => {
+  test('a call leaves nothing for the cycle collection (which walks every context of its runtime)', () => {
     const { execFileSync } = require('node:child_process');
     const path = require('node:path');
     const out = JSON.parse(execFileSync(process.execPath, [path.join(__dirname, 'helpers', 'quickjs-garbage.js')], { encoding: 'utf8' }));

@@ -1,7 +1,7 @@
 /*
  * Sandbox adapter module: an inert globalThis.FinalizationRegistry.
  *
- * The contexts of a worker share one QuickJS runtime, and its collector frees what a registry
+ * The contexts of a worker share QuickJS runtimes (32 to one), and a collector frees what a registry
  * watched during whichever call allocates next: the registry's cleanup callback would run inside
  * another app's call (its deadline, its errors, its host calls). The language lets an engine never
  * call cleanup callbacks; here none is ever called. register / unregister check their arguments
