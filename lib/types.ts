@@ -301,7 +301,8 @@ export interface ApiRouterOptions {
   /**
    * Worker threads kept running scripts, started with the router. Default: the number of CPUs
    * less one (at least 1): the host's event loop keeps a core. Each worker runs many calls at
-   * once while they wait on the host.
+   * once while they wait on the host. An app's calls keep to the worker holding its context, and
+   * spread over the others while calls wait to start there (an app with 4 calls or more in flight).
    */
   workers?: number;
   /** Most worker threads, counting ones started while others are held by long-running or blocked scripts; at least `workers`. Default 32, or `workers` if more. */
