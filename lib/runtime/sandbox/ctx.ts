@@ -30,7 +30,7 @@ interface Holder {
  * constructor returns the object it is given), so the holder lives and dies with its ctx. (A
  * WeakMap entry would do as much, but QuickJS keeps the value of an entry whose key died until its
  * next cycle collection: with it the stage record and all it holds, about 2.4 KB a stage, which
- * made that collection run every few hundred calls, over every context of its runtime.)
+ * would make that collection run every few hundred calls, over every context of its runtime.)
  */
 interface HolderSlot {
   /** Puts holder `h` on ctx `o` (once per ctx). */
