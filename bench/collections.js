@@ -9,17 +9,9 @@
 // builds with SCRIPTABLE_API_PATH (a build's dist/cjs/index.js).
 // Usage: npm run build && node bench/collections.js [--apps N] [--calls N]
 'use strict';
-const path = require('node:path');
 const scripts = require('./scripts');
+const { QuickJsDriver, adapterSource, ctxFields, ctxMaps, prepareScript, flag } = require('./engine-parts');
 
-const dist = process.env.SCRIPTABLE_API_PATH ? path.dirname(process.env.SCRIPTABLE_API_PATH) : path.join(__dirname, '..', 'dist', 'cjs');
-const { QuickJsDriver } = require(path.join(dist, 'runtime', 'worker', 'quickjs-driver.js'));
-const { adapterSource } = require(path.join(dist, 'runtime', 'adapter-source.js'));
-const { ctxFields, ctxMaps } = require(path.join(dist, 'runtime', 'protocol.js'));
-const { prepareScript } = require(path.join(dist, 'runtime', 'worker', 'transpile.js'));
-
-const args = process.argv.slice(2);
-const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const APPS = flag('--apps', 1000);
 const CALLS = flag('--calls', 30000);
 const PAUSE_MS = 5;

@@ -15,17 +15,9 @@
 // a 10 KB CSV with the response's writer.
 // One thread, no I/O. Usage: npm run build && node bench/stage.js [--stages N] [--rounds N] [--only NAME,...]
 'use strict';
-const path = require('node:path');
 const scripts = require('./scripts');
+const { QuickJsDriver, adapterSource, ctxFields, ctxMaps, newResponseState, prepareScript, args, flag } = require('./engine-parts');
 
-const dist = process.env.SCRIPTABLE_API_PATH ? path.dirname(process.env.SCRIPTABLE_API_PATH) : path.join(__dirname, '..', 'dist', 'cjs');
-const { QuickJsDriver } = require(path.join(dist, 'runtime', 'worker', 'quickjs-driver.js'));
-const { adapterSource } = require(path.join(dist, 'runtime', 'adapter-source.js'));
-const { ctxFields, ctxMaps, newResponseState } = require(path.join(dist, 'runtime', 'protocol.js'));
-const { prepareScript } = require(path.join(dist, 'runtime', 'worker', 'transpile.js'));
-
-const args = process.argv.slice(2);
-const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const STAGES = flag('--stages', 20000);
 const ROUNDS = flag('--rounds', 3);
 // --only NAME[,NAME]: those workloads only (with --stages N at two values under
