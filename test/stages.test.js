@@ -152,6 +152,8 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
         const desc = Object.getOwnPropertyDescriptor(ctx, 'method');
         const out = {
           keys: Object.keys(ctx),
+          // (what the adapter keeps on a ctx is a private field: no key of any kind shows it)
+          ownKeys: Reflect.ownKeys(ctx).map(String),
           json: Object.keys(JSON.parse(JSON.stringify(ctx))),
           spread: Object.keys({ ...ctx }).length,
           had,
@@ -177,6 +179,7 @@ describe.each(['quickjs', 'vm2'])('stages on %s', (engine) => {
     const res = await request(fixture.app).get('/web0/api/app1/p?a=1').expect(200);
     expect(res.body).toEqual({
       keys: ['getParts', 'headers', 'cookies', 'body', 'url', 'appId', 'path', 'method', 'request', 'response', 'extra'],
+      ownKeys: ['getParts', 'headers', 'cookies', 'body', 'url', 'appId', 'path', 'method', 'request', 'response', 'extra'],
       json: ['headers', 'cookies', 'body', 'url', 'appId', 'path', 'method', 'request', 'response', 'extra'],
       spread: 11,
       had: true,
