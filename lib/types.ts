@@ -318,7 +318,7 @@ export interface ApiRouterOptions {
   /**
    * Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024): one
    * context per app and script version, least recently used out first. Default 384, about
-   * 1,400 small apps (QuickJS).
+   * 1,350 small apps (QuickJS).
    */
   contextBudgetMb?: number;
   /** Pass header names that contain `_`. Default false. */

@@ -24,7 +24,7 @@ export interface PoolOptions {
    * minus `contextBudgetMb` (a worker's heap holds at most 2048 MiB).
    */
   memoryLimitMb?: number;
-  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024). Default 384 (about 1,400 small apps). */
+  /** Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024). Default 384 (about 1,350 small apps). */
   contextBudgetMb?: number;
   /** Most calls of one app in flight at once (running or waiting on the host); more wait in line. Default 1000. */
   maxConcurrentPerApp?: number;
