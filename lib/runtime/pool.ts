@@ -301,6 +301,11 @@ export class WorkerPool implements ScriptEngine {
    * never yields holds the rest of its batch until its worker is terminated; they then start
    * elsewhere).
    */
+  /** Whether hot `app`'s next call leaves its `home` worker, where calls wait to start, for `w`, where none does (see HOT_APP). */
+  private spills(app: string, home: PoolWorker, w: PoolWorker): boolean {
+    return (this.inFlight.get(app) ?? 0) >= HOT_APP && home.backlog() > 0 && w.backlog() === 0;
+  }
+
   private available(w: PoolWorker, now: number): boolean {
     if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
     // (a vm2 worker whose last entry's promise jobs have not let its loop turn for SLOW_MS is held by them)
@@ -361,7 +366,7 @@ export class WorkerPool implements ScriptEngine {
       // an app's calls stay on the worker that holds its contexts while it is not much busier, and
       // (a hot app) while it has no calls waiting to start where another worker has none
       const home = this.homes.get(task.appId);
-      if (home && home !== w && candidates.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK && !(w.backlog() === 0 && home.backlog() > 0 && (this.inFlight.get(task.appId) ?? 0) >= HOT_APP)) w = home;
+      if (home && home !== w && candidates.includes(home) && home.tasks.size <= w.tasks.size + HOME_SLACK && !this.spills(task.appId, home, w)) w = home;
       this.setHome(task.appId, w);
       if (!mine) spread.set(task.appId, [w]);
       else if (!mine.includes(w)) mine.push(w);

@@ -53,6 +53,11 @@ export const CONTEXTS_PER_RUNTIME = 32;
  * runtime, times ALLOCATOR_FACTOR. Each context counts its share.
  */
 const RUNTIME_BYTES = 300 * 1024;
+/** A QuickJS runtime of the worker and the number of contexts open in it. */
+interface Runtime {
+  rt: QuickJSRuntime;
+  contexts: number;
+}
 /** Bytes a loaded module holds per character of its source (bytecode, atoms, functions): an estimate. */
 const CODE_BYTES_PER_CHAR = 4;
 /**
@@ -146,8 +151,8 @@ export class QuickJsDriver implements SandboxDriver {
   /** Set while leftover promise jobs of a failed entry are flushed: script code stops at once. */
   private flushing = false;
 
-  /** The worker's QuickJS runtimes, each with the number of contexts open in it (kept once made, empty or not). */
-  private readonly runtimes: Array<{ rt: QuickJSRuntime; contexts: number }> = [];
+  /** The worker's QuickJS runtimes (kept once made, empty or not). */
+  private readonly runtimes: Runtime[] = [];
 
   private constructor(
     private readonly wasm: QuickJSWASMModule,
@@ -160,7 +165,7 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   /** A runtime with room for a context: the first that has some, else a new one. */
-  private runtimeWithRoom(): { rt: QuickJSRuntime; contexts: number } {
+  private runtimeWithRoom(): Runtime {
     const room = this.runtimes.find((r) => r.contexts < CONTEXTS_PER_RUNTIME);
     if (room) return room;
     const rt = this.wasm.newRuntime();
@@ -171,7 +176,7 @@ export class QuickJsDriver implements SandboxDriver {
       this.interrupted = true;
       return true;
     });
-    const made = { rt, contexts: 0 };
+    const made: Runtime = { rt, contexts: 0 };
     this.runtimes.push(made);
     return made;
   }
@@ -249,6 +254,7 @@ export class QuickJsDriver implements SandboxDriver {
   /**
    * Runs the promise jobs a failed entry left in its runtime's queue with script code stopped at
    * once (the queue is the runtime's, shared by its contexts: the next entry must find it empty).
+   * Every runtime's queue is looked at; between entries only the failed one's holds any.
    */
   flushJobs(): void {
     this.flushing = true;
