@@ -317,8 +317,8 @@ export interface ApiRouterOptions {
   maxWorkersPerApp?: number;
   /**
    * Memory the sandbox contexts one worker keeps between calls may hold, in MiB (8 to 1024): one
-   * context per app and script version, least recently used out first. Default 384, about
-   * 1,350 small apps (QuickJS).
+   * context per app and script version; past it, idle ones are dropped at random among the less
+   * recently used half. Default 384, about 1,350 small apps (QuickJS).
    */
   contextBudgetMb?: number;
   /** Pass header names that contain `_`. Default false. */

@@ -4,7 +4,7 @@
  * worker runs it, and the promise jobs it queued, then reads which stages settled.
  *
  * - Contexts are cached per (app, script version), or per set of them for a run that goes on from
- *   stage to stage (StageChain), within a byte budget, least recently used first out; a context
+ *   stage to stage (StageChain), within a byte budget, the less recently used out first; a context
  *   with stages in flight is never dropped. A context whose script did not load is not loaded
  *   again for a while (LOAD_RETRY): its calls meanwhile get the same error.
  * - Each entry runs for one job: its deadline is what the QuickJS interrupt handler enforces, and
@@ -377,13 +377,29 @@ export class Stages {
     return (stageId, op, argsJson, async) => this.hostCall(c, stageId, op, argsJson, async);
   }
 
-  /** Drops the least recently used idle contexts (but `keep`) while the cache holds more than its budget. */
+  /**
+   * Drops idle contexts (but `keep`) while the cache holds more than its budget, each one picked
+   * at random among the less recently used half of them. Plain LRU would drop the context called
+   * next when apps are called in rotation over a few more than fit (every call would open one);
+   * picking among the older half keeps most of them, and what was called lately stays.
+   */
   private evict(keep?: Cached): void {
     if (this.cachedBytes <= this.budgetBytes) return;
     const idle = [...this.cache.values()].filter((c) => c.stages.size === 0 && c !== keep && !this.awaited.has(c.key)).sort((a, b) => a.used - b.used);
-    for (const c of idle) {
-      if (this.cachedBytes <= this.budgetBytes * 0.9) break;
-      this.drop(c);
+    // idle[0, older): the older half not dropped yet; past it, the newer half, dropped oldest
+    // first only when the older half was not enough (a context larger than the rest)
+    let older = Math.ceil(idle.length / 2);
+    let newer = older;
+    while (this.cachedBytes > this.budgetBytes) {
+      if (older > 0) {
+        const i = Math.floor(Math.random() * older);
+        this.drop(idle[i]);
+        idle[i] = idle[--older];
+      } else if (newer < idle.length) {
+        this.drop(idle[newer++]);
+      } else {
+        break;
+      }
     }
   }
 
