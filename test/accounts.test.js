@@ -167,5 +167,8 @@ describe.each(['quickjs', 'vm2'])('what the service is given (%s)', (engine) => 
     const { lookup } = asked.find((a) => a.token === 'hang');
     if (!lookup.signal.aborted) await new Promise((resolve) => lookup.signal.addEventListener('abort', resolve));
     expect(lookup.signal.aborted).toBe(true);
+    // (the reason a fetch or stream given the signal rejects with, as for a bare abort())
+    expect(lookup.signal.reason).toBeInstanceOf(DOMException);
+    expect(lookup.signal.reason.name).toBe('AbortError');
   });
 });

@@ -53,9 +53,14 @@ export type ReadAutomation = { ok: true; value: unknown } | { ok: false; error: 
  * saved, or is refused when there is none.
  */
 const MAX_OPEN_RESPONSES = 32;
+/**
+ * Why a request's end signal aborts: one AbortError for all (`abort()` without a reason makes a
+ * DOMException, with its stack, for every request that made an outbound call).
+ */
+const REQUEST_ENDED = new DOMException('The request has ended', 'AbortError');
 /** The end signal of a request disposed before any outbound call: calls made after that end at once. */
 const DISPOSED = new AbortController();
-DISPOSED.abort();
+DISPOSED.abort(REQUEST_ENDED);
 /** Largest body sent to the script with its response; a larger one crosses only when read. */
 export const INLINE_BODY_BYTES = 1024 * 1024;
 /** Console lines one request may log; the rest are counted and reported in one line. */
@@ -366,7 +371,7 @@ export class HostServices implements HostBridge {
 
   /** Drops the outbound responses of this request and ends its outbound calls still in flight. */
   dispose(): void {
-    if (this.ended) this.ended.abort();
+    if (this.ended) this.ended.abort(REQUEST_ENDED);
     else this.ended = DISPOSED;
     if (this.logLines > MAX_LOG_LINES) {
       this.shared.logger?.warn(`[${this.info.appId}] ${this.logLines - MAX_LOG_LINES} more console lines of request ${this.info.requestId} were dropped`, {

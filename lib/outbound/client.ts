@@ -282,8 +282,10 @@ export class OutboundClient {
         auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
       };
       const req = (url.protocol === 'https:' ? https : http).request(options);
+      let settled = false;
       deadline.watch(req);
       req.on('error', (err: NodeJS.ErrnoException) => {
+        settled = true;
         // A kept connection the upstream closed just as it was reused (its idle timeout): the
         // request never reached it. An idempotent one is sent again, on the next connection (each
         // retry uses up a kept connection: at worst the last one is new).
@@ -292,6 +294,7 @@ export class OutboundClient {
         } else reject(err);
       });
       req.on('response', (res) => {
+        settled = true;
         res.on('error', () => undefined);
         // An answer read to its end while the request body is still going out (an upstream that
         // answered without reading it): the rest would wait for good, holding the connection and
@@ -302,9 +305,11 @@ export class OutboundClient {
         deadline.watch(res);
         resolve(res);
       });
-      // Closed with neither: Node drops an unasked protocol switch (101) that way. (After
-      // 'response' or 'error', which come first, this changes nothing.)
-      req.on('close', () => reject(failed(`connection to ${url.host} closed before the response`)));
+      // Closed with neither: Node drops an unasked protocol switch (101) that way. ('close' comes
+      // after 'response' or 'error' too, every request: no error is made for those.)
+      req.on('close', () => {
+        if (!settled) reject(failed(`connection to ${url.host} closed before the response`));
+      });
       req.end(body);
     });
   }
