@@ -156,7 +156,9 @@ export type HostOp = keyof HostOps;
  *              host reply, with the promise jobs it queues (QuickJS runs them within it).
  *   clock[1]   when the worker's current turn began, 0 between turns: from a message to the next
  *              turn of its event loop (everything the thread does for the messages it took,
- *              promise jobs included). A thread blocked in a host call is in neither.
+ *              promise jobs included), and each next turn while entries into an engine that runs
+ *              its promise jobs later (vm2) wait for a turn of their own: a job started there is
+ *              not over before its script ran. A thread blocked in a host call is in neither.
  *   clock[2]   when the last entry into an engine that runs its promise jobs later (vm2) ended,
  *              0 once the event loop has turned since: those jobs (script code) may be running.
  *              The pool's watchdog counts it, whatever started the entry (a message, or the stage

@@ -133,28 +133,44 @@ export class PoolWorker {
     Atomics.notify(this.ints, SHARED_FLAG);
   }
 
+  /**
+   * How long since the worker's shared clock `i` was set (ms), 0 when it is not: also 0, not
+   * negative, when the worker set it after `now` was read (the pool reads `now` once per pass).
+   */
+  private age(i: number, now: number): number {
+    const since = this.clock[i];
+    return since > 0 ? Math.max(0, now - since) : 0;
+  }
+
   /** How long the current slice of one job's script work has run (ms); 0 between slices. */
   sliceMs(now = clock()): number {
-    const since = this.clock[0];
-    return since > 0 ? now - since : 0;
+    return this.age(0, now);
+  }
+
+  /** Whether a slice of script work runs now (sliceMs is 0 for one begun after `now`). */
+  inSlice(): boolean {
+    return this.clock[0] > 0;
   }
 
   /** How long the current slice has gone without an interrupt check (QuickJS: inside one built-in call), ms; 0 between slices. */
   uncheckedMs(now = clock()): number {
     const since = this.clock[0];
-    return since > 0 ? now - Math.max(since, this.clock[3]) : 0;
+    return since > 0 ? Math.max(0, now - Math.max(since, this.clock[3])) : 0;
   }
 
   /** How long the thread has been busy since it last turned its event loop (ms); 0 when idle. */
   turnMs(now = clock()): number {
-    const since = this.clock[1];
-    return since > 0 ? now - since : 0;
+    return this.age(1, now);
+  }
+
+  /** Whether the thread is busy in a turn of its event loop (turnMs is 0 for one begun after `now`). */
+  inTurn(): boolean {
+    return this.clock[1] > 0;
   }
 
   /** How long promise jobs an entry left (vm2) may have run without the event loop turning (ms); 0 when it has turned. */
   laterJobsMs(now = clock()): number {
-    const since = this.clock[2];
-    return since > 0 ? now - since : 0;
+    return this.age(2, now);
   }
 
   /** The job of the current (or last) slice. */

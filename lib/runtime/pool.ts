@@ -291,7 +291,7 @@ export class WorkerPool implements ScriptEngine {
    * built-in call: one running there now, or one sent there that has not started.
    */
   private behindHeavy(w: PoolWorker, now: number): boolean {
-    return (w.waitsToStart(w.heavySeq) && this.heavy(w.heavyApp, now)) || (w.sliceMs(now) > 0 && this.heavy(this.sent.get(w.sliceJob())?.appId, now));
+    return (w.waitsToStart(w.heavySeq) && this.heavy(w.heavyApp, now)) || (w.inSlice() && this.heavy(this.sent.get(w.sliceJob())?.appId, now));
   }
 
   /**
@@ -309,7 +309,7 @@ export class WorkerPool implements ScriptEngine {
   private available(w: PoolWorker, now: number): boolean {
     if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
     // (a vm2 worker whose last entry's promise jobs have not let its loop turn for SLOW_MS is held by them)
-    return this.options.engine === 'vm2' ? Math.max(w.turnMs(now), w.sliceMs(now)) === 0 && w.laterJobsMs(now) < SLOW_MS && !w.unstarted() : w.sliceMs(now) < SLOW_MS;
+    return this.options.engine === 'vm2' ? !w.inTurn() && !w.inSlice() && w.laterJobsMs(now) < SLOW_MS && !w.unstarted() : w.sliceMs(now) < SLOW_MS;
   }
 
   private dispatch(): void {

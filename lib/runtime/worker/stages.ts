@@ -487,6 +487,11 @@ export class Stages {
     return run;
   }
 
+  /** Whether entries (jobsRunLater engines) wait for a turn of their own: the thread has script work for its next turns. */
+  entriesWaiting(): boolean {
+    return this.turnWaiters.length > 0;
+  }
+
   /** Takes this turn for an entry (null), or a promise of a later turn: one per turn, in the order asked. */
   private ownTurn(): Promise<void> | null {
     if (!this.turnTaken) {

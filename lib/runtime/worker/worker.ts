@@ -106,7 +106,10 @@ const turns = {
     setImmediate(turns.end);
   },
   end(): void {
-    if (--turnDepth === 0) shared.clock[1] = 0;
+    if (--turnDepth > 0) return;
+    // (an entry waits for a turn of its own, vm2: the thread stays busy, in a turn from now on)
+    if (stages?.entriesWaiting()) turns.begin();
+    else shared.clock[1] = 0;
   },
 };
 
