@@ -72,8 +72,8 @@ describe('many apps on one QuickJS worker', () => {
   }, 120_000);
 
   test('a rotation over a few more apps than the budget holds still finds most of their contexts', async () => {
-    // 8 MiB holds 28 of these contexts: called in turn, 32 apps each find the one dropped last
-    // time round the next to go under plain LRU, so that every call would open a context again
+    // 8 MiB holds 28 of these contexts. Called in turn, 32 apps would find no context under plain
+    // LRU: the one it drops each time is the one the rotation calls next
     const apps = 32;
     fixture = tenants({ contextBudgetMb: 8 });
     const found = [];
