@@ -294,18 +294,19 @@ export class WorkerPool implements ScriptEngine {
     return (w.waitsToStart(w.heavySeq) && this.heavy(w.heavyApp, now)) || (w.inSlice() && this.heavy(this.sent.get(w.sliceJob())?.appId, now));
   }
 
-  /**
-   * A worker that can start a job now. QuickJS workers send back the jobs waiting behind a slice
-   * that runs long, so they may be given jobs while computing; a vm2 worker cannot stop a slice
-   * to do so, so it gets jobs only between slices, a batch at a time (trusted code: a script that
-   * never yields holds the rest of its batch until its worker is terminated; they then start
-   * elsewhere).
-   */
   /** Whether hot `app`'s next call leaves its `home` worker, where calls wait to start, for `w`, where none does (see HOT_APP). */
   private spills(app: string, home: PoolWorker, w: PoolWorker): boolean {
     return (this.inFlight.get(app) ?? 0) >= HOT_APP && home.backlog() > 0 && w.backlog() === 0;
   }
 
+  /**
+   * A worker that can start a job now. QuickJS workers send back the jobs waiting behind a slice
+   * that runs long, so they may be given jobs while computing; a vm2 worker cannot stop a slice
+   * to do so, so it gets jobs only between slices and turns (its turn stays open while jobs it
+   * started wait to enter: see WorkerShared), a batch at a time (trusted code: a script that
+   * never yields holds the rest of its batch until its worker is terminated; they then start
+   * elsewhere).
+   */
   private available(w: PoolWorker, now: number): boolean {
     if (!w.ready || w.dead || w.retiring || w.blocked > 0) return false;
     // (a vm2 worker whose last entry's promise jobs have not let its loop turn for SLOW_MS is held by them)
