@@ -30,6 +30,13 @@ const BIG_APIS = {
     for (let i = 0; i < 4999; i++) { w.write('a'); o.write(66); }
     w.write('!');
   }`,
+  // (before sets them, the call reads them: they pass from one stage to the next in the worker)
+  attributes: `export function before(ctx) {
+    const a = [];
+    for (let i = 0; i < 1000000; i++) a.push({ k: "v" + i, n: i });
+    ctx.request.setAttribute('big', a);
+  }
+  export function fn(ctx) { return { n: ctx.request.getAttribute('big').length } }`,
   headers: `export function fn(ctx) {
     const r = ctx.response, v = 'v'.repeat(1000), refused = [];
     for (const [name, set] of [
@@ -82,7 +89,8 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
   for (const [name, source] of Object.entries(BIG_APIS)) {
     apps.big.scripts[`${name}.js`] = source;
     const onError = name === 'handled' ? { onError: { script: `${name}.js`, function: 'onError' } } : {};
-    apps.big.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: name.startsWith('redirect') ? 'Redirect' : 'JSON', ...onError });
+    const before = name === 'attributes' ? { before: { script: `${name}.js`, function: 'before' } } : {};
+    apps.big.apis.push({ path: name, call: { script: `${name}.js`, function: 'fn' }, returnType: name.startsWith('redirect') ? 'Redirect' : 'JSON', ...onError, ...before });
   }
   const { app, router } = makeApp({ apps, router: { engine, workers: 2, scriptMemoryLimitMb: 512, scriptTimeoutMs: 30_000, queueTimeoutMs: 60_000, logger } });
   let server;
@@ -160,6 +168,13 @@ describe.each(['quickjs', 'vm2'])('big values a script makes, on the %s engine',
     expect(lagMs).toBeLessThan(LAG_MS);
     const fits = await get(server, '/web0/api/big/piecesFit');
     expect([fits.status, fits.length, fits.body.slice(0, 4), fits.body.slice(-3)]).toEqual([200, 9999, 'aBaB', 'aB!']);
+  }, 120_000);
+
+  test("request attributes of 25 MB pass from before to the call without crossing to the host: its event loop is not held", async () => {
+    const { lagMs, answers, others } = await underLoad('/web0/api/big/attributes');
+    for (const a of answers) expect([a.status, a.body]).toEqual([200, { n: 1000000 }]);
+    expect(others.every((r) => r.status === 200 && r.body.ok === true)).toBe(true);
+    expect(lagMs).toBeLessThan(LAG_MS);
   }, 120_000);
 
   test('a redirect location of 64 KiB goes out', async () => {

@@ -63,6 +63,11 @@ export type JobOutcome =
   | { kind: 'error'; message: string; code: number; status: number; detail?: ErrorDetail };
 
 export interface JobResult {
+  /**
+   * Attributes and response effects after the last stage. The router reads the attributes only
+   * from a `before` phase (for the `rest` job, and a rate-limit identifier naming one): the
+   * built-in engine sends `{}` for the others.
+   */
   state: CarriedState;
   outcome: JobOutcome;
   /**

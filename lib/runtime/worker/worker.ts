@@ -333,6 +333,16 @@ function clipped(result: JobResult): JobResult {
   return { ...result, outcome, state, ...(handled ? { handled } : {}) };
 }
 
+/**
+ * The result without its attributes where the host never reads them: only a `before` phase's
+ * (for a rate-limit identifier that names one) are, so a script's attributes, whatever their
+ * size, are neither copied nor parsed on the host's event loop for the others.
+ */
+function sentState(job: ScriptJob, result: JobResult): JobResult {
+  if (job.phase === 'before' || Object.keys(result.state.attributes).length === 0) return result;
+  return { ...result, state: { attributes: {}, response: result.state.response } };
+}
+
 function finish(running: RunningJob, result: JobResult): void {
   if (running.done) return;
   running.done = true;
@@ -348,7 +358,7 @@ function finish(running: RunningJob, result: JobResult): void {
     }
   }
   stages!.forget(running);
-  post({ type: 'result', id: running.id, result: { ...clipped(result), runMs: clock() - running.startedAt } });
+  post({ type: 'result', id: running.id, result: { ...clipped(sentState(running.job, result)), runMs: clock() - running.startedAt } });
   if (driver.poisoned && !poisonReported) {
     poisonReported = true;
     // (the app whose call left it so runs apart for a while: see WorkerPool.setApart)
