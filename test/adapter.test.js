@@ -12,6 +12,8 @@ const vm = require('node:vm');
 // The adapter as the engines get it: the bundle `npm run build` makes from lib/runtime/sandbox.
 const { adapterSource } = require('../dist/cjs/runtime/adapter-source.js');
 const SRC = adapterSource();
+// What an engine evaluates right after calling the adapter: binds the functions each await is wrapped with.
+const { CONTINUATION_SCRIPT } = require('../dist/cjs/runtime/protocol.js');
 
 function baseRequest(over = {}) {
   return {
@@ -106,6 +108,7 @@ function sandbox(table = {}) {
     return id;
   };
   entry = vm.runInContext(SRC, context, { filename: 'adapter.js' })(host);
+  vm.runInContext(CONTINUATION_SCRIPT, context);
   const evaluate = (code) => vm.runInContext(code, context);
   const toFn = (fn) => (typeof fn === 'function' ? evaluate(`(${fn.toString()})`) : fn);
 
@@ -2204,8 +2207,9 @@ describe('the real engines', () => {
       const entry = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, host));
       factory.dispose();
       host.dispose();
-      const names = ctx.unwrapResult(ctx.evalCode('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n))'));
-      expect(ctx.dump(names)).toEqual([]);
+      ctx.unwrapResult(ctx.evalCode(CONTINUATION_SCRIPT)).dispose();
+      const names = ctx.unwrapResult(ctx.evalCode('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n)).concat(typeof __resume)'));
+      expect(ctx.dump(names)).toEqual(['function']);
       names.dispose();
       let nextId = 1;
       const runStage = (fnSource) => {
@@ -2241,7 +2245,8 @@ describe('the real engines', () => {
       calls.push(String(op));
       return '{"ok":true,"value":null}';
     });
-    expect(machine.run('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n))')).toEqual([]);
+    machine.run(CONTINUATION_SCRIPT);
+    expect(machine.run('Object.getOwnPropertyNames(globalThis).filter((n) => /^__/.test(n)).concat(typeof __resume)')).toEqual(['function']);
     let nextId = 1;
     const runStage = async (fnSource) => {
       const id = nextId++;

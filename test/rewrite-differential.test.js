@@ -178,9 +178,12 @@ function f() { return get('/ty').status }
 export function main(ctx) { return [typeof f, f()] }`],
   ['getter reading cached host value', `${H}
 export function main(ctx) { const s = get('/gt').status; const o = { get s() { return s } }; return o.s }`],
-  ['async generator with host', `${H}
+  ['async generator with host, stepped with next()', `${H}
 async function* g() { yield get('/ag1').status; yield status('/ag2') }
-export async function main(ctx) { const out = []; for await (const v of g()) out.push(v); return out }`],
+export async function main(ctx) { const out = []; const it = g(); for (let s = await it.next(); !s.done; s = await it.next()) out.push(s.value); return out }`],
+  ['async generator with host, read with for await', `${H}
+async function* g() { yield get('/ag1').status; yield status('/ag2') }
+export async function main(ctx) { const out = []; for await (const v of g()) out.push(v); return out }`, /`for await` at line 8/],
   ['sequence of semicolon-less statements', `${H}
 export function main(ctx) {
   let a = 1

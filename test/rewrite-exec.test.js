@@ -196,7 +196,7 @@ export async function both(ctx) {
   return rs.concat(r.status, (await get('https://x')).text());
 }
 export async function* gen() { yield get('https://g1').status; yield get('https://g2').status; }
-export async function consume() { const out = []; for await (const s of gen()) out.push(s); return out; }`,
+export async function consume() { const out = []; const it = gen(); for (let s = await it.next(); !s.done; s = await it.next()) out.push(s.value); return out; }`,
     [
       ['default', {}],
       ['walk', {}],
@@ -217,7 +217,7 @@ test('statements starting with a host call after a line without a semicolon', as
 }`,
     [['main', {}]],
   );
-  expect(r.code).toContain("\n  ;(await parts[0].save('one')).path\n");
+  expect(r.code).toContain("\n  ;(__resume(__current(),await __settled(parts[0].save('one')))).path\n");
 });
 
 test('a switch and labelled loop, with a host call deciding each branch', async () => {

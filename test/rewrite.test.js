@@ -2,10 +2,14 @@
 // The compile-time rewrite of synchronous host calls (lib/runtime/rewrite): what it turns into
 // `await`, and every shape that falls back to blocking mode with its reason. Every async result
 // is checked to parse and to keep each statement on its line (helpers/rewrite-check.js).
-const { HOST_METHODS, rewriteHostCalls } = require('../dist/cjs/runtime/rewrite/index.js');
-const { rewrite } = require('./helpers/rewrite-check');
+const { HOST_METHODS, rewriteHostCalls, sourceColumn } = require('../dist/cjs/runtime/rewrite/index.js');
+const { rewrite: checked } = require('./helpers/rewrite-check');
 
-/** Rewrites and expects async mode with exactly `expected` as code. */
+/** The plan alone: awaits as written, inserted as `(await x)` (the wrapping is tested apart: 'every await is wrapped'). */
+const PLAIN = { wrapAwaits: false };
+const rewrite = (source, options) => checked(source, { ...PLAIN, ...options });
+
+/** Rewrites and expects async mode with exactly `expected` as code (awaits shown unwrapped: see 'every await is wrapped'). */
 function expectCode(source, expected) {
   const r = rewrite(source);
   expect(r).toEqual({ code: expected, async: true });
@@ -630,10 +634,44 @@ describe('the shipped examples', () => {
   });
 });
 
+describe('every await is wrapped', () => {
+  // (so that the code after it acts for its own call: lib/runtime/sandbox/continuations.ts)
+  const wrapped = (x) => `__resume(__current(),await __settled(${x}))`;
+
+  test("the script's own awaits and the inserted ones", () => {
+    expect(checked(`export async function f(p, q) {\n  const a = await p;\n  const b = platform.http.request(q).status;\n  return await(a) + await await b;\n}`)).toEqual({
+      code: `export async function f(p, q) {\n  const a = ${wrapped(' p')};\n  const b = (${wrapped('platform.http.request(q)')}).status;\n  return ${wrapped('(a)')} + ${wrapped(` ${wrapped(' b')}`)};\n}`,
+      async: true,
+    });
+  });
+
+  test('in a script with no host call too, and a statement that starts with an await after a line without a semicolon keeps its meaning', () => {
+    expect(checked('export async function f(p) {\n  let a = 1\n  await p\n  return a\n}')).toEqual({
+      code: `export async function f(p) {\n  let a = 1\n  ${wrapped(' p')}\n  return a\n}`,
+      async: true,
+    });
+  });
+
+  test('the insertions it reports map the columns of code after a wrapped await back to the source', () => {
+    const insertions = [];
+    const r = rewriteHostCalls('export async function f(p) { return await p + x.y }', { insertions });
+    const col = r.code.indexOf('x.y') + 1;
+    expect(sourceColumn(insertions, 1, col)).toBe('export async function f(p) { return await p + x.y }'.indexOf('x.y') + 1);
+  });
+
+  test('a script that names one of the wrapping globals runs unchanged in blocking mode', () => {
+    expectFallback('export async function f(p) {\n  return __resume(null, await p)\n}', /the name `__resume` is the runtime's own \(line 2\)/);
+  });
+
+  test('`for await` runs the script in blocking mode, naming the loop', () => {
+    expectFallback('async function* g() { yield 1 }\nexport async function f() {\n  for await (const v of g()) return v\n}', /^`for await` at line 3: /);
+  });
+});
+
 describe('size', () => {
   test('a long expression chain is rewritten without overflowing the stack (900 terms: the parser recurses once a term, and stops at 1,000 levels)', () => {
     const sum = Array.from({ length: 900 }, (_, i) => `p.save(${i})`).join(' + ');
-    const r = rewriteHostCalls(`export function f(p) { return ${sum} }`);
+    const r = rewriteHostCalls(`export function f(p) { return ${sum} }`, PLAIN);
     expect(r.async).toBe(true);
     expect(r.code.match(/\(await p\.save\(/g)).toHaveLength(900);
   });
@@ -653,7 +691,7 @@ describe('size', () => {
     ['one destructuring of 200,000 names', `export function fn(ctx) { const { ${many(200000, (i) => `k${i}`, ',')} } = ctx.query; return platform.http.request(ctx.query.u + k1) }`],
   ])('a module with %s is parsed and analyzed in time linear in its names', (_name, source) => {
     const t0 = Date.now();
-    const r = rewriteHostCalls(source);
+    const r = rewriteHostCalls(source, PLAIN);
     expect(r.async).toBe(true);
     expect(r.code).toMatch(/return \(await platform\.http\.request\(ctx\.query\.u \+ (g\(\)|k1)\)\)/);
     expect(Date.now() - t0).toBeLessThan(15000);
@@ -684,7 +722,7 @@ describe('size', () => {
   ])('%s nested 100,000 deep fall back to blocking mode, naming why; 500 deep are rewritten or fall back so', (_name, make) => {
     const source = (n) => `export function fn(ctx) { ${make(n)} return platform.http.request(ctx.query.u) }`;
     expect(rewriteHostCalls(source(100000))).toEqual({ code: source(100000), async: false, reason: 'the script is nested too deeply to analyze' });
-    const r = rewriteHostCalls(source(500));
+    const r = rewriteHostCalls(source(500), PLAIN);
     if (r.async) expect(r.code).toContain('return (await platform.http.request(ctx.query.u))');
     else expect(r).toEqual({ code: source(500), async: false, reason: 'the script is nested too deeply to analyze' });
     // (nesting a person writes is far from the bound)

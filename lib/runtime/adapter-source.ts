@@ -3,7 +3,8 @@
  * each; see prelude.ts for the contract), bundled at build time by scripts/build.js into ONE
  * strict-mode function expression `(function (hostFn) { ... return entry; })`. An engine
  * evaluates it in a fresh context, calls the function with its host bridge and keeps the entry it
- * returns: nothing of the adapter is ever on the global object.
+ * returns, then evaluates CONTINUATION_SCRIPT (lib/runtime/protocol.ts): nothing of the adapter is
+ * left on the global object.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -37,6 +37,22 @@ function rewrite(source, options) {
   return result;
 }
 
+/**
+ * The sandbox globals the rewrite wraps each `await` with (lib/runtime/sandbox/continuations.ts),
+ * without calls to act for: what they keep of an await's meaning, a rejection crossing it as a
+ * value that `__resume` throws, is what a rewritten program needs of them.
+ */
+const CONTINUATIONS = `var __rejected = new WeakMap();
+function __current() { return null; }
+function __resume(token, v) { if (v !== null && typeof v === 'object' && __rejected.has(v)) throw __rejected.get(v).reason; return v; }
+function __settled(x) {
+  const box = (reason) => { const b = {}; __rejected.set(b, { reason }); return b; };
+  let then;
+  try { then = x !== null && (typeof x === 'object' || typeof x === 'function') ? x.then : undefined; } catch (e) { return box(e); }
+  return typeof then === 'function' ? Promise.resolve(x).then(undefined, box) : x;
+}
+`;
+
 /** Evaluates an ES module's source with `platform` as a global; returns its exports. */
 function evaluateModule(code, platform) {
   const ast = parse(code);
@@ -71,7 +87,7 @@ function evaluateModule(code, platform) {
   }
   body += code.slice(last);
   const ret = `\nreturn { ${exported.map(([k, v]) => `${JSON.stringify(k)}: ${v}`).join(', ')} };`;
-  return new Function('platform', `'use strict';${body}${ret}`)(platform);
+  return new Function('platform', `'use strict';${CONTINUATIONS}${body}${ret}`)(platform);
 }
 
 /** Appended to a script, it makes the rewrite leave the script in blocking mode (`eval` is read). */
@@ -93,4 +109,4 @@ function pairedModes(cases, base) {
   return { scripts, apis };
 }
 
-module.exports = { BLOCKING, pairedModes, rewrite, evaluateModule, statementLines, parse };
+module.exports = { BLOCKING, CONTINUATIONS, pairedModes, rewrite, evaluateModule, statementLines, parse };

@@ -8,6 +8,7 @@ const { newQuickJSWASMModuleFromVariant } = require('quickjs-emscripten-core');
 const releaseSync = require('@jitl/quickjs-wasmfile-release-sync');
 const { rewriteHostCalls } = require('../../dist/cjs/runtime/rewrite/index.js');
 const { corpus, QUERIES } = require('./rewrite-corpus');
+const { CONTINUATIONS } = require('./rewrite-check');
 
 /** `platform` and a `ctx` factory inside the sandbox; `__later()` is the host's timer promise. */
 const PRELUDE = `
@@ -54,7 +55,7 @@ async function main() {
   });
   vm.setProp(vm.global, '__later', later);
   later.dispose();
-  vm.unwrapResult(vm.evalCode(PRELUDE)).dispose();
+  vm.unwrapResult(vm.evalCode(PRELUDE + CONTINUATIONS)).dispose();
   const run = vm.getProp(vm.global, '__run');
   const setMode = vm.getProp(vm.global, '__setMode');
 

@@ -34,11 +34,15 @@ export interface AstIndex {
   imports: Node[];
   /** ReturnStatement nodes. */
   returns: Node[];
+  /** AwaitExpression nodes (the script's own `await`s). */
+  awaits: Node[];
+  /** `for await` loops. */
+  forAwaits: Node[];
 }
 
 /** One iterative walk (deeply nested expressions must not overflow the stack). */
 export function indexTree(root: Node): AstIndex {
-  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [] };
+  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [], awaits: [], forAwaits: [] };
   const { parent } = index;
   const stack: Node[] = [root];
   while (stack.length > 0) {
@@ -60,6 +64,12 @@ export function indexTree(root: Node): AstIndex {
         break;
       case 'ReturnStatement':
         index.returns.push(node);
+        break;
+      case 'AwaitExpression':
+        index.awaits.push(node);
+        break;
+      case 'ForOfStatement':
+        if (node.await === true) index.forAwaits.push(node);
         break;
       default:
     }

@@ -2,8 +2,18 @@
  * Applies the plan as text insertions only: `(await `, `)`, `async ` and a `;` that keeps a
  * statement from joining the one before it. Nothing is removed and no line break is added, so
  * every statement stays on its author's line.
+ *
+ * Each `await`, the script's own and the inserted ones, is written
+ * `__resume(__current(), await __settled(x))`, so that the code after it acts for its own call
+ * (see lib/runtime/sandbox/continuations.ts): `(await x)` is inserted as
+ * `(__resume(__current(),await __settled(x)))`.
  */
 import type { Node } from './ast';
+import { CONTINUATION_GLOBALS as G } from '../protocol';
+
+/** Before an `await`, and after its keyword (a space first: `await(x)` must not become one word). */
+const BEFORE_AWAIT = `${G.resume}(${G.current}(),`;
+const AFTER_AWAIT = ` ${G.settled}(`;
 
 /** At one offset, inserts apply in this order: a closing paren ends an expression before anything opens. */
 const enum Rank {
@@ -50,12 +60,19 @@ function statementNeedingSemicolon(source: string, node: Node, parentOf: Map<Nod
 
 const WORD_CHAR = /[\p{ID_Continue}$\u200c\u200d\\]/u;
 
-/** `inserted` gets each insertion as [offset in the source, length], in source order. */
-export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], parentOf: Map<Node, Node>, inserted: Array<[number, number]>): string {
+/**
+ * `inserted` gets each insertion as [offset in the source, length], in source order. `awaits`:
+ * the script's own awaits, each to wrap; null: no await is wrapped, the inserted ones included.
+ */
+export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], awaits: readonly Node[] | null, parentOf: Map<Node, Node>, inserted: Array<[number, number]>): string {
   const edits: Insertion[] = [];
   const semicolons = new Set<number>();
+  for (const node of awaits ?? []) {
+    edits.push({ pos: node.start, rank: Rank.Open, text: BEFORE_AWAIT }, { pos: node.start + 'await'.length, rank: Rank.Open, text: AFTER_AWAIT }, { pos: node.end, rank: Rank.Close, text: '))' });
+  }
+  const [open, close] = awaits === null ? ['(await ', ')'] : [`(${BEFORE_AWAIT}await${AFTER_AWAIT}`, ')))'];
   for (const node of wraps) {
-    edits.push({ pos: node.start, rank: Rank.Open, text: '(await ' }, { pos: node.end, rank: Rank.Close, text: ')' });
+    edits.push({ pos: node.start, rank: Rank.Open, text: open }, { pos: node.end, rank: Rank.Close, text: close });
     const statement = statementNeedingSemicolon(source, node, parentOf);
     if (statement !== null && !semicolons.has(statement.start)) {
       semicolons.add(statement.start);

@@ -12,6 +12,7 @@ import { indexTree, Lines, parseModule, propertyName, type Node } from './ast';
 import { Planner } from './analysis';
 import { applyPlan } from './edits';
 import { findHazard } from './hazards';
+import { CONTINUATION_GLOBALS } from '../protocol';
 
 /** The outcome of `rewriteHostCalls`. */
 export interface RewriteResult {
@@ -33,6 +34,12 @@ export interface RewriteOptions {
    * source, length], in source order. `sourceColumn` maps a column of the rewritten code back.
    */
   insertions?: Array<[number, number, number]>;
+  /**
+   * false: leaves each `await` as written and inserts `(await x)`, to read what the rewrite
+   * awaits. The runtime always wraps them (the default): `__resume(__current(), await
+   * __settled(x))`, so that the code after an await acts for its own call (edits.ts).
+   */
+  wrapAwaits?: boolean;
 }
 
 /**
@@ -49,6 +56,9 @@ const HOST_SET: ReadonlySet<string> = new Set(HOST_METHODS);
  * without any is parsed (syntax errors still fall back) but needs no analysis.
  */
 const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|http|system|eval|Function|constructor|import|platform|globalThis|\\\\u`);
+
+/** The names of the globals each `await` is wrapped with (a script using one runs unchanged: it could stand in for them). */
+const RESERVED_TEXT = new RegExp(Object.values(CONTINUATION_GLOBALS).join('|'));
 
 function isHostCall(node: Node): boolean {
   const callee = (node.type === 'CallExpression' ? node.callee : node.tag) as Node;
@@ -78,26 +88,39 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
     const syntaxError = String(e.message).replace(/\((\d+):(\d+)\)$/, (_m, line: string, column: string) => `(${line}:${Number(column) + 1})`);
     return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError };
   }
-  if (!CANDIDATE_TEXT.test(source)) return { code: source, async: true };
+  const reserved = RESERVED_TEXT.exec(source);
+  if (reserved !== null) return fallback(`the name \`${reserved[0]}\` is the runtime's own (line ${new Lines(source).lineOf(reserved.index)})`);
+  if (!CANDIDATE_TEXT.test(source) && !source.includes('await')) return { code: source, async: true };
   try {
     const index = indexTree(ast);
+    const lines = new Lines(source);
+    if (index.forAwaits.length > 0) {
+      const loop = index.forAwaits.reduce((a, b) => (b.start < a.start ? b : a));
+      return fallback(`\`for await\` at line ${lines.lineOf(loop.start)}: each step of the loop resumes where the runtime cannot say for which call`);
+    }
+    /** The code to run in async mode: with `wraps` awaited, `asyncFunctions` made async and every await wrapped (edits.ts). */
+    const done = (wraps: readonly Node[], asyncFunctions: readonly Node[]): RewriteResult => {
+      const awaits = options.wrapAwaits === false ? null : index.awaits;
+      if (wraps.length === 0 && (awaits === null || awaits.length === 0)) return { code: source, async: true };
+      const inserted: Array<[number, number]> = [];
+      const code = applyPlan(source, wraps, asyncFunctions, awaits, index.parent, inserted);
+      for (const [pos, length] of inserted) options.insertions?.push([lines.lineOf(pos), lines.columnOf(pos), length]);
+      return { code, async: true };
+    };
+    if (!CANDIDATE_TEXT.test(source)) return done([], []);
     // No childVisitorKeys: esrecurse copies that table for every pattern it visits; its own keys plus
     // iteration over unknown node types cover acorn's tree.
     const scopes = analyze(ast as never, { ecmaVersion: 2025, sourceType: 'module', fallback: 'iteration' });
-    const lines = new Lines(source);
 
     const hazard = findHazard(source, index, scopes, HOST_SET, lines);
     if (hazard !== null) return fallback(hazard.message);
 
     const hostCalls = index.calls.filter(isHostCall);
-    if (hostCalls.length === 0) return { code: source, async: true };
+    if (hostCalls.length === 0) return done([], []);
 
     const plan = new Planner(source, index, scopes, lines).plan(hostCalls);
     if (!plan.ok) return fallback(plan.message);
-    const inserted: Array<[number, number]> = [];
-    const code = applyPlan(source, plan.wraps, plan.asyncFunctions, index.parent, inserted);
-    for (const [pos, length] of inserted) options.insertions?.push([lines.lineOf(pos), lines.columnOf(pos), length]);
-    return { code, async: true };
+    return done(plan.wraps, plan.asyncFunctions);
   } catch (err) {
     // The scope analysis recurses: an expression nested thousands deep exhausts the stack.
     if (err instanceof RangeError) return fallback('the script is nested too deeply to analyze');

@@ -19,6 +19,7 @@ import './finalization'; // (makes globalThis.FinalizationRegistry inert)
 import './buffers'; // (ArrayBuffers keep their size: no resize, transfer)
 import './arrays'; // (Array.prototype.with, toReversed, toSorted, toSpliced of the adapter's own)
 import './then-lock'; // (Object.prototype.then cannot be redefined)
+import './continuations'; // (a call's code acts for its call across its waits: __resume, Promise.prototype.then)
 import type { Attributes, Fields, ResState, StageRecord } from './types';
 import type { AdapterEntry, ChainedHead, RequestSnapshot, StageHead } from '../protocol';
 import { chainField, goesOn } from './chain';

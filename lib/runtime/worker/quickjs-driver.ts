@@ -38,6 +38,7 @@ import { randomBytes } from 'node:crypto';
 import { compileLocation } from '../../error-location';
 import { EngineError, engineFailure, type DriverOptions, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
+import { CONTINUATION_SCRIPT } from '../protocol';
 
 const MiB = 1024 * 1024;
 const PAGE = 64 * 1024;
@@ -366,6 +367,9 @@ class QuickJsContext implements EngineContext {
     adapter.value.dispose();
     hostH.dispose();
     if (made.error) throw this.setupError('adapter', errorOf(ctx, made.error));
+    const bound = ctx.evalCode(CONTINUATION_SCRIPT, 'scriptable-api:continuations.js');
+    if (bound.error) throw this.setupError('adapter', errorOf(ctx, bound.error));
+    bound.value.dispose();
     const get = (k: string) => ctx.getProp(made.value, k);
     this.entry = { start: get('start'), reply: get('reply'), drain: get('drain'), cancel: get('cancel'), at: get('at') };
     made.value.dispose();

@@ -9,7 +9,7 @@ import { VM, VMScript } from 'vm2';
 import { getHeapStatistics } from 'node:v8';
 import { EngineError, engineFailure, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { compileLocation } from '../../error-location';
-import type { AdapterEntry } from '../protocol';
+import { CONTINUATION_SCRIPT, type AdapterEntry } from '../protocol';
 
 /**
  * Run in every new VM before the adapter. `Buffer` is a host object vm2 proxies into its sandboxes
@@ -45,6 +45,9 @@ function v8FlagGlobals(): string[] {
  * this prints the sandbox's own frames as V8 does (`at f (orders.js:5:12)`) so a failure can name
  * its script line. Host frames have no file name here and are left out.
  */
+/** Binds the adapter's continuation functions as global consts (CONTINUATION_SCRIPT). */
+const CONTINUATIONS = new VMScript(CONTINUATION_SCRIPT, 'scriptable-api:continuations.js');
+
 const STACKS = new VMScript(
   `Error.prepareStackTrace = function (e, sites) {
     var out;
@@ -112,6 +115,7 @@ export class Vm2Driver implements SandboxDriver {
     vm.run(HARDEN);
     vm.run(STACKS);
     const entry = (vm.run(this.adapter) as (h: HostFn) => AdapterEntry)((id, op, args, async) => host(Number(id), String(op), String(args), async === true));
+    vm.run(CONTINUATIONS);
     const namespaces: Record<string, unknown>[] = [];
     moduleStarts?.();
     for (const { name, script } of scripts) {
