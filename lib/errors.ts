@@ -48,6 +48,11 @@ export const ERRORS = {
   QUEUE_TIMEOUT: { code: 270207, status: 503, message: 'The server is busy; try again later' },
   /** The router is closing (`router.close()`): sent with `Retry-After`. */
   SHUTTING_DOWN: { code: 270208, status: 503, message: 'The server is shutting down' },
+  /**
+   * The client went away while the call waited for a worker: the call never started. Never sent
+   * (no one is there to get it) nor logged as a failure; the metrics count the request as 499.
+   */
+  CLIENT_GONE: { code: 270209, status: 499, message: 'The client went away before the call started' },
   /** The result does not fit the return type (Redirect without a string, File without a path...). */
   INVALID_RESULT: { code: 270300, status: 500, message: 'The result does not fit the return type' },
   /**

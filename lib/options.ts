@@ -1,5 +1,6 @@
 /** Validates router options and fills in the defaults. */
 import type { ApiRouterOptions, Logger } from './types';
+import { ConfigError } from './errors';
 import { parseSize, validateOptions } from './validations';
 import { cpuCount, defaultWorkersPerApp } from './runtime/pool-options';
 import { adaptLogger, defaultLogger } from './logging';
@@ -39,6 +40,13 @@ export interface ResolvedOptions {
 }
 
 
+/** scriptSizeLimit in bytes: at least one (0 would refuse every script, at its first call). */
+function scriptSize(v: unknown): number {
+  const n = parseSize(v, 'scriptSizeLimit');
+  if (n < 1) throw new ConfigError('scriptSizeLimit', `must be at least 1 byte, got ${JSON.stringify(v)}`);
+  return n;
+}
+
 export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
   validateOptions(options);
   // one core stays with the event loop, which serves every request
@@ -54,7 +62,7 @@ export function parseOptions(options: ApiRouterOptions): ResolvedOptions {
     maxWorkersPerApp: options.maxWorkersPerApp ?? defaultWorkersPerApp(),
     queueTimeoutMs: options.queueTimeoutMs ?? DEFAULTS.queueTimeoutMs,
     bodyLimit: options.bodyLimit === undefined ? DEFAULTS.bodyLimit : parseSize(options.bodyLimit, 'bodyLimit'),
-    scriptSizeLimit: options.scriptSizeLimit === undefined ? DEFAULTS.scriptSizeLimit : parseSize(options.scriptSizeLimit, 'scriptSizeLimit'),
+    scriptSizeLimit: options.scriptSizeLimit === undefined ? DEFAULTS.scriptSizeLimit : scriptSize(options.scriptSizeLimit),
     allowUnderscoreHeaders: options.allowUnderscoreHeaders ?? false,
     // (every part of the router calls the logger `(message, meta)`: adaptLogger turns that into the logger's own shape)
     logger: options.logger === false ? undefined : options.logger ? adaptLogger(options.logger, options.loggerStyle) : defaultLogger(),

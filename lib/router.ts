@@ -308,9 +308,11 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     };
     if (stage === 'preview') preview.mark(job.request);
     const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage, automations: hosted });
+    // (a call still waiting for a worker when its client goes is dropped: CLIENT_GONE)
+    const runOptions = { gone: () => connectionClosed(res) };
     const run = async (j: ScriptJob): Promise<JobResult> => {
       const t0 = performance.now();
-      const r = await engine.run(j, services);
+      const r = await engine.run(j, services, runOptions);
       observer.jobDone(trace, performance.now() - t0, r);
       return r;
     };
@@ -346,8 +348,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const { requestId } = trace;
     if (res.headersSent) return observer.answeredBefore(trace); // (the host answered while the scripts ran)
     if (connectionClosed(res)) {
-      // (its connection closed while the scripts ran: no one to answer; a failure is still logged and counted)
-      if (outcome.kind === 'error') observer.scriptFailed(trace, outcome);
+      // (its connection closed while the scripts ran: no one to answer; a failure is still logged
+      // and counted, but for a call that never started)
+      if (outcome.kind === 'error' && outcome.code !== ERRORS.CLIENT_GONE.code) observer.scriptFailed(trace, outcome);
       return;
     }
     trace.answering = true;

@@ -84,9 +84,9 @@ export function copyApiDefinition(def: object): ApiDefinition {
   return validateApiDefinition(copy, apiName(copy));
 }
 
-/** `api 'orders/list'` as messages name a definition, or `api` when its path is no string. */
-function apiName(def: unknown): string {
-  const path = (def as { path?: unknown }).path;
+/** `api 'orders/list'` as messages name a definition, or `api` when its path is no string (or it is no object). */
+export function apiName(def: unknown): string {
+  const path = typeof def === 'object' && def !== null ? (def as { path?: unknown }).path : undefined;
   return typeof path === 'string' ? `api '${path}'` : 'api';
 }
 

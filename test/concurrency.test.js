@@ -55,7 +55,7 @@ async function serve(registry, options) {
     server.closeAllConnections?.();
     await new Promise((resolve) => server.close(resolve));
   };
-  return { get, close, router };
+  return { get, close, router, base };
 }
 
 function appWith(scripts) {
@@ -380,4 +380,45 @@ describe('an app whose every call is one long built-in call that fills its memor
     expect(heavy).toContain(270201);
     expect(Math.max(...waits)).toBeLessThan(2500);
   }, 60_000);
+});
+
+describe.each(['quickjs', 'vm2'])('calls whose clients went away while they waited for a worker (%s)', (engine) => {
+  test('never start: the worker runs the calls whose clients still wait, and no failure is logged for them', async () => {
+    const logger = { debug() {}, info: jest.fn(), warn() {}, error: jest.fn() };
+    const registry = new MemoryRegistry({
+      apps: {
+        app1: appWith({
+          // computes for ?ms, then logs that it ran
+          'work.js': `export function fn(ctx) { const t = Date.now(); while (Date.now() - t < Number(ctx.query.ms)) {} console.log('ran ' + ctx.query.n); return { n: ctx.query.n } }`,
+        }),
+      },
+    });
+    const pool = new WorkerPool({ engine, size: 1, maxWorkers: 1, queueTimeoutMs: 20_000, logger });
+    const srv = await serve(registry, { engine: pool, logger });
+    try {
+      expect((await srv.get('/app1/work?ms=0&n=warm')).body).toEqual({ n: 'warm' });
+      const ran = () => logger.info.mock.calls.map(([m]) => m.replace(/^\[app1\/work\.js\] /, '')).filter((m) => m.startsWith('ran '));
+      // one call holds the only worker; ten more wait behind it, and their clients leave
+      const holder = srv.get('/app1/work?ms=1500&n=holder');
+      while (pool.stats().busy === 0) await new Promise((r) => setTimeout(r, 10));
+      const leaving = Array.from({ length: 10 }, (_, i) => {
+        const ac = new AbortController();
+        const res = fetch(`${srv.base}/app1/work?ms=200&n=left${i}`, { signal: ac.signal }).catch((e) => e.name);
+        return { ac, res };
+      });
+      while (pool.stats().queued < 10) await new Promise((r) => setTimeout(r, 10));
+      for (const l of leaving) l.ac.abort();
+      for (const l of leaving) expect(await l.res).toBe('AbortError');
+      // (the holder computes for a second more: the router sees each connection close before the worker is free)
+      const after = srv.get('/app1/work?ms=0&n=after');
+      expect((await holder).body).toEqual({ n: 'holder' });
+      expect((await after).body).toEqual({ n: 'after' });
+      expect(ran()).toEqual(['ran warm', 'ran holder', 'ran after']);
+      expect(pool.stats().queued).toBe(0);
+      expect(logger.error).not.toHaveBeenCalled();
+    } finally {
+      await srv.close();
+      await pool.close();
+    }
+  }, 30_000);
 });

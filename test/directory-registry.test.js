@@ -61,6 +61,8 @@ const api = (p, extra = {}) => ({ path: p, call: { script: 'main.js', function: 
 describe('loading', () => {
   const root = tree({
     'shop/apis/hello.json': api('hello'),
+    // (saved with a byte order mark, as some editors save UTF-8)
+    'shop/apis/bom.json': '\ufeff' + JSON.stringify(api('bom')),
     'shop/apis/nested.json': api('deep/one', { call: { script: 'lib/util.ts', function: 'one' } }),
     'shop/apis/auto.json': api('auto', { call: { automation: 'double' } }),
     'shop/apis/bad-rate.json': api('bad', { rateLimit: { requestsPerSecond: -1 } }),
@@ -83,6 +85,7 @@ describe('loading', () => {
   test('apps, APIs, scripts (named by their path below scripts/) and automations are served', async () => {
     expect(registry.listApps()).toEqual(['other', 'shop']);
     expect((await request(app).get('/web0/api/shop/hello')).body).toEqual({ hello: 'shop' });
+    expect((await request(app).get('/web0/api/shop/bom')).body).toEqual({ hello: 'shop' });
     expect((await request(app).get('/web0/api/shop/deep/one')).body).toBe(1);
     expect((await request(app).get('/web0/api/shop/auto?n=21')).body).toBe(42);
     expect((await request(app).get('/web0/api/other/hello')).body).toBe('other');

@@ -155,6 +155,45 @@ describe('vm2: a memory bomb or a runaway ends its worker, charged to its own ca
   }, 60_000);
 });
 
+describe('QuickJS memory of many calls waiting at once', () => {
+  test('150 calls of one app, each holding 1 MiB while it waits on the host, all succeed on one worker with default limits', async () => {
+    // (each call holds its own data up to scriptMemoryLimitMb: before, the calls in flight on a
+    // worker shared one call's room, 64 MiB and slack, and about 100 such calls filled it)
+    const N = 150;
+    const held = [];
+    let releaseAll;
+    const allWaiting = new Promise((resolve) => (releaseAll = resolve));
+    const waiting = {
+      async getAccountByToken(token) {
+        held.push(token);
+        if (held.length === N) releaseAll();
+        await allWaiting;
+        return { id: token };
+      },
+    };
+    const fixture = makeApp({
+      router: { maxWorkers: 1, accounts: waiting },
+      apps: {
+        app1: {
+          scripts: { 'main.js': `export function fn(ctx) { const keep = new Uint8Array(${MiB}).fill(7); const a = platform.system.getAccountByToken(ctx.query.i); return { i: a.id, n: keep.length, last: keep[${MiB - 1}] } }` },
+          apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+        },
+      },
+    });
+    try {
+      await fixture.router.ready();
+      const agent = request(fixture.app);
+      const answers = await Promise.all(Array.from({ length: N }, (_, i) => agent.get(`/web0/api/app1/p?i=${i}`)));
+      expect(held).toHaveLength(N); // (all waited at once)
+      const failed = answers.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body.code} ${r.body.message}`);
+      expect(failed).toEqual([]);
+      expect(answers.map((r) => r.body)).toEqual(Array.from({ length: N }, (_, i) => ({ i: String(i), n: MiB, last: 7 })));
+    } finally {
+      await fixture.router.close();
+    }
+  }, 60_000);
+});
+
 describe('vm2: contexts kept within contextBudgetMb', () => {
   let fixture;
   afterAll(() => fixture?.router.close());

@@ -975,7 +975,7 @@ describe('scriptSizeLimit', () => {
     );
     await request(app).get('/web0/api/app1/a').expect(200, { n: 1000 * 1024 });
     expect((await request(app).get('/web0/api/app1/b')).body.message).toBe("Script 'b.js' is larger than scriptSizeLimit (1048576 bytes)");
-    for (const bad of ['big', -1, '1tb']) {
+    for (const bad of ['big', -1, '1tb', 0, '0', '0.5b']) {
       let error;
       try {
         createApiRouter({ registry: new MemoryRegistry(), logger: false, scriptSizeLimit: bad });

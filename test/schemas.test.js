@@ -37,6 +37,14 @@ test('unknown keys in an API definition are refused, naming the one meant', () =
   expect(() => reg.putApi('a', { ...base, $schema: '../schemas/api-definition.json', description: 'ok' })).not.toThrow();
 });
 
+test('a definition that is no object is refused as such, without naming a path it does not have', () => {
+  const reg = new MemoryRegistry();
+  for (const bad of [null, [1, 2], 'p', { path: 1 }]) {
+    expect(() => reg.putApi('a', bad)).toThrow(/^scriptable-api: invalid api[:.]/);
+    expect(() => reg.putApi('a', bad)).not.toThrow(/undefined/);
+  }
+});
+
 test('a wrong value nested past the stack (or holding a cycle or a BigInt) is refused naming its field, shown as its kind', () => {
   const reg = new MemoryRegistry();
   const base = { path: 'p', call: { script: 's.js', function: 'f' }, returnType: 'JSON' };

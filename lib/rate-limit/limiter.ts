@@ -400,7 +400,8 @@ function checkReservation(r: Reservation): Reservation {
     !r ||
     typeof r !== 'object' ||
     // (a wait past MAX_WAIT_MS, longer than any rule allows, would overflow its timer: it fires after 1 ms)
-    (r.admitted === true ? !(r.waitMs >= 0 && r.waitMs <= MAX_WAIT_MS) : r.admitted !== false || !(r.retryAfterMs >= 0))
+    // (a retry later than the longest interval any rule has, 1 / MIN_RATE, would print as `1e+305`)
+    (r.admitted === true ? !(r.waitMs >= 0 && r.waitMs <= MAX_WAIT_MS) : r.admitted !== false || !(r.retryAfterMs >= 0 && r.retryAfterMs <= 1000 / MIN_RATE))
   ) {
     throw new Error('rate-limit store returned an invalid reservation');
   }

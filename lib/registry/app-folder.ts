@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError } from '../errors';
-import { validateApiDefinition } from '../validations';
+import { apiName, validateApiDefinition } from '../validations';
 import { deepFreeze } from '../definitions/frozen';
 import { automationScripts } from '../automation/compile';
 import type { ApiDefinition, AutomationDefinition, AutomationRef, ScriptRef } from '../types';
@@ -114,7 +114,8 @@ export function loadAppFolder(root: string, appId: string): AppState {
   const readJson = (file: string): unknown => {
     const text = readText(file);
     try {
-      return JSON.parse(text);
+      // (a byte order mark, as some editors save UTF-8, is no part of the JSON)
+      return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     } catch (e) {
       throw new Error(`is not valid JSON (${(e as Error).message})`);
     }
@@ -155,7 +156,7 @@ export function loadAppFolder(root: string, appId: string): AppState {
     }
     try {
       const raw = readJson(path.join(dir, 'apis', e.name)) as { path?: unknown };
-      const def = deepFreeze(validateApiDefinition(raw, `api '${raw?.path}'`));
+      const def = deepFreeze(validateApiDefinition(raw, apiName(raw)));
       const other = apiFile.get(def.path);
       if (other !== undefined) throw new ConfigError(`api '${def.path}'.path`, `is already defined by ${other}`);
       apis.set(def.path, def);

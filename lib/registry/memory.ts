@@ -21,7 +21,7 @@ function stageOf(o: MemoryStageOption | undefined): RegistryStage {
   if (stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${JSON.stringify(stage)}`);
   return stage;
 }
-import { onlyKnownKeys, validateApiDefinition, type Same } from '../validations';
+import { apiName, onlyKnownKeys, validateApiDefinition, type Same } from '../validations';
 import { validateAutomation } from '../automation/compile';
 
 /** Initial content for one app. */
@@ -117,7 +117,7 @@ export class MemoryRegistry implements ApiRegistry {
   /** Adds or replaces an API (validated: throws ConfigError naming the bad field). */
   putApi(appId: string, def: ApiDefinition, options?: MemoryStageOption): this {
     const stage = stageOf(options);
-    const valid = validateApiDefinition(def, `api '${(def as { path?: unknown })?.path}'`);
+    const valid = validateApiDefinition(def, apiName(def));
     // (a deep-frozen copy: what was validated is what runs, whatever the caller changes later)
     this.app(appId, true, stage).apis.set(valid.path, deepFreeze(jsonCopy(valid)) as ApiDefinition);
     return this;

@@ -103,11 +103,21 @@ export interface EngineStats {
   queued: number;
 }
 
+/** What the router tells an engine about a job besides the job itself. */
+export interface RunOptions {
+  /**
+   * Whether the caller has gone (its client closed the connection): a job still waiting for a
+   * worker may be dropped then, never started, resolving with a `CLIENT_GONE` error. A job that
+   * started runs on.
+   */
+  gone?: () => boolean;
+}
+
 /** A pluggable script engine. */
 export interface ScriptEngine {
   readonly name: string;
   /** Run a job. Resolve with a JobResult even when a script fails; reject only on engine faults. */
-  run(job: ScriptJob, host: HostBridge): Promise<JobResult>;
+  run(job: ScriptJob, host: HostBridge, options?: RunOptions): Promise<JobResult>;
   /**
    * Stop and free resources. By default the jobs already accepted finish first (new ones are
    * refused); `force` stops at once.

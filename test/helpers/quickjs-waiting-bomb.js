@@ -38,7 +38,9 @@ async function main() {
       return nextCall++;
     },
   };
-  // the least growth that marks a hog: argv[2] MiB, else half the limit (as a worker has it)
+  // the least growth that marks a hog: argv[2] MiB, else half the limit (as a worker has it); no
+  // room for what the other calls in flight grew (a worker's callLimitBytes): the other call's
+  // growth takes the hog's way (the router test in memory-isolation.test.js runs it as a worker has it)
   stages = new Stages(driver, host, { begin() {}, end() {} }, 16 * MiB, Number(process.argv[2] ?? 8) * MiB);
   const job = (id) => ({ id, appId: `app${id}`, timeoutMs: 60_000, deadline: Date.now() + 60_000, done: false });
   const run = (j, name, source) => {

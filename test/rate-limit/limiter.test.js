@@ -24,6 +24,8 @@ function flakyStore(now) {
       if (s.mode === 'throw') throw new Error('sync failure');
       if (s.mode === 'hang') return new Promise(() => {});
       if (s.mode === 'garbage') return Promise.resolve({ nope: true });
+      // (a rejection to retry later than the longest interval any rule has: no Retry-After value prints it)
+      if (s.mode === 'forever') return Promise.resolve({ admitted: false, retryAfterMs: 1e308 });
       return inner.reserve(key, i, w);
     },
   };
@@ -354,7 +356,7 @@ describe('createRateLimiter', () => {
   });
 
   test('a store that throws synchronously, hangs, or answers garbage never fails or hangs a request', async () => {
-    for (const mode of ['throw', 'hang', 'garbage']) {
+    for (const mode of ['throw', 'hang', 'garbage', 'forever']) {
       const store = flakyStore(() => Date.now());
       const log = logger();
       const l = createRateLimiter({ store, storeTimeoutMs: 200 }, log);

@@ -94,11 +94,12 @@ export interface DriverOptions {
   /** Polled while script code runs (QuickJS): true stops it (the current entry's deadline passed). */
   interrupt: () => boolean;
   /**
-   * Asked before the heap grows (QuickJS) by `bytes` for the entry running now; `pastRoom`: the
-   * growth goes past one call's room. True lets it grow (see Stages.heapGrowth). Absent: it grows
-   * only within the room.
+   * Asked before the heap grows (QuickJS) by `bytes` for the entry running now; `pastBy`: how far
+   * the heap would then be past one call's room (the cached contexts, one call's limit and the
+   * allocator's slack), 0 or less when within it. True lets it grow (see Stages.heapGrowth).
+   * Absent: it grows only within the room.
    */
-  heapGrowth?: (bytes: number, pastRoom: boolean) => boolean;
+  heapGrowth?: (bytes: number, pastBy: number) => boolean;
   /** The QuickJS WebAssembly module compiled by the pool (absent: loaded from its file). */
   wasmModule?: object;
 }

@@ -18,8 +18,9 @@
  * #271), so it is off. The bound is the WebAssembly heap itself: the driver hands the module a
  * `WebAssembly.Memory` and lets it grow only up to what the open contexts hold plus one call's
  * limit (and room for the allocator), never past that limit plus the contexts' budget; past one
- * call's room it grows only when `options.heapGrowth` says another call in flight drove the
- * growth (that call is then ended: see Stages.heapGrowth). A bomb makes malloc fail inside
+ * call's room it grows as far as `options.heapGrowth` allows: by what the other calls in flight
+ * grew it, each up to its own limit, and beyond that only by ending the call that grew it the
+ * most (see Stages.heapGrowth). A bomb makes malloc fail inside
  * QuickJS ("out of memory"): that call fails with SCRIPT_OUT_OF_MEMORY, its context is dropped
  * (freeing its memory for the others) and the worker is replaced once its other calls end. A
  * worker whose heap (which never shrinks) leaves less than one limit of room is replaced the same
@@ -200,10 +201,11 @@ export class QuickJsDriver implements SandboxDriver {
     memory.grow = (delta: number) => {
       try {
         // the heap grows for one call by at most its limit beyond what the cached contexts hold,
-        // unless another call in flight drove its growth (it is then ended: Stages.heapGrowth)
+        // and beyond that by what the other calls in flight grew it, each up to its own limit
+        // (Stages.heapGrowth; past that, the call that grew it the most is ended)
         const next = memory.buffer.byteLength + delta * PAGE;
-        const pastRoom = next > driver.heapRoom();
-        if (next > driver.heapCapBytes || !(options.heapGrowth ? options.heapGrowth(delta * PAGE, pastRoom) : !pastRoom)) {
+        const pastBy = next - driver.heapRoom();
+        if (next > driver.heapCapBytes || !(options.heapGrowth ? options.heapGrowth(delta * PAGE, pastBy) : pastBy <= 0)) {
           throw new RangeError('The script ran out of memory');
         }
         const pages = grow(delta);

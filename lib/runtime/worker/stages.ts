@@ -146,6 +146,8 @@ export class Stages {
     private readonly budgetBytes: number,
     /** The least heap growth that marks a job in flight as a memory hog (see heapGrowth). */
     private readonly hogMinBytes = 0,
+    /** The most of the heap's growth a job in flight holds room for, beside the one growing it (one call's limit; see heapGrowth). */
+    private readonly callLimitBytes = 0,
   ) {}
 
   /**
@@ -221,22 +223,33 @@ export class Stages {
   }
 
   /**
-   * The heap grows by `bytes` for the entry running now (the driver's `heapGrowth`): charged to
-   * its job. Past one call's room it may grow only when another job in flight drove more of the
-   * heap's growth, and at least `hogMinBytes` of it (the heap grows in steps of up to a fifth of
-   * its size, charged to whichever call asks: one step is no proof of a bomb): that one is ended
-   * after this entry (killHog) and this job goes on.
+   * The heap grows by `bytes` for the entry running now (the driver's `heapGrowth`), `pastBy`
+   * bytes past one call's room: charged to its job. Each other job in flight has room for what it
+   * grew, up to `callLimitBytes` (calls waiting on the host by the hundred each hold their own
+   * data). Past that it may grow only when another job in flight drove more of the heap's growth,
+   * and at least `hogMinBytes` of it (the heap grows in steps of up to a fifth of its size,
+   * charged to whichever call asks: one step is no proof of a bomb): that one is ended after this
+   * entry (killHog) and this job goes on.
    */
-  heapGrowth(bytes: number, pastRoom: boolean): boolean {
+  heapGrowth(bytes: number, pastBy: number): boolean {
     const job = this.entryJob;
-    if (job === null || job.done) return !pastRoom;
-    if (pastRoom) {
+    if (job === null || job.done) return pastBy <= 0;
+    if (pastBy > 0) {
       let top: StageJob | null = null;
+      let held = 0;
+      const seen = new Set<StageJob>([job]);
       for (const c of this.cache.values()) {
-        for (const p of c.stages.values()) if (p.job !== job && !p.job.done && (p.job.grown ?? 0) > (top?.grown ?? 0)) top = p.job;
+        for (const p of c.stages.values()) {
+          if (seen.has(p.job) || p.job.done) continue;
+          seen.add(p.job);
+          held += Math.min(p.job.grown ?? 0, this.callLimitBytes);
+          if ((p.job.grown ?? 0) > (top?.grown ?? 0)) top = p.job;
+        }
       }
-      if (top === null || (top.grown ?? 0) <= (job.grown ?? 0) || (top.grown ?? 0) < this.hogMinBytes) return false;
-      this.hog = top;
+      if (pastBy > held) {
+        if (top === null || (top.grown ?? 0) <= (job.grown ?? 0) || (top.grown ?? 0) < this.hogMinBytes) return false;
+        this.hog = top;
+      }
     }
     job.grown = (job.grown ?? 0) + bytes;
     return true;

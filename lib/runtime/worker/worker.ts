@@ -539,13 +539,13 @@ async function main(): Promise<void> {
       contextBudgetMb: config.contextBudgetMb,
       adapterSource: config.adapterSource,
       interrupt,
-      heapGrowth: (bytes, pastRoom) => (stages ? stages.heapGrowth(bytes, pastRoom) : !pastRoom),
+      heapGrowth: (bytes, pastBy) => (stages ? stages.heapGrowth(bytes, pastBy) : pastBy <= 0),
       wasmModule: config.wasmModule,
     });
   }
   const budgetMb = config.engine === 'vm2' ? vm2ContextBudgetMb(config.contextBudgetMb) : config.contextBudgetMb;
   // (a job that drove half of one call's limit of the heap's growth can be ended as its hog)
-  stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024, (config.memoryLimitMb * 1024 * 1024) / 2);
+  stages = new Stages(driver, host, slices, budgetMb * 1024 * 1024, (config.memoryLimitMb * 1024 * 1024) / 2, config.memoryLimitMb * 1024 * 1024);
   await warmUp(driver);
   // the thread is busy from a message until its event loop turns again (the messages queued with
   // it, and the promise jobs they leave, run in between)
