@@ -12,7 +12,7 @@ export { MemoryRateLimitStore, RedisRateLimitStore, reserveGcra } from './rate-l
 export type { RateLimitStore, Reservation, MemoryRateLimitStoreOptions, RedisRateLimitStoreOptions } from './rate-limit';
 export { WorkerPool } from './runtime/pool';
 export type { PoolOptions } from './runtime/pool';
-export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, RunOptions, ScriptSource, EngineStats, ErrorDetail } from './runtime/engine';
+export type { ScriptEngine, ScriptJob, JobResult, JobOutcome, HostBridge, ScriptSource, EngineStats, ErrorDetail } from './runtime/engine';
 export type * from './runtime/protocol';
 export type { HostOps, HostOp } from './runtime/messages';
 export { validateApiDefinition } from './validations';

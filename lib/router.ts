@@ -307,12 +307,11 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       automations: auto?.automations, // [automation]
     };
     if (stage === 'preview') preview.mark(job.request);
-    const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage, automations: hosted });
-    // (a call still waiting for a worker when its client goes is dropped: CLIENT_GONE)
-    const runOptions = { gone: () => connectionClosed(res) };
+    // (connection: a call still waiting for a worker when its client goes is dropped, CLIENT_GONE)
+    const services = new HostServices(shared, { appId, apiPath, requestId, parts: body.parts, stage, automations: hosted, connection: res.socket });
     const run = async (j: ScriptJob): Promise<JobResult> => {
       const t0 = performance.now();
-      const r = await engine.run(j, services, runOptions);
+      const r = await engine.run(j, services);
       observer.jobDone(trace, performance.now() - t0, r);
       return r;
     };

@@ -91,6 +91,12 @@ export interface JobResult {
  */
 export interface HostBridge {
   call(op: string, args: Record<string, unknown>): Promise<unknown>;
+  /**
+   * Whether the caller has gone (its client closed the connection): a job still waiting for a
+   * worker may be dropped then, never started, resolving with a `CLIENT_GONE` error. A job that
+   * started runs on. (The router's bridge has it; an engine may ignore it.)
+   */
+  gone?(): boolean;
 }
 
 /** What an engine is doing now (for metrics). */
@@ -103,21 +109,11 @@ export interface EngineStats {
   queued: number;
 }
 
-/** What the router tells an engine about a job besides the job itself. */
-export interface RunOptions {
-  /**
-   * Whether the caller has gone (its client closed the connection): a job still waiting for a
-   * worker may be dropped then, never started, resolving with a `CLIENT_GONE` error. A job that
-   * started runs on.
-   */
-  gone?: () => boolean;
-}
-
 /** A pluggable script engine. */
 export interface ScriptEngine {
   readonly name: string;
   /** Run a job. Resolve with a JobResult even when a script fails; reject only on engine faults. */
-  run(job: ScriptJob, host: HostBridge, options?: RunOptions): Promise<JobResult>;
+  run(job: ScriptJob, host: HostBridge): Promise<JobResult>;
   /**
    * Stop and free resources. By default the jobs already accepted finish first (new ones are
    * refused); `force` stops at once.

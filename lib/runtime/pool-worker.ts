@@ -26,8 +26,6 @@ export interface Task {
   /** Its blocking host calls in flight. */
   blockedCalls: number;
   done: boolean;
-  /** Whether its caller has gone (RunOptions.gone): it is then dropped where it waits for a worker. */
-  gone?: () => boolean;
 }
 
 /** What the pool chooses of a worker's config (the rest is made here). */

@@ -25,7 +25,7 @@
  * - Workers hold the event loop only while jobs are in flight or in line.
  */
 import { ERRORS, type ErrorName } from '../errors';
-import type { EngineStats, HostBridge, JobResult, RunOptions, ScriptEngine, ScriptJob } from './engine';
+import type { EngineStats, HostBridge, JobResult, ScriptEngine, ScriptJob } from './engine';
 import { FairQueue } from './fair-queue';
 import { CALL_OVER, clock, hostErrorInfo, type FromWorker, type HostReply } from './messages';
 import { resolvePoolOptions, type PoolOptions, type ResolvedPoolOptions } from './pool-options';
@@ -144,12 +144,12 @@ export class WorkerPool implements ScriptEngine {
     });
   }
 
-  run(job: ScriptJob, host: HostBridge, options?: RunOptions): Promise<JobResult> {
+  run(job: ScriptJob, host: HostBridge): Promise<JobResult> {
     if (this.closing) return Promise.resolve(errorResult(job, 'SHUTTING_DOWN'));
     if (this.startError !== undefined) return Promise.resolve(errorResult(job, 'ENGINE_FAILURE', START_FAILED));
     this.longestTimeoutMs = Math.max(this.longestTimeoutMs, job.timeoutMs);
     return new Promise<JobResult>((resolve) => {
-      const task: Task = { id: this.nextId, appId: job.appId, job, host, resolve, blockedCalls: 0, done: false, gone: options?.gone };
+      const task: Task = { id: this.nextId, appId: job.appId, job, host, resolve, blockedCalls: 0, done: false };
       this.nextId = this.nextId >= 0x7fffffff ? 1 : this.nextId + 1;
       this.enqueue(task);
       this.dispatchSoon();
@@ -360,7 +360,7 @@ export class WorkerPool implements ScriptEngine {
     while (ready.length > 0 && this.queue.size > 0) {
       const task = (this.heavyAt.size > 0 ? this.queue.take(light) : undefined) ?? this.queue.take(allowed);
       if (!task) break;
-      if (task.gone?.() === true) {
+      if (task.host.gone?.() === true) {
         // (its client went away while it waited: it never starts)
         this.finish(task, lineResult(task.job, 'CLIENT_GONE'));
         continue;
