@@ -181,6 +181,40 @@ export function main(ctx) { const s = get('/gt').status; const o = { get s() { r
   ['async generator with host, stepped with next()', `${H}
 async function* g() { yield get('/ag1').status; yield status('/ag2') }
 export async function main(ctx) { const out = []; const it = g(); for (let s = await it.next(); !s.done; s = await it.next()) out.push(s.value); return out }`],
+  // (each await is wrapped so that the code after it acts for its own call: the await itself keeps its promise ticks and its reads of `then`)
+  ['an await and a then of one promise, raced', `export async function main(ctx) {
+  const p = Promise.resolve(1);
+  const a = (async () => { await p; return 'await' })();
+  const b = p.then(() => 'then');
+  return await Promise.race([a, b]);
+}`],
+  ['an awaited thenable beside a then chain', `export async function main(ctx) {
+  const log = [];
+  (async () => { await { then(r) { r() } }; log.push('A') })();
+  Promise.resolve().then(() => log.push('1')).then(() => log.push('2')).then(() => log.push('3')).then(() => log.push('4'));
+  for (let i = 0; i < 8; i++) await null;
+  return log;
+}`],
+  ['an awaited promise of a subclass with its own then', `class P extends Promise {
+  static get [Symbol.species]() { return Promise }
+  then(f, r) { return super.then((v) => f(v * 2), r) }
+}
+export async function main(ctx) { return await P.resolve(5) }`],
+  ['an awaited object whose then getter changes', `export async function main(ctx) {
+  let n = 0;
+  const o = { get then() { return n++ === 0 ? undefined : (r) => r('second') } };
+  const v = await o;
+  return [v === o ? 'self' : v, n];
+}`],
+  ['a rejection awaited in a try, beside a then chain', `export async function main(ctx) {
+  const log = [];
+  (async () => { try { await Promise.reject(new Error('x')) } catch (e) { log.push('C') } finally { log.push('F') } })();
+  Promise.resolve().then(() => log.push('1')).then(() => log.push('2')).then(() => log.push('3'));
+  for (let i = 0; i < 8; i++) await null;
+  return log;
+}`],
+  ['a name of the wrapping written with an escape', `const \\u005f_resume = (t, v) => 42;
+export async function main(ctx) { return [await 1, await Promise.resolve('x')] }`, /the name \`__resume\` at line 1 is the runtime's own/],
   ['async generator with host, read with for await', `${H}
 async function* g() { yield get('/ag1').status; yield status('/ag2') }
 export async function main(ctx) { const out = []; for await (const v of g()) out.push(v); return out }`, /`for await` at line 8/],

@@ -217,7 +217,7 @@ test('statements starting with a host call after a line without a semicolon', as
 }`,
     [['main', {}]],
   );
-  expect(r.code).toContain("\n  ;(__resume(__current(),await __settled(parts[0].save('one')))).path\n");
+  expect(r.code).toContain("\n  ;(__resume(__current(),await parts[0].save('one'))).path\n");
 });
 
 test('a switch and labelled loop, with a host call deciding each branch', async () => {

@@ -636,18 +636,30 @@ describe('the shipped examples', () => {
 
 describe('every await is wrapped', () => {
   // (so that the code after it acts for its own call: lib/runtime/sandbox/continuations.ts)
-  const wrapped = (x) => `__resume(__current(),await __settled(${x}))`;
+  const wrapped = (x) => `__resume(__current(),${x})`;
 
-  test("the script's own awaits and the inserted ones", () => {
+  test("the script's own awaits and the inserted ones: the await itself as written", () => {
     expect(checked(`export async function f(p, q) {\n  const a = await p;\n  const b = platform.http.request(q).status;\n  return await(a) + await await b;\n}`)).toEqual({
-      code: `export async function f(p, q) {\n  const a = ${wrapped(' p')};\n  const b = (${wrapped('platform.http.request(q)')}).status;\n  return ${wrapped('(a)')} + ${wrapped(` ${wrapped(' b')}`)};\n}`,
+      code: `export async function f(p, q) {\n  const a = ${wrapped('await p')};\n  const b = (${wrapped('await platform.http.request(q)')}).status;\n  return ${wrapped('await(a)')} + ${wrapped(`await ${wrapped('await b')}`)};\n}`,
       async: true,
     });
   });
 
   test('in a script with no host call too, and a statement that starts with an await after a line without a semicolon keeps its meaning', () => {
     expect(checked('export async function f(p) {\n  let a = 1\n  await p\n  return a\n}')).toEqual({
-      code: `export async function f(p) {\n  let a = 1\n  ${wrapped(' p')}\n  return a\n}`,
+      code: `export async function f(p) {\n  let a = 1\n  ${wrapped('await p')}\n  return a\n}`,
+      async: true,
+    });
+  });
+
+  test("each try of an async function notes the call as it begins; its catch and finally resume it (a rejection thrown at an await lands there)", () => {
+    const src = 'export async function f(p) {\n  a: try { await p } catch (e) { g(e) } finally { h() }\n  try { x() } catch { }\n}\nfunction s() { try { x() } catch (e) {} }';
+    expect(checked(src)).toEqual({
+      code:
+        'export async function f(p) {\n' +
+        `  {const __callToken=__current();a: try { ${wrapped('await p')} } catch (e) {__resume(__callToken); g(e) } finally {__resume(__callToken); h() }}\n` +
+        '  {const __callToken=__current();try { x() } catch {__resume(__callToken); }}\n' +
+        '}\nfunction s() { try { x() } catch (e) {} }',
       async: true,
     });
   });
@@ -659,8 +671,10 @@ describe('every await is wrapped', () => {
     expect(sourceColumn(insertions, 1, col)).toBe('export async function f(p) { return await p + x.y }'.indexOf('x.y') + 1);
   });
 
-  test('a script that names one of the wrapping globals runs unchanged in blocking mode', () => {
-    expectFallback('export async function f(p) {\n  return __resume(null, await p)\n}', /the name `__resume` is the runtime's own \(line 2\)/);
+  test('a script that names what the wrapping uses, also with an escape, runs unchanged in blocking mode', () => {
+    expectFallback('export async function f(p) {\n  return __resume(null, await p)\n}', /the name `__resume` at line 2 is the runtime's own/);
+    expectFallback('const \\u005f_current = () => 1;\nexport async function f(p) { return await p }', /the name `__current` at line 1 is the runtime's own/);
+    expectFallback('export async function f(p) { let __callToken = 1; try { await p } catch {} }', /`__callToken`/);
   });
 
   test('`for await` runs the script in blocking mode, naming the loop', () => {

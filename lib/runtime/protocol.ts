@@ -235,15 +235,16 @@ export function newResponseState(): ResponseState {
 }
 
 /**
- * The names the host-call rewrite wraps each `await` of a script in async mode with
- * (`__resume(__current(), await __settled(x))`, lib/runtime/rewrite/edits.ts): across a wait, the
- * script's code goes on acting for its own call (lib/runtime/sandbox/continuations.ts). They are
- * global `const` bindings, not properties of the global object: the adapter hands the three
- * functions over as `globalThis.__continuations`, and CONTINUATION_SCRIPT, evaluated as global
- * code right after the adapter, binds them and deletes it.
+ * The names the host-call rewrite uses so that, across a wait, a script's code goes on acting for
+ * its own call (lib/runtime/sandbox/continuations.ts): each `await` of a script in async mode is
+ * written `__resume(__current(), await x)`, and each `try` of an async function
+ * `{const __callToken = __current(); try ... catch (e) {__resume(__callToken); ...} finally
+ * {__resume(__callToken); ...}}` (lib/runtime/rewrite/edits.ts). `__current` and `__resume` are
+ * global `const` bindings, not properties of the global object: the adapter hands them over as
+ * `globalThis.__continuations`, and CONTINUATION_SCRIPT, evaluated as global code right after the
+ * adapter, binds them and deletes it.
  */
-export const CONTINUATION_GLOBALS = { current: '__current', resume: '__resume', settled: '__settled', handoff: '__continuations' } as const;
+export const CONTINUATION_GLOBALS = { current: '__current', resume: '__resume', handoff: '__continuations', token: '__callToken' } as const;
 
 /** Global code an engine evaluates once in a context, right after calling the adapter (see CONTINUATION_GLOBALS). */
-export const CONTINUATION_SCRIPT = ((g) =>
-  `const ${g.current} = ${g.handoff}.current, ${g.resume} = ${g.handoff}.resume, ${g.settled} = ${g.handoff}.settled; delete globalThis.${g.handoff};`)(CONTINUATION_GLOBALS);
+export const CONTINUATION_SCRIPT = ((g) => `const ${g.current} = ${g.handoff}.current, ${g.resume} = ${g.handoff}.resume; delete globalThis.${g.handoff};`)(CONTINUATION_GLOBALS);

@@ -8,11 +8,19 @@ const { rewriteHostCalls } = require('../../dist/cjs/runtime/rewrite/index.js');
 
 const parse = (code) => acorn.parse(code, { ecmaVersion: 'latest', sourceType: 'module', locations: true, allowHashBang: true });
 
-/** Statements and declarations in tree order (empty statements left out), with their start lines. */
+/** The statements the rewrite adds around a `try` (edits.ts): `{const __callToken = __current(); try ...}` and `__resume(__callToken);`. */
+const isTokenDeclaration = (n) => n?.type === 'VariableDeclaration' && n.declarations[0]?.id.name === '__callToken';
+function addedByRewrite(node) {
+  if (node.type === 'BlockStatement') return isTokenDeclaration(node.body[0]);
+  if (node.type === 'ExpressionStatement') return node.expression.type === 'CallExpression' && node.expression.callee.name === '__resume' && node.expression.arguments[0]?.name === '__callToken';
+  return isTokenDeclaration(node);
+}
+
+/** Statements and declarations in tree order (empty statements and those the rewrite adds left out), with their start lines. */
 function statementLines(code) {
   const out = [];
   const walk = (node) => {
-    if (/(Statement|Declaration)$/.test(node.type) && node.type !== 'EmptyStatement') out.push(`${node.type}@${node.loc.start.line}`);
+    if (/(Statement|Declaration)$/.test(node.type) && node.type !== 'EmptyStatement' && !addedByRewrite(node)) out.push(`${node.type}@${node.loc.start.line}`);
     for (const key of KEYS[node.type] || []) {
       const v = node[key];
       for (const child of Array.isArray(v) ? v : [v]) if (child && typeof child.type === 'string') walk(child);
@@ -38,19 +46,12 @@ function rewrite(source, options) {
 }
 
 /**
- * The sandbox globals the rewrite wraps each `await` with (lib/runtime/sandbox/continuations.ts),
- * without calls to act for: what they keep of an await's meaning, a rejection crossing it as a
- * value that `__resume` throws, is what a rewritten program needs of them.
+ * The sandbox globals the rewrite wraps each `await` and `try` with
+ * (lib/runtime/sandbox/continuations.ts), without calls to act for: a rewritten program calls
+ * them, and they change nothing of its meaning.
  */
-const CONTINUATIONS = `var __rejected = new WeakMap();
-function __current() { return null; }
-function __resume(token, v) { if (v !== null && typeof v === 'object' && __rejected.has(v)) throw __rejected.get(v).reason; return v; }
-function __settled(x) {
-  const box = (reason) => { const b = {}; __rejected.set(b, { reason }); return b; };
-  let then;
-  try { then = x !== null && (typeof x === 'object' || typeof x === 'function') ? x.then : undefined; } catch (e) { return box(e); }
-  return typeof then === 'function' ? Promise.resolve(x).then(undefined, box) : x;
-}
+const CONTINUATIONS = `function __current() { return null; }
+function __resume(token, v) { return v; }
 `;
 
 /** Evaluates an ES module's source with `platform` as a global; returns its exports. */

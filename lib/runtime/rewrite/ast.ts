@@ -38,11 +38,15 @@ export interface AstIndex {
   awaits: Node[];
   /** `for await` loops. */
   forAwaits: Node[];
+  /** TryStatement nodes. */
+  tries: Node[];
+  /** Identifiers whose name starts with `__` (escapes decoded: `\u005f_x` is `__x`). */
+  dunders: Node[];
 }
 
 /** One iterative walk (deeply nested expressions must not overflow the stack). */
 export function indexTree(root: Node): AstIndex {
-  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [], awaits: [], forAwaits: [] };
+  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [], awaits: [], forAwaits: [], tries: [], dunders: [] };
   const { parent } = index;
   const stack: Node[] = [root];
   while (stack.length > 0) {
@@ -70,6 +74,12 @@ export function indexTree(root: Node): AstIndex {
         break;
       case 'ForOfStatement':
         if (node.await === true) index.forAwaits.push(node);
+        break;
+      case 'TryStatement':
+        index.tries.push(node);
+        break;
+      case 'Identifier':
+        if ((node.name as string).startsWith('__')) index.dunders.push(node);
         break;
       default:
     }

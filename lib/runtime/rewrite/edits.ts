@@ -3,17 +3,21 @@
  * statement from joining the one before it. Nothing is removed and no line break is added, so
  * every statement stays on its author's line.
  *
- * Each `await`, the script's own and the inserted ones, is written
- * `__resume(__current(), await __settled(x))`, so that the code after it acts for its own call
- * (see lib/runtime/sandbox/continuations.ts): `(await x)` is inserted as
- * `(__resume(__current(),await __settled(x)))`.
+ * Each `await`, the script's own and the inserted ones, is written `__resume(__current(), await
+ * x)`, so that the code after it acts for its own call (see lib/runtime/sandbox/continuations.ts):
+ * `(await x)` is inserted as `(__resume(__current(),await x))`. A rejection thrown at an await goes
+ * to a `catch` or `finally` of its function: each `try` of an async function (or of module code)
+ * is wrapped as `{const __callToken=__current();try ... catch (e) {__resume(__callToken);...}
+ * finally {__resume(__callToken);...}}`.
  */
 import type { Node } from './ast';
 import { CONTINUATION_GLOBALS as G } from '../protocol';
 
-/** Before an `await`, and after its keyword (a space first: `await(x)` must not become one word). */
+/** Before an `await`. */
 const BEFORE_AWAIT = `${G.resume}(${G.current}(),`;
-const AFTER_AWAIT = ` ${G.settled}(`;
+/** Before a `try` (and its labels), and at the head of its `catch` and `finally` blocks. */
+const BEFORE_TRY = `{const ${G.token}=${G.current}();`;
+const RESUME_TRY = `${G.resume}(${G.token});`;
 
 /** At one offset, inserts apply in this order: a closing paren ends an expression before anything opens. */
 const enum Rank {
@@ -62,15 +66,31 @@ const WORD_CHAR = /[\p{ID_Continue}$\u200c\u200d\\]/u;
 
 /**
  * `inserted` gets each insertion as [offset in the source, length], in source order. `awaits`:
- * the script's own awaits, each to wrap; null: no await is wrapped, the inserted ones included.
+ * the script's own awaits, each to wrap, and `tries` the try statements whose rejections to resume
+ * from; null: nothing is wrapped, the inserted awaits included.
  */
-export function applyPlan(source: string, wraps: readonly Node[], asyncFunctions: readonly Node[], awaits: readonly Node[] | null, parentOf: Map<Node, Node>, inserted: Array<[number, number]>): string {
+export function applyPlan(
+  source: string,
+  wraps: readonly Node[],
+  asyncFunctions: readonly Node[],
+  continuations: { awaits: readonly Node[]; tries: readonly Node[] } | null,
+  parentOf: Map<Node, Node>,
+  inserted: Array<[number, number]>,
+): string {
   const edits: Insertion[] = [];
   const semicolons = new Set<number>();
-  for (const node of awaits ?? []) {
-    edits.push({ pos: node.start, rank: Rank.Open, text: BEFORE_AWAIT }, { pos: node.start + 'await'.length, rank: Rank.Open, text: AFTER_AWAIT }, { pos: node.end, rank: Rank.Close, text: '))' });
+  for (const node of continuations?.awaits ?? []) {
+    edits.push({ pos: node.start, rank: Rank.Open, text: BEFORE_AWAIT }, { pos: node.end, rank: Rank.Close, text: ')' });
   }
-  const [open, close] = awaits === null ? ['(await ', ')'] : [`(${BEFORE_AWAIT}await${AFTER_AWAIT}`, ')))'];
+  for (const node of continuations?.tries ?? []) {
+    // (before its labels: `break label` stays inside the labelled statement)
+    let outer = node;
+    for (let up = parentOf.get(outer); up?.type === 'LabeledStatement'; up = parentOf.get(up)) outer = up;
+    edits.push({ pos: outer.start, rank: Rank.Open, text: BEFORE_TRY }, { pos: outer.end, rank: Rank.Close, text: '}' });
+    if (node.handler) edits.push({ pos: (node.handler.body as Node).start + 1, rank: Rank.Open, text: RESUME_TRY });
+    if (node.finalizer) edits.push({ pos: (node.finalizer as Node).start + 1, rank: Rank.Open, text: RESUME_TRY });
+  }
+  const [open, close] = continuations === null ? ['(await ', ')'] : [`(${BEFORE_AWAIT}await `, '))'];
   for (const node of wraps) {
     edits.push({ pos: node.start, rank: Rank.Open, text: open }, { pos: node.end, rank: Rank.Close, text: close });
     const statement = statementNeedingSemicolon(source, node, parentOf);

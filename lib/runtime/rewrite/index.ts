@@ -8,7 +8,7 @@
  * source hash).
  */
 import { analyze, NestingError } from './parser';
-import { indexTree, Lines, parseModule, propertyName, type Node } from './ast';
+import { FUNCTION_TYPES, indexTree, Lines, parseModule, propertyName, type AstIndex, type Node } from './ast';
 import { Planner } from './analysis';
 import { applyPlan } from './edits';
 import { findHazard } from './hazards';
@@ -35,9 +35,10 @@ export interface RewriteOptions {
    */
   insertions?: Array<[number, number, number]>;
   /**
-   * false: leaves each `await` as written and inserts `(await x)`, to read what the rewrite
-   * awaits. The runtime always wraps them (the default): `__resume(__current(), await
-   * __settled(x))`, so that the code after an await acts for its own call (edits.ts).
+   * false: leaves each `await` and `try` as written and inserts `(await x)`, to read what the
+   * rewrite awaits. The runtime always wraps them (the default): `__resume(__current(), await
+   * x)`, and each `try` of an async function so that its `catch` and `finally` resume the call,
+   * so that the code after an await acts for its own call (edits.ts).
    */
   wrapAwaits?: boolean;
 }
@@ -57,8 +58,28 @@ const HOST_SET: ReadonlySet<string> = new Set(HOST_METHODS);
  */
 const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|http|system|eval|Function|constructor|import|platform|globalThis|\\\\u`);
 
-/** The names of the globals each `await` is wrapped with (a script using one runs unchanged: it could stand in for them). */
-const RESERVED_TEXT = new RegExp(Object.values(CONTINUATION_GLOBALS).join('|'));
+/** The names each `await` and `try` is wrapped with (a script naming one runs unchanged: it could stand in for them). */
+const RESERVED: ReadonlySet<string> = new Set(Object.values(CONTINUATION_GLOBALS));
+
+/**
+ * The try statements where a rejection of an await may land: those of async functions (written
+ * so, or made so by the rewrite) and of module code (top-level await); not those of other
+ * functions, which cannot await.
+ */
+function asyncTries(index: AstIndex, asyncFunctions: readonly Node[]): Node[] {
+  if (index.tries.length === 0) return [];
+  const functionOf = (n: Node): Node | undefined => {
+    let up = index.parent.get(n);
+    while (up !== undefined && !FUNCTION_TYPES.has(up.type)) up = index.parent.get(up);
+    return up;
+  };
+  const madeAsync = new Set(asyncFunctions);
+  const topLevelAwait = index.awaits.some((a) => functionOf(a) === undefined);
+  return index.tries.filter((t) => {
+    const fn = functionOf(t);
+    return fn === undefined ? topLevelAwait : fn.async === true || madeAsync.has(fn);
+  });
+}
 
 function isHostCall(node: Node): boolean {
   const callee = (node.type === 'CallExpression' ? node.callee : node.tag) as Node;
@@ -88,22 +109,22 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
     const syntaxError = String(e.message).replace(/\((\d+):(\d+)\)$/, (_m, line: string, column: string) => `(${line}:${Number(column) + 1})`);
     return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError };
   }
-  const reserved = RESERVED_TEXT.exec(source);
-  if (reserved !== null) return fallback(`the name \`${reserved[0]}\` is the runtime's own (line ${new Lines(source).lineOf(reserved.index)})`);
-  if (!CANDIDATE_TEXT.test(source) && !source.includes('await')) return { code: source, async: true };
+  if (!CANDIDATE_TEXT.test(source) && !source.includes('await') && !source.includes('try')) return { code: source, async: true };
   try {
     const index = indexTree(ast);
     const lines = new Lines(source);
+    const reserved = index.dunders.find((id) => RESERVED.has(id.name as string));
+    if (reserved !== undefined) return fallback(`the name \`${reserved.name}\` at line ${lines.lineOf(reserved.start)} is the runtime's own`);
     if (index.forAwaits.length > 0) {
       const loop = index.forAwaits.reduce((a, b) => (b.start < a.start ? b : a));
       return fallback(`\`for await\` at line ${lines.lineOf(loop.start)}: each step of the loop resumes where the runtime cannot say for which call`);
     }
     /** The code to run in async mode: with `wraps` awaited, `asyncFunctions` made async and every await wrapped (edits.ts). */
     const done = (wraps: readonly Node[], asyncFunctions: readonly Node[]): RewriteResult => {
-      const awaits = options.wrapAwaits === false ? null : index.awaits;
-      if (wraps.length === 0 && (awaits === null || awaits.length === 0)) return { code: source, async: true };
+      const continuations = options.wrapAwaits === false ? null : { awaits: index.awaits, tries: asyncTries(index, asyncFunctions) };
+      if (wraps.length === 0 && (continuations === null || (continuations.awaits.length === 0 && continuations.tries.length === 0))) return { code: source, async: true };
       const inserted: Array<[number, number]> = [];
-      const code = applyPlan(source, wraps, asyncFunctions, awaits, index.parent, inserted);
+      const code = applyPlan(source, wraps, asyncFunctions, continuations, index.parent, inserted);
       for (const [pos, length] of inserted) options.insertions?.push([lines.lineOf(pos), lines.columnOf(pos), length]);
       return { code, async: true };
     };

@@ -7,17 +7,19 @@
  * then may resume other calls as well (two calls waiting on one promise of the module, say a
  * lookup they share). So each place where a call's code resumes makes its own call active first:
  *   - every `await` of a script in async mode, written by the host-call rewrite
- *     (lib/runtime/rewrite/edits.ts) as `__resume(__current(), await __settled(x))`: the call is
- *     taken before the wait and made active again after it; a rejection crosses the `await` as a
- *     value, so that the call is active again before a `catch` or `finally` runs;
+ *     (lib/runtime/rewrite/edits.ts) as `__resume(__current(), await x)`: the call is taken
+ *     before the wait and made active again right after it (the await itself unchanged: no
+ *     promise tick or `then` lookup more); a rejection thrown there reaches a `catch` or
+ *     `finally` of the same function, which the rewrite heads with `__resume(__callToken)`, the
+ *     call taken as its `try` began; or it leaves the function, whose caller's await resumes it;
  *   - every callback handed to a promise's `then` (also through `catch` and `finally`): it runs
  *     for the call that handed it (QuickJS; vm2 keeps Promise.prototype frozen).
  * Code of a call that resumes after its call ended acts for none: the platform helpers throw as
- * they do outside a call, and its console lines are dropped. The three functions are global
+ * they do outside a call, and its console lines are dropped. The two functions are global
  * `const`s of the context (CONTINUATION_SCRIPT in lib/runtime/protocol.ts), not properties of
  * the global object.
  */
-import { G, PromiseCtor, WeakMapCtor, defineHidden, fnApply, freeze, getOwnDescriptor, isObj, promiseThen, wmGet, wmSet } from './prelude';
+import { G, PromiseCtor, defineHidden, freeze, getOwnDescriptor, isObj, promiseThen, wmGet } from './prelude';
 import { active, setActive } from './host';
 import { apiStage } from './entry';
 import { CONTINUATION_GLOBALS } from '../protocol';
@@ -34,48 +36,10 @@ function callOf(token: unknown): StageRecord | null {
   return st === undefined || st.done ? null : st;
 }
 
-/** The reasons of rejections, by the value settled() gave for them. */
-var REJECTED: WeakMap<object, { reason: unknown }> = new WeakMapCtor();
-
-function rejected(reason: unknown): object {
-  var box = { __proto__: null };
-  wmSet(REJECTED, box, { reason: reason });
-  return box;
-}
-
-/** After an `await`: the call of `token` is active again; the awaited value, or its rejection thrown. */
-function resume(token: unknown, v: unknown): unknown {
+/** After an `await` (or at the head of a `catch` or `finally`): the call of `token` is active again; `v` as it is. */
+function resume(token: unknown, v?: unknown): unknown {
   setActive(callOf(token));
-  var r = isObj(v) ? wmGet(REJECTED, v) : undefined;
-  if (r !== undefined) throw r.reason;
   return v;
-}
-
-/**
- * What `await` waits on instead of `x`: a promise of x's outcome as a value (a rejection as one
- * resume() throws); x itself when it is no thenable.
- */
-function settled(x: unknown): unknown {
-  var thenFn: unknown;
-  try {
-    thenFn = isObj(x) ? x.then : undefined;
-  } catch (e) {
-    return rejected(e); // (as `await` would throw it)
-  }
-  if (typeof thenFn !== 'function') return x;
-  try {
-    return promiseThen(x, undefined, rejected); // a native promise, whatever its `then` is now
-  } catch (notAPromise) {
-    // another thenable: its `then` is called in a promise job, as `await` calls it, for this call
-    var st = active;
-    var adopted = promiseThen(new PromiseCtor(function (ok) { ok(undefined) }), function () {
-      setActive(st !== null && st.done ? null : st);
-      return new PromiseCtor(function (ok, fail) {
-        fnApply(thenFn as Function, x, [ok, fail]);
-      });
-    });
-    return promiseThen(adopted, undefined, rejected);
-  }
 }
 
 /** `f`, run for call `st` (for none when st is null or has ended); anything else as it is. */
@@ -98,4 +62,4 @@ var then = {
 // docs/script-engine.md says)
 if (getOwnDescriptor(PromiseCtor.prototype, 'then')?.configurable === true) defineHidden(PromiseCtor.prototype, 'then', then);
 // (bound as global consts by CONTINUATION_SCRIPT, which the engine runs next and which deletes this)
-defineHidden(G, CONTINUATION_GLOBALS.handoff, freeze({ __proto__: null, current: current, resume: resume, settled: settled }));
+defineHidden(G, CONTINUATION_GLOBALS.handoff, freeze({ __proto__: null, current: current, resume: resume }));
