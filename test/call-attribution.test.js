@@ -210,3 +210,64 @@ test.each(['quickjs', 'vm2'])('%s: what each await is wrapped with is not on the
     await router.close();
   }
 });
+
+test('quickjs: an async generator resumed by a queued next() acts for the call that ran it', async () => {
+  // alice steps a generator with two next() calls at once: the second resumes it after the
+  // yield from a promise job, run while bob's call (resumed by the same lookup) was the last to act
+  const acc = accounts();
+  const lines = [];
+  let bothWaiting;
+  const waiting = new Promise((resolve) => (bothWaiting = resolve));
+  const logger = {
+    info: (m, meta) => {
+      lines.push([m.replace(/^\[app1\/main\.js\] /, ''), meta.requestId]);
+      if (lines.filter(([l]) => l.startsWith('waiting')).length === 2) bothWaiting();
+    },
+    warn() {},
+    error() {},
+    debug() {},
+  };
+  const { app, router } = makeApp({
+    router: { engine: 'quickjs', logger, accounts: acc.service },
+    apps: {
+      app1: {
+        scripts: {
+          'main.js': `
+var shared = null;
+async function load() { return platform.system.getAccountByToken('shared'); }
+async function* steps(setHeader, who) { await shared; yield 1; setHeader('X-Gen', who); console.log('after yield ' + who); }
+export async function fn(ctx) {
+  const who = ctx.query.who;
+  if (shared === null) shared = load();
+  console.log('waiting ' + who);
+  if (who === 'alice') {
+    const it = steps(ctx.response.setHeader, who);
+    const first = it.next();
+    await it.next();
+    await first;
+    return who;
+  }
+  for (let i = 0; i < 6; i++) await (i === 0 ? shared : null);
+  return who;
+}`,
+        },
+        apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }],
+      },
+    },
+  });
+  const server = http.createServer(app).listen(0, '127.0.0.1');
+  try {
+    await new Promise((resolve) => server.once('listening', resolve));
+    const alice = get(server, 'alice');
+    const bob = get(server, 'bob');
+    await waiting;
+    acc.release('ok');
+    const [a, b] = await Promise.all([alice, bob]);
+    expect([a.body, a.headers['x-gen']]).toEqual(['alice', 'alice']);
+    expect([b.body, b.headers['x-gen']]).toEqual(['bob', undefined]);
+    expect(lines.filter(([l]) => l.startsWith('after yield'))).toEqual([['after yield alice', a.headers['x-request-id']]]);
+  } finally {
+    server.close();
+    await router.close();
+  }
+});

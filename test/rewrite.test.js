@@ -664,6 +664,20 @@ describe('every await is wrapped', () => {
     });
   });
 
+  test('an await at the head of a catch or finally block comes after its resume', () => {
+    expect(checked('export async function f(p) { try {await p} catch ({ message }) {await p} finally {await p} }')).toEqual({
+      code: `export async function f(p) { {const __callToken=__current();try {${wrapped('await p')}} catch ({ message }) {__resume(__callToken);${wrapped('await p')}} finally {__resume(__callToken);${wrapped('await p')}}} }`,
+      async: true,
+    });
+  });
+
+  test("a yield of an async generator is wrapped as an await is (a queued next() resumes it from a promise job); a generator's is not", () => {
+    expect(checked('export async function* g(p) { const v = yield p; yield; }\nexport function* h() { yield 1 }')).toEqual({
+      code: `export async function* g(p) { const v = ${wrapped('yield p')}; ${wrapped('yield')}; }\nexport function* h() { yield 1 }`,
+      async: true,
+    });
+  });
+
   test('the insertions it reports map the columns of code after a wrapped await back to the source', () => {
     const insertions = [];
     const r = rewriteHostCalls('export async function f(p) { return await p + x.y }', { insertions });
@@ -675,6 +689,10 @@ describe('every await is wrapped', () => {
     expectFallback('export async function f(p) {\n  return __resume(null, await p)\n}', /the name `__resume` at line 2 is the runtime's own/);
     expectFallback('const \\u005f_current = () => 1;\nexport async function f(p) { return await p }', /the name `__current` at line 1 is the runtime's own/);
     expectFallback('export async function f(p) { let __callToken = 1; try { await p } catch {} }', /`__callToken`/);
+    // (also in a script with nothing else to rewrite)
+    expectFallback('export function f() { return typeof __resume }', /the name `__resume` at line 1 is the runtime's own/);
+    // a property of that name is no name of the script's scope
+    expect(checked('export async function f(ctx) { await 1; return [ctx.__current, { __resume: 1 }.__resume] }').async).toBe(true);
   });
 
   test('`for await` runs the script in blocking mode, naming the loop', () => {

@@ -36,6 +36,8 @@ export interface AstIndex {
   returns: Node[];
   /** AwaitExpression nodes (the script's own `await`s). */
   awaits: Node[];
+  /** YieldExpression nodes. */
+  yields: Node[];
   /** `for await` loops. */
   forAwaits: Node[];
   /** TryStatement nodes. */
@@ -46,7 +48,7 @@ export interface AstIndex {
 
 /** One iterative walk (deeply nested expressions must not overflow the stack). */
 export function indexTree(root: Node): AstIndex {
-  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [], awaits: [], forAwaits: [], tries: [], dunders: [] };
+  const index: AstIndex = { parent: new Map(), calls: [], members: [], objectPatterns: [], imports: [], returns: [], awaits: [], yields: [], forAwaits: [], tries: [], dunders: [] };
   const { parent } = index;
   const stack: Node[] = [root];
   while (stack.length > 0) {
@@ -71,6 +73,9 @@ export function indexTree(root: Node): AstIndex {
         break;
       case 'AwaitExpression':
         index.awaits.push(node);
+        break;
+      case 'YieldExpression':
+        index.yields.push(node);
         break;
       case 'ForOfStatement':
         if (node.await === true) index.forAwaits.push(node);

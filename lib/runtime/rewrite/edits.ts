@@ -5,7 +5,8 @@
  *
  * Each `await`, the script's own and the inserted ones, is written `__resume(__current(), await
  * x)`, so that the code after it acts for its own call (see lib/runtime/sandbox/continuations.ts):
- * `(await x)` is inserted as `(__resume(__current(),await x))`. A rejection thrown at an await goes
+ * `(await x)` is inserted as `(__resume(__current(),await x))`; a `yield` of an async generator
+ * is wrapped the same way (queued `next()` calls resume it from promise jobs). A rejection thrown at an await goes
  * to a `catch` or `finally` of its function: each `try` of an async function (or of module code)
  * is wrapped as `{const __callToken=__current();try ... catch (e) {__resume(__callToken);...}
  * finally {__resume(__callToken);...}}`.
@@ -19,12 +20,17 @@ const BEFORE_AWAIT = `${G.resume}(${G.current}(),`;
 const BEFORE_TRY = `{const ${G.token}=${G.current}();`;
 const RESUME_TRY = `${G.resume}(${G.token});`;
 
-/** At one offset, inserts apply in this order: a closing paren ends an expression before anything opens. */
+/**
+ * At one offset, inserts apply in this order: a closing paren ends an expression before anything
+ * opens; a statement put at the head of a block (`__resume(__callToken);`) comes before the
+ * expression that starts there.
+ */
 const enum Rank {
   Close = 0,
   Semicolon = 1,
-  Open = 2,
-  Async = 3,
+  Statement = 2,
+  Open = 3,
+  Async = 4,
 }
 
 interface Insertion {
@@ -79,6 +85,7 @@ export function applyPlan(
 ): string {
   const edits: Insertion[] = [];
   const semicolons = new Set<number>();
+  // (an await, and a yield of an async generator: its next() may resume it from a promise job)
   for (const node of continuations?.awaits ?? []) {
     edits.push({ pos: node.start, rank: Rank.Open, text: BEFORE_AWAIT }, { pos: node.end, rank: Rank.Close, text: ')' });
   }
@@ -87,8 +94,8 @@ export function applyPlan(
     let outer = node;
     for (let up = parentOf.get(outer); up?.type === 'LabeledStatement'; up = parentOf.get(up)) outer = up;
     edits.push({ pos: outer.start, rank: Rank.Open, text: BEFORE_TRY }, { pos: outer.end, rank: Rank.Close, text: '}' });
-    if (node.handler) edits.push({ pos: (node.handler.body as Node).start + 1, rank: Rank.Open, text: RESUME_TRY });
-    if (node.finalizer) edits.push({ pos: (node.finalizer as Node).start + 1, rank: Rank.Open, text: RESUME_TRY });
+    if (node.handler) edits.push({ pos: (node.handler.body as Node).start + 1, rank: Rank.Statement, text: RESUME_TRY });
+    if (node.finalizer) edits.push({ pos: (node.finalizer as Node).start + 1, rank: Rank.Statement, text: RESUME_TRY });
   }
   const [open, close] = continuations === null ? ['(await ', ')'] : [`(${BEFORE_AWAIT}await `, '))'];
   for (const node of wraps) {

@@ -60,6 +60,8 @@ const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|http|system|eval|Fu
 
 /** The names each `await` and `try` is wrapped with (a script naming one runs unchanged: it could stand in for them). */
 const RESERVED: ReadonlySet<string> = new Set(Object.values(CONTINUATION_GLOBALS));
+/** Any of them in the text (written with escapes, a name goes through the analysis anyway: CANDIDATE_TEXT has `\u`). */
+const RESERVED_TEXT = new RegExp([...RESERVED].join('|'));
 
 /**
  * The try statements where a rejection of an await may land: those of async functions (written
@@ -68,17 +70,34 @@ const RESERVED: ReadonlySet<string> = new Set(Object.values(CONTINUATION_GLOBALS
  */
 function asyncTries(index: AstIndex, asyncFunctions: readonly Node[]): Node[] {
   if (index.tries.length === 0) return [];
-  const functionOf = (n: Node): Node | undefined => {
-    let up = index.parent.get(n);
-    while (up !== undefined && !FUNCTION_TYPES.has(up.type)) up = index.parent.get(up);
-    return up;
-  };
   const madeAsync = new Set(asyncFunctions);
+  const functionOf = (n: Node) => enclosingFunction(index, n);
   const topLevelAwait = index.awaits.some((a) => functionOf(a) === undefined);
   return index.tries.filter((t) => {
     const fn = functionOf(t);
     return fn === undefined ? topLevelAwait : fn.async === true || madeAsync.has(fn);
   });
+}
+
+/** The function a node is in (undefined: module code). */
+function enclosingFunction(index: AstIndex, n: Node): Node | undefined {
+  let up = index.parent.get(n);
+  while (up !== undefined && !FUNCTION_TYPES.has(up.type)) up = index.parent.get(up);
+  return up;
+}
+
+/** The yields of async generators: a queued `next()` resumes such a generator from a promise job. */
+function asyncYields(index: AstIndex): Node[] {
+  return index.yields.filter((y) => enclosingFunction(index, y)?.async === true);
+}
+
+/** Whether identifier `id` names a binding or a reference (not a property name: `x.__current`, `{ __current: 1 }`). */
+function isName(index: AstIndex, id: Node): boolean {
+  const up = index.parent.get(id);
+  if (up === undefined) return true;
+  if (up.type === 'MemberExpression') return up.property !== id || up.computed === true;
+  if (up.type === 'Property' || up.type === 'MethodDefinition' || up.type === 'PropertyDefinition') return up.key !== id || up.computed === true || up.shorthand === true;
+  return true;
 }
 
 function isHostCall(node: Node): boolean {
@@ -109,11 +128,11 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
     const syntaxError = String(e.message).replace(/\((\d+):(\d+)\)$/, (_m, line: string, column: string) => `(${line}:${Number(column) + 1})`);
     return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError };
   }
-  if (!CANDIDATE_TEXT.test(source) && !source.includes('await') && !source.includes('try')) return { code: source, async: true };
+  if (!CANDIDATE_TEXT.test(source) && !RESERVED_TEXT.test(source) && !source.includes('await') && !source.includes('try') && !source.includes('yield')) return { code: source, async: true };
   try {
     const index = indexTree(ast);
     const lines = new Lines(source);
-    const reserved = index.dunders.find((id) => RESERVED.has(id.name as string));
+    const reserved = index.dunders.find((id) => RESERVED.has(id.name as string) && isName(index, id));
     if (reserved !== undefined) return fallback(`the name \`${reserved.name}\` at line ${lines.lineOf(reserved.start)} is the runtime's own`);
     if (index.forAwaits.length > 0) {
       const loop = index.forAwaits.reduce((a, b) => (b.start < a.start ? b : a));
@@ -121,7 +140,7 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
     }
     /** The code to run in async mode: with `wraps` awaited, `asyncFunctions` made async and every await wrapped (edits.ts). */
     const done = (wraps: readonly Node[], asyncFunctions: readonly Node[]): RewriteResult => {
-      const continuations = options.wrapAwaits === false ? null : { awaits: index.awaits, tries: asyncTries(index, asyncFunctions) };
+      const continuations = options.wrapAwaits === false ? null : { awaits: [...index.awaits, ...asyncYields(index)], tries: asyncTries(index, asyncFunctions) };
       if (wraps.length === 0 && (continuations === null || (continuations.awaits.length === 0 && continuations.tries.length === 0))) return { code: source, async: true };
       const inserted: Array<[number, number]> = [];
       const code = applyPlan(source, wraps, asyncFunctions, continuations, index.parent, inserted);
