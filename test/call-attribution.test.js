@@ -68,6 +68,31 @@ const WAYS = {
   then: `return shared.then(() => after(ctx, who, getHeader, setHeader, false), () => after(ctx, who, getHeader, setHeader, true));`,
 };
 
+/** A logger keeping the console lines (without the script's tag) with their request ids; `waiting` settles once two calls logged `waiting ...`. */
+function consoleLines() {
+  const lines = [];
+  let bothWaiting;
+  const waiting = new Promise((resolve) => (bothWaiting = resolve));
+  const logger = {
+    info: (m, meta) => {
+      lines.push([m.replace(/^\[app1\/main\.js\] /, ''), meta.requestId]);
+      if (lines.filter(([l]) => l.startsWith('waiting')).length === 2) bothWaiting();
+    },
+    warn() {},
+    error() {},
+    debug() {},
+  };
+  return { lines, waiting, logger };
+}
+
+/** Alice's and Bob's calls, the shared lookup answered (`outcome`) once both wait on it. */
+async function aliceAndBob(server, waiting, acc, outcome) {
+  const calls = [get(server, 'alice'), get(server, 'bob')];
+  await waiting;
+  acc.release(outcome);
+  return Promise.all(calls);
+}
+
 function get(server, who) {
   return new Promise((resolve, reject) => {
     http
@@ -91,18 +116,7 @@ const CASES = [
 
 test.each(CASES)('%s: two calls resumed together by one promise (%s, lookup %s) each act for their own request', async (engine, way, outcome) => {
   const acc = accounts();
-  const lines = [];
-  let bothWaiting;
-  const waiting = new Promise((resolve) => (bothWaiting = resolve));
-  const logger = {
-    info: (m, meta) => {
-      lines.push([m.replace(/^\[app1\/main\.js\] /, ''), meta.requestId]);
-      if (lines.filter(([l]) => l.startsWith('waiting')).length === 2) bothWaiting();
-    },
-    warn() {},
-    error() {},
-    debug() {},
-  };
+  const { lines, waiting, logger } = consoleLines();
   const { app, router } = makeApp({
     router: { engine, logger, accounts: acc.service },
     apps: { app1: { scripts: { 'main.js': script(WAYS[way], acts(way)) }, apis: [{ path: 'p', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON' }] } },
@@ -110,11 +124,7 @@ test.each(CASES)('%s: two calls resumed together by one promise (%s, lookup %s) 
   const server = http.createServer(app).listen(0, '127.0.0.1');
   try {
     await new Promise((resolve) => server.once('listening', resolve));
-    const alice = get(server, 'alice');
-    const bob = get(server, 'bob');
-    await waiting;
-    acc.release(outcome);
-    const [a, b] = await Promise.all([alice, bob]);
+    const [a, b] = await aliceAndBob(server, waiting, acc, outcome);
     const ids = { alice: a.headers['x-request-id'], bob: b.headers['x-request-id'] };
 
     expect([a.status, a.body]).toEqual([200, { who: 'alice', auth: 'Bearer alice-secret', failed: outcome === 'fail', account: 'after-alice' }]);
@@ -215,18 +225,7 @@ test('quickjs: an async generator resumed by a queued next() acts for the call t
   // alice steps a generator with two next() calls at once: the second resumes it after the
   // yield from a promise job, run while bob's call (resumed by the same lookup) was the last to act
   const acc = accounts();
-  const lines = [];
-  let bothWaiting;
-  const waiting = new Promise((resolve) => (bothWaiting = resolve));
-  const logger = {
-    info: (m, meta) => {
-      lines.push([m.replace(/^\[app1\/main\.js\] /, ''), meta.requestId]);
-      if (lines.filter(([l]) => l.startsWith('waiting')).length === 2) bothWaiting();
-    },
-    warn() {},
-    error() {},
-    debug() {},
-  };
+  const { lines, waiting, logger } = consoleLines();
   const { app, router } = makeApp({
     router: { engine: 'quickjs', logger, accounts: acc.service },
     apps: {
@@ -258,11 +257,7 @@ export async function fn(ctx) {
   const server = http.createServer(app).listen(0, '127.0.0.1');
   try {
     await new Promise((resolve) => server.once('listening', resolve));
-    const alice = get(server, 'alice');
-    const bob = get(server, 'bob');
-    await waiting;
-    acc.release('ok');
-    const [a, b] = await Promise.all([alice, bob]);
+    const [a, b] = await aliceAndBob(server, waiting, acc, 'ok');
     expect([a.body, a.headers['x-gen']]).toEqual(['alice', 'alice']);
     expect([b.body, b.headers['x-gen']]).toEqual(['bob', undefined]);
     expect(lines.filter(([l]) => l.startsWith('after yield'))).toEqual([['after yield alice', a.headers['x-request-id']]]);
