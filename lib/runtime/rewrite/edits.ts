@@ -6,10 +6,10 @@
  * Each `await`, the script's own and the inserted ones, is written `__resume(__current(), await
  * x)`, so that the code after it acts for its own call (see lib/runtime/sandbox/continuations.ts):
  * `(await x)` is inserted as `(__resume(__current(),await x))`; a `yield` of an async generator
- * is wrapped the same way (queued `next()` calls resume it from promise jobs). A rejection thrown at an await goes
- * to a `catch` or `finally` of its function: each `try` of an async function (or of module code)
- * is wrapped as `{const __callToken=__current();try ... catch (e) {__resume(__callToken);...}
- * finally {__resume(__callToken);...}}`.
+ * is wrapped the same way (queued `next()` calls resume it from promise jobs). A rejection
+ * thrown at an await goes to a `catch` or `finally` of its function: each `try` of an async
+ * function (or of module code) is wrapped as `{const __callToken=__current();try ... catch (e)
+ * {__resume(__callToken);...} finally {__resume(__callToken);...}}`.
  */
 import type { Node } from './ast';
 import { CONTINUATION_GLOBALS as G } from '../protocol';
@@ -71,9 +71,10 @@ function statementNeedingSemicolon(source: string, node: Node, parentOf: Map<Nod
 const WORD_CHAR = /[\p{ID_Continue}$\u200c\u200d\\]/u;
 
 /**
- * `inserted` gets each insertion as [offset in the source, length], in source order. `awaits`:
- * the script's own awaits, each to wrap, and `tries` the try statements whose rejections to resume
- * from; null: nothing is wrapped, the inserted awaits included.
+ * `inserted` gets each insertion as [offset in the source, length], in source order.
+ * `continuations`: the script's own awaits (and async generators' yields) to wrap, and the try
+ * statements whose catch and finally resume the call; null: nothing is wrapped, the inserted
+ * awaits included.
  */
 export function applyPlan(
   source: string,

@@ -35,10 +35,10 @@ export interface RewriteOptions {
    */
   insertions?: Array<[number, number, number]>;
   /**
-   * false: leaves each `await` and `try` as written and inserts `(await x)`, to read what the
-   * rewrite awaits. The runtime always wraps them (the default): `__resume(__current(), await
-   * x)`, and each `try` of an async function so that its `catch` and `finally` resume the call,
-   * so that the code after an await acts for its own call (edits.ts).
+   * false: leaves each `await`, `yield` and `try` as written and inserts `(await x)`, to read
+   * what the rewrite awaits. The runtime always wraps them (the default, edits.ts): each `await`
+   * as `__resume(__current(), await x)` and each `try` of an async function so that its `catch`
+   * and `finally` resume the call, so that the code after a wait acts for its own call.
    */
   wrapAwaits?: boolean;
 }
@@ -60,8 +60,12 @@ const CANDIDATE_TEXT = new RegExp(`${HOST_METHODS.join('|')}|http|system|eval|Fu
 
 /** The names each `await` and `try` is wrapped with (a script naming one runs unchanged: it could stand in for them). */
 const RESERVED: ReadonlySet<string> = new Set(Object.values(CONTINUATION_GLOBALS));
-/** Any of them in the text (written with escapes, a name goes through the analysis anyway: CANDIDATE_TEXT has `\u`). */
-const RESERVED_TEXT = new RegExp([...RESERVED].join('|'));
+/**
+ * Text a script needs for the wrapping to change it or refuse it: an `await`, `yield` or `try` to
+ * wrap, or a reserved name (written with escapes, a name goes through the analysis anyway:
+ * CANDIDATE_TEXT has `\u`).
+ */
+const WRAPPED_TEXT = new RegExp(['await', 'yield', 'try', ...RESERVED].join('|'));
 
 /**
  * The try statements where a rejection of an await may land: those of async functions (written
@@ -128,7 +132,7 @@ export function rewriteHostCalls(source: string, options: RewriteOptions = {}): 
     const syntaxError = String(e.message).replace(/\((\d+):(\d+)\)$/, (_m, line: string, column: string) => `(${line}:${Number(column) + 1})`);
     return { ...fallback(`syntax error${e.loc ? ` at line ${e.loc.line}` : ''}: ${message}`), syntaxError };
   }
-  if (!CANDIDATE_TEXT.test(source) && !RESERVED_TEXT.test(source) && !source.includes('await') && !source.includes('try') && !source.includes('yield')) return { code: source, async: true };
+  if (!CANDIDATE_TEXT.test(source) && !WRAPPED_TEXT.test(source)) return { code: source, async: true };
   try {
     const index = indexTree(ast);
     const lines = new Lines(source);
