@@ -3,11 +3,13 @@
 // time, queue wait, workers, rate-limit outcomes — in the router's own registry or the host's.
 const request = require('supertest');
 const express = require('express');
+const fs = require('node:fs');
 const prom = require('prom-client');
 const { createApiRouter, MemoryRegistry } = require('../..');
 
 const routers = [];
-afterAll(() => Promise.all(routers.map((r) => r.close())));
+const cleanups = [];
+afterAll(() => Promise.all([...routers.map((r) => r.close()), ...cleanups.map((c) => c())]));
 
 const apps = {
   app1: {
@@ -176,8 +178,11 @@ test('a call that waited out queueTimeoutMs counts its wait as queue wait, not s
 
 test('the example server serves its metrics at /metrics', async () => {
   const { createServer } = require('../../examples/server');
-  const { app, router } = createServer();
-  routers.push(router);
+  const { app, close, dataDir } = createServer();
+  cleanups.push(async () => {
+    await close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
   await request(app).get('/web0/api/shop/hello?name=Ada').expect(200);
   const res = await request(app).get('/metrics').expect(200);
   expect(res.headers['content-type']).toMatch(/^text\/plain/);
