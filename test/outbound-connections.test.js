@@ -112,6 +112,36 @@ describe('OutboundClient keeps connections alive', () => {
     client.close();
   });
 
+  test('a kept connection reset while the body arrives fails the read and sends nothing again (no orphan connection)', async () => {
+    const seen = new WeakSet();
+    const urls = [];
+    let answering;
+    const up = await serve((req, res) => {
+      urls.push(req.url);
+      const reused = seen.has(req.socket);
+      seen.add(req.socket);
+      if (!reused) return res.end('ok');
+      // the head and part of the body; reset once the client has the response
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('0123456789');
+      answering = req.socket;
+    });
+    const client = new OutboundClient({ allowPrivateNetworks: true });
+    expect(await (await client.request({ url: `${up.url}/a` })).text()).toBe('ok');
+    const res = await client.request({ url: `${up.url}/b` }); // (on the kept connection)
+    answering.resetAndDestroy();
+    const err = await rejection(res.text());
+    expect(err.code).toBe(270501); // OUTBOUND_FAILED
+    expect(err.message).toMatch(/was reset while reading the body/);
+    // The request was not sent again: no connection is in use or being opened for it. (It was,
+    // and its answer, never read, held that connection past the deadline and close().)
+    expect(Object.values(client.agents.http.sockets).flat()).toHaveLength(0);
+    expect(await (await client.request({ url: `${up.url}/c` })).text()).toBe('ok');
+    client.close();
+    await Promise.all([...up.stats.open].map((s) => new Promise((resolve) => s.once('close', resolve))));
+    expect(urls).toEqual(['/a', '/b', '/c']);
+  });
+
   test('close() closes the idle connections', async () => {
     const up = await serve((req, res) => res.end('ok'));
     const client = new OutboundClient({ allowPrivateNetworks: true });

@@ -285,11 +285,14 @@ export class OutboundClient {
       let settled = false;
       deadline.watch(req);
       req.on('error', (err: NodeJS.ErrnoException) => {
+        // (after the response: Node reports a reset while the body arrives here too; the body's
+        // reader reports it, and nothing is sent again)
+        const answered = settled;
         settled = true;
         // A kept connection the upstream closed just as it was reused (its idle timeout): the
         // request never reached it. An idempotent one is sent again, on the next connection (each
         // retry uses up a kept connection: at worst the last one is new).
-        if (req.reusedSocket && err.code === 'ECONNRESET' && IDEMPOTENT.has(method)) {
+        if (!answered && req.reusedSocket && err.code === 'ECONNRESET' && IDEMPOTENT.has(method)) {
           resolve(this.send(url, method, headers, body, deadline, appId));
         } else reject(err);
       });
