@@ -10,6 +10,7 @@ import { copyApiDefinition } from './validations';
 import { deepFreeze, isSettled } from './definitions/frozen';
 import { shown } from './definitions/names';
 import { readBody } from './context/body';
+import { UploadFolders } from './context/multipart';
 import { buildSnapshot } from './context/request';
 import { ownSet } from './context/own-map';
 import { HostServices } from './host/services';
@@ -123,6 +124,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   let idle: (() => void) | undefined;
   const limiter = createRateLimiter({ ...options.rateLimit, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }, logger);
   const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
+  /** The temporary folders of uploads not removed yet (close() removes those left). */
+  const uploads = new UploadFolders();
   const hashes = new Map<string, ScriptSource & { source: string }>();
   /** The characters of the sources `hashes` holds (deleted apps' too, until it is emptied). */
   let hashedChars = 0;
@@ -289,6 +292,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       kind === 'multipart'
         ? logOnce(logger, warned, 'reparsed-multipart', 'error', 'scriptable-api: a multipart parser (multer, busboy...) ran before the router: scripts get the form fields it parsed, but ctx.getParts() has none of the uploaded files. Mount the router before it.')
         : logOnce(logger, warned, 'reparsed', 'error', 'scriptable-api: a body parser ran before the router and kept no raw body: ctx.body is the parsed value written back, not the bytes the client sent. Mount the router before body parsers, or keep the bytes with `express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })`.'),
+      uploads,
     );
     const job: ScriptJob = {
       requestId,
@@ -425,6 +429,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (running > 0) await (drained ??= new Promise<void>((resolve) => (idle = resolve)));
       if (ownEngine) await engine.close();
     }
+    // uploads' temporary folders whose responses have not closed yet (or, forced, whose uploads are
+    // still arriving: they end with SHUTTING_DOWN) go now: a process exiting after close() left them
+    await uploads.removeAll(new ApiError('SHUTTING_DOWN'));
     await Promise.all([limiter.close(), shared.outbound.close()]);
     metrics?.close();
   };

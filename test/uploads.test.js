@@ -506,6 +506,35 @@ describe('temporary files are removed when the request ends', () => {
   });
 });
 
+describe('router.close() leaves no temporary folder behind', () => {
+  // (a process exits once close() resolves, as the command line's server does: a folder removed later never is)
+  test('close({ force: true }) during an upload: the upload ends with 503 SHUTTING_DOWN and its folder is gone when close() resolves', async () => {
+    const x = setup(`export function fn(ctx) { console.log('ran'); return 1 }`);
+    const port = await listen(x.app);
+    let hasFile;
+    const fileMade = new Promise((resolve) => (hasFile = resolve));
+    const answer = rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'transfer-encoding': 'chunked' }, (req) => {
+      req.write(head('f', 'f.bin'));
+      req.write(Buffer.alloc(256 * 1024, 1));
+      // the client goes on sending (or stalls) for as long as the server lets it: its response never closes by itself
+      const check = setInterval(() => {
+        const dirs = fs.readdirSync(x.tmpDir);
+        if (dirs.length > 0 && fs.readdirSync(path.join(x.tmpDir, dirs[0])).length > 0) {
+          clearInterval(check);
+          hasFile();
+        }
+      }, 10);
+      req.once('close', () => clearInterval(check));
+    });
+    await fileMade;
+    await x.router.close({ force: true });
+    expect(fs.readdirSync(x.tmpDir)).toEqual([]);
+    const res = await answer;
+    expect([res.status, res.body?.code]).toEqual([503, 270208]);
+    expect(x.ran()).toBe(0);
+  });
+});
+
 describe('a client gone before its body is read', () => {
   test.each([
     ['multipart', `multipart/form-data; boundary=${BOUNDARY}`, `${head('f', 'f.bin')}hello\r\n--${BOUNDARY}--\r\n`],

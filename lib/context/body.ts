@@ -8,7 +8,7 @@ import type { Request, Response } from 'express';
 import { ApiError } from '../errors';
 import { ownGet, ownSet } from './own-map';
 import { decodeBody, formInUtf8, rawBodyOf } from './charset';
-import { readMultipart, type UploadedPart } from './multipart';
+import { readMultipart, type UploadFolders, type UploadedPart } from './multipart';
 import type { UploadLimits } from './upload-options';
 
 export type { UploadedPart };
@@ -208,7 +208,7 @@ export type Reparsed = 'value' | 'multipart';
  * body, so ctx.body is rebuilt from the parsed value ('value'), or when a host multipart parser
  * read an upload, whose files the scripts do not get ('multipart').
  */
-export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: (kind: Reparsed) => void): Promise<RequestBody> {
+export async function readBody(req: Request, res: Response, limit: number, upload: UploadLimits, onReparsed?: (kind: Reparsed) => void, folders?: UploadFolders): Promise<RequestBody> {
   // (a request without a body has none, also when a host parser ran and made one up: express.json()'s {})
   if (!hasBody(req)) return EMPTY;
   if (req.readableEnded || (req as { _body?: boolean })._body) return fromParsed(req, limit, onReparsed);
@@ -220,7 +220,7 @@ export async function readBody(req: Request, res: Response, limit: number, uploa
   if (/^multipart\/form-data/i.test(type)) {
     // (an upload streams to its files as it arrives: it is read as sent)
     if (codings.length > 0) throw new ApiError('UNSUPPORTED_ENCODING', `A multipart upload is read as sent: its coding '${codings.join(', ')}' (Content-Encoding / Transfer-Encoding) is not supported`);
-    return { text: '', ...(await readMultipart(req, res, upload, limit)) };
+    return { text: '', ...(await readMultipart(req, res, upload, limit, folders)) };
   }
   const raw = await readRaw(req, limit);
   return fromText(decodeBody(codings.length > 0 ? await decoded(raw, codings, limit) : raw, type), type, upload.fields);

@@ -38,10 +38,36 @@ const malformed = (message: string) => new ApiError('BAD_REQUEST', `Malformed mu
 const unnamed = () => malformed('a part has no name (Content-Disposition: form-data; name="...")');
 
 /**
- * `fieldsTotal` bounds the form fields' values together (they are held in memory, like any other
- * body: the router gives `bodyLimit`).
+ * The uploads of a router whose temporary folders may still be on disk. A folder goes when its
+ * response closes; `removeAll()` (router.close()) removes those left (a response whose 'close' has
+ * not come yet, an upload still arriving) and resolves once they are gone: a process that exits
+ * right after close() leaves none behind in `upload.tmpDir`.
  */
-export function readMultipart(req: IncomingMessage, res: ServerResponse, limits: UploadLimits, fieldsTotal: number): Promise<MultipartBody> {
+export class UploadFolders {
+  private readonly open = new Set<(why: ApiError) => Promise<void>>();
+
+  /** @internal */
+  add(remove: (why: ApiError) => Promise<void>): void {
+    this.open.add(remove);
+  }
+
+  /** @internal */
+  delete(remove: (why: ApiError) => Promise<void>): void {
+    this.open.delete(remove);
+  }
+
+  /** Ends the uploads still arriving (with `why`) and removes every folder left; resolves once they are gone. */
+  async removeAll(why: ApiError): Promise<void> {
+    await Promise.all([...this.open].map((remove) => remove(why)));
+  }
+}
+
+/**
+ * `fieldsTotal` bounds the form fields' values together (they are held in memory, like any other
+ * body: the router gives `bodyLimit`). `folders`: the router's, which removes at close() what its
+ * responses have not.
+ */
+export function readMultipart(req: IncomingMessage, res: ServerResponse, limits: UploadLimits, fieldsTotal: number, folders?: UploadFolders): Promise<MultipartBody> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -77,16 +103,19 @@ export function readMultipart(req: IncomingMessage, res: ServerResponse, limits:
     // (busboy goes on with its work after it emits an event: stop it once that is done)
     const failSoon = (e: ApiError) => process.nextTick(fail, e);
 
-    // the one place temporary files go away, whatever ended the request
-    res.once('close', () => {
-      fail(new ApiError('BAD_REQUEST', 'The upload was aborted'));
-      if (dir === null) return;
+    // the one place temporary files go away, whatever ended the request: its response's close, or
+    // the router's close() (for a response that has not closed yet)
+    let removal: Promise<void> | undefined;
+    const remove = (why: ApiError): Promise<void> => {
+      fail(why); // (no folder is made after this: a file part that comes later is dropped)
       const made = dir;
-      void Promise.allSettled(writes)
-        .then(() => made)
-        .then((d) => fs.promises.rm(d, { recursive: true, force: true }))
-        .catch(() => undefined);
-    });
+      removal ??= (made === null ? Promise.resolve() : Promise.allSettled(writes).then(() => made).then((d) => fs.promises.rm(d, { recursive: true, force: true })))
+        .catch(() => undefined)
+        .finally(() => folders?.delete(remove));
+      return removal;
+    };
+    folders?.add(remove);
+    res.once('close', () => void remove(new ApiError('BAD_REQUEST', 'The upload was aborted')));
 
     bb.on('file', (name, stream, info) => {
       if (settled || name === undefined) {
