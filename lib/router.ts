@@ -13,7 +13,7 @@ import { readBody } from './context/body';
 import { UploadFolders } from './context/multipart';
 import { buildSnapshot } from './context/request';
 import { ownSet } from './context/own-map';
-import { HostServices } from './host/services';
+import { HostServices, LocalWrites } from './host/services';
 import { OutboundClient } from './outbound/client';
 import { createRateLimiter, type RateLimitDecision } from './rate-limit';
 import { WorkerPool } from './runtime/pool';
@@ -123,7 +123,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   let drained: Promise<void> | undefined;
   let idle: (() => void) | undefined;
   const limiter = createRateLimiter({ ...options.rateLimit, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }, logger);
-  const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage } };
+  const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage }, writes: new LocalWrites() };
   /** The temporary folders of uploads not removed yet (close() removes those left). */
   const uploads = new UploadFolders();
   const hashes = new Map<string, ScriptSource & { source: string }>();
@@ -429,6 +429,9 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
       if (running > 0) await (drained ??= new Promise<void>((resolve) => (idle = resolve)));
       if (ownEngine) await engine.close();
     }
+    // writes into the apps' folders that outlived their calls (a timed-out or forced call's
+    // saveBodyAsFile, a part.save still copying) end and remove their temporary files first
+    await shared.writes.settled();
     // uploads' temporary folders whose responses have not closed yet (or, forced, whose uploads are
     // still arriving: they end with SHUTTING_DOWN) go now: a process exiting after close() left them
     await uploads.removeAll(new ApiError('SHUTTING_DOWN'));

@@ -339,6 +339,48 @@ describe('large bodies', () => {
   });
 });
 
+describe('router.close() and saveBodyAsFile', () => {
+  test('close({ force: true }) while saveBodyAsFile streams: its temporary file is gone from the sandbox when close() resolves', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const MiB = 1024 * 1024;
+    // '/hold': a body the call keeps, so that the next one does not fit the call's budget and is not read
+    // ahead (saveBodyAsFile streams it); '/stall': 1 MiB declared, 256 KiB sent, then nothing
+    const up = await serve((req, res) => {
+      if (req.url === '/hold') return res.end(Buffer.alloc(1.5 * MiB, 'h'));
+      res.writeHead(200, { 'content-length': MiB });
+      res.write(Buffer.alloc(256 * 1024, 's'));
+    });
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-close-'));
+    const script = `export function fn(ctx) {
+      const held = platform.http.request({ url: ctx.query.url + '/hold' });
+      return platform.http.request({ url: ctx.query.url + '/stall' }).saveBodyAsFile('dl/x.bin');
+    }`;
+    const { app, router } = oneApi(script, {}, { sandboxDir, scriptTimeoutMs: 30_000, outbound: { allowPrivateNetworks: true, maxBodyBytes: 2 * MiB, maxBufferedBytes: 2 * MiB, timeoutMs: 30_000 } });
+    const dir = path.join(sandboxDir, 'app1', 'dl');
+    try {
+      const answer = request(app).get('/web0/api/app1/p').query({ url: up.url }).then((r) => r, (e) => e);
+      // (the temporary file holds the bytes sent so far)
+      await new Promise((resolve) => {
+        const check = setInterval(() => {
+          const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
+          if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 10);
+      });
+      await router.close({ force: true });
+      expect(fs.readdirSync(dir)).toEqual([]);
+      expect((await answer).status).toBe(503);
+    } finally {
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('how many responses a call holds', () => {
   test('a call has at most 32 requests at once, counting those whose body is still arriving', async () => {
     // '/': headers at once, then a byte every 100 ms, never the end; '/fast': answered at once

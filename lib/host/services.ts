@@ -17,6 +17,7 @@ import type { BodyAccount } from '../outbound/budget';
 import { namesDirectory, normalizeAppPath, resolveAppPath } from '../files/sandbox-path';
 import { attachmentFileOf, checkPartFile, saveAttachmentTo, savePart } from '../files/part-files';
 import type { FileStorage } from '../files/storage';
+import { LocalFileStorage } from '../files/local-storage';
 import { nativeEncoding } from '../context/charset';
 import { hostJson } from '../runtime/serialize';
 import type { ApiRouterOptions, AutomationDefinition, Logger, RegistryStage } from '../types';
@@ -28,6 +29,34 @@ export interface HostShared {
   logger: Logger | undefined;
   /** The apps' local sandboxes (`sandboxDir`) and shared storage (`storage` / `storageDir`). */
   files: { sandbox?: FileStorage; storage?: FileStorage };
+  /** The writes into folders on this machine still under way, for router.close() to wait for. */
+  writes?: LocalWrites;
+}
+
+/**
+ * Writes into the apps' folders on this machine (`saveBodyAsFile`, `part.save`, a `saveStorage` into
+ * a LocalFileStorage) still under way. One may outlive its call (a script that timed out, a call
+ * ended by close({ force: true })): it then fails and removes its temporary file, a moment later.
+ * `settled()` waits for them, so that a process exiting after router.close() leaves no half-written
+ * `.<name>.<random>.tmp` in an app's folder. (A storage or attachments service of one's own is not
+ * waited for: it may not end when its signal aborts.)
+ */
+export class LocalWrites {
+  private readonly pending = new Set<Promise<void>>();
+
+  add(work: Promise<unknown>): void {
+    const settled: Promise<void> = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.pending.add(settled);
+    void settled.then(() => this.pending.delete(settled));
+  }
+
+  /** Resolves once no write is under way (also those begun meanwhile). */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all(this.pending);
+  }
 }
 
 export interface RequestInfo {
@@ -231,33 +260,15 @@ export class HostServices implements HostBridge {
       s.release(String(args.id));
       return null;
     },
-    'http.saveBodyAsFile': async (s, args) => {
-      const target = str(args.path, 'path');
-      const res = s.response(args.id); // (before any folder is made for it)
-      const abs = await resolveAppPath(s.shared.options.sandboxDir, s.info.appId, target, { forWrite: true });
-      // (as part.save answers it: the script's mistake, not an outbound failure)
-      if ((await stat(abs).catch(() => undefined))?.isDirectory()) throw namesDirectory(target);
-      const id = String(args.id);
-      s.saving.set(id, (s.saving.get(id) ?? 0) + 1);
-      try {
-        return { path: normalizeAppPath(target), size: await res.saveTo(abs) };
-      } finally {
-        const left = s.saving.get(id)! - 1;
-        if (left > 0) s.saving.set(id, left);
-        else s.saving.delete(id);
-      }
+    'http.saveBodyAsFile': (s, args) => s.writing(s.saveBody(args)),
+    'part.save': (s, args) => s.writing(s.savePartTo('part.save', s.shared.files.sandbox, args)),
+    'part.saveStorage': (s, args) => {
+      const work = s.savePartTo('part.saveStorage', s.shared.files.storage, args);
+      return s.shared.files.storage instanceof LocalFileStorage ? s.writing(work) : work;
     },
-    'part.save': (s, args) => s.savePartTo('part.save', s.shared.files.sandbox, args),
-    'part.saveStorage': (s, args) => s.savePartTo('part.saveStorage', s.shared.files.storage, args),
-    'part.saveAttachment': async (s, args) => {
-      const part = s.part(args.id);
-      const tableId = str(args.tableId, 'tableId');
-      const fieldId = str(args.fieldId, 'fieldId');
-      const { attachments } = s.shared.options;
-      if (!attachments) return s.storing('part.saveAttachment', saveAttachmentTo(s.shared.files.storage, s.info.appId, tableId, fieldId, part, s.endSignal()));
-      await checkPartFile(part);
-      const saved = await s.storing('part.saveAttachment', (async () => attachments.save(s.info.appId, tableId, fieldId, attachmentFileOf(part)))());
-      return s.fromService('attachments.save', saved);
+    'part.saveAttachment': (s, args) => {
+      const work = s.saveAttachment(args);
+      return !s.shared.options.attachments && s.shared.files.storage instanceof LocalFileStorage ? s.writing(work) : work;
     },
     'utils.stringToBytes': (s, args) => {
       const encoding = nativeEncoding(String(args.charset ?? 'utf-8').toLowerCase());
@@ -285,6 +296,40 @@ export class HostServices implements HostBridge {
   async call(op: string, args: Record<string, unknown>): Promise<unknown> {
     if (!Object.prototype.hasOwnProperty.call(HostServices.OPS, op)) throw new ApiError('SCRIPT_ERROR', `Unknown host operation '${op}'`);
     return HostServices.OPS[op as HostOp](this, args as never);
+  }
+
+  /** `work` counted among the router's local writes (HostShared.writes) until it settles. */
+  private writing<T>(work: Promise<T>): Promise<T> {
+    this.shared.writes?.add(work);
+    return work;
+  }
+
+  private async saveBody(args: HostOps['http.saveBodyAsFile']['args']): Promise<{ path: string; size: number }> {
+    const target = str(args.path, 'path');
+    const res = this.response(args.id); // (before any folder is made for it)
+    const abs = await resolveAppPath(this.shared.options.sandboxDir, this.info.appId, target, { forWrite: true });
+    // (as part.save answers it: the script's mistake, not an outbound failure)
+    if ((await stat(abs).catch(() => undefined))?.isDirectory()) throw namesDirectory(target);
+    const id = String(args.id);
+    this.saving.set(id, (this.saving.get(id) ?? 0) + 1);
+    try {
+      return { path: normalizeAppPath(target), size: await res.saveTo(abs) };
+    } finally {
+      const left = this.saving.get(id)! - 1;
+      if (left > 0) this.saving.set(id, left);
+      else this.saving.delete(id);
+    }
+  }
+
+  private async saveAttachment(args: HostOps['part.saveAttachment']['args']): Promise<unknown> {
+    const part = this.part(args.id);
+    const tableId = str(args.tableId, 'tableId');
+    const fieldId = str(args.fieldId, 'fieldId');
+    const { attachments } = this.shared.options;
+    if (!attachments) return this.storing('part.saveAttachment', saveAttachmentTo(this.shared.files.storage, this.info.appId, tableId, fieldId, part, this.endSignal()));
+    await checkPartFile(part);
+    const saved = await this.storing('part.saveAttachment', (async () => attachments.save(this.info.appId, tableId, fieldId, attachmentFileOf(part)))());
+    return this.fromService('attachments.save', saved);
   }
 
   private async savePartTo(op: 'part.save' | 'part.saveStorage', target: FileStorage | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {
