@@ -139,6 +139,32 @@ describe('parts', () => {
     const none = await request(bare.app).post('/web0/api/app1/p').attach('f', Buffer.from('x'), 'x.txt');
     expect(none.body).toBe(270303);
   });
+
+  test('a save the router has no area for names the option to set (the sandbox and shared storage are two)', async () => {
+    const up = http.createServer((req, res) => res.end('body'));
+    await new Promise((r) => up.listen(0, '127.0.0.1', r));
+    servers.push(up);
+    const bare = oneApi(
+      `export function fn(ctx) {
+        const p = ctx.getParts()[0];
+        const tryIt = (f) => { try { f(); return 'saved'; } catch (e) { return e.code + ' ' + e.message; } };
+        return {
+          save: tryIt(() => p.save('a.txt')),
+          saveStorage: tryIt(() => p.saveStorage('a.txt')),
+          saveBodyAsFile: tryIt(() => platform.http.request({ url: ctx.query.url }).saveBodyAsFile('a.txt')),
+        };
+      }`,
+      { methods: ['POST'] },
+      { outbound: { allowPrivateNetworks: true } },
+    );
+    routers.push(bare.router);
+    const res = await request(bare.app).post('/web0/api/app1/p').query({ url: `http://127.0.0.1:${up.address().port}/` }).attach('f', Buffer.from('x'), 'x.txt');
+    expect(res.body).toEqual({
+      save: "270303 part.save needs the router option `sandboxDir` (the apps' local sandboxes)",
+      saveStorage: '270303 part.saveStorage needs shared storage (the router option `storage` or `storageDir`)',
+      saveBodyAsFile: "270303 saveBodyAsFile needs the router option `sandboxDir` (the apps' local sandboxes)",
+    });
+  });
 });
 
 describe.each(['quickjs', 'vm2'])('a part saved again where it already is (%s)', (engine) => {

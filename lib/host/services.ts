@@ -96,6 +96,15 @@ const REQUEST_ENDED = new DOMException('The request has ended', 'AbortError');
 /** The end signal of a request disposed before any outbound call: calls made after that end at once. */
 const DISPOSED = new AbortController();
 DISPOSED.abort(REQUEST_ENDED);
+/**
+ * What a save needs when the router has not got it: the option to set (the sandbox and shared storage
+ * are two areas, two options; "file storage" alone sent people to set `storageDir` for part.save).
+ */
+const NOT_CONFIGURED = {
+  'part.save': 'part.save needs the router option `sandboxDir` (the apps\' local sandboxes)',
+  'part.saveStorage': 'part.saveStorage needs shared storage (the router option `storage` or `storageDir`)',
+  'http.saveBodyAsFile': 'saveBodyAsFile needs the router option `sandboxDir` (the apps\' local sandboxes)',
+} as const;
 /** Largest body sent to the script with its response; a larger one crosses only when read. */
 export const INLINE_BODY_BYTES = 1024 * 1024;
 /** Console lines one request may log; the rest are counted and reported in one line. */
@@ -307,6 +316,7 @@ export class HostServices implements HostBridge {
   private async saveBody(args: HostOps['http.saveBodyAsFile']['args']): Promise<{ path: string; size: number }> {
     const target = str(args.path, 'path');
     const res = this.response(args.id); // (before any folder is made for it)
+    if (!this.shared.options.sandboxDir) throw new ApiError('FILES_NOT_CONFIGURED', NOT_CONFIGURED['http.saveBodyAsFile']);
     const abs = await resolveAppPath(this.shared.options.sandboxDir, this.info.appId, target, { forWrite: true });
     // (as part.save answers it: the script's mistake, not an outbound failure)
     if ((await stat(abs).catch(() => undefined))?.isDirectory()) throw namesDirectory(target);
@@ -333,6 +343,7 @@ export class HostServices implements HostBridge {
   }
 
   private async savePartTo(op: 'part.save' | 'part.saveStorage', target: FileStorage | undefined, args: HostOps['part.save']['args']): Promise<{ path: string; size: number }> {
+    if (!target) throw new ApiError('FILES_NOT_CONFIGURED', NOT_CONFIGURED[op]);
     const saved = await this.storing(op, savePart(target, this.info.appId, str(args.path, 'path'), this.part(args.id), this.endSignal()));
     return { path: saved.path, size: saved.size };
   }
