@@ -313,6 +313,54 @@ describe('large bodies', () => {
     }
   });
 
+  test('a body declared over 1 MiB is not read ahead: saveBodyAsFile streams it to its file as it arrives, never held whole', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const MiB = 1024 * 1024;
+    const SIZE = 64 * MiB;
+    // 4 MiB at once, the rest once the file holds the first bytes: a host that read the body whole
+    // before the script could save it would wait for good
+    let sendRest;
+    const rest = new Promise((resolve) => (sendRest = resolve));
+    const up = await serve(async (req, res) => {
+      res.writeHead(200, { 'content-length': SIZE });
+      res.write(Buffer.alloc(4 * MiB, 'a'));
+      await rest;
+      for (let sent = 4 * MiB; sent < SIZE; sent += 4 * MiB) if (!res.write(Buffer.alloc(4 * MiB, 'b'))) await new Promise((r) => res.once('drain', r));
+      res.end();
+    });
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-stream-'));
+    const script = `export function fn(ctx) {
+      return platform.http.request({ url: ctx.query.url }).saveBodyAsFile('dl/big.bin');
+    }`;
+    // (limits that let the host read the whole body into memory, were it to)
+    const { app, router } = oneApi(script, {}, { sandboxDir, outbound: { allowPrivateNetworks: true, maxBodyBytes: 128 * MiB, maxBufferedBytes: 512 * MiB } });
+    const dir = path.join(sandboxDir, 'app1', 'dl');
+    try {
+      const answer = request(app).get('/web0/api/app1/p').query({ url: up.url });
+      const done = answer.then((r) => r);
+      await new Promise((resolve, reject) => {
+        done.then((r) => reject(new Error(`answered before the file had its first bytes: ${r.status} ${r.text}`)), reject);
+        const check = setInterval(() => {
+          const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
+          if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 10);
+      });
+      sendRest();
+      const res = await done;
+      expect(res.body).toEqual({ path: 'dl/big.bin', size: SIZE });
+      expect(fs.statSync(path.join(dir, 'big.bin')).size).toBe(SIZE);
+    } finally {
+      sendRest();
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
+
   test('saveBodyAsFile answers the path as stored (normalized); a response no longer held makes no folder', async () => {
     const fs = require('node:fs');
     const os = require('node:os');
@@ -345,19 +393,16 @@ describe('router.close() and saveBodyAsFile', () => {
     const os = require('node:os');
     const path = require('node:path');
     const MiB = 1024 * 1024;
-    // '/hold': a body the call keeps, so that the next one does not fit the call's budget and is not read
-    // ahead (saveBodyAsFile streams it); '/stall': 1 MiB declared, 256 KiB sent, then nothing
+    // 2 MiB declared (more than comes with a response: saveBodyAsFile streams it), 256 KiB sent, then nothing
     const up = await serve((req, res) => {
-      if (req.url === '/hold') return res.end(Buffer.alloc(1.5 * MiB, 'h'));
-      res.writeHead(200, { 'content-length': MiB });
+      res.writeHead(200, { 'content-length': 2 * MiB });
       res.write(Buffer.alloc(256 * 1024, 's'));
     });
     const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-close-'));
     const script = `export function fn(ctx) {
-      const held = platform.http.request({ url: ctx.query.url + '/hold' });
-      return platform.http.request({ url: ctx.query.url + '/stall' }).saveBodyAsFile('dl/x.bin');
+      return platform.http.request({ url: ctx.query.url }).saveBodyAsFile('dl/x.bin');
     }`;
-    const { app, router } = oneApi(script, {}, { sandboxDir, scriptTimeoutMs: 30_000, outbound: { allowPrivateNetworks: true, maxBodyBytes: 2 * MiB, maxBufferedBytes: 2 * MiB, timeoutMs: 30_000 } });
+    const { app, router } = oneApi(script, {}, { sandboxDir, scriptTimeoutMs: 30_000, outbound: { allowPrivateNetworks: true, timeoutMs: 30_000 } });
     const dir = path.join(sandboxDir, 'app1', 'dl');
     try {
       const answer = request(app).get('/web0/api/app1/p').query({ url: up.url }).then((r) => r, (e) => e);

@@ -111,13 +111,15 @@ export const INLINE_BODY_BYTES = 1024 * 1024;
 export const MAX_LOG_LINES = 200;
 
 /**
- * The host reads every outbound body whole (up to `maxBodyBytes`, within the router's budget for
- * bodies) and keeps it for `saveBodyAsFile`. A body of at most INLINE_BODY_BYTES goes back with
- * the response, so the script reads `.body` without a second host call; a larger one, or one that
- * failed (too large, over the budget, timed out, reset), is left to `http.body`, which answers it
- * or that failure.
+ * A body of at most INLINE_BODY_BYTES goes back with the response, so the script reads `.body`
+ * without a second host call: the host reads it whole (up to `maxBodyBytes`, within the router's
+ * budget for bodies) and keeps it. One declared larger is not read here: the script's first read
+ * (`http.body`) reads it whole, or `saveBodyAsFile` streams it to its file, never held in memory.
+ * A body of no declared length is read whole here; when it is larger, or failed (too large, over
+ * the budget, timed out, reset), it is left to `http.body`, which answers it or that failure.
  */
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
+  if (res.declaredSize !== undefined && res.declaredSize > INLINE_BODY_BYTES) return undefined;
   const bytes = await res.bytes().catch(() => undefined);
   return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
 }

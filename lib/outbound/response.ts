@@ -18,6 +18,8 @@ export interface OutboundResponse {
   headers: Record<string, string>;
   /** Final URL, after redirects (without credentials). */
   url: string;
+  /** The body's length as the upstream declared it (0 for the answer to a HEAD, a 204 or a 304), else undefined. */
+  readonly declaredSize: number | undefined;
   /**
    * The whole body, kept for later reads; OUTBOUND_FAILED past maxBodyBytes, or when the call's
    * budget for bodies has no room for it (a declared length that does not fit: nothing is read,
@@ -101,6 +103,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   readonly status: number;
   readonly headers: Record<string, string> = {};
   readonly url: string;
+  readonly declaredSize: number | undefined;
   private state: 'unread' | 'reading' | 'done' = 'unread';
   private buffered: Promise<Buffer> | undefined;
   /** Bytes of the body taken from `account`. */
@@ -121,6 +124,8 @@ export class OutboundHttpResponse implements OutboundResponse {
   ) {
     this.status = res.statusCode ?? 0;
     this.bodiless = method === 'HEAD' || this.status === 204 || this.status === 304;
+    const declared = Number(res.headers['content-length']);
+    this.declaredSize = this.bodiless ? 0 : Number.isFinite(declared) ? declared : undefined;
     for (const [k, v] of Object.entries(res.headersDistinct)) if (v && k !== '__proto__') this.headers[k] = v.join(', ');
     const clean = new URL(url.href);
     clean.username = '';
@@ -131,7 +136,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   bytes(): Promise<Buffer> {
     if (!this.buffered) {
       // A declared length is taken before anything is read: one that does not fit leaves the body unread.
-      const declared = this.declaredLength();
+      const declared = this.declaredSize;
       if (this.state === 'unread' && declared !== undefined && declared <= this.max) {
         try {
           this.take(declared);
@@ -204,7 +209,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   private claim(): void {
     if (this.state !== 'unread') throw failed('the response body was already read or discarded');
     this.state = 'reading';
-    const declared = this.declaredLength();
+    const declared = this.declaredSize;
     if (declared !== undefined && declared > this.max) {
       this.res.destroy();
       this.done();
@@ -212,11 +217,6 @@ export class OutboundHttpResponse implements OutboundResponse {
     }
   }
 
-  /** Content-Length of a response that has a body, if it declares one. */
-  private declaredLength(): number | undefined {
-    const declared = Number(this.res.headers['content-length']);
-    return !this.bodiless && Number.isFinite(declared) ? declared : undefined;
-  }
 
   private async readAll(): Promise<Buffer> {
     this.claim();
