@@ -163,6 +163,37 @@ describe('scriptTimeoutMs covers the whole automation', () => {
   });
 });
 
+describe('an http step the run\'s deadline bounds', () => {
+  const { compileAutomation } = require('../dist/cjs/automation/compile');
+  const { runAutomation } = require('../dist/cjs/automation/interpreter');
+  const { clock } = require('../dist/cjs/timers');
+  // the host's guarded client as seen from the interpreter: a request that never answers fails
+  // when its timer runs out, with OUTBOUND_FAILED (that timer runs on the host's thread, beside
+  // the worker's own deadline timer)
+  const asked = [];
+  const executors = {
+    runScript: async () => null,
+    http: (req) =>
+      new Promise((_, reject) => {
+        asked.push(req.timeoutMs);
+        setTimeout(() => reject(Object.assign(new Error(`request to upstream timed out after ${req.timeoutMs} ms`), { code: 270501, status: 500 })), req.timeoutMs);
+      }),
+  };
+  const run = (step) => runAutomation(compileAutomation({ id: 'wait', steps: [{ id: 'call', type: 'http', url: "'http://upstream.example/'", ...step }] }), { ctx: {} }, executors, ((d) => () => d)(clock() + 300));
+
+  test('ends with SCRIPT_TIMEOUT (fatal: no onError) when the time runs out, not with the request failing at the deadline', async () => {
+    // (before, the request's timer was set to the deadline: it raced the worker's, and when it won
+    // the call failed with OUTBOUND_FAILED and ran onError past scriptTimeoutMs)
+    await expect(run({})).rejects.toMatchObject({ code: 270200, fatal: true });
+    await expect(run({ timeoutMs: 60_000 })).rejects.toMatchObject({ code: 270200, fatal: true });
+    expect(asked.every((ms) => ms > 300)).toBe(true);
+  });
+
+  test("a step's own shorter timeoutMs is the request's failure (OUTBOUND_FAILED), for onError to handle", async () => {
+    await expect(run({ timeoutMs: 50 })).rejects.toMatchObject({ code: 270501, fatal: false, message: 'request to upstream timed out after 50 ms' });
+  });
+});
+
 describe('preparing and loading a script step’s script does not count (as for a script call)', () => {
   // a script whose first preparation in a worker takes well over the limit (the rewrite analyzes
   // 160,000 calls: about 2 s), while QuickJS compiles it in well under it (about 0.4 s: compiling

@@ -20,7 +20,7 @@ export interface AutomationHttpRequest {
   body?: string;
   /** A body of bytes (base64), sent as they are (instead of `body`). */
   bytes?: string;
-  /** Already bounded by the run's deadline. */
+  /** The step's own limit, or (the run's deadline bounding it) a backstop a little past that deadline: see steps/http.ts. */
   timeoutMs: number;
 }
 

@@ -9,8 +9,17 @@
  */
 import type { StepKind } from '../compiled';
 import { shown } from '../../definitions/names';
-import { SHOWN_MAX } from '../errors';
+import { SHOWN_MAX, StepFailure } from '../errors';
 import { clock } from '../../timers';
+
+/**
+ * How far past the run's deadline the host may wait for a request the run's time bounds. The run
+ * ends at its deadline (SCRIPT_TIMEOUT, without onError, the request cancelled), as a script
+ * waiting on `platform.http.request` does: the request's own timer, started on another thread,
+ * must not race it (it won, now and then, and the call failed with OUTBOUND_FAILED and ran onError
+ * past the time limit). This bound is only a backstop for a thread too busy to see its deadline.
+ */
+const PAST_DEADLINE_MS = 1000;
 
 export const httpStep: StepKind = {
   type: 'http',
@@ -41,8 +50,16 @@ export const httpStep: StepKind = {
           h['content-type'] ??= 'application/json';
         }
       }
-      const left = Math.max(1, rt.deadline - clock());
-      return rt.executors.http({ url: u, method, headers: h, body: text, bytes, timeoutMs: timeoutMs === undefined ? left : Math.min(timeoutMs, left) });
+      const until = rt.deadline;
+      const left = Math.max(1, until - clock());
+      // (a step's own shorter limit is the request's: its failure is the step's, OUTBOUND_FAILED)
+      const own = timeoutMs !== undefined && timeoutMs < left;
+      try {
+        return await rt.executors.http({ url: u, method, headers: h, body: text, bytes, timeoutMs: own ? timeoutMs : left + PAST_DEADLINE_MS });
+      } catch (e) {
+        if (!own && clock() >= until) throw StepFailure.of('SCRIPT_TIMEOUT', 'The automation timed out while waiting for an http step', true);
+        throw e;
+      }
     };
   },
 };
