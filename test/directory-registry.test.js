@@ -186,6 +186,51 @@ describe('watching', () => {
   });
 });
 
+describe('a change while the registry reads (another process writing: a deploy, an editor)', () => {
+  /** Calls `then()` right after the registry reads `file` (once): a write landing between the read and the watch. */
+  function afterReading(file, then) {
+    const real = fs.readFileSync;
+    let done = false;
+    return jest.spyOn(fs, 'readFileSync').mockImplementation(function (p, ...rest) {
+      const out = real.call(fs, p, ...rest);
+      if (!done && String(p) === file) {
+        done = true;
+        then();
+      }
+      return out;
+    });
+  }
+
+  test('an edit landing just after its app was read at startup is picked up, not served stale for good', async () => {
+    const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }' });
+    const file = path.join(root, 'shop/scripts/main.js');
+    const spy = afterReading(file, () => fs.writeFileSync(file, 'export function hello() { return "v2" }'));
+    let registry;
+    try {
+      registry = open({ root, logger: false });
+    } finally {
+      spy.mockRestore();
+    }
+    // (before, the app was read, then watched: the edit in between was seen by neither)
+    await eventually(registry, () => registry.getScript('shop', 'main.js').includes('v2'));
+  });
+
+  test("a file landing in a new app's folder just after it was read is picked up", async () => {
+    const root = tree({ 'shop/apis/hello.json': api('hello') });
+    const registry = open({ root, logger: false });
+    const first = path.join(root, 'late/apis/a.json');
+    const spy = afterReading(first, () => write(root, { 'late/apis/b.json': api('b') }));
+    try {
+      write(root, { 'late/apis/a.json': api('a') });
+      await eventually(registry, () => registry.listApis('late').length > 0);
+    } finally {
+      spy.mockRestore();
+    }
+    await eventually(registry, () => registry.listApis('late').length === 2);
+    expect(registry.listApis('late').map((d) => d.path).sort()).toEqual(['a', 'b']);
+  });
+});
+
 describe('preview root', () => {
   const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "published" }' });
   const previewRoot = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "preview" }', 'shop/apis/new.json': api('new') });

@@ -72,12 +72,15 @@ class AppTree {
     private readonly debounceMs: number,
     watch: boolean,
   ) {
-    for (const appId of this.appIds()) this.load(appId, false);
+    // (watched first, then read: a file that changes while the apps are read, after its app was,
+    // is a change the watchers see; read first, it was seen by neither, and served stale for good)
+    const ids = this.appIds();
     if (watch) {
       const quiet = () => undefined;
       this.watch = new FolderWatch(root, (appId) => this.schedule(appId), logger ?? { info: quiet, warn: quiet, error: quiet });
-      this.watch.sync(this.apps.keys());
+      this.watch.sync(ids);
     }
+    for (const appId of ids) this.load(appId, false);
   }
 
   private appIds(): string[] {
@@ -97,9 +100,13 @@ class AppTree {
    * Reads the app folder and swaps the app's state in one assignment. Nothing there, and no app
    * before (a file in the root such as deploy.lock, an app already removed): nothing to report.
    */
+  /** Whether `<root>/<appId>` is an app: a folder of its own, as at startup (not a link to another app's, nor a file). */
+  private isApp(appId: string): boolean {
+    return isAppId(appId) && isRealFolder(path.join(this.root, appId));
+  }
+
   load(appId: string, reloaded: boolean): void {
-    // (a folder of its own, as at startup: not a link to another app's, nor a file)
-    const present = isAppId(appId) && isRealFolder(path.join(this.root, appId));
+    const present = this.isApp(appId);
     if (!present && !this.apps.has(appId)) return;
     const state = present ? loadAppFolder(this.root, appId) : undefined;
     if (state) this.apps.set(appId, state);
@@ -133,15 +140,16 @@ class AppTree {
   /** Reloads one app, or (null) re-reads the root: apps added, removed, or all of them. */
   reload(appId: string | null): void {
     if (appId === null) this.stopPass();
+    // (each app's folders watched as they are now before they are read: see the constructor)
     if (appId !== null) {
+      this.watch?.syncApp(appId, this.isApp(appId));
       this.load(appId, true);
-      this.watch?.syncApp(appId, this.apps.has(appId));
       return;
     }
     const now = new Set(this.appIds());
+    this.watch?.sync(now);
     for (const id of [...this.apps.keys()]) if (!now.has(id)) this.load(id, true);
     for (const id of now) this.load(id, true);
-    this.watch?.sync(this.apps.keys());
   }
 
   /**
