@@ -231,6 +231,52 @@ describe('a change while the registry reads (another process writing: a deploy, 
   });
 });
 
+describe('a process out of file descriptors for a moment (EMFILE: a busy server at its ulimit -n)', () => {
+  const emfile = (p) => Object.assign(new Error(`EMFILE: too many open files, scandir '${p}'`), { code: 'EMFILE' });
+  /** `fs[name]` fails with EMFILE for paths `match` takes, while `fn` runs. */
+  function outOfDescriptors(name, match, fn) {
+    const real = fs[name];
+    const spy = jest.spyOn(fs, name).mockImplementation(function (p, ...rest) {
+      if (match(String(p))) throw emfile(p);
+      return real.call(fs, p, ...rest);
+    });
+    try {
+      return fn();
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  test("an app read again then keeps its APIs and scripts (not taken for an app with none), says so, and is read again soon", async () => {
+    const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/apis/list.json': api('list'), 'shop/scripts/main.js': 'export function hello() { return 1 }' });
+    const log = logs();
+    const registry = open({ root, logger: log.logger, watch: false });
+    const reloads = [];
+    registry.on('reload', (r) => reloads.push(r));
+    outOfDescriptors('readdirSync', (p) => p.startsWith(path.join(root, 'shop')), () => registry.reload('shop'));
+    // (before, the folders that could not be listed counted as empty: 'reloaded app shop: 0 APIs, 0 scripts')
+    expect(registry.listApis('shop').map((d) => d.path).sort()).toEqual(['hello', 'list']);
+    expect(registry.getScript('shop', 'main.js')).toContain('hello');
+    expect(log.text('error')).toMatch(/app 'shop' cannot be read now \(EMFILE: too many open files.*\): it is served as it was; read again in 1 s/);
+    outOfDescriptors('readFileSync', (p) => p.startsWith(path.join(root, 'shop')), () => registry.reload('shop'));
+    expect(registry.getScript('shop', 'main.js')).toContain('hello');
+    expect(registry.problems()).toEqual([]);
+    expect(reloads).toEqual([]);
+    // read again once it can be, without a change on disk to trigger it
+    await eventually(registry, () => reloads.length > 0);
+    expect(reloads[0]).toMatchObject({ appId: 'shop', present: true, problems: [] });
+  });
+
+  test('the apps folder listed then keeps every app', () => {
+    const root = tree({ 'shop/apis/hello.json': api('hello'), 'news/apis/hello.json': api('hello') });
+    const log = logs();
+    const registry = open({ root, logger: log.logger, watch: false });
+    outOfDescriptors('readdirSync', (p) => p === root, () => registry.reload());
+    expect(registry.listApps()).toEqual(['news', 'shop']);
+    expect(log.text('error')).toMatch(/the apps folder .* cannot be read now \(EMFILE.*\): its apps are served as they were/);
+  });
+});
+
 describe('preview root', () => {
   const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "published" }' });
   const previewRoot = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "preview" }', 'shop/apis/new.json': api('new') });

@@ -43,26 +43,52 @@ export function isRealFolder(p: string): boolean {
   }
 }
 
+/** Errors of a process short of file descriptors or memory for now (a busy server at its `ulimit -n`), not of the files. */
+const NOT_NOW = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'ENOMEM']);
+
+/**
+ * An app's folder or file could not be read for now (NOT_NOW): the app is not replaced by what
+ * could be read (an app with no APIs), it is served as it was and read again later.
+ */
+export class ReadLater extends Error {}
+
+/** `e` as ReadLater when it is an error of the moment, else unchanged. */
+export function readLater(e: unknown): unknown {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  return typeof code === 'string' && NOT_NOW.has(code) ? new ReadLater((e as Error).message) : e;
+}
+
 /**
  * Entries of a folder (none when it does not exist or is a link); regular files, folders and
- * links (which the callers report and skip), no dot files.
+ * links (which the callers report and skip), no dot files. A folder that cannot be listed is
+ * `unreadable` (and has none), or ReadLater.
  */
-function entries(dir: string): fs.Dirent[] {
+function entries(dir: string, unreadable: (e: unknown) => void): fs.Dirent[] {
   if (!isRealFolder(dir)) return [];
+  let list: fs.Dirent[];
   try {
-    return fs
-      .readdirSync(dir, { withFileTypes: true })
-      .filter((e) => !e.name.startsWith('.') && (e.isFile() || e.isDirectory() || e.isSymbolicLink()))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  } catch {
+    list = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException)?.code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return []; // (gone meanwhile: its watcher reports it)
+    const err = readLater(e);
+    if (err instanceof ReadLater) throw err;
+    unreadable(e);
     return [];
   }
+  return list
+    .filter((e) => !e.name.startsWith('.') && (e.isFile() || e.isDirectory() || e.isSymbolicLink()))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 function readText(file: string): string {
-  const size = fs.statSync(file).size;
-  if (size > MAX_FILE_BYTES) throw new Error(`is larger than ${MAX_FILE_BYTES} bytes`);
-  return fs.readFileSync(file, 'utf8');
+  try {
+    const size = fs.statSync(file).size;
+    if (size > MAX_FILE_BYTES) throw new Error(`is larger than ${MAX_FILE_BYTES} bytes`);
+    return fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw readLater(e);
+  }
 }
 
 /** The message of a ConfigError without the library's prefix (the file name takes its place). */
@@ -75,11 +101,14 @@ function refScript(ref: ScriptRef | AutomationRef | undefined): string | undefin
   return ref && typeof (ref as ScriptRef).script === 'string' ? (ref as ScriptRef).script : undefined;
 }
 
-/** Every `.js` / `.ts` file below `dir`, by its path relative to `dir` with '/' separators; links to `onLink`. */
-function listScripts(dir: string, onLink: (name: string) => void, prefix = '', out: string[] = [], depth = 0): string[] {
+/**
+ * Every `.js` / `.ts` file below `dir`, by its path relative to `dir` with '/' separators; links to
+ * `onLink`, folders that cannot be listed to `unreadable` (by their path relative to `dir`).
+ */
+function listScripts(dir: string, onLink: (name: string) => void, unreadable: (name: string, e: unknown) => void, prefix = '', out: string[] = [], depth = 0): string[] {
   if (depth > 16) return out;
-  for (const e of entries(dir)) {
-    if (e.isDirectory()) listScripts(path.join(dir, e.name), onLink, `${prefix}${e.name}/`, out, depth + 1);
+  for (const e of entries(dir, (err) => unreadable(prefix.replace(/\/$/, ''), err))) {
+    if (e.isDirectory()) listScripts(path.join(dir, e.name), onLink, unreadable, `${prefix}${e.name}/`, out, depth + 1);
     else if (!SCRIPT.test(e.name)) continue;
     else if (e.isSymbolicLink()) onLink(prefix + e.name);
     else out.push(prefix + e.name);
@@ -90,7 +119,10 @@ function listScripts(dir: string, onLink: (name: string) => void, prefix = '', o
 /** A link in an app's folders: not followed (it could reach another app's files), but reported. */
 const LINKED_FILE = 'is a link: not read (an app reads only its own files)';
 
-/** Loads `<root>/<appId>`; problems name files from the root (`<appId>/apis/x.json`). */
+/**
+ * Loads `<root>/<appId>`; problems name files from the root (`<appId>/apis/x.json`). Throws
+ * ReadLater when the process cannot read it for now (out of file descriptors).
+ */
 export function loadAppFolder(root: string, appId: string): AppState {
   const dir = path.join(root, appId);
   const problems: RegistryProblem[] = [];
@@ -101,12 +133,16 @@ export function loadAppFolder(root: string, appId: string): AppState {
     if (fs.existsSync(link) && !isRealFolder(link)) problems.push({ level: 'warning', file: rel(folder), message: 'is not a folder of the app (a link?): not read' });
   }
 
+  // (a folder that cannot be listed, as a file that cannot be read, is reported: its files are not loaded)
+  const unreadable = (file: string, e: unknown) => problems.push({ level: 'error', file, message: `could not be read: ${reason(e)}` });
   const scripts = new Map<string, string>();
   const linked = (file: string) => problems.push({ level: 'warning', file, message: LINKED_FILE });
-  for (const name of listScripts(path.join(dir, 'scripts'), (name) => linked(rel('scripts', name)))) {
+  const scriptsDir = path.join(dir, 'scripts');
+  for (const name of listScripts(scriptsDir, (name) => linked(rel('scripts', name)), (sub, e) => unreadable(sub === '' ? rel('scripts') : rel('scripts', sub), e))) {
     try {
-      scripts.set(name, readText(path.join(dir, 'scripts', ...name.split('/'))));
+      scripts.set(name, readText(path.join(scriptsDir, ...name.split('/'))));
     } catch (e) {
+      if (e instanceof ReadLater) throw e;
       problems.push({ level: 'error', file: rel('scripts', name), message: `could not be read: ${reason(e)}` });
     }
   }
@@ -123,7 +159,7 @@ export function loadAppFolder(root: string, appId: string): AppState {
 
   const automations = new Map<string, AutomationDefinition>();
   const automationFile = new Map<string, string>();
-  for (const e of entries(path.join(dir, 'automations'))) {
+  for (const e of entries(path.join(dir, 'automations'), (err) => unreadable(rel('automations'), err))) {
     if (e.isDirectory() || !e.name.endsWith('.json')) continue;
     const file = rel('automations', e.name);
     if (e.isSymbolicLink()) {
@@ -141,13 +177,14 @@ export function loadAppFolder(root: string, appId: string): AppState {
         if (!scripts.has(s)) problems.push({ level: 'warning', file, message: `a script step calls '${s}', which is not in ${rel('scripts')}/` });
       }
     } catch (err) {
+      if (err instanceof ReadLater) throw err;
       problems.push({ level: 'error', file, message: `${reason(err)}; the automation is disabled until the file is fixed` });
     }
   }
 
   const apis = new Map<string, ApiDefinition>();
   const apiFile = new Map<string, string>();
-  for (const e of entries(path.join(dir, 'apis'))) {
+  for (const e of entries(path.join(dir, 'apis'), (err) => unreadable(rel('apis'), err))) {
     if (e.isDirectory() || !e.name.endsWith('.json')) continue;
     const file = rel('apis', e.name);
     if (e.isSymbolicLink()) {
@@ -170,6 +207,7 @@ export function loadAppFolder(root: string, appId: string): AppState {
         if (typeof a === 'string' && !automations.has(a)) problems.push({ level: 'warning', file, message: `refers to the automation '${a}', which is not in ${rel('automations')}/ (or is disabled)` });
       }
     } catch (err) {
+      if (err instanceof ReadLater) throw err;
       problems.push({ level: 'error', file, message: `${reason(err)}; the API is disabled until the file is fixed` });
     }
   }

@@ -19,7 +19,7 @@ import { onlyKnownKeys, type Same } from '../validations';
 import { shown } from '../definitions/names';
 import { defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
-import { isAppId, isRealFolder, loadAppFolder, type AppState, type RegistryProblem } from './app-folder';
+import { isAppId, isRealFolder, loadAppFolder, ReadLater, readLater, type AppState, type RegistryProblem } from './app-folder';
 import { FolderWatch } from './folder-watch';
 
 export type { RegistryProblem } from './app-folder';
@@ -45,6 +45,9 @@ export interface DirectoryReload {
   present: boolean;
   problems: readonly RegistryProblem[];
 }
+
+/** How soon an app (or the root) that could not be read for now (ReadLater: out of file descriptors) is read again, ms. */
+const READ_AGAIN_MS = 1000;
 
 /** A root read again by the watcher goes a slice of apps per turn of the event loop: at most this many apps... */
 const SLICE_APPS = 50;
@@ -74,7 +77,7 @@ class AppTree {
   ) {
     // (watched first, then read: a file that changes while the apps are read, after its app was,
     // is a change the watchers see; read first, it was seen by neither, and served stale for good)
-    const ids = this.appIds();
+    const ids = this.appIds() ?? [];
     if (watch) {
       const quiet = () => undefined;
       this.watch = new FolderWatch(root, (appId) => this.schedule(appId), logger ?? { info: quiet, warn: quiet, error: quiet });
@@ -83,17 +86,39 @@ class AppTree {
     for (const appId of ids) this.load(appId, false);
   }
 
-  private appIds(): string[] {
+  /**
+   * The app folders in the root (none when it cannot be read); undefined when it cannot be read
+   * for now (out of file descriptors): the apps are kept as they are, and the root read again soon.
+   */
+  private appIds(): string[] | undefined {
     try {
       return fs
         .readdirSync(this.root, { withFileTypes: true })
         .filter((e) => e.isDirectory() && isAppId(e.name))
         .map((e) => e.name)
         .sort();
-    } catch {
+    } catch (e) {
+      const err = readLater(e);
+      if (err instanceof ReadLater) {
+        this.notNow(null, err);
+        return undefined;
+      }
       this.logger?.warn(`scriptable-api: the apps folder ${this.root} cannot be read`);
       return [];
     }
+  }
+
+  /**
+   * An app (null: the root) that could not be read for now: reported, kept as it was (a busy
+   * server out of file descriptors must not take that for an app with no APIs, nor for no apps:
+   * nothing on disk changed to read it again later), and read again in READ_AGAIN_MS.
+   */
+  private notNow(appId: string | null, e: Error): void {
+    const where = this.stage === 'preview' ? ' (preview)' : '';
+    const what = appId === null ? `the apps folder ${this.root}${where}` : `app '${appId}'${where}`;
+    const kept = appId === null ? 'its apps are served as they were' : this.apps.has(appId) ? 'it is served as it was' : 'it is not served yet';
+    this.logger?.error(`scriptable-api: ${what} cannot be read now (${e.message}): ${kept}; read again in ${READ_AGAIN_MS / 1000} s`);
+    this.schedule(appId, Math.max(this.debounceMs, READ_AGAIN_MS));
   }
 
   /**
@@ -108,7 +133,14 @@ class AppTree {
   load(appId: string, reloaded: boolean): void {
     const present = this.isApp(appId);
     if (!present && !this.apps.has(appId)) return;
-    const state = present ? loadAppFolder(this.root, appId) : undefined;
+    let state: AppState | undefined;
+    try {
+      state = present ? loadAppFolder(this.root, appId) : undefined;
+    } catch (e) {
+      if (!(e instanceof ReadLater)) throw e;
+      this.notNow(appId, e);
+      return;
+    }
     if (state) this.apps.set(appId, state);
     else this.apps.delete(appId);
     const where = this.stage === 'preview' ? ' (preview)' : '';
@@ -125,14 +157,14 @@ class AppTree {
   }
 
   /** `appId` null: re-read the root. A name in the root that cannot be an app (`.DS_Store`) is no change. */
-  private schedule(appId: string | null): void {
+  private schedule(appId: string | null, delayMs = this.debounceMs): void {
     if (appId !== null && !isAppId(appId)) return;
     clearTimeout(this.timers.get(appId));
     const timer = setTimeout(() => {
       this.timers.delete(appId);
       if (appId === null) this.reloadRoot();
       else this.reload(appId);
-    }, this.debounceMs);
+    }, delayMs);
     timer.unref();
     this.timers.set(appId, timer);
   }
@@ -146,7 +178,9 @@ class AppTree {
       this.load(appId, true);
       return;
     }
-    const now = new Set(this.appIds());
+    const ids = this.appIds();
+    if (ids === undefined) return;
+    const now = new Set(ids);
     this.watch?.sync(now);
     for (const id of [...this.apps.keys()]) if (!now.has(id)) this.load(id, true);
     for (const id of now) this.load(id, true);
@@ -161,6 +195,7 @@ class AppTree {
     this.stopPass();
     this.watch?.syncRoot();
     const now = this.appIds();
+    if (now === undefined) return;
     const present = new Set(now);
     const queue = [...[...this.apps.keys()].filter((id) => !present.has(id)), ...now];
     let next = 0;
