@@ -482,13 +482,24 @@ describe('links out of an app', () => {
     expect(registry.getScript('evil', 'main.js')).toBeUndefined();
     expect(registry.listApps()).toEqual(['evil', 'secret']);
     expect(log.text('warn')).toContain('evil/scripts: is not a folder of the app (a link?): not read');
+    // (the linked app folder is said to be left out, as the README has it; before, not a word)
+    expect(log.text('warn')).toContain('alias: is a link: not read (an app reads only its own files)');
     // a link made while watching, and a plain file: not apps either
     fs.symlinkSync(path.join(root, 'secret'), path.join(root, 'alias2'));
     fs.writeFileSync(path.join(root, 'notes.txt'), 'x');
+    await eventually(registry, () => log.text('warn').includes('alias2: is a link: not read'));
     registry.reload();
     write(root, { 'other/apis/hello.json': api('hello') }); // (a real change, to wait for)
     await eventually(registry, () => registry.listApps().includes('other'));
     expect(registry.listApps()).toEqual(['evil', 'other', 'secret']);
+  });
+
+  test('a linked folder below scripts/ is not read, and is reported as a problem naming it', () => {
+    const root = tree({ 'shared/lib/util.js': 'export function hello() { return "shared" }', 'shop/scripts/main.js': 'export function hello() { return "hi" }' });
+    fs.symlinkSync(path.join(root, 'shared', 'lib'), path.join(root, 'shop', 'scripts', 'lib'));
+    const registry = open({ root, logger: false, watch: false });
+    expect(registry.getScript('shop', 'lib/util.js')).toBeUndefined();
+    expect(registry.problems()).toEqual([{ level: 'warning', file: 'shop/scripts/lib', message: 'is a link: not read (an app reads only its own files)' }]);
   });
 
   test('a linked scripts/ or apis/ folder is not watched either: the tree it points to is not walked', () => {

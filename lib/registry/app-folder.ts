@@ -109,15 +109,24 @@ function listScripts(dir: string, onLink: (name: string) => void, unreadable: (n
   if (depth > 16) return out;
   for (const e of entries(dir, (err) => unreadable(prefix.replace(/\/$/, ''), err))) {
     if (e.isDirectory()) listScripts(path.join(dir, e.name), onLink, unreadable, `${prefix}${e.name}/`, out, depth + 1);
-    else if (!SCRIPT.test(e.name)) continue;
-    else if (e.isSymbolicLink()) onLink(prefix + e.name);
-    else out.push(prefix + e.name);
+    // (a link to a folder of scripts, `scripts/lib`, is reported as a linked script is)
+    else if (e.isSymbolicLink()) {
+      if (SCRIPT.test(e.name) || leadsToFolder(path.join(dir, e.name))) onLink(prefix + e.name);
+    } else if (SCRIPT.test(e.name)) out.push(prefix + e.name);
   }
   return out;
 }
 
+function leadsToFolder(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** A link in an app's folders: not followed (it could reach another app's files), but reported. */
-const LINKED_FILE = 'is a link: not read (an app reads only its own files)';
+export const LINKED_FILE = 'is a link: not read (an app reads only its own files)';
 
 /**
  * Loads `<root>/<appId>`; problems name files from the root (`<appId>/apis/x.json`). Throws

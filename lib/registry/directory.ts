@@ -19,7 +19,7 @@ import { onlyKnownKeys, type Same } from '../validations';
 import { shown } from '../definitions/names';
 import { defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
-import { isAppId, isRealFolder, loadAppFolder, ReadLater, readLater, type AppState, type RegistryProblem } from './app-folder';
+import { isAppId, isRealFolder, LINKED_FILE, loadAppFolder, ReadLater, readLater, type AppState, type RegistryProblem } from './app-folder';
 import { FolderWatch } from './folder-watch';
 
 export type { RegistryProblem } from './app-folder';
@@ -92,8 +92,9 @@ class AppTree {
    */
   private appIds(): string[] | undefined {
     try {
-      return fs
-        .readdirSync(this.root, { withFileTypes: true })
+      const all = fs.readdirSync(this.root, { withFileTypes: true });
+      for (const e of all) if (e.isSymbolicLink() && isAppId(e.name)) this.linked(e.name);
+      return all
         .filter((e) => e.isDirectory() && isAppId(e.name))
         .map((e) => e.name)
         .sort();
@@ -106,6 +107,12 @@ class AppTree {
       this.logger?.warn(`scriptable-api: the apps folder ${this.root} cannot be read`);
       return [];
     }
+  }
+
+  /** A link in the apps folder: not an app (it could be another app's folder), but said so, as a linked file in an app is. */
+  private linked(name: string): void {
+    const where = this.stage === 'preview' ? ' (preview)' : '';
+    this.logger?.warn(`scriptable-api: ${name}${where}: ${LINKED_FILE}`);
   }
 
   /**
@@ -132,6 +139,7 @@ class AppTree {
 
   load(appId: string, reloaded: boolean): void {
     const present = this.isApp(appId);
+    if (!present && isAppId(appId) && fs.lstatSync(path.join(this.root, appId), { throwIfNoEntry: false })?.isSymbolicLink()) this.linked(appId);
     if (!present && !this.apps.has(appId)) return;
     let state: AppState | undefined;
     try {
