@@ -115,6 +115,15 @@ describe('loading', () => {
   });
 });
 
+test('an automation file holding JSON that is not an object is reported as such, not with a JavaScript internal', () => {
+  const root = tree({ 'shop/automations/a.json': 'null', 'shop/automations/b.json': '"steps"', 'shop/automations/c.json': '42' });
+  const registry = open({ root, logger: false, watch: false });
+  // (before: 'Invalid value used as weak map key')
+  expect(registry.problems().map((p) => `${p.file}: ${p.message}`)).toEqual(
+    ['a', 'b', 'c'].map((f) => `shop/automations/${f}.json: invalid automation: must be an object { id, steps }; the automation is disabled until the file is fixed`),
+  );
+});
+
 test('a file over 5 MiB is not read: it is reported, and an API naming it loads with a warning (README)', () => {
   const root = tree({
     'big/apis/x.json': { path: 'x', call: { script: 'big.js', function: 'f' }, returnType: 'JSON' },

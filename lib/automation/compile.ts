@@ -149,6 +149,8 @@ const cache = new WeakMap<object, readonly string[] | ConfigError>();
  * form holds about 1 KiB a step and 300 bytes a syntax node, per definition the registry holds.
  */
 export function automationScripts(def: object): readonly string[] {
+  // (a file holding null, a text or a number: refused naming what an automation is, not by the WeakMap)
+  if (typeof def !== 'object' || def === null) return compileAutomation(def).scripts;
   let c = cache.get(def);
   if (c === undefined) {
     try {
