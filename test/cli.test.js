@@ -218,6 +218,45 @@ test('a second signal while the requests in flight finish exits at once, with ex
   }
 });
 
+describe('a signal while the server starts (or as it prints its line: a supervisor waiting for that line)', () => {
+  // a config module that waits for the test (a line on its stdin) before the server starts
+  write('conf/waits.js', `module.exports = async () => {
+  process.stdout.write('loading the config\\n');
+  await new Promise((resolve) => process.stdin.once('data', resolve));
+  process.stdin.pause();
+  return { port: 0, workers: 1 };
+};`);
+  function starting() {
+    const child = spawn(process.execPath, [BIN, 'serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'conf/waits.js')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    children.add(child);
+    const run = { child, out: { stdout: '', stderr: '' } };
+    child.stdout.on('data', (d) => (run.out.stdout += d));
+    child.stderr.on('data', (d) => (run.out.stderr += d));
+    run.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    return run;
+  }
+
+  test('stops it cleanly once it has started: exit 0, not death by the signal', async () => {
+    const run = starting();
+    await waitFor(run, 'stdout', /loading the config/);
+    run.child.kill('SIGTERM');
+    run.child.stdin.end('go\n');
+    // (before, the handlers were installed only after the line was printed: Node.js's default ended the process)
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(run.out.stdout).toMatch(/serving 1 app\(s\)[^]*SIGTERM: no new connections[^]*stopped/);
+  });
+
+  test('a second one exits at once, with exit code 130', async () => {
+    const run = starting();
+    await waitFor(run, 'stdout', /loading the config/);
+    run.child.kill('SIGTERM');
+    run.child.kill('SIGINT');
+    expect(await run.exited).toEqual({ code: 130, signal: null });
+    // (two signals pending together may be handled in either order)
+    expect(run.out.stderr).toMatch(/(SIGINT|SIGTERM) again: exiting now/);
+  });
+});
+
 test('a port in use: a clear message and exit code 1', async () => {
   const blocker = http.createServer();
   await new Promise((r) => blocker.listen(0, '127.0.0.1', r));

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { ConfigError } from '../errors';
 import { parseCli, USAGE, UsageError } from './args';
 import { ConfigFileError, consoleLogger, resolveConfig } from './config';
-import { startServer } from './serve';
+import { startServer, type RunningServer } from './serve';
 
 function version(): string {
   const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string };
@@ -33,46 +33,62 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${version()}\n`);
     return 0;
   }
-  let running;
+  // The signals are the command's from the start: one that comes while the server starts, or just
+  // as its line is printed (a supervisor waiting for that line), stops it once started; before,
+  // Node.js's default ended the process by the signal, without a clean stop or exit code 0.
+  let exit!: (code: number) => void;
+  const exited = new Promise<number>((resolve) => (exit = resolve));
+  let signalled: NodeJS.Signals | undefined;
+  let server: RunningServer | undefined;
+  const stop = (running: RunningServer, signal: NodeJS.Signals) => {
+    // (shutdown stops listening before it returns: the line is true once printed)
+    const stopped = running.shutdown();
+    logger.info(`scriptable-api: ${signal}: no new connections; finishing the requests in flight`);
+    stopped.then(
+      () => {
+        logger.info('scriptable-api: stopped');
+        exit(0);
+      },
+      (e: unknown) => {
+        process.stderr.write(`scriptable-api: error while stopping: ${(e as Error)?.message ?? e}\n`);
+        exit(1);
+      },
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled !== undefined) {
+      process.stderr.write(`scriptable-api: ${signal} again: exiting now\n`);
+      exit(130);
+      return;
+    }
+    signalled = signal;
+    if (server !== undefined) stop(server, signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   try {
-    const config = await resolveConfig(args);
-    if (!fs.existsSync(config.root)) throw new ConfigFileError(`the apps folder ${config.root} does not exist`);
-    if (!fs.statSync(config.root).isDirectory()) throw new ConfigFileError(`the apps folder ${config.root} is not a folder`);
-    running = await startServer(config, logger);
-    const apps = running.registry.listApps();
-    logger.info(`scriptable-api ${version()} serving ${apps.length} app(s) from ${config.root} on ${running.url}`);
+    const starting = (async () => {
+      const config = await resolveConfig(args);
+      if (!fs.existsSync(config.root)) throw new ConfigFileError(`the apps folder ${config.root} does not exist`);
+      if (!fs.statSync(config.root).isDirectory()) throw new ConfigFileError(`the apps folder ${config.root} is not a folder`);
+      const running = await startServer(config, logger);
+      const apps = running.registry.listApps();
+      logger.info(`scriptable-api ${version()} serving ${apps.length} app(s) from ${config.root} on ${running.url}`);
+      return running;
+    })();
+    // (a second signal while it starts exits at once, as it does while it stops)
+    const started = await Promise.race([starting, exited.then(() => undefined)]);
+    if (started === undefined) return exited;
+    server = started;
   } catch (e) {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
     const message = e instanceof ConfigError ? e.message.replace(/^scriptable-api: /, '') : (e as Error)?.message ?? String(e);
     process.stderr.write(`scriptable-api: ${message}\n`);
     return 1;
   }
-  const server = running;
-  return new Promise<number>((resolve) => {
-    let signalled = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (signalled) {
-        process.stderr.write(`scriptable-api: ${signal} again: exiting now\n`);
-        resolve(130);
-        return;
-      }
-      signalled = true;
-      // (shutdown stops listening before it returns: the line is true once printed)
-      const stopped = server.shutdown();
-      logger.info(`scriptable-api: ${signal}: no new connections; finishing the requests in flight`);
-      stopped.then(
-        () => {
-          logger.info('scriptable-api: stopped');
-          resolve(0);
-        },
-        (e: unknown) => {
-          process.stderr.write(`scriptable-api: error while stopping: ${(e as Error)?.message ?? e}\n`);
-          resolve(1);
-        },
-      );
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  });
+  if (signalled !== undefined) stop(server, signalled);
+  return exited;
 }
 
 /** For the bin script: runs main and exits with its code. */
