@@ -339,6 +339,13 @@ test("a config file's unknown key is refused naming the option meant, the server
   expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys-ok.json')]))).toMatchObject({ shutdownTimeoutMs: 5000, router: { scriptTimeoutMs: 500 } });
 });
 
+test('a JSON config file saved with a byte order mark is read (as an app\'s definitions are), not refused as invalid JSON', async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  write('conf/bom.json', '\ufeff' + JSON.stringify({ port: 0, scriptTimeoutMs: 700 }));
+  expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/bom.json')]))).toMatchObject({ port: 0, router: { scriptTimeoutMs: 700 } });
+});
+
 test('a JavaScript config file that fails to load: exit 1 with a message naming the file', async () => {
   write('conf/syntax.js', 'module.exports = { port: 0, ');
   const run = cli(['serve', path.join(tmp, 'apps'), '--config', path.join(tmp, 'conf/syntax.js')]);

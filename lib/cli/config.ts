@@ -74,7 +74,9 @@ async function readConfigFile(file: string): Promise<Record<string, unknown>> {
   let value: unknown;
   if (abs.endsWith('.json')) {
     try {
-      value = JSON.parse(fs.readFileSync(abs, 'utf8'));
+      const text = fs.readFileSync(abs, 'utf8');
+      // (a byte order mark, as some editors save UTF-8, is no part of the JSON: as in an app's definitions)
+      value = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     } catch (e) {
       throw new ConfigFileError(`the config file ${file} is not valid JSON (${(e as Error).message})`);
     }
