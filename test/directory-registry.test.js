@@ -124,6 +124,30 @@ test('an automation file holding JSON that is not an object is reported as such,
   );
 });
 
+test('a file saved as UTF-16 is refused naming its encoding; one with bytes that are not UTF-8 (Latin-1) is read with a warning saying so', () => {
+  const utf16 = (text) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+  const root = tree({});
+  for (const [rel, bytes] of Object.entries({
+    'shop/apis/u16.json': utf16(JSON.stringify(api('u16'))),
+    'shop/scripts/main.js': 'export function hello() { return 1 }',
+    'shop/scripts/u16.js': utf16('export function hello() { return 1 }'),
+    'shop/scripts/latin1.js': Buffer.from('export function hello() { return "café" }', 'latin1'),
+  })) {
+    fs.mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    fs.writeFileSync(path.join(root, rel), bytes);
+  }
+  const registry = open({ root, logger: false, watch: false });
+  // (before: a JSON error full of NULs for the definition; nothing at all for the scripts, the
+  // UTF-16 one failing each call with 'unexpected character', the Latin-1 one answering 'caf\ufffd')
+  expect(registry.problems().map((p) => `${p.level} ${p.file}: ${p.message}`).sort()).toEqual([
+    'error shop/apis/u16.json: is UTF-16 text (little-endian, by its byte order mark): save it as UTF-8; the API is disabled until the file is fixed',
+    'error shop/scripts/u16.js: could not be read: is UTF-16 text (little-endian, by its byte order mark): save it as UTF-8',
+    "warning shop/scripts/latin1.js: is not UTF-8 text: it is read with U+FFFD ('\ufffd') in place of each byte that is not (save it as UTF-8)",
+  ]);
+  expect(registry.getScript('shop', 'latin1.js')).toContain('caf\ufffd');
+  expect(registry.getScript('shop', 'main.js')).toContain('hello');
+});
+
 test('a file over 5 MiB is not read: it is reported, and an API naming it loads with a warning (README)', () => {
   const root = tree({
     'big/apis/x.json': { path: 'x', call: { script: 'big.js', function: 'f' }, returnType: 'JSON' },

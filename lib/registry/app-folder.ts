@@ -8,6 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isUtf8 } from 'node:buffer';
 import { ConfigError } from '../errors';
 import { apiName, validateApiDefinition } from '../validations';
 import { deepFreeze } from '../definitions/frozen';
@@ -81,14 +82,29 @@ function entries(dir: string, unreadable: (e: unknown) => void): fs.Dirent[] {
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-function readText(file: string): string {
+/** What a file that is not UTF-8 text is read as: the problem says so (a warning). */
+const NOT_UTF8 = "is not UTF-8 text: it is read with U+FFFD ('�') in place of each byte that is not (save it as UTF-8)";
+
+/**
+ * A file's text, read as UTF-8. A file saved as UTF-16 (a byte order mark FF FE or FE FF: Windows
+ * PowerShell's `>`, some editors) is refused, naming its encoding (read as UTF-8 it was a JSON
+ * error of NULs, or a script failing each call with "unexpected character"); one with bytes that
+ * are not UTF-8 (Latin-1: 'café') is read as before, and `notUtf8` is told.
+ */
+function readText(file: string, notUtf8: () => void): string {
+  let bytes: Buffer;
   try {
     const size = fs.statSync(file).size;
     if (size > MAX_FILE_BYTES) throw new Error(`is larger than ${MAX_FILE_BYTES} bytes`);
-    return fs.readFileSync(file, 'utf8');
+    bytes = fs.readFileSync(file);
   } catch (e) {
     throw readLater(e);
   }
+  if (bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))) {
+    throw new Error(`is UTF-16 text (${bytes[0] === 0xff ? 'little' : 'big'}-endian, by its byte order mark): save it as UTF-8`);
+  }
+  if (!isUtf8(bytes)) notUtf8();
+  return bytes.toString('utf8');
 }
 
 /** The message of a ConfigError without the library's prefix (the file name takes its place). */
@@ -149,15 +165,16 @@ export function loadAppFolder(root: string, appId: string): AppState {
   const scriptsDir = path.join(dir, 'scripts');
   for (const name of listScripts(scriptsDir, (name) => linked(rel('scripts', name)), (sub, e) => unreadable(sub === '' ? rel('scripts') : rel('scripts', sub), e))) {
     try {
-      scripts.set(name, readText(path.join(scriptsDir, ...name.split('/'))));
+      const file = rel('scripts', name);
+      scripts.set(name, readText(path.join(scriptsDir, ...name.split('/')), () => problems.push({ level: 'warning', file, message: NOT_UTF8 })));
     } catch (e) {
       if (e instanceof ReadLater) throw e;
       problems.push({ level: 'error', file: rel('scripts', name), message: `could not be read: ${reason(e)}` });
     }
   }
 
-  const readJson = (file: string): unknown => {
-    const text = readText(file);
+  const readJson = (abs: string, file: string): unknown => {
+    const text = readText(abs, () => problems.push({ level: 'warning', file, message: NOT_UTF8 }));
     try {
       // (a byte order mark, as some editors save UTF-8, is no part of the JSON)
       return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
@@ -176,7 +193,7 @@ export function loadAppFolder(root: string, appId: string): AppState {
       continue;
     }
     try {
-      const def = deepFreeze(readJson(path.join(dir, 'automations', e.name))) as AutomationDefinition;
+      const def = deepFreeze(readJson(path.join(dir, 'automations', e.name), file)) as AutomationDefinition;
       const calls = automationScripts(def);
       const other = automationFile.get(def.id);
       if (other !== undefined) throw new Error(`the automation id '${def.id}' is already defined by ${other}`);
@@ -201,7 +218,7 @@ export function loadAppFolder(root: string, appId: string): AppState {
       continue;
     }
     try {
-      const raw = readJson(path.join(dir, 'apis', e.name)) as { path?: unknown };
+      const raw = readJson(path.join(dir, 'apis', e.name), file) as { path?: unknown };
       const def = deepFreeze(validateApiDefinition(raw, apiName(raw)));
       const other = apiFile.get(def.path);
       if (other !== undefined) throw new ConfigError(`api '${def.path}'.path`, `is already defined by ${other}`);
