@@ -33,6 +33,16 @@ describe('interactive steps are refused (an API runs its automation unattended)'
     );
   });
 
+  test('an interactive field that is not a boolean is refused for what it is, not said to be true', () => {
+    for (const [v, shown] of [['yes', '"yes"'], [1, '1'], [null, 'null']]) {
+      // (before: "interactive: is true: the step waits for a person", whatever it held)
+      expect(refusal({ id: 'a', steps: [{ id: 's', type: 'set', vars: { n: 1 }, interactive: v }] })).toBe(
+        `scriptable-api: invalid automation 'a' step 's'.interactive: must be false or left out (a step marked interactive waits for a person, and an automation run by an API must not contain interactive steps), got ${shown}`,
+      );
+    }
+    expect(() => validateAutomation({ id: 'a', steps: [{ type: 'set', vars: { n: 1 }, interactive: false }] })).not.toThrow();
+  });
+
   test('validateAutomation (exported) refuses the same', () => {
     expect(() => validateAutomation({ id: 'a', steps: [{ id: 'x', type: 'approval' }] })).toThrow(/automation 'a' step 'x': 'approval' is an interactive step/);
     expect(() => validateAutomation({ id: 'a', steps: [] })).not.toThrow();
