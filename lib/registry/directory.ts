@@ -128,15 +128,17 @@ class AppTree {
     this.schedule(appId, Math.max(this.debounceMs, READ_AGAIN_MS));
   }
 
-  /**
-   * Reads the app folder and swaps the app's state in one assignment. Nothing there, and no app
-   * before (a file in the root such as deploy.lock, an app already removed): nothing to report.
-   */
   /** Whether `<root>/<appId>` is an app: a folder of its own, as at startup (not a link to another app's, nor a file). */
   private isApp(appId: string): boolean {
     return isAppId(appId) && isRealFolder(path.join(this.root, appId));
   }
 
+  /**
+   * Reads the app folder and swaps the app's state in one assignment. Nothing there, and no app
+   * before (a file in the root such as deploy.lock, an app already removed): nothing to report.
+   * A link in the root where an app could be is reported; an app that cannot be read for now
+   * (ReadLater) is kept as it was and read again later.
+   */
   load(appId: string, reloaded: boolean): void {
     const present = this.isApp(appId);
     if (!present && isAppId(appId) && fs.lstatSync(path.join(this.root, appId), { throwIfNoEntry: false })?.isSymbolicLink()) this.linked(appId);
