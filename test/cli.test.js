@@ -332,11 +332,15 @@ test("a config file's unknown key is refused naming the option meant, the server
   await refused({ shutdownTimeoutMS: 5000 }, "invalid shutdownTimeoutMS: is not an option (did you mean 'shutdownTimeoutMs'?)");
   await refused({ redisURL: 'redis://r:6379' }, "invalid redisURL: is not an option (did you mean 'redisUrl'?)");
   await refused({ scriptTimeoutMS: 500 }, "invalid scriptTimeoutMS: is not an option (did you mean 'scriptTimeoutMs'?)");
-  await refused({ prot: 8080 }, /invalid prot: is not an option; the options are root, previewRoot, port, .*shutdownTimeoutMs and the createApiRouter options/);
+  await refused({ prot: 8080 }, /invalid prot: is not an option; the options are root, previewRoot, port, .*shutdownTimeoutMs, requestTimeoutMs and the createApiRouter options/);
   // (the command makes the registry, a DirectoryRegistry of root: one in the file was dropped without a word)
   await refused({ registry: {} }, 'invalid registry: is not an option of a config file: the apps folder (root) is the registry');
+  await refused({ requestTimeoutMs: -1 }, 'requestTimeoutMs must be an integer of ms from 0 to 2147483647, got -1');
+  await refused({ requestTimeoutMs: '10m' }, 'requestTimeoutMs must be an integer of ms from 0 to 2147483647, got "10m"');
   write('conf/keys-ok.json', { shutdownTimeoutMs: 5000, redisUrl: 'redis://r:6379', scriptTimeoutMs: 500, quiet: true });
-  expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys-ok.json')]))).toMatchObject({ shutdownTimeoutMs: 5000, router: { scriptTimeoutMs: 500 } });
+  expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys-ok.json')]))).toMatchObject({ shutdownTimeoutMs: 5000, requestTimeoutMs: 300000, router: { scriptTimeoutMs: 500 } });
+  write('conf/keys-ok.json', { requestTimeoutMs: 0 });
+  expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys-ok.json')]))).toMatchObject({ requestTimeoutMs: 0, router: {} });
 });
 
 test('a JSON config file saved with a byte order mark is read (as an app\'s definitions are), not refused as invalid JSON', async () => {

@@ -281,3 +281,37 @@ test.each(['api.example.com', 'api.example.com:8080', '127.0.0.1:1', '[::1]:8080
   expect(res).toMatchObject({ status: 200, body: 'hello ok' });
   expect(more).toEqual([]);
 });
+
+describe('requestTimeoutMs (a config key): the time a request has to arrive, headers and body', () => {
+  let slow;
+  let slowPort;
+  beforeAll(async () => {
+    slow = await startServer({ root: path.join(tmp, 'apps'), port: 0, host: '127.0.0.1', mount: '/web0/api', index: true, quiet: true, shutdownTimeoutMs: 5000, requestTimeoutMs: 1000, router: { workers: 1 } }, silent);
+    slowPort = slow.server.address().port;
+  });
+  afterAll(() => slow?.shutdown());
+
+  test('a body still arriving past it: 408 with the JSON error body (REQUEST_TIMEOUT), then the connection closes; one in time is served', async () => {
+    const started = Date.now();
+    const text = await new Promise((resolve) => {
+      const socket = net.connect(slowPort, '127.0.0.1', () => socket.write('POST /web0/api/demo/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhello'));
+      let read = '';
+      socket.on('data', (d) => (read += d.toString('latin1')));
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(read));
+    });
+    const [res, ...more] = responses(text);
+    expectErrorBody(res, 408, 270107);
+    expect(more).toEqual([]);
+    // (Node.js checks the limit a few times within it here: well before its default check every 30 s)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(Date.now() - started).toBeLessThan(15000);
+    const ok = await new Promise((resolve) => {
+      const socket = net.connect(slowPort, '127.0.0.1', () => socket.write('POST /web0/api/demo/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello'));
+      let read = '';
+      socket.on('data', (d) => (read += d.toString('latin1')));
+      socket.on('close', () => resolve(read));
+    });
+    expect(responses(ok)[0]).toMatchObject({ status: 200, body: 'echo:hello' });
+  });
+});

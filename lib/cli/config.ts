@@ -31,6 +31,11 @@ export interface ServeConfig {
   trustProxy?: TrustProxy;
   /** Longest wait at shutdown for the requests in flight, ms (then their connections are closed). */
   shutdownTimeoutMs: number;
+  /**
+   * Longest time a request's headers and body may take to arrive, ms (Node.js's `requestTimeout`;
+   * 0: no limit). Past it the request is answered 408 (270107).
+   */
+  requestTimeoutMs: number;
   /** createApiRouter options other than the registry. */
   router: Omit<ApiRouterOptions, 'registry'>;
 }
@@ -40,8 +45,10 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_MOUNT = '/web0/api';
 
 /** Keys of a config file that are the server's, not the router's. */
-const SERVER_KEYS = ['root', 'previewRoot', 'port', 'host', 'mount', 'index', 'quiet', 'redisUrl', 'trustProxy', 'shutdownTimeoutMs'] as const;
+const SERVER_KEYS = ['root', 'previewRoot', 'port', 'host', 'mount', 'index', 'quiet', 'redisUrl', 'trustProxy', 'shutdownTimeoutMs', 'requestTimeoutMs'] as const;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+/** Node.js's own default: an upload of `upload.fileSize` (1 GB) needs 3.4 MB/s to arrive within it. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 const PATH_KEYS = ['root', 'previewRoot', 'sandboxDir', 'storageDir'];
 
 export class ConfigFileError extends Error {}
@@ -136,6 +143,13 @@ function fileBoolean(file: Record<string, unknown>, key: string): boolean | unde
   return v;
 }
 
+/** A server key of the config file that is a duration in ms (0 to 2147483647), `fallback` when absent. */
+function fileMs(file: Record<string, unknown>, key: string, fallback: number): number {
+  const v = file[key] ?? fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2147483647) throw new ConfigFileError(`${key} must be an integer of ms from 0 to 2147483647, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 function pick<T>(flag: T | undefined, file: unknown, fallback: T): T {
   return flag !== undefined ? flag : file !== undefined ? (file as T) : fallback;
 }
@@ -155,10 +169,8 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   const mount = pick(args.mount, fileString(file, 'mount'), DEFAULT_MOUNT);
   if (!mount.startsWith('/')) throw new ConfigFileError(`mount must start with '/', got ${JSON.stringify(mount)}`);
   if (!PLAIN_MOUNT.test(mount)) throw new ConfigFileError(`mount ${MOUNT_RULE}, got ${JSON.stringify(mount)}`);
-  const shutdownTimeoutMs = pick(undefined, file.shutdownTimeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
-  if (typeof shutdownTimeoutMs !== 'number' || !Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0 || shutdownTimeoutMs > 2147483647) {
-    throw new ConfigFileError(`shutdownTimeoutMs must be an integer of ms from 0 to 2147483647, got ${JSON.stringify(shutdownTimeoutMs)}`);
-  }
+  const shutdownTimeoutMs = fileMs(file, 'shutdownTimeoutMs', DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  const requestTimeoutMs = fileMs(file, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS);
   const previewRoot = abs(args.previewRoot) ?? fileString(file, 'previewRoot');
   if (previewRoot !== undefined && !router.preview) {
     // (without it the router serves no preview path: `/preview/…` would name an app called 'preview')
@@ -192,6 +204,7 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
     quiet: pick(args.quiet, fileBoolean(file, 'quiet'), false),
     redisUrl,
     shutdownTimeoutMs,
+    requestTimeoutMs,
     trustProxy: trustProxy as TrustProxy | undefined,
     router: router as Omit<ApiRouterOptions, 'registry'>,
   };

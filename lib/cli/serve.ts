@@ -15,7 +15,7 @@ import type { ApiRouter, Logger } from '../types';
 import { appIndex } from './app-index';
 import { clientErrorHandler, connectHandler, expectationHandler } from './client-error';
 import { notFound } from './not-found';
-import type { ServeConfig } from './config';
+import { DEFAULT_REQUEST_TIMEOUT_MS, type ServeConfig } from './config';
 import { requestLog } from './request-log';
 import { requireHost } from './require-host';
 
@@ -28,6 +28,9 @@ export interface RunningServer {
   /** Stops accepting, waits for the requests in flight, closes everything. */
   shutdown(): Promise<void>;
 }
+
+/** Node.js's default time for a request's headers to arrive, ms. */
+const HEADERS_TIMEOUT_MS = 60_000;
 
 function hostForUrl(address: string): string {
   return address.includes(':') ? `[${address}]` : address;
@@ -97,7 +100,18 @@ export async function startServer(config: ServeConfig, logger: Logger): Promise<
   app.use(notFound(config.mount));
 
   // (a request without Host is answered by requireHost, with the JSON error body)
-  const server = http.createServer({ requireHostHeader: false }, app);
+  // (the limit on a request's arrival, 0 for none: the headers' own 60 s stays within it, and a
+  // short one is checked as often as it needs, not every 30 s)
+  const requestTimeout = config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const server = http.createServer(
+    {
+      requireHostHeader: false,
+      requestTimeout,
+      headersTimeout: requestTimeout > 0 ? Math.min(HEADERS_TIMEOUT_MS, requestTimeout) : HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: requestTimeout > 0 ? Math.min(30_000, Math.max(250, Math.floor(requestTimeout / 4))) : 30_000,
+    },
+    app,
+  );
   // a request the HTTP parser refuses gets the JSON error body, after the ones before it on its connection
   const responsesOn = (socket: Socket) => [...inFlight].filter((res) => res.req.socket === socket);
   server.on('clientError', clientErrorHandler(responsesOn));
