@@ -361,6 +361,84 @@ describe('large bodies', () => {
     }
   });
 
+  test('a body of no declared length is read ahead only to past 1 MiB: saveBodyAsFile streams the rest as it arrives; a read takes it whole', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const MiB = 1024 * 1024;
+    // chunked: 3 MiB at once, the rest (61 MiB) once the file holds more than the first 3 MiB
+    let sendRest;
+    const rest = new Promise((resolve) => (sendRest = resolve));
+    const part = (i) => Buffer.alloc(MiB, i % 251);
+    const up = await serve(async (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      for (let i = 0; i < 3; i++) res.write(part(i));
+      if (req.url === '/wait') await rest;
+      for (let i = 3; i < (req.url === '/wait' ? 64 : 6); i++) if (!res.write(part(i))) await new Promise((r) => res.once('drain', r));
+      res.end();
+    });
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-chunked-'));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      if (ctx.query.read) { const b = res.body; return { length: b.length, again: res.text().length, firsts: [0, 1, 2, 3, 4, 5].map((i) => b.charCodeAt(i * 1048576)), last: b.charCodeAt(b.length - 1) }; }
+      return res.saveBodyAsFile('dl/big.bin');
+    }`;
+    // (limits that let the host read the whole body into memory, were it to)
+    const { app, router } = oneApi(script, {}, { sandboxDir, outbound: { allowPrivateNetworks: true, maxBodyBytes: 128 * MiB, maxBufferedBytes: 512 * MiB } });
+    const dir = path.join(sandboxDir, 'app1', 'dl');
+    try {
+      const done = request(app).get('/web0/api/app1/p').query({ url: `${up.url}/wait` }).then((r) => r);
+      await new Promise((resolve, reject) => {
+        done.then((r) => reject(new Error(`answered before the file had its first bytes: ${r.status} ${r.text}`)), reject);
+        const check = setInterval(() => {
+          const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
+          if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 10);
+      });
+      sendRest();
+      expect((await done).body).toEqual({ path: 'dl/big.bin', size: 64 * MiB });
+      const saved = fs.readFileSync(path.join(dir, 'big.bin'));
+      for (const i of [0, 1, 2, 3, 40, 63]) expect(saved.subarray(i * MiB, (i + 1) * MiB).equals(part(i))).toBe(true);
+      // read (6 MiB): the part read ahead and the rest, whole, in order
+      const read = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/now`, read: '1' });
+      expect(read.body).toEqual({ length: 6 * MiB, again: 6 * MiB, firsts: [0, 1, 2, 3, 4, 5], last: 5 });
+    } finally {
+      sendRest();
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
+
+  test('a body of no declared length that fails once read ahead fails its read and its save with 270501', async () => {
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const MiB = 1024 * 1024;
+    // chunked: 1.5 MiB, then the connection is cut (after the host read ahead past 1 MiB)
+    const up = await serve((req, res) => {
+      res.writeHead(200);
+      res.write(Buffer.alloc(1.5 * MiB, 'x'), () => setTimeout(() => res.socket.destroy(), 50));
+    });
+    const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-cut-'));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      const tryIt = (f) => { try { return f(); } catch (e) { return e.code; } };
+      return { save: tryIt(() => res.saveBodyAsFile('cut.bin')), read: tryIt(() => res.body.length) };
+    }`;
+    const { app, router } = oneApi(script, {}, { sandboxDir, outbound: { allowPrivateNetworks: true } });
+    try {
+      const res = await request(app).get('/web0/api/app1/p').query({ url: up.url });
+      expect(res.body).toEqual({ save: 270501, read: 270501 });
+      expect(fs.readdirSync(path.join(sandboxDir, 'app1'))).toEqual([]);
+    } finally {
+      await router.close();
+      fs.rmSync(sandboxDir, { recursive: true, force: true });
+    }
+  });
+
   test('saveBodyAsFile answers the path as stored (normalized); a response no longer held makes no folder', async () => {
     const fs = require('node:fs');
     const os = require('node:os');

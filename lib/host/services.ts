@@ -112,16 +112,14 @@ export const MAX_LOG_LINES = 200;
 
 /**
  * A body of at most INLINE_BODY_BYTES goes back with the response, so the script reads `.body`
- * without a second host call: the host reads it whole (up to `maxBodyBytes`, within the router's
- * budget for bodies) and keeps it. One declared larger is not read here: the script's first read
- * (`http.body`) reads it whole, or `saveBodyAsFile` streams it to its file, never held in memory.
- * A body of no declared length is read whole here; when it is larger, or failed (too large, over
- * the budget, timed out, reset), it is left to `http.body`, which answers it or that failure.
+ * without a second host call: the host reads it whole (within the router's budget for bodies) and
+ * keeps it. A larger one is not read past its first INLINE_BODY_BYTES (none when its length is
+ * declared): the script's first read (`http.body`) reads it whole, or `saveBodyAsFile` streams it
+ * to its file, never held in memory. One that failed (too large, over the budget, timed out,
+ * reset) is left to `http.body`, which answers that failure.
  */
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
-  if (res.declaredSize !== undefined && res.declaredSize > INLINE_BODY_BYTES) return undefined;
-  const bytes = await res.bytes().catch(() => undefined);
-  return bytes !== undefined && bytes.length <= INLINE_BODY_BYTES ? res.text() : undefined;
+  return (await res.head(INLINE_BODY_BYTES)) === undefined ? undefined : res.text();
 }
 
 /**

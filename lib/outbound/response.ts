@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import type * as http from 'node:http';
-import { Transform } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError } from '../errors';
 import { tempPathFor } from '../files/sandbox-path';
@@ -26,6 +26,13 @@ export interface OutboundResponse {
    * and a later read or saveTo may still take it).
    */
   bytes(): Promise<Buffer>;
+  /**
+   * The whole body when it is at most `limit` bytes (read now, kept as bytes() keeps it), else
+   * undefined: a body declared larger is not read, one of no declared length is read until it
+   * passes `limit` and the rest left where it is, for bytes() or saveTo to go on with. A failure
+   * is left to them too (undefined here).
+   */
+  head(limit: number): Promise<Buffer | undefined>;
   /** The body decoded by the content-type charset (default utf-8); OUTBOUND_FAILED past maxBodyBytes. */
   text(): Promise<string>;
   /** Streams the body to `absPath` (temp file + rename); returns its size. Past maxBodyBytes nothing is kept. Not counted in the budget. */
@@ -109,6 +116,8 @@ export class OutboundHttpResponse implements OutboundResponse {
   /** Bytes of the body taken from `account`. */
   private held = 0;
   private discarded = false;
+  /** The start of a body of no declared length that head() read (and took from the budget), not yet passed on. */
+  private ahead: Buffer[] = [];
 
   /** The answer to a HEAD, a 204 or a 304 has no body, whatever Content-Length it declares. */
   private readonly bodiless: boolean;
@@ -149,6 +158,67 @@ export class OutboundHttpResponse implements OutboundResponse {
     return this.buffered;
   }
 
+  head(limit: number): Promise<Buffer | undefined> {
+    const declared = this.declaredSize;
+    if (declared !== undefined || this.state !== 'unread' || this.buffered) {
+      if (declared !== undefined && declared > limit && !this.buffered) return Promise.resolve(undefined);
+      return this.bytes().then(
+        (buf) => (buf.length <= limit ? buf : undefined),
+        () => undefined,
+      );
+    }
+    return new Promise((resolve) => {
+      const res = this.res;
+      let size = 0;
+      const stop = () => {
+        res.off('data', onData);
+        res.off('end', onEnd);
+        res.off('error', onFail);
+        res.off('close', onClose);
+      };
+      // (a failure is the body's: bytes() and saveTo answer it)
+      const onFail = (err: unknown) => {
+        stop();
+        res.destroy();
+        this.ahead = [];
+        this.giveBack();
+        this.done();
+        this.buffered = Promise.reject(describe(err, this.deadline.host, 'while reading the body'));
+        this.buffered.catch(() => undefined);
+        resolve(undefined);
+      };
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        this.ahead.push(chunk);
+        try {
+          if (size > this.max) throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
+          this.take(chunk.length);
+        } catch (err) {
+          return onFail(err);
+        }
+        if (size > limit) {
+          // the rest stays in the connection, for bytes() or saveTo
+          stop();
+          res.pause();
+          resolve(undefined);
+        }
+      };
+      const onEnd = () => {
+        stop();
+        this.done();
+        const whole = Buffer.concat(this.ahead, size);
+        this.ahead = [];
+        this.buffered = Promise.resolve(whole);
+        resolve(whole);
+      };
+      const onClose = () => onFail(new Error('aborted'));
+      res.on('data', onData);
+      res.once('end', onEnd);
+      res.once('error', onFail);
+      res.once('close', onClose);
+    });
+  }
+
   text(): Promise<string> {
     return this.bytes().then((buf) => decode(buf, this.headers['content-type']));
   }
@@ -160,6 +230,10 @@ export class OutboundHttpResponse implements OutboundResponse {
       return this.finishFile(tmp, absPath, () => fs.promises.writeFile(tmp, buf, { flag: 'wx' })).then(() => buf.length);
     }
     this.claim();
+    // (what head() read goes to the file first; streamed bodies are not counted in the budget)
+    const ahead = this.ahead;
+    this.ahead = [];
+    this.giveBack();
     let size = 0;
     const max = this.max;
     const host = this.deadline.host;
@@ -172,7 +246,12 @@ export class OutboundHttpResponse implements OutboundResponse {
     });
     const file = fs.createWriteStream(tmp, { flags: 'wx' });
     try {
-      await this.finishFile(tmp, absPath, () => pipeline(this.res, counter, file), file);
+      const res = this.res;
+      const body = ahead.length === 0 ? res : Readable.from((async function* () {
+        yield* ahead;
+        yield* res;
+      })());
+      await this.finishFile(tmp, absPath, () => pipeline(body, counter, file), file);
       return size;
     } finally {
       this.done();
@@ -180,6 +259,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   }
 
   discard(): void {
+    this.ahead = [];
     if (this.state === 'unread') {
       this.res.destroy();
       this.done();
@@ -220,8 +300,11 @@ export class OutboundHttpResponse implements OutboundResponse {
 
   private async readAll(): Promise<Buffer> {
     this.claim();
-    const chunks: Buffer[] = [];
+    // (the start head() read, already taken from the budget: `held`)
+    const chunks: Buffer[] = this.ahead;
+    this.ahead = [];
     let size = 0;
+    for (const c of chunks) size += c.length;
     try {
       for await (const chunk of this.res as AsyncIterable<Buffer>) {
         size += chunk.length;
