@@ -439,6 +439,25 @@ describe('large bodies', () => {
     }
   });
 
+  test.each(['quickjs', 'vm2'])("a body larger than a script's memory can hold fails its read with 270501 naming saveBodyAsFile (%s); one that fits is read", async (engine) => {
+    const MiB = 1024 * 1024;
+    // 24 MiB of bytes that are no UTF-8 (each a U+FFFD): past a 64 MiB script's memory as it crosses; 8 MiB of ASCII fits
+    const up = await serve((req, res) => res.end(Buffer.alloc(req.url === '/big' ? 24 * MiB : 8 * MiB, req.url === '/big' ? 0xc8 : 0x61)));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      try { return { length: res.body.length }; } catch (e) { return { code: e.code, message: e.message }; }
+    }`;
+    const { app, router } = oneApi(script, {}, { engine, outbound: { allowPrivateNetworks: true, maxBodyBytes: 128 * MiB, maxBufferedBytes: 512 * MiB } });
+    try {
+      const big = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/big` });
+      expect(big.body).toEqual({ code: 270501, message: expect.stringMatching(/^response body from 127\.0\.0\.1:\d+ is 25165824 characters: more than a script's memory \(scriptMemoryLimitMb: 64\) holds; stream it to a file with saveBodyAsFile$/) });
+      const fits = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/fits` });
+      expect(fits.body).toEqual({ length: 8 * MiB });
+    } finally {
+      await router.close();
+    }
+  });
+
   test('saveBodyAsFile answers the path as stored (normalized); a response no longer held makes no folder', async () => {
     const fs = require('node:fs');
     const os = require('node:os');

@@ -8,6 +8,7 @@
 import { setMaxListeners } from 'node:events';
 import { stat } from 'node:fs/promises';
 import { inspect } from 'node:util';
+import { DEFAULTS } from '../options';
 import { ApiError, thrownText } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
@@ -120,6 +121,20 @@ export const MAX_LOG_LINES = 200;
  */
 async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
   return (await res.head(INLINE_BODY_BYTES)) === undefined ? undefined : res.text();
+}
+
+/**
+ * A response body's text, when a script's memory (`limitMb`) can hold it as it crosses: its copy
+ * into the sandbox and the string made of it take about twice its length when it is ASCII, up to
+ * five times when not. A larger one fails its read with OUTBOUND_FAILED naming saveBodyAsFile (it
+ * would fail the script's memory, or the engine, halfway through).
+ */
+function fitsScript(text: string, limitMb: number, from: string): string {
+  const limit = limitMb * 1024 * 1024;
+  if (text.length * 5 <= limit) return text;
+  // eslint-disable-next-line no-control-regex
+  if (text.length * (/[^\x00-\x7f]/.test(text) ? 5 : 2) <= limit) return text;
+  throw new ApiError('OUTBOUND_FAILED', `response body from ${new URL(from).host} is ${text.length} characters: more than a script's memory (scriptMemoryLimitMb: ${limitMb}) holds; stream it to a file with saveBodyAsFile`);
 }
 
 /**
@@ -263,7 +278,10 @@ export class HostServices implements HostBridge {
       if (s.ended?.signal.aborted) s.release(id); // (the call ended while the body arrived)
       return { id, status: res.status, headers: res.headers, url: res.url, body };
     },
-    'http.body': (s, args) => s.response(args.id).text(),
+    'http.body': (s, args) => {
+      const res = s.response(args.id);
+      return res.text().then((text) => fitsScript(text, s.shared.options.scriptMemoryLimitMb ?? DEFAULTS.scriptMemoryLimitMb, res.url));
+    },
     // an automation's http step has read the body: the handle goes
     'http.release': (s, args) => {
       s.release(String(args.id));
