@@ -319,3 +319,25 @@ describe('an app whose call left its QuickJS worker without room for another cal
     await endsApart('quickjs', 'const big = new Uint8Array(40e6); return { length: big.length }', undefined, { scriptMemoryLimitMb: 16, contextBudgetMb: 8 });
   }, 60_000);
 });
+
+describe('QuickJS: a text from the host larger than a call can hold', () => {
+  // a request body of 40 MiB of bytes that are no UTF-8 (each a U+FFFD: 120 MB as the UTF-8 text
+  // that would cross): past the call's 64 MiB, and past what the WebAssembly memory takes
+  const script = `export function fn(ctx) {
+    try { return { length: ctx.body.length }; } catch (e) { return { name: e.name, message: e.message }; }
+  }
+  export function small(ctx) { return { length: ctx.body.length }; }`;
+  const { app, router } = makeApp({
+    apps: { a: { scripts: { 'm.js': script }, apis: [{ path: 'p', methods: ['POST'], call: { script: 'm.js', function: 'fn' }, returnType: 'JSON' }, { path: 's', methods: ['POST'], call: { script: 'm.js', function: 'small' }, returnType: 'JSON' }] } },
+    router: { workers: 1, maxWorkers: 1, bodyLimit: '100mb', logger: false },
+  });
+  afterAll(() => router.close());
+
+  test('fails where the script reads it, with an error it can catch; the app goes on on the same context', async () => {
+    const big = await request(app).post('/web0/api/a/p').set('content-type', 'text/plain').send(Buffer.alloc(40 * MiB, 0xc8));
+    expect(big.status).toBe(200);
+    expect(big.body).toEqual({ name: 'HostError', message: `Host operation stage.body failed: The script ran out of memory (limit 64 MiB): the request body of ${40 * MiB} characters does not fit` });
+    const small = await request(app).post('/web0/api/a/s').set('content-type', 'text/plain').send('hello');
+    expect(small.body).toEqual({ length: 5 });
+  }, 60_000);
+});

@@ -37,6 +37,7 @@ import {
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 import { randomBytes } from 'node:crypto';
 import { compileLocation } from '../../error-location';
+import { ERRORS } from '../../errors';
 import { EngineError, engineFailure, type DriverOptions, type EngineContext, type HostFn, type ModuleCode, type SandboxDriver } from './driver';
 import { QUICKJS_HEAP_MB, QUICKJS_HEAP_SLACK_MB } from '../messages';
 import { CONTINUATION_SCRIPT } from '../protocol';
@@ -280,6 +281,16 @@ export class QuickJsDriver implements SandboxDriver {
    * An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a
    * failure of the engine. The promise jobs the failed entry left are flushed.
    */
+  /**
+   * Whether a text from the host can enter a context: its UTF-8 copy and the string made of it
+   * (at least a byte a character each) within one call's memory. WebAssembly memory allocated
+   * past the module's cap ends in a trap, not in QuickJS's out-of-memory error.
+   */
+  fits(text: string): boolean {
+    const limit = this.options.memoryLimitMb * MiB;
+    return text.length * 5 <= limit || Buffer.byteLength(text) + text.length <= limit;
+  }
+
   failure(err: { name: string; message: string }): EngineError {
     let e: EngineError;
     if (this.interrupted || err.message === 'interrupted') e = new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
@@ -337,6 +348,11 @@ export class QuickJsDriver implements SandboxDriver {
   }
 }
 
+/** The message of a text from the host too large for a call's memory. */
+function tooLarge(what: string, text: string, limitMb: number): string {
+  return `The script ran out of memory (limit ${limitMb} MiB): ${what === 'stage.body' ? 'the request body' : what === 'stage.request' ? 'the request' : what} of ${text.length} characters does not fit`;
+}
+
 class QuickJsContext implements EngineContext {
   bytes = 0;
   /** The module's namespace, or (a context of several modules) an array of their namespaces. */
@@ -362,8 +378,12 @@ class QuickJsContext implements EngineContext {
     const adapter = ctx.evalCode(this.driver.options.adapterSource, 'scriptable-api:adapter.js');
     if (adapter.error) throw this.setupError('adapter', errorOf(ctx, adapter.error));
     const hostH = ctx.newFunction('host', (idH, opH, argsH, asyncH) => {
-      const r = host(ctx.getNumber(idH), ctx.getString(opH), ctx.getString(argsH), ctx.getNumber(asyncH) === 1); // (the adapter passes a boolean: 1 as a number)
-      return typeof r === 'number' ? ctx.newNumber(r) : ctx.newString(r);
+      const op = ctx.getString(opH);
+      const r = host(ctx.getNumber(idH), op, ctx.getString(argsH), ctx.getNumber(asyncH) === 1); // (the adapter passes a boolean: 1 as a number)
+      if (typeof r === 'number') return ctx.newNumber(r);
+      // (a text the call's memory cannot hold is an error of the call, thrown where it asked: ctx.body of a huge request)
+      if (!this.driver.fits(r)) throw new Error(tooLarge(op, r, this.driver.options.memoryLimitMb));
+      return ctx.newString(r);
     });
     const made = ctx.callFunction(adapter.value, ctx.undefined, hostH);
     adapter.value.dispose();
@@ -474,7 +494,9 @@ class QuickJsContext implements EngineContext {
   }
 
   reply(callId: number, replyJson: string): void {
-    this.enter(this.entry!.reply, [callId, replyJson]);
+    // (an answer the call's memory cannot hold fails that host call, where the script can catch it)
+    const fits = this.driver.fits(replyJson);
+    this.enter(this.entry!.reply, [callId, fits ? replyJson : JSON.stringify({ ok: false, error: { code: ERRORS.SCRIPT_OUT_OF_MEMORY.code, message: tooLarge('the host call', replyJson, this.driver.options.memoryLimitMb) } })]);
   }
 
   cancel(stageId: number): void {
