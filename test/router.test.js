@@ -347,6 +347,39 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([auto.status, JSON.parse(auto.text)]).toEqual([200, { success: false, error: { requestId: auto.headers['x-request-id'], message: 'stopped', code: 270001 } }]);
   });
 
+  test("onError after a call that committed its response and failed (a flush, a body past the buffer, sendError, sendRedirect): nothing of it was sent, so onError's status, content type and body are the answer", async () => {
+    const { app } = api(
+      `export function fn(ctx) {
+        var r = ctx.response;
+        if (ctx.query.m === 'flush') { r.setContentType('text/csv'); r.getWriter().write('id,qty\\n'); r.flushBuffer(); }
+        if (ctx.query.m === 'big') { r.setStatus(202); r.getWriter().write('x'.repeat(9000)); }
+        if (ctx.query.m === 'sendError') r.sendError(409, 'conflict');
+        if (ctx.query.m === 'redirect') r.sendRedirect('/elsewhere');
+        throw new Error('failed after ' + ctx.query.m);
+      }
+      export function handle(ctx, error) {
+        if (ctx.query.status) return void ctx.response.setStatus(Number(ctx.query.status));
+        ctx.response.setStatus(200);
+        ctx.response.setContentType('application/json;charset=UTF-8');
+        ctx.response.getWriter().write(JSON.stringify({ success: false, error: error }));
+      }`,
+      { onError: { script: 'main.js', function: 'handle' } },
+    );
+    for (const m of ['flush', 'big', 'sendError', 'redirect']) {
+      const res = await request(app).get(`/web0/api/app1/p?m=${m}`).redirects(0);
+      expect([m, res.status, res.headers['content-type'], res.headers.location, JSON.parse(res.text)]).toEqual([
+        m,
+        200,
+        'application/json;charset=UTF-8',
+        undefined,
+        { success: false, error: { requestId: res.headers['x-request-id'], message: `failed after ${m}`, code: 270000 } },
+      ]);
+      // (a status alone is its answer too, with an empty body)
+      const status = await request(app).get(`/web0/api/app1/p?m=${m}&status=503`).redirects(0);
+      expect([m, status.status, status.text, status.headers.location]).toEqual([m, 503, '', undefined]);
+    }
+  });
+
   test("onError that returns a value after the call's sendRedirect or sendError and throw: the value goes out as a 200, not under the call's 302 (without its Location) or error status", async () => {
     const { app } = api(
       `export function fn(ctx) {

@@ -354,9 +354,14 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     if (!job.onError || call.fatal) return result(call.fail);
     const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
     // (the body the failed call wrote is not onError's: onError starts from an empty body, so a body
-    // it writes goes out alone, as its return value or a status alone does)
-    if (state.response.written || state.response.chunks.length > 0) {
-      state = { ...state, response: { ...state.response, chunks: [], written: false } };
+    // it writes goes out alone, as its return value or a status alone does. Nothing of the failed
+    // call's response was sent: what it committed (a flush, a body past the buffer, sendError,
+    // sendRedirect) is dropped with it, so onError can still set its status and content type, and
+    // write its body; the status sendError or sendRedirect set goes with them)
+    const r0 = state.response;
+    if (r0.written || r0.chunks.length > 0 || r0.committed || r0.error !== null || r0.redirect !== null) {
+      const status = r0.error !== null || r0.redirect !== null ? 200 : r0.status;
+      state = { ...state, response: { ...r0, status, chunks: [], written: false, committed: false, error: null, redirect: null } };
       responseIn = undefined;
     }
     const before = answerText(state.response);
@@ -375,16 +380,10 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     // (what the failed call wrote, redirected or sent is not onError's answer: only a body it wrote is;
     // a header it set is not, whatever the call wrote before)
     if (wrote(state) && answerText(state.response) !== before) return answered({ kind: 'written' });
-    if (r.out!.hasValue) {
-      // (the status the failed call's sendError / sendRedirect set is not its answer's either: a
-      // 302 without its Location; onError could not set one, the response being committed)
-      if (state.response.error !== null || state.response.redirect !== null) state = { ...state, response: { ...state.response, status: 200 } };
-      return answered({ kind: 'output', output: r.out!.output! });
-    }
+    if (r.out!.hasValue) return answered({ kind: 'output', output: r.out!.output! });
     // A status or content type set without a body is its answer, sent with an empty body (not the
     // failed call's); headers alone (an audit header) are not: the default error response goes
-    // out, never a bare 200. (A status could change only while nothing was committed: no
-    // sendError or sendRedirect of the call is left to drop.)
+    // out, never a bare 200.
     if (r.out!.answered === true || state.response.status !== status || state.response.contentType !== contentType) {
       state = { ...state, response: { ...state.response, chunks: [], written: false } };
       return answered({ kind: 'written' });
