@@ -621,3 +621,29 @@ test.each([
   expect(res.status).toBe(200);
   expect(res.body).toEqual([encoding, body]);
 });
+
+test('a Content-Type sent twice: getContentType() and getCharacterEncoding() name the first, the one ctx.body was decoded by (not the two joined)', async () => {
+  const { app, router } = apiWith('quickjs', 'export function fn(ctx) { const r = ctx.request; return [r.getContentType(), r.getCharacterEncoding(), ctx.body] }');
+  await router.ready();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const post = (first, second) =>
+    new Promise((resolve, reject) => {
+      const head = `POST /web0/api/app1/p HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: ${first}\r\nContent-Type: ${second}\r\nContent-Length: 5\r\n\r\n`;
+      const sock = net.connect(server.address().port, '127.0.0.1', () => sock.write(Buffer.concat([Buffer.from(head), Buffer.from('caf\u00e9', 'utf8')])));
+      const chunks = [];
+      sock.on('data', (d) => chunks.push(d));
+      sock.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)));
+      });
+      sock.on('error', reject);
+    });
+  try {
+    // (café in UTF-8: read as ISO-8859-1, its é is two characters, Ã©)
+    expect(await post('text/plain', 'text/plain; charset=iso-8859-1')).toEqual(['text/plain', null, 'caf\u00e9']);
+    expect(await post('text/plain; charset=iso-8859-1', 'application/json')).toEqual(['text/plain; charset=iso-8859-1', 'iso-8859-1', 'caf\u00c3\u00a9']);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

@@ -147,6 +147,9 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
   const scheme = req.protocol === 'https' ? 'https' : 'http';
   const server = serverOf(req, headers, scheme);
   const auth = headers.authorization;
+  // (a Content-Type sent twice: its first value, the one Node.js keeps and the body was decoded by,
+  // not the two joined, whose charset parameter may be the second's or end in a comma)
+  const contentType = ownGet(lists, 'content-type')?.[0] ?? ownGet(headers, 'content-type');
   const remoteAddr = req.ip ?? socket?.remoteAddress ?? '';
   return {
     headers,
@@ -168,9 +171,9 @@ export function buildSnapshot({ req, requestId, appId, apiPath, body, allowUnder
     remoteAddr,
     remoteHost: remoteAddr,
     remotePort: socket?.remotePort ?? 0,
-    contentType: headers['content-type'] ?? null,
+    contentType: contentType ?? null,
     // (the charset the body was decoded by, read as decodeBody reads it)
-    characterEncoding: charsetParameter(headers['content-type']) ?? null,
+    characterEncoding: charsetParameter(contentType) ?? null,
     authType: auth ? auth.split(' ', 1)[0] : null,
     contextPath: req.baseUrl ?? '',
     servletPath: `/${appId}`,
