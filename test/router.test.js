@@ -461,6 +461,23 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([wrote.status, wrote.headers.location]).toEqual([302, '/w']);
   });
 
+  test('onError runs when the call returns nothing where its return type needs a value and the after hook gives none either, as for null; an after hook that gives one answers', async () => {
+    const { app, registry } = api(
+      `export function fn(ctx) { if (ctx.query.r === 'null') return null }
+      export function after(ctx, result) { ctx.response.setHeader('X-After', String(result)); if (ctx.query.give) return '/given' }
+      export function e(ctx, error) { ctx.response.setContentType('application/json'); ctx.response.getWriter().write(JSON.stringify({ handled: error.code, message: error.message })) }`,
+      { returnType: 'Redirect', after: { script: 'main.js', function: 'after' }, onError: { script: 'main.js', function: 'e' } },
+    );
+    registry.putApi('app1', { path: 'file', call: { script: 'main.js', function: 'fn' }, after: { script: 'main.js', function: 'after' }, returnType: 'File', onError: { script: 'main.js', function: 'e' } });
+    for (const url of ['/web0/api/app1/p', '/web0/api/app1/p?r=null', '/web0/api/app1/file']) {
+      const res = await request(app).get(url).redirects(0);
+      expect([url, res.status, res.body.handled]).toEqual([url, 200, 270300]);
+      expect(res.body.message).toMatch(/needs a (URL string|file result object), got (undefined|null)/);
+    }
+    const given = await request(app).get('/web0/api/app1/p?give=1').redirects(0);
+    expect([given.status, given.headers.location, given.headers['x-after']]).toEqual([302, '/given', 'undefined']);
+  });
+
   test("a Redirect result that is no http(s) or relative URL (javascript:, data:) is the call's INVALID_RESULT: onError runs, as for null", async () => {
     const logged = [];
     const { app, registry } = api(

@@ -344,15 +344,16 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
   env.entering('call', refName(job.call));
   const call = isAutomation(job.call) ? await runAutomation(job.call, 'call') : await runScript(job.call, 'call', callValueWanted(job));
   // (a call that returned nothing where its return type needs a value (Redirect, File), and wrote
-  // no answer, failed as one returning null would: with no after hook to give one, onError runs)
+  // no answer, failed as one returning null would: with no after hook to give one, onError runs
+  // now; with one, once it gave none either (below))
   if (!call.fail && !job.after && !wrote(state) && call.out!.output?.type === 'invalid') {
     call.fail = located({ kind: 'error', ...ERRORS.INVALID_RESULT, message: call.out!.output.message }, job, 'call', refName(job.call));
   }
 
-  // 4. onError, on an error of the call only
-  if (call.fail) {
-    if (!job.onError || call.fatal) return result(call.fail);
-    const apiError = { requestId: job.requestId, message: call.fail.message, code: call.fail.code };
+  /** 4. onError, on an error of the call only: runs it, and answers with its answer or the call's failure. */
+  const callFailed = async (fail: Fail, fatal?: boolean): Promise<JobResult> => {
+    if (!job.onError || fatal) return result(fail);
+    const apiError = { requestId: job.requestId, message: fail.message, code: fail.code };
     // (the body the failed call wrote is not onError's: onError starts from an empty body, so a body
     // it writes goes out alone, as its return value or a status alone does. Nothing of the failed
     // call's response was sent: what it committed (a flush, a body past the buffer, sendError,
@@ -368,8 +369,8 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     const { status, contentType } = state.response;
     env.entering('onError', job.onError.script);
     const r = await runScript(job.onError, 'onError', false, JSON.stringify(apiError));
-    const d = call.fail.detail;
-    const callFailure = { code: call.fail.code, message: call.fail.message, script: d?.script, location: d?.location };
+    const d = fail.detail;
+    const callFailure = { code: fail.code, message: fail.message, script: d?.script, location: d?.location };
     if (r.fail) {
       // (the client gets onError's failure; the log keeps what it was handling)
       r.fail.detail = { ...r.fail.detail, callFailure };
@@ -388,8 +389,9 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
       state = { ...state, response: { ...state.response, chunks: [], written: false } };
       return answered({ kind: 'written' });
     }
-    return result(call.fail);
-  }
+    return result(fail);
+  };
+  if (call.fail) return callFailed(call.fail, call.fatal);
 
   // 3. after
   let final = call.out!;
@@ -400,5 +402,10 @@ export async function runPipeline(job: ScriptJob, env: PipelineEnv): Promise<Job
     if (a.out!.hasValue) final = a.out!;
   }
   if (wrote(state)) return result({ kind: 'written' });
+  if (final === call.out && final.output?.type === 'invalid' && !final.hasValue) {
+    // (the call returned nothing where its return type needs a value, and the after hook gave
+    // none either: it failed as one returning null would, and onError runs)
+    return callFailed(located({ kind: 'error', ...ERRORS.INVALID_RESULT, message: final.output.message }, job, 'call', refName(job.call)));
+  }
   return result({ kind: 'output', output: final.output! });
 }
