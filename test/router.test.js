@@ -103,6 +103,31 @@ describe.each(['quickjs', 'vm2'])('router with the %s engine', (engine) => {
     expect([thrown.status, thrown.body.code, thrown.body.message]).toEqual([500, 4001, 'no text']);
   });
 
+  test('JSON: a getter or toJSON of the result that throws is the script error (its code kept, onError sees it), as a Text result\'s toString; a BigInt, a cycle or a value too deep stays INVALID_RESULT', async () => {
+    const { app, registry } = api(`
+      function fail() { var e = new Error('order 7 is archived'); e.code = 4004; throw e }
+      export function fn(ctx) {
+        if (ctx.query.m === 'getter') return { id: 7, a: {}, get lines() { fail() } };
+        if (ctx.query.m === 'toJSON') return { id: 7, order: { toJSON: fail } };
+        if (ctx.query.m === 'bigint') return { id: 7n };
+        if (ctx.query.m === 'cycle') { var o = { a: [1] }; o.a.push(o); return o }
+        var d = {}; for (var i = 0, c = d; i < 150; i++) c = c.n = {}; return d;
+      }
+      export function e(ctx, error) { return { handled: error.code, message: error.message } }`);
+    registry.putApi('app1', { path: 'e', call: { script: 'main.js', function: 'fn' }, returnType: 'JSON', onError: { script: 'main.js', function: 'e' } });
+    for (const m of ['getter', 'toJSON']) {
+      const res = await request(app).get(`/web0/api/app1/p?m=${m}`);
+      expect([m, res.status, res.body]).toEqual([m, 500, { requestId: res.headers['x-request-id'], message: 'order 7 is archived', code: 4004 }]);
+      const handled = await request(app).get(`/web0/api/app1/e?m=${m}`);
+      expect([m, handled.status, handled.body]).toEqual([m, 200, { handled: 4004, message: 'order 7 is archived' }]);
+    }
+    for (const [m, message] of [['bigint', /BigInt/], ['cycle', /circular reference/], ['deep', /more than 100 levels deep/]]) {
+      const res = await request(app).get(`/web0/api/app1/p?m=${m}`);
+      expect([m, res.status, res.body.code]).toEqual([m, 500, 270300]);
+      expect(res.body.message).toMatch(message);
+    }
+  });
+
   test("Text: an object whose toString and valueOf give objects (no primitive, so no string form) is INVALID_RESULT on both engines, not the engine's TypeError ('toPrimitive' on QuickJS)", async () => {
     const { app } = api(
       `export function fn(ctx) {

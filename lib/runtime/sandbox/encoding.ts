@@ -6,7 +6,7 @@
  * base64, base64ByteLength, isHigh / isLow. Bytes travel as "binary strings" (one char per
  * byte, 0..255).
  */
-import { Num, U8, abByteLength, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, isObj, jsonStringify, makeError, mathMin, mathTrunc, nameCache, objToString, objectCreate, objectKeys, push, reExec, setOwn, strSlice, taBuffer, taByteLength, taByteOffset, dvBuffer, dvByteLength, dvByteOffset } from './prelude';
+import { Num, U8, WeakMapCtor, abByteLength, arrJoin, charCodeAt, fnApply, fromCharCode, getOwnDescriptor, getTime, hasOwn, isArray, isNil, isObj, jsonStringify, makeError, mathMin, mathTrunc, nameCache, objToString, objectCreate, objectKeys, push, reExec, setOwn, strSlice, wmGet, wmSet, taBuffer, taByteLength, taByteOffset, dvBuffer, dvByteLength, dvByteOffset } from './prelude';
 
 // ---------------------------------------------------------------------------------------------
 // JSON: the adapter's own encoder (never calls toJSON) and script values (Dates -> ms)
@@ -69,6 +69,25 @@ var MAX_JSON_DEPTH = 100;
  */
 var chain: { [depth: number]: unknown } = objectCreate(null);
 var depth = 0;
+/** What userReplacer handed back last: the value JSON.stringify failed on when a BigInt or a cycle stopped it. */
+var lastOut: unknown;
+/**
+ * The errors stringifyUser threw because its value has no JSON form (a BigInt, a cycle, a value
+ * too deep), as opposed to one a getter or toJSON of the value threw (the script's own error).
+ */
+var NO_JSON_FORM: WeakMap<object, boolean> = new WeakMapCtor();
+/** Whether `e`, thrown by stringifyUser, says the value has no JSON form (not a script's getter or toJSON throwing). */
+export function noJsonForm(e: unknown): boolean {
+  return isObj(e) && wmGet(NO_JSON_FORM, e) === true;
+}
+/** Whether the last value userReplacer handed back is what JSON.stringify cannot write: a BigInt, or an object it is nested in (a cycle). */
+function lastHasNoForm(): boolean {
+  if (typeof lastOut === 'bigint') return true;
+  if (lastOut === null || typeof lastOut !== 'object') return false;
+  // (chain[depth - 1] is lastOut itself, pushed by userReplacer: the objects before it hold it)
+  for (var i = 0; i < depth - 1; i++) if (chain[i] === lastOut) return true;
+  return false;
+}
 /** What userReplacer writes for `v` (Dates of any realm as ms). */
 function userValue(holder: Record<string, unknown>, key: string, v: unknown): unknown {
   var d;
@@ -90,11 +109,16 @@ function userValue(holder: Record<string, unknown>, key: string, v: unknown): un
 }
 function userReplacer(this: Record<string, unknown>, key: string, v: unknown): unknown {
   var out = userValue(this, key, v);
+  lastOut = out;
   if (out !== null && typeof out === 'object') {
     // (the holder of what JSON.stringify writes inside it; only objects need the depth: the
     // entries of holders already done go when the next object is met)
     while (depth > 0 && chain[depth - 1] !== this) depth--;
-    if (depth > MAX_JSON_DEPTH) throw makeError('RangeError', 'a value nested more than ' + MAX_JSON_DEPTH + ' levels deep');
+    if (depth > MAX_JSON_DEPTH) {
+      var tooDeep = makeError('RangeError', 'a value nested more than ' + MAX_JSON_DEPTH + ' levels deep');
+      wmSet(NO_JSON_FORM, tooDeep, true);
+      throw tooDeep;
+    }
     chain[depth++] = out;
   }
   return out;
@@ -116,16 +140,23 @@ function sameCycleError(e: unknown): unknown {
 export function stringifyUser(v: unknown): string | undefined {
   var outerChain = chain;
   var outerDepth = depth;
+  var outerLast = lastOut;
   // (a call from inside another one, through a toJSON, counts apart; the first one reuses the chain)
   if (outerDepth > 0) chain = objectCreate(null);
   depth = 0;
+  lastOut = undefined;
   try {
     return jsonStringify(v, userReplacer);
   } catch (e) {
-    throw sameCycleError(e);
+    var x = sameCycleError(e);
+    // (JSON.stringify throws at once on a BigInt or an object closing a cycle, right after
+    // userReplacer handed it back; anything else came from a getter or toJSON of the value)
+    if (isObj(x) && lastHasNoForm()) wmSet(NO_JSON_FORM, x, true);
+    throw x;
   } finally {
     chain = outerChain;
     depth = outerDepth;
+    lastOut = outerLast;
   }
 }
 

@@ -5,7 +5,7 @@
  * SerializedOutput for the API's return type: Text, Redirect, File, JSON).
  */
 import { ErrorCtor, G, Str, SymToPrimitive, fnApply, getOwnDescriptor, getPrototypeOf, indexOf, isNil, isObj, objToString, push, safeString, strSlice, trim, WeakMapCtor, wmGet, wmSet } from './prelude';
-import { stringifyUser } from './encoding';
+import { noJsonForm, stringifyUser } from './encoding';
 import type { SerializedOutput, StageHead, ThrownError } from '../protocol';
 
 /** The most of a thrown value's `stack` that leaves the sandbox. */
@@ -127,7 +127,7 @@ function invalid(message: string): SerializedOutput {
 }
 /** What a Text result with no string form is said to need. */
 var NO_TEXT = 'Text return type needs a value with a string form, got an object ';
-/** A JSON result with no JSON form (BigInt, cycle) is `invalid`, as a Text result with no string form is; only running out of memory throws. */
+/** A JSON result with no JSON form (BigInt, cycle) is `invalid`, as a Text result with no string form is; what a getter or toJSON of it throws is thrown (the script's error), as running out of memory is. */
 export function serializeOutput(returnType: StageHead['returnType'], v: unknown): SerializedOutput {
   if (returnType === 'Text') {
     if (isNil(v)) return { type: 'Text', text: '' };
@@ -161,6 +161,9 @@ export function serializeOutput(returnType: StageHead['returnType'], v: unknown)
     var info = thrownInfo(e);
     // Out of memory while serializing stays an InternalError so the engine reports SCRIPT_OUT_OF_MEMORY.
     if (info.name === 'InternalError' && indexOf(info.message, 'out of memory') >= 0) throw e;
+    // (a getter or toJSON of the result that threw: the script's own error, its code kept, as a
+    // Text result's toString that throws)
+    if (!noJsonForm(e)) throw e;
     // (a result with no JSON form does not fit the return type: INVALID_RESULT, not a script error)
     return invalid('Result is not JSON-serializable: ' + info.message);
   }
