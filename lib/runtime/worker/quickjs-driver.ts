@@ -282,13 +282,13 @@ export class QuickJsDriver implements SandboxDriver {
    * failure of the engine. The promise jobs the failed entry left are flushed.
    */
   /**
-   * Whether a text from the host can enter a context: its UTF-8 copy and the string made of it
-   * (at least a byte a character each) within one call's memory. WebAssembly memory allocated
-   * past the module's cap ends in a trap, not in QuickJS's out-of-memory error.
+   * Whether a text from the host can enter a context: its UTF-8 copy (up to 3 bytes a character)
+   * within one call's memory. A larger one could not be held by the call anyway, and WebAssembly
+   * memory allocated past the module's cap ends in a trap, not in QuickJS's out-of-memory error.
    */
   fits(text: string): boolean {
     const limit = this.options.memoryLimitMb * MiB;
-    return text.length * 5 <= limit || Buffer.byteLength(text) + text.length <= limit;
+    return text.length * 3 <= limit || Buffer.byteLength(text) <= limit;
   }
 
   failure(err: { name: string; message: string }): EngineError {
