@@ -667,6 +667,22 @@ test('reload() refuses an app id that is not a string and a stage that is neithe
   expect(reloaded.map((r) => r.stage)).toEqual(['preview', 'published', 'published']);
 });
 
+test("listApps(), listApis() and problems() refuse a stage that is neither published nor preview (they answered for the published apps)", () => {
+  const root = tree({ 'shop/apis/hello.json': api('hello'), 'shop/scripts/main.js': 'export function hello() { return "v1" }' });
+  const previewRoot = tree({ 'draft/apis/hello.json': api('hello'), 'draft/scripts/main.js': 'export function hello() { return "p1" }' });
+  const registry = open({ root, previewRoot, logger: false, watch: false });
+  for (const stage of ['previw', { stage: 'preview' }, null]) {
+    const refused = expect.objectContaining({ name: 'ConfigError', field: 'stage', message: expect.stringMatching(/must be 'published' or 'preview', got/) });
+    expect(() => registry.listApps(stage)).toThrow(refused);
+    expect(() => registry.listApis('draft', stage)).toThrow(refused);
+    expect(() => registry.problems(stage)).toThrow(refused);
+  }
+  expect(registry.listApps('preview')).toEqual(['draft']);
+  expect(registry.listApps()).toEqual(['shop']);
+  expect(registry.listApis('draft', 'preview').map((d) => d.path)).toEqual(['hello']);
+  expect(registry.problems('published')).toEqual([]);
+});
+
 describe('the system limit of file watchers', () => {
   // fs.watch as it fails on Linux once fs.inotify.max_user_watches is reached
   const limitReached = (dir) => Object.assign(new Error(`ENOSPC: System limit for number of file watchers reached, watch '${dir}'`), { code: 'ENOSPC', errno: -28, syscall: 'watch' });

@@ -241,6 +241,15 @@ const OPTION_KEYS = ['root', 'previewRoot', 'logger', 'debounceMs', 'watch'] as 
 const keysMatch: Same<keyof DirectoryRegistryOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
 
+/**
+ * The stage argument of the registry's own methods: a typo (`'previw'`), or MemoryRegistry's
+ * `{ stage: 'preview' }`, would otherwise answer for (or reload) the published apps.
+ */
+function checkStage(stage: unknown): 'published' | 'preview' | undefined {
+  if (stage !== undefined && stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${shown(stage)}`);
+  return stage;
+}
+
 export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
   private readonly published: AppTree;
   private readonly preview: AppTree | undefined;
@@ -285,24 +294,23 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
 
   /** The app ids with a folder. */
   listApps(stage?: 'published' | 'preview'): string[] {
-    return [...(this.tree(stage)?.apps.keys() ?? [])].sort();
+    return [...(this.tree(checkStage(stage))?.apps.keys() ?? [])].sort();
   }
 
   /** The APIs of an app that loaded (a file with an error is not among them). */
   listApis(appId: string, stage?: 'published' | 'preview'): ApiDefinition[] {
-    return [...(this.tree(stage)?.apps.get(appId)?.apis.values() ?? [])];
+    return [...(this.tree(checkStage(stage))?.apps.get(appId)?.apis.values() ?? [])];
   }
 
   /** What the last load of each app reported: files left out (`error`) and things to fix (`warning`). */
   problems(stage?: 'published' | 'preview'): RegistryProblem[] {
-    return [...(this.tree(stage)?.apps.values() ?? [])].flatMap((a) => a.problems);
+    return [...(this.tree(checkStage(stage))?.apps.values() ?? [])].flatMap((a) => a.problems);
   }
 
   /** Reads one app (or every app) again now, without waiting for the watcher. */
   reload(appId?: string, stage?: 'published' | 'preview'): void {
     if (appId !== undefined && appId !== null && typeof appId !== 'string') throw new ConfigError('appId', `must be an app id (a string), got ${shown(appId)}`);
-    if (stage !== undefined && stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${shown(stage)}`);
-    this.tree(stage)?.reload(appId ?? null);
+    this.tree(checkStage(stage))?.reload(appId ?? null);
   }
 
   /** Stops watching. The router does not own its registry: the host calls this when it shuts down. */

@@ -10,19 +10,35 @@
 import { ConfigError } from '../errors';
 import { deepFreeze } from '../definitions/frozen';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, RegistryStage } from '../types';
+import { apiName, onlyKnownKeys, shown, validateApiDefinition, type Same } from '../validations';
+import { validateAutomation } from '../automation/compile';
 
 /** Which stage a MemoryRegistry write goes to. Default `published`. */
 export interface MemoryStageOption {
   stage?: RegistryStage;
 }
 
+/** The keys of MemoryStageOption (the build fails when one is added to the type and not here). */
+const STAGE_KEYS = ['stage'] as const;
+const stageKeysMatch: Same<keyof MemoryStageOption, (typeof STAGE_KEYS)[number]> = true;
+void stageKeysMatch;
+
+/**
+ * The stage of a write's options. Anything but `{ stage? }` is refused: `'preview'` given as the
+ * argument itself (as DirectoryRegistry's methods take it), `{ stge: 'preview' }` or `null` would
+ * otherwise write to (or remove from) the published stage, live at once.
+ */
 function stageOf(o: MemoryStageOption | undefined): RegistryStage {
+  if (o !== undefined) {
+    if (typeof o !== 'object' || o === null || Array.isArray(o)) {
+      throw new ConfigError('options', `must be { stage: 'published' | 'preview' } (or left out for 'published'), got ${shown(o)}`);
+    }
+    onlyKnownKeys(o as Record<string, unknown>, STAGE_KEYS, '');
+  }
   const stage = o?.stage ?? 'published';
   if (stage !== 'published' && stage !== 'preview') throw new ConfigError('stage', `must be 'published' or 'preview', got ${JSON.stringify(stage)}`);
   return stage;
 }
-import { apiName, onlyKnownKeys, validateApiDefinition, type Same } from '../validations';
-import { validateAutomation } from '../automation/compile';
 
 /** Initial content for one app. */
 export interface MemoryAppConfig {
@@ -159,8 +175,9 @@ export class MemoryRegistry implements ApiRegistry {
 
   /** Removes an app with everything in it (both stages unless one is given). */
   removeApp(appId: string, options?: MemoryStageOption): boolean {
+    const stage = stageOf(options); // (checked first: a malformed options must not remove both stages)
     if (options?.stage === undefined) return [this.published.delete(appId), this.drafts.delete(appId)].some(Boolean);
-    return (stageOf(options) === 'preview' ? this.drafts : this.published).delete(appId);
+    return (stage === 'preview' ? this.drafts : this.published).delete(appId);
   }
 
   /**

@@ -125,6 +125,38 @@ test('preview options are checked: authorize is required', () => {
   expect(() => registry.putApi('a', api('p'), { stage: 'draft' })).toThrow(/invalid stage/);
 });
 
+test("MemoryRegistry refuses a stage option that is not { stage } (the write went to the published stage, live at once)", () => {
+  const registry = new MemoryRegistry({ apps: { app1: { scripts: { 'main.js': LIVE }, apis: [api('orders')] } } });
+  const bad = [
+    ['preview', /invalid options: must be \{ stage: 'published' \| 'preview' \}.*got "preview"/], // (DirectoryRegistry's methods take the stage so)
+    [{ stge: 'preview' }, /invalid stge: is not an option \(did you mean 'stage'\?\)/],
+    [null, /invalid options: must be \{ stage/],
+    [['preview'], /invalid options: must be \{ stage/],
+  ];
+  for (const [options, message] of bad) {
+    expect(() => registry.putApi('app1', api('draft'), options)).toThrow(message);
+    expect(() => registry.putScript('app1', 'draft.js', DRAFT, options)).toThrow(message);
+    expect(() => registry.putAutomation('app1', { id: 'a1', steps: [] }, options)).toThrow(message);
+    expect(() => registry.removeApi('app1', 'orders', options)).toThrow(message);
+    expect(() => registry.removeScript('app1', 'main.js', options)).toThrow(message);
+    expect(() => registry.removeApp('app1', options)).toThrow(message);
+    expect(() => registry.listApis('app1', options)).toThrow(message);
+  }
+  // nothing reached the published stage, nor left it
+  expect(registry.getApi('app1', 'draft')).toBeUndefined();
+  expect(registry.getScript('app1', 'draft.js')).toBeUndefined();
+  expect(registry.getAutomation('app1', 'a1')).toBeUndefined();
+  expect(registry.getApi('app1', 'orders')).toBeDefined();
+  expect(registry.getScript('app1', 'main.js')).toBe(LIVE);
+  // what is given right still works
+  registry.putApi('app1', api('draft'), { stage: 'preview' });
+  expect(registry.getApi('app1', 'draft')).toBeUndefined();
+  expect(registry.getApi('app1', 'draft', 'preview')).toBeDefined();
+  registry.putApi('app1', api('live'), {});
+  registry.putApi('app1', api('live2'), { stage: undefined });
+  expect(registry.listApis('app1').map((d) => d.path).sort()).toEqual(['live', 'live2', 'orders']);
+});
+
 describe.each(['quickjs', 'vm2'])('module state is the stage\'s own (%s)', (engine) => {
   test('a script unchanged in preview keeps separate module state for preview and live calls', async () => {
     const COUNTER = 'let calls = 0; export function fn(ctx) { calls++; return { calls } }';
