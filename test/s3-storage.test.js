@@ -209,6 +209,25 @@ describe('S3FileStorage', () => {
     new S3FileStorage({ bucket: 'b', prefix: 'files', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, clientOptions: { maxAttempts: 3 } });
   });
 
+  test("a client of one's own beside the settings of a client the storage makes is refused, naming the setting (they were silently dropped)", () => {
+    const { ConfigError } = require('..');
+    const client = { send: async () => ({}) };
+    const settings = { region: 'eu-west-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, clientOptions: { maxAttempts: 3 } };
+    for (const [field, value] of Object.entries(settings)) {
+      let error;
+      try {
+        new S3FileStorage({ bucket: 'b', client, [field]: value });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.field).toBe(field);
+      expect(error.message).toMatch(/give either client \(with its own settings\) or the settings, not both/);
+    }
+    // (what the storage itself uses goes with a client too)
+    new S3FileStorage({ bucket: 'b', client, prefix: 'files', partSize: 8 * 1024 * 1024, queueSize: 2 });
+  });
+
   test('credentials may be a provider function (the SDK calls it), as S3FileStorageOptions types them', async () => {
     let asked = 0;
     const provided = s3.storage({ prefix: 'provided', credentials: async () => (asked++, { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }) });

@@ -18,14 +18,23 @@ export interface S3Credentials {
   sessionToken?: string;
 }
 
-/** Options of S3FileStorage. Give `client`, or the settings to make one. */
-export interface S3FileStorageOptions {
+/** Options of S3FileStorage: the settings of a client the storage makes, or `client` (yours, with its own settings), not both. */
+export type S3FileStorageOptions = S3FileStorageSettingsOptions | S3FileStorageClientOptions;
+
+interface S3FileStorageCommonOptions {
   /** The bucket (it must exist). */
   bucket: string;
   /** Key prefix before `<appId>/<path>`, e.g. `files/` (a `/` is added when missing). Default none. */
   prefix?: string;
-  /** An `S3Client` of your own (`@aws-sdk/client-s3`); the settings below are then not used. */
-  client?: unknown;
+  /** Bytes per part of a multipart upload (at least 5 MiB; at most 10,000 parts per file). Default 5 MiB. */
+  partSize?: number;
+  /** Parts uploaded at once; memory held is about partSize × queueSize. Default 4. */
+  queueSize?: number;
+}
+
+/** A storage that makes its own S3Client from these settings. */
+export interface S3FileStorageSettingsOptions extends S3FileStorageCommonOptions {
+  client?: undefined;
   /** AWS region. Default: the SDK's (`AWS_REGION`...), or `us-east-1` with a custom `endpoint`. */
   region?: string;
   /** Endpoint of an S3-compatible service, e.g. `http://127.0.0.1:9000`. */
@@ -44,10 +53,17 @@ export interface S3FileStorageOptions {
    * whose connections are not pooled to a maximum (a download holds one while its client reads).
    */
   clientOptions?: Record<string, unknown>;
-  /** Bytes per part of a multipart upload (at least 5 MiB; at most 10,000 parts per file). Default 5 MiB. */
-  partSize?: number;
-  /** Parts uploaded at once; memory held is about partSize × queueSize. Default 4. */
-  queueSize?: number;
+}
+
+/** A storage over an `S3Client` of yours (`@aws-sdk/client-s3`): its region, endpoint and credentials are its own. */
+export interface S3FileStorageClientOptions extends S3FileStorageCommonOptions {
+  /** An `S3Client` of your own; the storage never destroys it. */
+  client: object;
+  region?: undefined;
+  endpoint?: undefined;
+  forcePathStyle?: undefined;
+  credentials?: undefined;
+  clientOptions?: undefined;
 }
 
 /** The keys of S3FileStorageOptions (the build fails when one is added to the type and not here). */
@@ -73,6 +89,9 @@ function checkTypes(o: S3FileStorageOptions): void {
   if (o.clientOptions !== undefined && !isObject(o.clientOptions)) throw new ConfigError('clientOptions', `must be an object of S3ClientConfig fields, got ${shown(o.clientOptions)}`);
   if (o.client !== undefined && (!isObject(o.client) || typeof o.client.send !== 'function')) throw new ConfigError('client', 'must be an S3Client of @aws-sdk/client-s3 (with send())');
 }
+
+/** The options that make the storage's own S3Client (refused beside `client`). */
+const CLIENT_SETTINGS = ['region', 'endpoint', 'forcePathStyle', 'credentials', 'clientOptions'] as const;
 
 const PEERS = '@aws-sdk/client-s3 and @aws-sdk/lib-storage';
 const MIN_PART = 5 * 1024 * 1024;
@@ -114,6 +133,12 @@ export class S3FileStorage implements FileStorage {
     if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
     checkTypes(options);
+    // (they configure the client the storage makes: beside a client of yours they were silently dropped)
+    if (options.client !== undefined) {
+      for (const k of CLIENT_SETTINGS) {
+        if (options[k] !== undefined) throw new ConfigError(k, 'configures the S3Client the storage makes: give either client (with its own settings) or the settings, not both');
+      }
+    }
     const partSize = options.partSize === undefined ? MIN_PART : options.partSize; // (null is checked, not taken as left out)
     if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
     const queueSize = options.queueSize === undefined ? 4 : options.queueSize;

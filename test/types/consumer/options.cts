@@ -28,6 +28,18 @@ export const s3Credentials: api.S3FileStorageOptions[] = [
   { bucket: 'b', credentials: 'AKIA...' },
 ];
 
+// S3FileStorage: a client of one's own, or the settings of the one it makes, not both.
+declare const s3Client: { send(command: unknown): Promise<unknown> };
+export const s3Clients: api.S3FileStorageOptions[] = [
+  { bucket: 'b', client: s3Client, prefix: 'files/', partSize: 8 * 1024 * 1024, queueSize: 2 },
+  // @ts-expect-error region configures a client the storage makes
+  { bucket: 'b', client: s3Client, region: 'eu-west-1' },
+  // @ts-expect-error credentials configure a client the storage makes
+  { bucket: 'b', client: s3Client, credentials: { accessKeyId: 'a', secretAccessKey: 's' } },
+  // @ts-expect-error clientOptions configure a client the storage makes
+  { bucket: 'b', client: s3Client, clientOptions: { maxAttempts: 1 } },
+];
+
 // createApiRouter: values the validation refuses do not type-check either.
 const registry = new api.MemoryRegistry();
 export const routerOptions: api.ApiRouterOptions[] = [
