@@ -423,6 +423,22 @@ test("a config file's redisUrl beside its own rateLimit.store is refused naming 
   expect(typeof fileOnly.router.rateLimit.store.reserve).toBe('function');
 });
 
+test("--storage-dir wins over a config file's storage, as flags do (both went to the router: exit 1, 'give either storage or storageDir')", async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  const storage = `{ put: async () => ({ size: 0 }), get: async () => null, stat: async () => null, delete: async () => {} }`;
+  write('conf/storage.js', `module.exports = { storage: ${storage} };`);
+  const flag = await resolveConfig(parseCli(['serve', tmp, '--storage-dir', path.join(tmp, 'flag-store'), '--config', path.join(tmp, 'conf/storage.js')]));
+  expect(flag.router.storageDir).toBe(path.join(tmp, 'flag-store'));
+  expect(flag.router).not.toHaveProperty('storage');
+  const { createApiRouter, MemoryRegistry } = require('..');
+  const router = createApiRouter({ ...flag.router, registry: new MemoryRegistry(), logger: false, workers: 1, metrics: false });
+  await router.close();
+  const fileOnly = await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/storage.js')]));
+  expect(typeof fileOnly.router.storage.put).toBe('function');
+  expect(fileOnly.router.storageDir).toBeUndefined();
+});
+
 test('--preview-root without a preview option in the config file: exit 1 saying what is missing', async () => {
   write('prev/demo/apis/hello.json', { path: 'hello', call: { script: 'main.js', function: 'hello' }, returnType: 'Text' });
   const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0', '--preview-root', path.join(tmp, 'prev')]);

@@ -160,7 +160,11 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   for (const [k, v] of Object.entries(file)) if (!(SERVER_KEYS as readonly string[]).includes(k)) router[k] = v;
   const abs = (p: string | undefined) => (p === undefined ? undefined : path.resolve(cwd, p));
   if (args.sandboxDir !== undefined) router.sandboxDir = abs(args.sandboxDir);
-  if (args.storageDir !== undefined) router.storageDir = abs(args.storageDir);
+  if (args.storageDir !== undefined) {
+    router.storageDir = abs(args.storageDir);
+    // (the flag names the shared storage, as a file's storage does: flags win, as --redis-url over rateLimit.store)
+    delete router.storage;
+  }
   if (args.engine !== undefined) router.engine = args.engine;
   if (args.scriptTimeoutMs !== undefined) router.scriptTimeoutMs = args.scriptTimeoutMs;
   const root = abs(args.root) ?? (file.root as string | undefined);
