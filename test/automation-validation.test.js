@@ -47,6 +47,23 @@ describe('interactive steps are refused (an API runs its automation unattended)'
     expect(() => validateAutomation({ id: 'a', steps: [{ id: 'x', type: 'approval' }] })).toThrow(/automation 'a' step 'x': 'approval' is an interactive step/);
     expect(() => validateAutomation({ id: 'a', steps: [] })).not.toThrow();
   });
+
+  test('validateAutomation checks an object as it is now: one changed since an earlier check is not passed on that check (an editor validating its object on each save)', () => {
+    const def = { id: 'a', steps: [{ type: 'return', value: '1' }] };
+    expect(() => validateAutomation(def)).not.toThrow();
+    def.steps.push({ id: 'ask', type: 'confirm' });
+    expect(() => validateAutomation(def)).toThrow(/automation 'a' step 'ask': 'confirm' is an interactive step/);
+    def.steps.pop();
+    def.steps.push({ id: 'total', type: 'set', vars: { sum: 'state.vars.price *' } });
+    expect(() => validateAutomation(def)).toThrow(/automation 'a' step 'total'\.vars\.sum: bad expression/);
+    def.steps.pop();
+    expect(() => validateAutomation(def)).not.toThrow();
+    // (and the other way round: one that was invalid and is fixed passes)
+    const fixed = { id: 'b', steps: [{ id: 'ask', type: 'confirm' }] };
+    expect(() => validateAutomation(fixed)).toThrow(/interactive step/);
+    fixed.steps[0] = { type: 'return', value: '2' };
+    expect(() => validateAutomation(fixed)).not.toThrow();
+  });
 });
 
 test('an unknown step type names the types (and the one meant)', () => {

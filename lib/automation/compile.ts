@@ -165,8 +165,19 @@ export function automationScripts(def: object): readonly string[] {
   return c;
 }
 
-/** Checks an automation definition as `MemoryRegistry.putAutomation` does. Throws ConfigError. */
+/**
+ * Checks an automation definition as `MemoryRegistry.putAutomation` does. Throws ConfigError.
+ * Checks the object as it is now (not an answer kept from an earlier check of the same object,
+ * which an object changed since would have passed); a first check is kept for the router.
+ */
 export function validateAutomation(def: unknown): void {
-  if (isObject(def)) automationScripts(def);
-  else compileAutomation(def);
+  const keep = typeof def === 'object' && def !== null && !cache.has(def);
+  let scripts: readonly string[];
+  try {
+    scripts = compileAutomation(def).scripts;
+  } catch (e) {
+    if (keep && e instanceof ConfigError) cache.set(def, e);
+    throw e;
+  }
+  if (keep) cache.set(def, scripts);
 }
