@@ -42,6 +42,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private closed = false;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
+    // (a number, as `new MemoryRateLimitStore(1000)` meaning maxKeys, had no keys: every default silently kept)
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new ConfigError('options', `new MemoryRateLimitStore() takes an object { maxKeys?, sweepIntervalMs?, now? }, got ${shown(options)}`);
+    }
     onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     // (undefined takes the default; null, like any other value, is checked)
     const maxKeys = options.maxKeys === undefined ? 100000 : options.maxKeys;

@@ -153,6 +153,14 @@ describe('MemoryRateLimitStore', () => {
     expect(() => new MemoryRateLimitStore({ ttl: 10 })).toThrow(/ttl: is not an option; the options are maxKeys, sweepIntervalMs, now/);
   });
 
+  test('refuses options that are not an object, naming them (new MemoryRateLimitStore(1000) kept every default without a word)', () => {
+    for (const bad of [1000, null, 'maxKeys', [1000]]) {
+      expect(() => new MemoryRateLimitStore(bad)).toThrow(expect.objectContaining({ name: 'ConfigError', field: 'options', message: expect.stringMatching(/takes an object \{ maxKeys\?, sweepIntervalMs\?, now\? \}, got/) }));
+    }
+    new MemoryRateLimitStore(undefined).close();
+    new MemoryRateLimitStore({}).close();
+  });
+
   test('close() clears buckets and is idempotent', async () => {
     const store = new MemoryRateLimitStore();
     store.reserveSync('a', 1000, 0);
