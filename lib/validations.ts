@@ -7,7 +7,7 @@ import { MAX_TIMER_MS } from './timers';
 import { badHeaderPlaceholder, unknownPlaceholder } from './rate-limit/identifier';
 import { ConfigError } from './errors';
 import { maxQuickJsMemoryLimitMb, QUICKJS_HEAP_NOTE } from './runtime/messages';
-import { POOL_DEFAULTS } from './runtime/pool-options';
+import { MAX_WORKERS, POOL_DEFAULTS } from './runtime/pool-options';
 import { validateCors } from './cors';
 import { validateProductionOptions } from './production-options';
 import { checkSchema, dotted } from './definitions/schema';
@@ -183,8 +183,8 @@ export function validateOptions(o: unknown): asserts o is ApiRouterOptions {
   }
   timeoutMs(o.scriptTimeoutMs, 'scriptTimeoutMs');
   positiveInt(o.scriptMemoryLimitMb, 'scriptMemoryLimitMb', 8);
-  positiveInt(o.workers, 'workers');
-  positiveInt(o.maxWorkers, 'maxWorkers');
+  positiveInt(o.workers, 'workers', 1, MAX_WORKERS);
+  positiveInt(o.maxWorkers, 'maxWorkers', 1, MAX_WORKERS);
   positiveInt(o.maxConcurrentPerApp, 'maxConcurrentPerApp');
   positiveInt(o.maxWorkersPerApp, 'maxWorkersPerApp');
   positiveInt(o.contextBudgetMb, 'contextBudgetMb', 8, 1024);

@@ -76,6 +76,9 @@ test('invalid options fail at startup with the field named', () => {
   expect(() => createApiRouter({ registry: new MemoryRegistry(), outbound: { timeoutMs: 3e9 } })).toThrow(/invalid outbound\.timeoutMs: must be at most/);
   // NaN and Infinity are shown as themselves, not as JSON's null
   expect(() => createApiRouter({ registry: new MemoryRegistry(), workers: NaN })).toThrow(/invalid workers: must be an integer >= 1, got NaN/);
+  // (a thread each, started one after another: a million would hang the start, growing by 100 MiB a second)
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), workers: 1e6 })).toThrow('invalid workers: must be at most 1024, got 1000000');
+  expect(() => createApiRouter({ registry: new MemoryRegistry(), maxWorkers: 2000 })).toThrow('invalid maxWorkers: must be at most 1024, got 2000');
   expect(() => createApiRouter({ registry: new MemoryRegistry(), scriptTimeoutMs: Infinity })).toThrow(/got Infinity/);
   const logger = { info() {}, warn() {}, error() {} };
   expect(() => createApiRouter({ registry: new MemoryRegistry(), logger: { ...logger, debug: 'x' } })).toThrow(/invalid logger\.debug/);

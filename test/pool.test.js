@@ -234,6 +234,9 @@ test.each([
   [{ engine: 'v8' }, 'engine'],
   [{ size: 0 }, 'size'],
   [{ size: 1.5 }, 'size'],
+  // (each worker is a thread with a heap of its own, started one after another: a million never finish starting)
+  [{ size: 1e6 }, 'size'],
+  [{ maxWorkers: 1025 }, 'maxWorkers'],
   [{ size: 4, maxWorkers: 2 }, 'maxWorkers'],
   [{ memoryLimitMb: 4 }, 'memoryLimitMb'],
   [{ contextBudgetMb: 2 }, 'contextBudgetMb'],

@@ -50,6 +50,12 @@ export interface PoolOptions {
 export type ResolvedPoolOptions = Required<Omit<PoolOptions, 'logger'>> & { logger?: Logger };
 
 /** The keys of PoolOptions (the build fails when they and the interface drift apart). */
+/**
+ * The most worker threads a pool may have: each is a thread with a heap of its own (tens of MiB),
+ * started one after another (a pool of a million would never finish starting).
+ */
+export const MAX_WORKERS = 1024;
+
 const POOL_KEYS = ['engine', 'size', 'maxWorkers', 'memoryLimitMb', 'contextBudgetMb', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'idleTimeoutMs', 'graceMs', 'logger'] as const;
 const keysMatch: Same<keyof PoolOptions, (typeof POOL_KEYS)[number]> = true;
 void keysMatch;
@@ -96,8 +102,8 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
     throw new ConfigError('engine', `must be 'quickjs' or 'vm2', got ${JSON.stringify(o.engine)}`);
   }
   if (o.engine === 'vm2') assertOptionalInstalled('vm2', 'engine'); // (an optional peer dependency: the workers load it)
-  int(o, 'size', 1);
-  int(o, 'maxWorkers', 1);
+  int(o, 'size', 1, MAX_WORKERS);
+  int(o, 'maxWorkers', 1, MAX_WORKERS);
   int(o, 'memoryLimitMb', 8);
   int(o, 'contextBudgetMb', 8, 1024);
   int(o, 'maxConcurrentPerApp', 1);
