@@ -343,6 +343,18 @@ test("a config file's unknown key is refused naming the option meant, the server
   expect(await resolveConfig(parseCli(['serve', tmp, '--config', path.join(tmp, 'conf/keys-ok.json')]))).toMatchObject({ requestTimeoutMs: 0, router: {} });
 });
 
+test('sandboxDir or storageDir inside the apps folder (or holding it) is refused: scripts would rewrite the apps\' own files', async () => {
+  const { parseCli } = require('../dist/cjs/cli/args.js');
+  const { resolveConfig } = require('../dist/cjs/cli/config.js');
+  const apps = path.join(tmp, 'apart-apps');
+  const resolve = (flags) => resolveConfig(parseCli(['serve', apps, ...flags]));
+  await expect(resolve(['--sandbox-dir', apps])).rejects.toThrow(`sandboxDir (${apps}) and root (${apps}) must be apart, neither inside the other`);
+  await expect(resolve(['--storage-dir', path.join(apps, 'shop', 'files')])).rejects.toThrow(`storageDir (${path.join(apps, 'shop', 'files')}) and root (${apps}) must be apart`);
+  // (the apps folder inside the sandboxes: an app named 'apart-apps' would write into every app)
+  await expect(resolve(['--sandbox-dir', tmp])).rejects.toThrow(`sandboxDir (${tmp}) and root (${apps}) must be apart`);
+  await expect(resolve(['--sandbox-dir', path.join(tmp, 'apart-sandbox'), '--storage-dir', path.join(tmp, 'apart-apps-storage')])).resolves.toMatchObject({ root: apps });
+});
+
 test('a JSON config file saved with a byte order mark is read (as an app\'s definitions are), not refused as invalid JSON', async () => {
   const { parseCli } = require('../dist/cjs/cli/args.js');
   const { resolveConfig } = require('../dist/cjs/cli/config.js');
@@ -428,7 +440,7 @@ test("--storage-dir wins over a config file's storage, as flags do (both went to
   const { resolveConfig } = require('../dist/cjs/cli/config.js');
   const storage = `{ put: async () => ({ size: 0 }), get: async () => null, stat: async () => null, delete: async () => {} }`;
   write('conf/storage.js', `module.exports = { storage: ${storage} };`);
-  const flag = await resolveConfig(parseCli(['serve', tmp, '--storage-dir', path.join(tmp, 'flag-store'), '--config', path.join(tmp, 'conf/storage.js')]));
+  const flag = await resolveConfig(parseCli(['serve', path.join(tmp, 'apps'), '--storage-dir', path.join(tmp, 'flag-store'), '--config', path.join(tmp, 'conf/storage.js')]));
   expect(flag.router.storageDir).toBe(path.join(tmp, 'flag-store'));
   expect(flag.router).not.toHaveProperty('storage');
   const { createApiRouter, MemoryRegistry } = require('..');

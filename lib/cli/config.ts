@@ -150,6 +150,29 @@ function fileMs(file: Record<string, unknown>, key: string, fallback: number): n
   return v;
 }
 
+/** Whether folder `inner` is `outer` or inside it. */
+function within(inner: string, outer: string): boolean {
+  const rel = path.relative(path.resolve(outer), path.resolve(inner));
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * The folders scripts write to (`sandboxDir`, `storageDir`) apart from the apps folders: an app's
+ * sandbox inside its own folder would let its scripts rewrite its APIs and scripts, as files.
+ */
+function checkAreasApart(root: string, previewRoot: string | undefined, router: Record<string, unknown>): void {
+  const apps = previewRoot === undefined ? [['root', root]] : [['root', root], ['previewRoot', previewRoot]];
+  for (const key of ['sandboxDir', 'storageDir']) {
+    const area = router[key];
+    if (typeof area !== 'string' || area === '') continue;
+    for (const [name, folder] of apps) {
+      if (within(area, folder) || within(folder, area)) {
+        throw new ConfigFileError(`${key} (${area}) and ${name} (${folder}) must be apart, neither inside the other: scripts write to ${key}, and would rewrite the apps' own files`);
+      }
+    }
+  }
+}
+
 function pick<T>(flag: T | undefined, file: unknown, fallback: T): T {
   return flag !== undefined ? flag : file !== undefined ? (file as T) : fallback;
 }
@@ -196,6 +219,7 @@ export async function resolveConfig(args: CliArgs, cwd = process.cwd()): Promise
   if (args.redisUrl === undefined && file.redisUrl !== undefined && fileStore !== undefined) {
     throw new ConfigFileError('redisUrl and rateLimit.store both name the rate-limit store: give one of them');
   }
+  checkAreasApart(root, previewRoot, router);
   const port = pick(args.port, file.port, DEFAULT_PORT);
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigFileError(`port must be an integer from 0 to 65535, got ${JSON.stringify(port)}`);
   return {
