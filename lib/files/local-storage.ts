@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import { Readable } from 'node:stream';
 import etag from 'etag';
-import { ApiError } from '../errors';
+import { ApiError, ConfigError } from '../errors';
 import { onlyKnownKeys, type Same } from '../validations';
 import { copyFileTo, resolveAppPath, saveStreamTo } from './sandbox-path';
 import type { ByteRange, FileStorage, StoragePutInfo, StoragePutResult, StoredFile, StoredFileInfo } from './storage';
@@ -40,7 +40,7 @@ export class LocalFileStorage implements FileStorage {
   constructor(options: LocalFileStorageOptions | string) {
     if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     const root = typeof options === 'string' ? options : options?.root;
-    if (typeof root !== 'string' || root === '') throw new TypeError('LocalFileStorage needs a root folder: new LocalFileStorage({ root })');
+    if (typeof root !== 'string' || root === '') throw new ConfigError('root', 'LocalFileStorage needs a root folder: new LocalFileStorage({ root })');
     this.root = root;
   }
 

@@ -131,7 +131,7 @@ export class S3FileStorage implements FileStorage {
 
   constructor(options: S3FileStorageOptions) {
     if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
-    if (typeof options?.bucket !== 'string' || options.bucket === '') throw new TypeError('S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
+    if (typeof options?.bucket !== 'string' || options.bucket === '') throw new ConfigError('bucket', 'S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
     checkTypes(options);
     // (they configure the client the storage makes: beside a client of yours they were silently dropped)
     if (options.client !== undefined) {
@@ -140,9 +140,9 @@ export class S3FileStorage implements FileStorage {
       }
     }
     const partSize = options.partSize === undefined ? MIN_PART : options.partSize; // (null is checked, not taken as left out)
-    if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new TypeError(`S3FileStorage partSize must be an integer >= ${MIN_PART} (5 MiB)`);
+    if (!Number.isInteger(partSize) || partSize < MIN_PART) throw new ConfigError('partSize', `must be an integer >= ${MIN_PART} (5 MiB), got ${shown(partSize)}`);
     const queueSize = options.queueSize === undefined ? 4 : options.queueSize;
-    if (!Number.isInteger(queueSize) || queueSize < 1) throw new TypeError('S3FileStorage queueSize must be an integer >= 1');
+    if (!Number.isInteger(queueSize) || queueSize < 1) throw new ConfigError('queueSize', `must be an integer >= 1, got ${shown(queueSize)}`);
     this.sdk = loadSdk();
     this.bucket = options.bucket;
     const prefix = options.prefix ?? '';

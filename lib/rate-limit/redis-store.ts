@@ -9,7 +9,7 @@ import type { RateLimitStore, Reservation } from './types';
 import { withTimeout } from './with-timeout';
 import { MAX_TIMER_MS } from '../timers';
 import { requireOptional } from '../optional-package';
-import { onlyKnownKeys, type Same } from '../validations';
+import { onlyKnownKeys, shown, type Same } from '../validations';
 import { ConfigError } from '../errors';
 
 /**
@@ -144,7 +144,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   constructor(options: RedisRateLimitStoreOptions) {
     if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (!options || (!options.url && !options.client)) {
-      throw new TypeError('scriptable-api: RedisRateLimitStore needs { url } or { client }');
+      throw new ConfigError('url', 'RedisRateLimitStore needs { url } or { client }');
     }
     // (ioredis reads a number as a port, an object as its options: each would connect somewhere unmeant)
     const url: unknown = options.url;
@@ -163,7 +163,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const ro = options.redisOptions as unknown;
     if (ro !== undefined && (typeof ro !== 'object' || ro === null || Array.isArray(ro))) throw new ConfigError('redisOptions', 'must be an object of ioredis options');
     if (options.prefix !== undefined && typeof options.prefix !== 'string') {
-      throw new TypeError(`scriptable-api: RedisRateLimitStore prefix must be a string, got ${JSON.stringify(options.prefix)}`);
+      throw new ConfigError('prefix', `must be a string, got ${shown(options.prefix)}`);
     }
     checkTimeout(options.commandTimeoutMs, 'commandTimeoutMs');
     checkTimeout(options.connectTimeoutMs, 'connectTimeoutMs');
@@ -291,7 +291,7 @@ export class RedisRateLimitStore implements RateLimitStore {
 /** A timeout option: a number of ms a Node.js timer can hold (past MAX_TIMER_MS it would fire after 1 ms). */
 function checkTimeout(v: unknown, name: string): void {
   if (v !== undefined && (typeof v !== 'number' || !(v >= 0 && v <= MAX_TIMER_MS))) {
-    throw new TypeError(`scriptable-api: RedisRateLimitStore ${name} must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(v)}`);
+    throw new ConfigError(name, `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${shown(v)}`);
   }
 }
 

@@ -169,3 +169,24 @@ describe('MemoryRateLimitStore', () => {
     expect(store.size).toBe(0);
   });
 });
+
+test("the stores' and file storages' constructors refuse bad options with a ConfigError naming the option (code catching ConfigError sees them)", () => {
+  const { ConfigError, RedisRateLimitStore, S3FileStorage, LocalFileStorage } = require('../..');
+  const refused = (make, field) => {
+    let err;
+    try {
+      make();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe(field);
+  };
+  refused(() => new RedisRateLimitStore({}), 'url');
+  refused(() => new RedisRateLimitStore({ url: 'redis://127.0.0.1:1', prefix: 5 }), 'prefix');
+  refused(() => new RedisRateLimitStore({ url: 'redis://127.0.0.1:1', commandTimeoutMs: -1 }), 'commandTimeoutMs');
+  refused(() => new S3FileStorage({}), 'bucket');
+  refused(() => new S3FileStorage({ bucket: 'b', partSize: 10 }), 'partSize');
+  refused(() => new S3FileStorage({ bucket: 'b', queueSize: 0 }), 'queueSize');
+  refused(() => new LocalFileStorage({}), 'root');
+});
