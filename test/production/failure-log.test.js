@@ -378,6 +378,9 @@ describe('logger call shapes', () => {
     expect(calls).toEqual([[{ a: 1 }, 'm']]);
     const { createApiRouter, MemoryRegistry } = require('../..');
     expect(() => createApiRouter({ registry: new MemoryRegistry(), loggerStyle: 'json' })).toThrow(/invalid loggerStyle/);
+    // (it says how to call a logger of one's own: without one it would do nothing)
+    expect(() => createApiRouter({ registry: new MemoryRegistry(), loggerStyle: 'meta-first' })).toThrow('invalid loggerStyle: says how to call a logger of your own: give it with `logger`');
+    expect(() => createApiRouter({ registry: new MemoryRegistry(), logger: false, loggerStyle: 'meta-first' })).toThrow('(false turns logging off)');
   });
 
   test('the default console logger keeps meta (request id, app, script) on the line', () => {
