@@ -132,6 +132,29 @@ export function thrownText(e: unknown): string {
 }
 
 /**
+ * The stack of anything thrown, when it has one that can be read: undefined for none, and for a
+ * value whose `stack` (or the `message` V8 formats it from) is a getter that throws, or a revoked
+ * proxy. Never throws, whatever host code threw.
+ */
+export function thrownStack(e: unknown): string | undefined {
+  try {
+    const stack = (e as { stack?: unknown } | null | undefined)?.stack;
+    return typeof stack === 'string' ? stack : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `e` is an ApiError; false for a value that cannot be asked (a revoked proxy, a proxy whose traps throw). */
+export function isApiError(e: unknown): e is ApiError {
+  try {
+    return e instanceof ApiError;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Most characters of a script's error message an error body holds (a thrown error's, abort's,
  * sendError's): a longer one is cut, ending with `…`. The body is built on the host's event loop,
  * which every app shares: four calls throwing 24 MB messages at once held it for 0.4 s.

@@ -4,7 +4,7 @@
  * carries what is known so far (app, API, stage).
  */
 import type { ServerResponse } from 'node:http';
-import { ApiError, ERRORS, ERROR_MESSAGE_MAX, clipText, thrownText, type ErrorBody } from './errors';
+import { ERRORS, ERROR_MESSAGE_MAX, clipText, isApiError, thrownStack, thrownText, type ErrorBody } from './errors';
 import type { ErrorDetail } from './error-location';
 import { hostStage, logFailure } from './logging';
 import type { MetricsRecorder } from './metrics';
@@ -124,12 +124,14 @@ export class Observer {
 
   /** Logs a failure on the host side (an ApiError, or anything else thrown: HOST_ERROR with its stack). */
   hostFailed(trace: RequestTrace, err: unknown): void {
-    if (err instanceof ApiError) {
+    // (anything a host service threw is read without trusting it: a getter of its stack or message
+    // that throws, or a revoked proxy, must not throw here, where the request is being answered)
+    if (isApiError(err)) {
       trace.failedStatus = err.status;
       const stage = err.errorName === 'BAD_REQUEST' && !trace.matched ? 'route' : hostStage(err.errorName, trace.ran ? 'response' : 'host');
       // (a host failure's cause, such as the file system's or a preview authorize's error, is for the log only)
       const cause = (err as { cause?: unknown }).cause;
-      const why = cause === undefined ? {} : { cause: thrownText(cause), hostStack: typeof (cause as Error)?.stack === 'string' ? (cause as Error).stack : undefined };
+      const why = cause === undefined ? {} : { cause: thrownText(cause), hostStack: thrownStack(cause) };
       logFailure(this.logger, { ...this.where(trace), stage, code: err.code, status: err.status, message: err.message, ...why, ...this.handled(trace) });
       return;
     }
@@ -143,7 +145,7 @@ export class Observer {
       status: e.status,
       message: e.message,
       cause: thrownText(err),
-      hostStack: typeof (err as Error)?.stack === 'string' ? (err as Error).stack : undefined,
+      hostStack: thrownStack(err),
       ...this.handled(trace),
     });
   }

@@ -4,7 +4,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import { ApiError, ConfigError, ERRORS } from './errors';
+import { ApiError, ConfigError, ERRORS, isApiError } from './errors';
 import { parseOptions } from './options';
 import { copyApiDefinition } from './validations';
 import { deepFreeze, isSettled } from './definitions/frozen';
@@ -398,7 +398,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     running++;
     serve(req, res, trace).catch((err: unknown) => {
       if (err === CLIENT_LEFT) return void res.destroy(); // (it left while a lookup waited: no one to answer)
-      if (options.fallthrough && err instanceof ApiError && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next, priorId);
+      if (options.fallthrough && isApiError(err) && err.errorName === 'API_NOT_FOUND' && !res.headersSent) return passOn(res, trace, next, priorId);
       if (res.headersSent && !trace.answering) return observer.answeredBefore(trace);
       observer.hostFailed(trace, err);
       if (res.headersSent) {
@@ -406,7 +406,7 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
         return;
       }
       if (!trace.corsDone) cors.apply(req, res); // (an unknown path, or a failure before the API was known: the router's CORS)
-      if (err instanceof ApiError && err.errorName === 'SHUTTING_DOWN') res.setHeader('Retry-After', '1');
+      if (isApiError(err) && err.errorName === 'SHUTTING_DOWN') res.setHeader('Retry-After', '1');
       sendError(res, requestId, err);
     }).finally(() => {
       observer.end(trace, res);

@@ -1,6 +1,6 @@
 /** The default error response: `{ requestId, message, code }` as JSON. */
 import type { ServerResponse } from 'node:http';
-import { ApiError, ERRORS, type ErrorBody } from '../errors';
+import { ERRORS, isApiError, type ErrorBody } from '../errors';
 import { connectionClosed } from './client-gone';
 
 export const JSON_TYPE = 'application/json;charset=UTF-8';
@@ -36,7 +36,7 @@ export function sendErrorBody(res: ServerResponse, body: ErrorBody, status: numb
 
 /** Turns anything thrown on the host side into the error body (hiding unexpected internals). */
 export function sendError(res: ServerResponse, requestId: string, err: unknown, headers?: Record<string, string>): void {
-  if (err instanceof ApiError) {
+  if (isApiError(err)) {
     sendErrorBody(res, { requestId, message: err.message, code: err.code }, err.status, headers);
     return;
   }

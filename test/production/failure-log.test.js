@@ -300,6 +300,41 @@ describe('host-side failures', () => {
     const fileLine = lines.find((l) => l.meta && l.meta.requestId === file.body.requestId);
     expect(fileLine.meta.cause).toBe('S3 GetObject: connect ETIMEDOUT 10.0.0.7:9000');
   });
+
+  test('a registry or a preview authorize that throws a value that cannot be read (a stack getter that throws, a revoked proxy) gets its 500 HOST_ERROR and its line; the process lives', async () => {
+    const { lines, logger } = recorder();
+    const unreadableStack = () => Object.defineProperty(new Error('pool exhausted'), 'stack', { get() { throw new Error('no stack'); } });
+    const revoked = () => {
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      return proxy;
+    };
+    const registry = {
+      getApi: (_appId, path) => {
+        throw path === 'stack' ? unreadableStack() : revoked();
+      },
+      getScript: () => undefined,
+    };
+    const authorize = () => {
+      throw unreadableStack();
+    };
+    for (const fallthrough of [false, true]) {
+      const x = makeApp({ registry, router: { logger, fallthrough, preview: { authorize } } });
+      routers.push(x.router);
+      for (const [path, message] of [
+        ['/web0/api/app1/stack', 'A host service failed'],
+        ['/web0/api/app1/revoked', 'A host service failed'],
+        ['/web0/api/preview/app1/p', 'The preview authorization failed'],
+      ]) {
+        // (without an answer, the request waits for good: the router's handler threw as it answered)
+        const res = await request(x.app).get(path).timeout(10_000);
+        expect([res.status, res.body]).toEqual([500, { requestId: res.headers['x-request-id'], message, code: 270602 }]);
+        const line = lines.find((l) => l.meta && l.meta.requestId === res.body.requestId);
+        expect(line.meta).toMatchObject({ stage: 'host', code: 270602, status: 500, message });
+      }
+    }
+    expect(lines.find((l) => l.meta && l.meta.cause === 'pool exhausted')).toBeDefined();
+  });
 });
 
 describe('logger call shapes', () => {
