@@ -49,7 +49,8 @@ export interface RouterMetrics {
 /** What the router records. */
 export interface MetricsRecorder extends RouterMetrics {
   request(app: string, api: string, preview: boolean, status: number, seconds: number): void;
-  script(app: string, api: string, preview: boolean, scriptSeconds: number, queueSeconds: number | undefined): void;
+  /** `scriptSeconds` undefined: the request's scripts never ran (its call never left the line), only its wait counts. */
+  script(app: string, api: string, preview: boolean, scriptSeconds: number | undefined, queueSeconds: number | undefined): void;
   rateLimit(app: string, api: string, preview: boolean, outcome: 'admitted' | 'rejected', detail: { waitedMs?: number; reason?: string }): void;
   /** Takes the router's metrics off the registry (router.close): a new router may register them again. */
   close(): void;
@@ -275,7 +276,7 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     },
     script(app, api, preview, scriptSeconds, queueSeconds) {
       const s = seriesFor(app, api, preview);
-      scriptTime.observe((s.script ??= scriptTime.series(s.labels)), scriptSeconds);
+      if (scriptSeconds !== undefined) scriptTime.observe((s.script ??= scriptTime.series(s.labels)), scriptSeconds);
       if (queueSeconds !== undefined) queueWait.observe(queueOf(s.labels.app), queueSeconds);
     },
     rateLimit(app, api, preview, outcome, detail) {

@@ -29,8 +29,10 @@ export interface RequestTrace {
   /**
    * The script time and queue wait (ms) of the request's jobs so far: a rate limit that reads
    * attributes runs the before script and the rest as two jobs, counted once (scriptsDone).
+   * `ran`: one of them left the line and ran (a job that never did, a queue timeout say, has no
+   * script time to count: its wait is queue wait).
    */
-  scripts?: { runMs: number; queueMs?: number };
+  scripts?: { runMs: number; queueMs?: number; ran: boolean };
   /** The request left the router through `next()` (fallthrough): nothing is counted. */
   passed: boolean;
   /** The response carries its CORS headers already. */
@@ -82,7 +84,9 @@ export class Observer {
   jobDone(trace: RequestTrace, elapsedMs: number, result: JobResult): void {
     trace.ran = true;
     const run = typeof result.runMs === 'number' && result.runMs >= 0 ? Math.min(result.runMs, elapsedMs) : undefined;
-    const s = (trace.scripts ??= { runMs: 0 });
+    const s = (trace.scripts ??= { runMs: 0, ran: false });
+    // (the engine reports 0 ms for a job that never left the line: QUEUE_TIMEOUT, CLIENT_GONE, SHUTTING_DOWN)
+    if (run !== 0) s.ran = true;
     s.runMs += run ?? elapsedMs;
     if (run !== undefined) s.queueMs = (s.queueMs ?? 0) + elapsedMs - run;
   }
@@ -91,7 +95,7 @@ export class Observer {
   scriptsDone(trace: RequestTrace): void {
     const s = trace.scripts;
     if (!this.metrics || s === undefined) return;
-    this.metrics.script(...labels(trace), s.runMs / 1000, s.queueMs === undefined ? undefined : s.queueMs / 1000);
+    this.metrics.script(...labels(trace), s.ran ? s.runMs / 1000 : undefined, s.queueMs === undefined ? undefined : s.queueMs / 1000);
   }
 
   /** A rate-limit decision: admitted (maybe after a wait) or rejected. */

@@ -145,8 +145,9 @@ export class WorkerPool implements ScriptEngine {
   }
 
   run(job: ScriptJob, host: HostBridge): Promise<JobResult> {
-    if (this.closing) return Promise.resolve(errorResult(job, 'SHUTTING_DOWN'));
-    if (this.startError !== undefined) return Promise.resolve(errorResult(job, 'ENGINE_FAILURE', START_FAILED));
+    // (neither call ever runs: 0 ms of script time)
+    if (this.closing) return Promise.resolve(lineResult(job, 'SHUTTING_DOWN'));
+    if (this.startError !== undefined) return Promise.resolve(lineResult(job, 'ENGINE_FAILURE', START_FAILED));
     this.longestTimeoutMs = Math.max(this.longestTimeoutMs, job.timeoutMs);
     return new Promise<JobResult>((resolve) => {
       const task: Task = { id: this.nextId, appId: job.appId, job, host, resolve, blockedCalls: 0, done: false };

@@ -174,6 +174,11 @@ test('a call that waited out queueTimeoutMs counts its wait as queue wait, not s
   // (the timed-out call's ~500 ms in line are queue wait; only the one that ran has script time)
   expect(sample(text, 'scriptable_api_queue_wait_seconds_sum', { app: 'a' })).toBeGreaterThanOrEqual(0.49);
   expect(sample(text, 'scriptable_api_script_duration_seconds_sum', { app: 'a', api: 's' })).toBeLessThan(1.5 + 0.49);
+  // (and only it is observed: a 0 s observation for the call that never ran pulled the quantiles
+  // of script time towards 0 just when calls queue up)
+  expect(sample(text, 'scriptable_api_script_duration_seconds_count', { app: 'a', api: 's' })).toBe(1);
+  expect(sample(text, 'scriptable_api_script_duration_seconds_bucket', { app: 'a', api: 's', le: '1' })).toBe(0);
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'a', api: 's', status: '503' })).toBe(1);
 });
 
 test('the example server serves its metrics at /metrics', async () => {
