@@ -64,6 +64,12 @@ const DEFAULT_MAX_APIS = 1000;
 export const IDLE_SERIES_MS = 15 * 60_000;
 /** The `app` and `api` label of the requests of pairs beyond `maxApis`. */
 export const OTHER = '(other)';
+/**
+ * Most statuses a series of requests_total counts apart: a script sets any status from 200 to 599
+ * (400 series of one API, 37 MB of /metrics for a tenant's thousand APIs); past these, a status
+ * counts under its class (`5xx`, which `status=~"5.."` matches as it matches `503`).
+ */
+export const MAX_STATUSES = 32;
 /** The names (after the prefix) of the metrics every router registers (createMetrics checks and closes these); the worker gauges come with an engine's stats. */
 const METRICS = ['requests_total', 'request_duration_seconds', 'script_duration_seconds', 'queue_wait_seconds', 'rate_limit_admitted_total', 'rate_limit_waited_total', 'rate_limit_wait_seconds', 'rate_limit_rejected_total'];
 
@@ -105,7 +111,10 @@ type Labels = { app: string; api: string; preview: string };
  */
 interface Series {
   labels: Labels;
-  requests: Map<number, CounterSeries<Labels & { status: string }>>;
+  /** By status, and past MAX_STATUSES of them by class (`5xx`). */
+  requests: Map<number | string, CounterSeries<Labels & { status: string }>>;
+  /** How many statuses have a series of their own. */
+  statuses: number;
   duration?: HistogramSeries<Labels>;
   script?: HistogramSeries<Labels>;
   admitted?: CounterSeries<Labels>;
@@ -126,7 +135,7 @@ function seriesOf(byPreview: Map<string, Series>, app: string, api: string, prev
   const key = preview ? 'true' : 'false';
   let s = byPreview.get(key);
   if (s === undefined) {
-    s = { labels: { app, api, preview: key }, requests: new Map(), rejected: new Map() };
+    s = { labels: { app, api, preview: key }, requests: new Map(), statuses: 0, rejected: new Map() };
     byPreview.set(key, s);
   }
   return s;
@@ -270,7 +279,15 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
     request(app, api, preview, status, seconds) {
       const s = seriesFor(app, api, preview);
       let c = s.requests.get(status);
-      if (c === undefined) s.requests.set(status, (c = requests.series({ ...s.labels, status: String(status) })));
+      if (c === undefined) {
+        const own = s.statuses < MAX_STATUSES;
+        const key = own ? status : `${Math.floor(status / 100)}xx`;
+        c = s.requests.get(key);
+        if (c === undefined) {
+          s.requests.set(key, (c = requests.series({ ...s.labels, status: String(key) })));
+          if (own) s.statuses++;
+        }
+      }
       requests.inc(c);
       duration.observe((s.duration ??= duration.series(s.labels)), seconds);
     },
