@@ -7,6 +7,7 @@
  * message)`: they are recognised (or named with the `loggerStyle` option) and called that way, so
  * `meta` lands in the log record instead of being dropped or printed as a format argument.
  */
+import { Console } from 'node:console';
 import type { ErrorDetail } from './error-location';
 import { clipText, type ErrorName } from './errors';
 import type { Logger } from './types';
@@ -35,6 +36,18 @@ function isWinston(logger: object): boolean {
   return typeof l.log === 'function' && typeof l.add === 'function' && typeof l.levels === 'object' && l.levels !== null && typeof format?.transform === 'function';
 }
 
+/** Whether `logger` is a `console.Console` (`new Console(stream)`); false for what cannot be asked. */
+function isConsoleInstance(logger: object): boolean {
+  try {
+    return logger instanceof Console;
+  } catch {
+    return false;
+  }
+}
+
+/** The global console's own methods (bound to it), as an object of them (`{ info: console.info }`) holds them. */
+const CONSOLE_METHODS: ReadonlySet<unknown> = new Set(['log', 'debug', 'info', 'warn', 'error', 'trace'].map((m) => (console as unknown as Record<string, unknown>)[m]));
+
 /** What becomes of a line a logger failed to write: it is lost (see adaptLogger). */
 export function lostLine(): void {}
 
@@ -51,17 +64,20 @@ export function lostLine(): void {}
 export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
   const metaFirst = (style ?? (isMetaFirst(logger) ? 'meta-first' : 'message-first')) === 'meta-first';
   const infoObject = !metaFirst && isWinston(logger);
-  const isConsole = !metaFirst && logger === console;
+  // (the global console, a Console of the host's own writing to a file, or an object of console's
+  // methods, `{ info: console.info, ... }`: each formats its first argument)
+  const isConsole = !metaFirst && (logger === console || isConsoleInstance(logger));
   const target = logger as unknown as Record<Level, ((...args: unknown[]) => void) | undefined>;
   const method = (level: Level) => {
     const fn = target[level] ?? target.info!;
+    const formats = isConsole || (!metaFirst && !infoObject && CONSOLE_METHODS.has(fn));
     return (message: string, meta?: Record<string, unknown>) => {
       try {
         let out: unknown;
         if (meta === undefined) out = fn.call(logger, message);
         else if (metaFirst) out = fn.call(logger, meta, message);
         else if (infoObject) out = fn.call(logger, { ...meta, message });
-        else if (isConsole) out = fn.call(logger, '%s', message, meta);
+        else if (formats) out = fn.call(logger, '%s', message, meta);
         else out = fn.call(logger, message, meta);
         // (an async logger fails with a rejected promise: unhandled, it would end the process)
         if (typeof (out as PromiseLike<unknown> | null)?.then === 'function') (out as PromiseLike<unknown>).then(undefined, lostLine);

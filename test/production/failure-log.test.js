@@ -405,6 +405,22 @@ describe('logger call shapes', () => {
     }
   });
 
+  test('a Console of the host\'s own (new Console(stream), a log file) as the logger: a format token (%c, %o) in a script\'s message neither drops nor swallows the fields', async () => {
+    const { Console } = require('node:console');
+    let out = '';
+    const sink = new Writable({ write(chunk, _e, cb) { out += chunk; cb(); } });
+    const logger = new Console({ stdout: sink, stderr: sink });
+    const source = 'export function fn(ctx) { console.log("50%c off"); throw new Error("done 5%o") }';
+    const { app: server } = app('quickjs', { 'main.js': source }, [api('c', 'main.js')], { logger });
+    const res = await request(server).get('/web0/api/app1/c');
+    expect(res.status).toBe(500);
+    await new Promise((r) => setImmediate(r));
+    const id = res.headers['x-request-id'];
+    // (each line keeps its text as the script wrote it, then its fields)
+    expect(out).toMatch(new RegExp(`^\\[app1/main\\.js\\] 50%c off \\{[^}]*requestId: '${id}'`, 'm'));
+    expect(out).toMatch(new RegExp(`failed in call: 500 270000 done 5%o at main\\.js:1:\\d+ \\{[^}]*requestId: '${id}'`));
+  });
+
   test("loggerStyle: 'meta-first' for a logger that is not recognised; a bad value is a ConfigError", () => {
     const calls = [];
     const logger = { info: (...a) => calls.push(a), warn: () => {}, error: () => {} };
