@@ -96,11 +96,16 @@ export function adaptLogger(logger: Logger, style?: LoggerStyle): Logger {
  */
 const CREDENTIAL_PARAM = /token|key|secret|pass|auth|sig|session|cred/i;
 
+/** The user name and password of an absolute-form request target (`GET http://user:pass@host/...`). */
+const USERINFO = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#]*@/;
+
 /**
  * A request target as a log line writes it: the value of each query parameter that names a
- * credential is `[REDACTED]`; the path and the other parameters are kept as sent.
+ * credential is `[REDACTED]`, and so is the user information of an absolute-form target (Node.js
+ * accepts `GET http://user:pass@host/path`); the path and the other parameters are kept as sent.
  */
-export function loggedTarget(target: string): string {
+export function loggedTarget(sent: string): string {
+  const target = sent.replace(USERINFO, '$1[REDACTED]@');
   const q = target.indexOf('?');
   if (q < 0) return target;
   const params = target.slice(q + 1).split('&').map((param) => {

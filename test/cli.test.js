@@ -4,6 +4,7 @@
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
+const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -500,6 +501,28 @@ test("a credential in the query string (the spec's ?token=) is not written to th
     'GET /web0/api/demo/hello?name=cli&token=[REDACTED]&access_token=[REDACTED]&api_key=[REDACTED]&X-Amz-Signature=[REDACTED]&pass%77ord=[REDACTED]&page=2 200 ',
   );
   expect(`${run.out.stdout}${run.out.stderr}`).not.toContain('s3cr3t');
+  run.child.kill('SIGTERM');
+  expect((await run.exited).code).toBe(0);
+});
+
+test('the user name and password of a target sent in absolute form (GET http://user:pass@host/...) are not written to the request log', async () => {
+  const run = cli(['serve', path.join(tmp, 'apps'), '--port', '0']);
+  const base = new URL(await run.ready);
+  const head = await new Promise((resolve, reject) => {
+    const socket = net.connect(Number(base.port), base.hostname, () => {
+      socket.write(`GET http://admin:hun@ter2@${base.host}${base.pathname}/demo/hello?name=cli&token=s3cr3t-1 HTTP/1.1\r\nHost: ${base.host}\r\nConnection: close\r\n\r\n`);
+    });
+    let data = '';
+    socket.on('data', (c) => (data += c));
+    socket.on('end', () => resolve(data));
+    socket.on('error', reject);
+  });
+  expect(head).toMatch(/^HTTP\/1\.1 200 /);
+  const id = /x-request-id: (\S+)/i.exec(head)[1];
+  await waitFor(run, 'stdout', new RegExp(id));
+  const line = run.out.stdout.split('\n').find((l) => l.includes(id));
+  expect(line).toContain(`GET http://[REDACTED]@${base.host}${base.pathname}/demo/hello?name=cli&token=[REDACTED] 200 `);
+  expect(`${run.out.stdout}${run.out.stderr}`).not.toMatch(/hun@ter2|ter2|s3cr3t/);
   run.child.kill('SIGTERM');
   expect((await run.exited).code).toBe(0);
 });
