@@ -37,7 +37,7 @@ export interface RequestTrace {
   passed: boolean;
   /** The response carries its CORS headers already. */
   corsDone: boolean;
-  /** The status of the host failure logged: a response it leaves unfinished (a download cut short) counts with it, not as 499. */
+  /** The status of the host failure logged: a response it leaves unfinished (a download cut short) counts with it, not as 499 (one never begun, its client gone, counts as 499). */
   failedStatus?: number;
   /** The router has begun writing its answer (a response sent otherwise was the host's). */
   answering?: boolean;
@@ -74,8 +74,11 @@ export class Observer {
   end(trace: RequestTrace, res: ServerResponse): void {
     const metrics = this.metrics;
     if (!metrics || trace.passed) return;
-    // (cut short: the router has heard of a host failure by now, failedStatus; else the client left)
-    const count = () => metrics.request(...labels(trace), res.writableFinished ? res.statusCode : (trace.failedStatus ?? 499), (performance.now() - trace.started) / 1000);
+    // (cut short: the router has heard of a host failure by now, failedStatus; else the client left.
+    // Nothing sent at all: the client left first, even when that failed the request, such as a
+    // body it stopped sending, whose 400 never went out)
+    const status = () => (res.writableFinished ? res.statusCode : res.headersSent ? (trace.failedStatus ?? 499) : 499);
+    const count = () => metrics.request(...labels(trace), status(), (performance.now() - trace.started) / 1000);
     if (res.writableFinished || res.destroyed) count();
     else res.once('close', count); // still being written out (a slow client)
   }

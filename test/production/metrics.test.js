@@ -86,6 +86,46 @@ test("histogram buckets are cumulative with +Inf counting every request; the reg
   expect(bucket('+Inf')).toBe(1);
 });
 
+test('a client that leaves while sending its body (a plain body, an upload) counts as 499: the 400 its request failed with was never sent', async () => {
+  const net = require('node:net');
+  const http = require('node:http');
+  const failed = [];
+  let seen;
+  const logger = { info: (m, meta) => { failed.push(meta); seen?.(); }, warn() {}, error() {} };
+  const router = createApiRouter({ registry: new MemoryRegistry({ apps }), workers: 1, logger });
+  routers.push(router);
+  let arrived;
+  const app = express()
+    .use((_req, _res, next) => {
+      arrived?.();
+      next();
+    })
+    .use('/api', router);
+  const server = http.createServer(app).listen(0);
+  cleanups.push(() => new Promise((r) => server.close(r)));
+  await new Promise((r) => server.once('listening', r));
+  const boundary = 'xyz';
+  const bodies = [
+    ['Content-Length: 1000', 'abc'],
+    [`Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000`, `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="a.txt"\r\n\r\nhello`],
+  ];
+  for (const [headers, body] of bodies) {
+    const logged = new Promise((r) => (seen = r));
+    const reached = new Promise((r) => (arrived = r));
+    const socket = net.connect(server.address().port, '127.0.0.1', () => socket.write(`POST /api/app1/ok HTTP/1.1\r\nHost: x\r\n${headers}\r\n\r\n${body}`));
+    socket.on('error', () => undefined);
+    // (the request reached the router, which reads its body: the client leaves)
+    await reached;
+    socket.destroy();
+    await logged; // (the request failed on its body: counted right after)
+    await new Promise((r) => setImmediate(r));
+  }
+  expect(failed.map((m) => [m.stage, m.status])).toEqual([['body', 400], ['body', 400]]);
+  const text = await router.metrics.text();
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '499' })).toBe(2);
+  expect(sample(text, 'scriptable_api_requests_total', { app: 'app1', api: 'ok', status: '400' })).toBeUndefined();
+});
+
 test('rate limit: admissions, waits and rejections', async () => {
   const { app, router } = setup();
   // 2/s with at most 600 ms of wait, 5 at once: the first at once, the second after ~500 ms, the rest rejected
