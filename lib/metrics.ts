@@ -212,6 +212,9 @@ export function createMetrics(options: MetricsOptions | undefined, stats: (() =>
    */
   const pairOf = (app: string, api: string): Pair | null | undefined => {
     if (app === '' && api === '') return null;
+    // (an app named `(other)` with an API `(other)` has the labels of the pairs beyond maxApis: its
+    // own series would be a second series of the same labels, which Prometheus refuses)
+    if (app === OTHER && api === OTHER) return undefined;
     const key = JSON.stringify([app, api]);
     const now = performance.now();
     let p = pairs.get(key);

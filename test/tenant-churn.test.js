@@ -147,6 +147,28 @@ describe('metrics with many apps', () => {
     expect(total(text, 'scriptable_api_requests_total')).toBe(sent.length + 400_000);
   }, 120_000);
 
+  test("an app named (other) with an API (other) counts with the pairs beyond maxApis: never two series of the same labels", async () => {
+    const t = await serve({ metrics: { maxApis: 1 } });
+    for (const [app, api] of [['(other)', '(other)'], ['b', 'p'], ['c', 'p']]) {
+      t.registry.putScript(app, 'main.js', 'export function fn() { return "" }');
+      t.registry.putApi(app, { path: api, call: { script: 'main.js', function: 'fn' }, returnType: 'Text' });
+    }
+    try {
+      for (const path of ['/api/(other)/(other)', '/api/b/p', '/api/c/p']) expect(await t.get(path)).toBe(200);
+    } finally {
+      await t.stop();
+    }
+    const text = await t.router.metrics.text();
+    const series = text.split('\n').filter((l) => l.startsWith('scriptable_api_requests_total{') || l.startsWith('scriptable_api_request_duration_seconds_count{'));
+    expect(series.map((l) => l.slice(0, l.lastIndexOf(' '))).sort()).toEqual(
+      [...new Set(series.map((l) => l.slice(0, l.lastIndexOf(' '))))].sort(),
+    );
+    expect(series.filter((l) => l.startsWith('scriptable_api_requests_total{'))).toEqual([
+      'scriptable_api_requests_total{app="(other)",api="(other)",preview="false",status="200"} 2',
+      'scriptable_api_requests_total{app="b",api="p",preview="false",status="200"} 1',
+    ]);
+  });
+
   test('metrics.maxApis must be a positive integer', () => {
     for (const maxApis of [0, -1, 1.5, '10', null]) {
       expect(() => createApiRouter({ registry: new MemoryRegistry(), metrics: { maxApis } })).toThrow(/metrics\.maxApis/);
