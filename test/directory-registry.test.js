@@ -219,6 +219,29 @@ describe('watching', () => {
   });
 });
 
+test('a logger that throws or rejects (a transport that is down) loses its lines: the registry still reloads, and the process lives', async () => {
+  const root = tree({
+    'shop/apis/hello.json': api('hello'),
+    'shop/scripts/main.js': 'export function hello() { return "v1" }',
+  });
+  let calls = 0;
+  const down = (mode) => () => {
+    calls++;
+    if (mode === 'throw') throw new Error('log transport down');
+    return Promise.reject(new Error('log transport down'));
+  };
+  const registry = open({ root, logger: { info: down('throw'), warn: down('reject'), error: down('reject') } });
+  // a reload logs at info (throws); a file that refers to a script that is not there, a warning (rejects)
+  fs.writeFileSync(path.join(root, 'shop/scripts/main.js'), 'export function hello() { return "v2" }');
+  await eventually(registry, () => registry.getScript('shop', 'main.js').includes('v2'));
+  write(root, { 'shop/apis/other.json': api('other', { call: { script: 'missing.js', function: 'f' } }) });
+  await eventually(registry, () => registry.getApi('shop', 'other') !== undefined);
+  await eventually(registry, () => calls >= 3);
+  // (a rejection nobody handled would have ended the process by the next turn)
+  await new Promise((r) => setImmediate(r));
+  expect(registry.problems()).toEqual([expect.objectContaining({ level: 'warning', file: 'shop/apis/other.json' })]);
+});
+
 describe('a change while the registry reads (another process writing: a deploy, an editor)', () => {
   /** Calls `then()` right after the registry reads `file` (once): a write landing between the read and the watch. */
   function afterReading(file, then) {

@@ -17,7 +17,7 @@ import { MAX_TIMER_MS } from '../timers';
 import { ConfigError } from '../errors';
 import { onlyKnownKeys, type Same } from '../validations';
 import { shown } from '../definitions/names';
-import { defaultLogger } from '../logging';
+import { adaptLogger, defaultLogger } from '../logging';
 import type { ApiDefinition, ApiRegistry, AutomationDefinition, Logger } from '../types';
 import { isAppId, isRealFolder, LINKED_FILE, loadAppFolder, ReadLater, readLater, type AppState, type RegistryProblem } from './app-folder';
 import { FolderWatch } from './folder-watch';
@@ -270,7 +270,10 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
     if (typeof debounceMs !== 'number' || !Number.isFinite(debounceMs) || debounceMs < 0 || debounceMs > MAX_TIMER_MS) {
       throw new ConfigError('debounceMs', `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounceMs)}`);
     }
-    const logger = options.logger === false ? undefined : (options.logger ?? defaultLogger());
+    // (adapted as the router adapts its own: a logger that throws, or whose promise rejects, loses
+    // that line; thrown from a reload the watcher's timer runs, it ended the process)
+    const given = options.logger === false ? undefined : (options.logger ?? defaultLogger());
+    const logger = given === undefined ? undefined : adaptLogger(given);
     const watch = options.watch ?? true;
     this.published = new AppTree(path.resolve(options.root), 'published', this, logger, debounceMs, watch);
     this.preview = options.previewRoot === undefined ? undefined : new AppTree(path.resolve(options.previewRoot), 'preview', this, logger, debounceMs, watch);
