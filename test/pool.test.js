@@ -347,3 +347,29 @@ export function fn(ctx) { var t = Date.now(); while (Date.now() - t < 5) {} retu
     }
   }, 60_000);
 });
+
+test("a pool's own logger that throws, or whose promise rejects, loses that line: the call is answered and the process lives; pino gets its fields", async () => {
+  const pino = require('pino');
+  const { Writable } = require('node:stream');
+  const records = [];
+  const dest = new Writable({ write(chunk, _e, cb) { for (const l of String(chunk).split('\n')) if (l) records.push(JSON.parse(l)); cb(); } });
+  const down = (mode) => () => {
+    if (mode === 'throw') throw new Error('log transport down');
+    return Promise.reject(new Error('log transport down'));
+  };
+  // (a host call in a callback handed to a built-in: the script runs in blocking mode, which the pool logs at warn)
+  const source = 'export function fn() { return [1].map(function () { return platform.system.getAccountByToken("t") }) }';
+  for (const logger of [{ info: down('throw'), warn: down('throw'), error: down('throw') }, { info: down('reject'), warn: down('reject'), error: down('reject') }, pino(dest)]) {
+    const pool = new WorkerPool({ engine: 'quickjs', size: 1, logger });
+    const { app } = oneApi(source, {}, { engine: pool });
+    try {
+      const res = await request(app).get('/web0/api/app1/p');
+      expect([res.status, res.body]).toEqual([200, [null]]);
+      // (a rejection nobody handled would end the process by the next turn)
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      await pool.close();
+    }
+  }
+  expect(records.find((r) => /blocking mode/.test(r.msg))).toMatchObject({ level: 40, appId: 'app1', script: 'main.js' });
+});

@@ -5,6 +5,7 @@ import { ConfigError } from '../errors';
 import { nearestName, shown } from '../definitions/names';
 import { MAX_TIMER_MS } from '../timers';
 import type { Logger } from '../types';
+import { adaptLogger } from '../logging';
 import { assertOptionalInstalled } from '../optional-package';
 import { maxQuickJsMemoryLimitMb, QUICKJS_HEAP_NOTE } from './messages';
 
@@ -136,6 +137,8 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
     queueTimeoutMs: p.queueTimeoutMs ?? POOL_DEFAULTS.queueTimeoutMs,
     idleTimeoutMs: p.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs,
     graceMs: p.graceMs ?? POOL_DEFAULTS.graceMs,
-    logger,
+    // (adapted as the router's is: pino's shape, and a logger that throws or rejects loses that
+    // line; thrown from a worker's message, it ended the process)
+    logger: logger === undefined ? undefined : adaptLogger(logger),
   };
 }
