@@ -171,8 +171,17 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
    * preview shows unchanged still gets a context (module state) of its own, apart from live calls.
    * Emptied past 5,000 entries or SOURCE_CHARS characters of source (as much as a worker holds).
    */
-  function sourceOf(appId: string, name: string, source: string, stage: RegistryStage): ScriptSource {
-    const key = `${stage}\u0000${appId}\u0000${name}`;
+  /** The app's incarnation as the registry tells it (ApiRegistry.appGeneration), '' for none. */
+  function generationOf(appId: string, stage: RegistryStage): string {
+    if (typeof registry.appGeneration !== 'function') return '';
+    const g: unknown = registry.appGeneration(appId, stage);
+    if (g === undefined || g === null) return '';
+    if (typeof g !== 'number' && typeof g !== 'string') throw new ApiError('HOST_ERROR', `the registry's appGeneration answered ${typeof g === 'object' && typeof (g as { then?: unknown }).then === 'function' ? 'a promise' : `a ${typeof g}`}: it must answer a number or a string, synchronously`);
+    return String(g);
+  }
+
+  function sourceOf(appId: string, name: string, source: string, stage: RegistryStage, generation: string): ScriptSource {
+    const key = `${stage}\u0000${appId}\u0000${generation}\u0000${name}`;
     const cached = hashes.get(key);
     if (cached !== undefined && cached.source === source) return cached;
     // (bytes >= characters >= a third of the bytes: most sources are measured by their length alone)
@@ -187,6 +196,8 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     }
     const sha1 = createHash('sha1');
     if (stage === 'preview') sha1.update('\u0000preview\u0000');
+    // (an app created again under a deleted one's id: contexts of its own, whatever its scripts)
+    if (generation !== '') sha1.update(`\u0000generation ${generation}\u0000`);
     const entry = { name, hash: sha1.update(name).update('\u0000').update(source).digest('hex'), source };
     hashedChars += source.length;
     hashes.set(key, entry);
@@ -278,9 +289,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     const auto = options.automations || !runsAutomation(def) ? undefined : await lookup(res, resolveAutomations(registry, appId, def, stage));
     const hosted = options.automations && runsAutomation(def) ? await lookup(res, readAutomations(registry, appId, def, stage)) : undefined;
     const scripts: Record<string, ScriptSource> = {};
+    const generation = generationOf(appId, stage);
     for (const name of auto ? new Set([...scriptNames(def), ...auto.scripts]) : scriptNames(def)) {
       const source: unknown = await lookup(res, registry.getScript(appId, name, stage));
-      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage));
+      if (typeof source === 'string') ownSet(scripts, name, sourceOf(appId, name, source, stage, generation));
       else if (source !== undefined && source !== null) throw notSource(source, appId, name);
     }
 

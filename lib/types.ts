@@ -90,6 +90,14 @@ export interface ApiRegistry {
   /** ES module source of a script. */
   getScript(appId: string, name: string, stage?: RegistryStage): Awaitable<string | null | undefined>;
   getAutomation?(appId: string, id: string, stage?: RegistryStage): Awaitable<AutomationDefinition | null | undefined>;
+  /**
+   * The app's incarnation (optional; answered synchronously, on every request): a value that
+   * changes when the app is deleted and created again under the same id. Its scripts' contexts
+   * (module state) are kept per incarnation, so an app created under a deleted one's id never sees
+   * that app's module state, even with a byte-identical script. MemoryRegistry and
+   * DirectoryRegistry answer it; without it a script's context is kept per app id and source.
+   */
+  appGeneration?(appId: string, stage?: RegistryStage): number | string | undefined;
 }
 
 /** The account object of the spec, returned by `platform.system.getAccountByToken`. */

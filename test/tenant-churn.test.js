@@ -269,3 +269,68 @@ describe('the pool with many apps', () => {
     }
   }, 60_000);
 });
+
+describe('an app created again under a deleted app\'s id', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const request = require('supertest');
+  const { DirectoryRegistry } = require('..');
+  // module state: what a tenant keeps between its calls (a cache of tokens, say)
+  const SCRIPT = 'let calls = 0; export function fn(ctx) { calls++; return { calls } }';
+  const API = { path: 'p', call: { script: 'm.js', function: 'fn' }, returnType: 'JSON' };
+  const mount = (registry, extra = {}) => {
+    const router = createApiRouter({ registry, workers: 1, maxWorkers: 1, logger: false, ...extra });
+    routers.push(router);
+    const app = express();
+    app.use('/api', router);
+    return app;
+  };
+
+  test.each(['quickjs', 'vm2'])('never sees the deleted app\'s module state, even with a byte-identical script (MemoryRegistry, %s)', async (engine) => {
+    const registry = new MemoryRegistry({ apps: { shop: { scripts: { 'm.js': SCRIPT }, apis: [API] } } });
+    const app = mount(registry, { engine });
+    expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 1 });
+    expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 2 });
+    registry.removeApp('shop');
+    registry.putScript('shop', 'm.js', SCRIPT).putApi('shop', API);
+    expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 1 });
+    // (an edit of the same app keeps its incarnation: a script put again unchanged keeps its context)
+    registry.putScript('shop', 'm.js', SCRIPT);
+    expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 2 });
+  });
+
+  test('never sees the deleted app\'s module state, even with a byte-identical script (DirectoryRegistry)', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-generation-'));
+    const make = () => {
+      fs.mkdirSync(path.join(root, 'shop', 'scripts'), { recursive: true });
+      fs.mkdirSync(path.join(root, 'shop', 'apis'), { recursive: true });
+      fs.writeFileSync(path.join(root, 'shop', 'scripts', 'm.js'), SCRIPT);
+      fs.writeFileSync(path.join(root, 'shop', 'apis', 'p.json'), JSON.stringify(API));
+    };
+    make();
+    const registry = new DirectoryRegistry({ root, watch: false, logger: false });
+    try {
+      const app = mount(registry);
+      expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 1 });
+      expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 2 });
+      fs.rmSync(path.join(root, 'shop'), { recursive: true });
+      registry.reload('shop');
+      expect((await request(app).get('/api/shop/p')).status).toBe(404);
+      make();
+      registry.reload('shop');
+      expect((await request(app).get('/api/shop/p')).body).toEqual({ calls: 1 });
+    } finally {
+      await registry.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('a registry whose appGeneration answers a promise: 500 HOST_ERROR saying it must answer synchronously', async () => {
+    const memory = new MemoryRegistry({ apps: { shop: { scripts: { 'm.js': SCRIPT }, apis: [API] } } });
+    const registry = { getApi: (...a) => memory.getApi(...a), getScript: (...a) => memory.getScript(...a), appGeneration: async () => 1 };
+    const res = await request(mount(registry)).get('/api/shop/p');
+    expect(res.status).toBe(500);
+    expect(res.body.code).toBe(270602);
+  });
+});

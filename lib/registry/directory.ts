@@ -55,8 +55,13 @@ const SLICE_APPS = 50;
 const SLICE_MS = 20;
 
 /** One root's apps. */
+/** The next app incarnation (appGeneration): unique in the process, so never one a router saw before. */
+let nextGeneration = 1;
+
 class AppTree {
   readonly apps = new Map<string, AppState>();
+  /** Each app's incarnation: a new one when its folder appears (again). */
+  readonly generations = new Map<string, number>();
   private readonly timers = new Map<string | null, NodeJS.Timeout>();
   private readonly watch: FolderWatch | undefined;
   /** The next slice of a root being read again (reloadRoot). */
@@ -151,8 +156,14 @@ class AppTree {
       this.notNow(appId, e);
       return;
     }
-    if (state) this.apps.set(appId, state);
-    else this.apps.delete(appId);
+    if (state) {
+      // (an app that appears, or appears again after its folder went, is a new incarnation)
+      if (!this.apps.has(appId)) this.generations.set(appId, nextGeneration++);
+      this.apps.set(appId, state);
+    } else {
+      this.apps.delete(appId);
+      this.generations.delete(appId);
+    }
     const where = this.stage === 'preview' ? ' (preview)' : '';
     for (const p of state?.problems ?? []) {
       const line = `scriptable-api: ${p.file}${where}: ${p.message}`;
@@ -285,6 +296,11 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
 
   getApi(appId: string, apiPath: string, stage?: 'published' | 'preview'): ApiDefinition | undefined {
     return this.tree(stage)?.apps.get(appId)?.apis.get(apiPath);
+  }
+
+  /** The app's incarnation: a folder removed and made again (or renamed back) gives another (ApiRegistry.appGeneration). */
+  appGeneration(appId: string, stage?: 'published' | 'preview'): number | undefined {
+    return this.tree(stage)?.generations.get(appId);
   }
 
   getScript(appId: string, name: string, stage?: 'published' | 'preview'): string | undefined {

@@ -69,6 +69,8 @@ function jsonCopy(v: unknown): unknown {
 }
 
 interface AppEntry {
+  /** This entry's incarnation: a new entry under the id of a removed one has another (appGeneration). */
+  generation: number;
   apis: Map<string, ApiDefinition>;
   scripts: Map<string, string>;
   automations: Map<string, AutomationDefinition>;
@@ -77,6 +79,7 @@ interface AppEntry {
 export class MemoryRegistry implements ApiRegistry {
   private readonly published = new Map<string, AppEntry>();
   private readonly drafts = new Map<string, AppEntry>();
+  private nextGeneration = 1;
 
   constructor(initial?: { apps?: Record<string, MemoryAppConfig> }) {
     if (initial === undefined) return;
@@ -103,19 +106,26 @@ export class MemoryRegistry implements ApiRegistry {
     const apps = stage === 'preview' ? this.drafts : this.published;
     let entry = apps.get(appId);
     if (!entry && create) {
-      entry = { apis: new Map(), scripts: new Map(), automations: new Map() };
+      entry = { generation: this.nextGeneration++, apis: new Map(), scripts: new Map(), automations: new Map() };
       apps.set(checkAppId(appId), entry);
     }
     return entry;
   }
 
   /** An entry of the stage: a preview looks in the app's preview entries first, then in the published ones. */
-  private find<K extends keyof AppEntry>(appId: string, kind: K, key: string, stage: RegistryStage | undefined): ReturnType<AppEntry[K]['get']> | undefined {
+  private find<K extends Exclude<keyof AppEntry, 'generation'>>(appId: string, kind: K, key: string, stage: RegistryStage | undefined): ReturnType<AppEntry[K]['get']> | undefined {
     if (stage === 'preview') {
       const draft = this.drafts.get(appId)?.[kind].get(key);
       if (draft !== undefined) return draft as ReturnType<AppEntry[K]['get']>;
     }
     return this.published.get(appId)?.[kind].get(key) as ReturnType<AppEntry[K]['get']> | undefined;
+  }
+
+  /** The app's incarnation: removing it and putting an app under its id again gives another (ApiRegistry.appGeneration). */
+  appGeneration(appId: string, stage?: RegistryStage): string | undefined {
+    const published = this.published.get(appId)?.generation;
+    const draft = stage === 'preview' ? this.drafts.get(appId)?.generation : undefined;
+    return published === undefined && draft === undefined ? undefined : `${published ?? 0}.${draft ?? 0}`;
   }
 
   getApi(appId: string, path: string, stage?: RegistryStage): ApiDefinition | undefined {
