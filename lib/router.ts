@@ -16,7 +16,7 @@ import { ownSet } from './context/own-map';
 import { HostServices, LocalWrites } from './host/services';
 import { OutboundClient } from './outbound/client';
 import { createRateLimiter, type RateLimitDecision } from './rate-limit';
-import { WorkerPool } from './runtime/pool';
+import { scriptMemoryOf, WorkerPool } from './runtime/pool';
 import { SOURCE_CHARS } from './runtime/messages';
 import { newResponseState } from './runtime/protocol';
 import type { JobResult, ScriptEngine, ScriptJob, ScriptSource } from './runtime/engine';
@@ -123,7 +123,10 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
   let drained: Promise<void> | undefined;
   let idle: (() => void) | undefined;
   const limiter = createRateLimiter({ ...options.rateLimit, allowUnderscoreHeaders: opts.allowUnderscoreHeaders }, logger);
-  const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage }, writes: new LocalWrites() };
+  // (the memory a script's call has: the router's option for its own pool, the pool's own option for one given)
+  const poolMemory = ownEngine ? undefined : scriptMemoryOf(engine);
+  const scriptMemory = ownEngine ? { mb: opts.scriptMemoryLimitMb, option: 'scriptMemoryLimitMb' } : poolMemory === undefined ? undefined : { mb: poolMemory, option: "the WorkerPool's memoryLimitMb" };
+  const shared = { options, outbound: new OutboundClient(options.outbound), logger, files: { sandbox: opts.sandbox, storage: opts.storage }, writes: new LocalWrites(), scriptMemory };
   /** The temporary folders of uploads not removed yet (close() removes those left). */
   const uploads = new UploadFolders();
   const hashes = new Map<string, ScriptSource & { source: string }>();

@@ -458,6 +458,28 @@ describe('large bodies', () => {
     }
   });
 
+  test("with a WorkerPool of one's own, a body's read is checked against the pool's memoryLimitMb (the router's scriptMemoryLimitMb cannot be set beside it)", async () => {
+    const { WorkerPool } = require('..');
+    const MiB = 1024 * 1024;
+    // 40 MiB of ASCII: past what a 64 MiB script holds, within a 128 MiB one; 30 MiB that are no UTF-8 (each a U+FFFD): past 128 MiB
+    const up = await serve((req, res) => res.end(Buffer.alloc(req.url === '/big' ? 30 * MiB : 40 * MiB, req.url === '/big' ? 0xc8 : 0x61)));
+    const script = `export function fn(ctx) {
+      const res = platform.http.request({ url: ctx.query.url });
+      try { return { length: res.body.length }; } catch (e) { return { code: e.code, message: e.message }; }
+    }`;
+    const pool = new WorkerPool({ size: 1, memoryLimitMb: 128 });
+    const { app, router } = oneApi(script, {}, { engine: pool, outbound: { allowPrivateNetworks: true, maxBodyBytes: 128 * MiB, maxBufferedBytes: 512 * MiB, timeoutMs: 60_000 } });
+    try {
+      const fits = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/fits` });
+      expect(fits.body).toEqual({ length: 40 * MiB });
+      const big = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/big` });
+      expect(big.body).toEqual({ code: 270501, message: expect.stringMatching(/^response body from 127\.0\.0\.1:\d+ is 31457280 characters: more than a script's memory \(the WorkerPool's memoryLimitMb: 128\) holds; stream it to a file with saveBodyAsFile$/) });
+    } finally {
+      await router.close();
+      await pool.close();
+    }
+  }, 60_000);
+
   test('saveBodyAsFile answers the path as stored (normalized); a response no longer held makes no folder', async () => {
     const fs = require('node:fs');
     const os = require('node:os');

@@ -8,7 +8,6 @@
 import { setMaxListeners } from 'node:events';
 import { stat } from 'node:fs/promises';
 import { inspect } from 'node:util';
-import { DEFAULTS } from '../options';
 import { ApiError, thrownText } from '../errors';
 import type { UploadedPart } from '../context/body';
 import type { HostBridge } from '../runtime/engine';
@@ -32,6 +31,12 @@ export interface HostShared {
   files: { sandbox?: FileStorage; storage?: FileStorage };
   /** The writes into folders on this machine still under way, for router.close() to wait for. */
   writes?: LocalWrites;
+  /**
+   * The memory a script's call has (MiB) and the option that sets it: the router's
+   * `scriptMemoryLimitMb`, or a WorkerPool's `memoryLimitMb` when it was given one; undefined for an
+   * engine of one's own (its limits are its own: a body's read is not checked against one).
+   */
+  scriptMemory?: { mb: number; option: string };
 }
 
 /**
@@ -124,17 +129,17 @@ async function inlineBody(res: OutboundResponse): Promise<string | undefined> {
 }
 
 /**
- * A response body's text, when a script's memory (`limitMb`) can hold it as it crosses: its copy
+ * A response body's text, when a script's memory (`memory.mb`) can hold it as it crosses: its copy
  * into the sandbox and the string made of it take about twice its length when it is ASCII, up to
  * five times when not. A larger one fails its read with OUTBOUND_FAILED naming saveBodyAsFile (it
  * would fail the script's memory, or the engine, halfway through).
  */
-function fitsScript(text: string, limitMb: number, from: string): string {
-  const limit = limitMb * 1024 * 1024;
+function fitsScript(text: string, memory: { mb: number; option: string }, from: string): string {
+  const limit = memory.mb * 1024 * 1024;
   if (text.length * 5 <= limit) return text;
   // eslint-disable-next-line no-control-regex
   if (text.length * (/[^\x00-\x7f]/.test(text) ? 5 : 2) <= limit) return text;
-  throw new ApiError('OUTBOUND_FAILED', `response body from ${new URL(from).host} is ${text.length} characters: more than a script's memory (scriptMemoryLimitMb: ${limitMb}) holds; stream it to a file with saveBodyAsFile`);
+  throw new ApiError('OUTBOUND_FAILED', `response body from ${new URL(from).host} is ${text.length} characters: more than a script's memory (${memory.option}: ${memory.mb}) holds; stream it to a file with saveBodyAsFile`);
 }
 
 /**
@@ -280,7 +285,8 @@ export class HostServices implements HostBridge {
     },
     'http.body': (s, args) => {
       const res = s.response(args.id);
-      return res.text().then((text) => fitsScript(text, s.shared.options.scriptMemoryLimitMb ?? DEFAULTS.scriptMemoryLimitMb, res.url));
+      const memory = s.shared.scriptMemory;
+      return memory === undefined ? res.text() : res.text().then((text) => fitsScript(text, memory, res.url));
     },
     // an automation's http step has read the body: the handle goes
     'http.release': (s, args) => {

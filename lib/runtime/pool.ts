@@ -85,6 +85,14 @@ function setRecent<V>(map: Map<string, V>, app: string, value: V): void {
   map.set(app, value);
 }
 
+/**
+ * The memory a call's script may use in `engine`, MiB: a WorkerPool's `memoryLimitMb`; undefined for
+ * an engine of one's own, whose limits are its own.
+ */
+export function scriptMemoryOf(engine: ScriptEngine): number | undefined {
+  return engine instanceof WorkerPool ? engine['options'].memoryLimitMb : undefined;
+}
+
 export class WorkerPool implements ScriptEngine {
   readonly name: string;
   private readonly options: ResolvedPoolOptions;
