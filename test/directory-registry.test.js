@@ -406,6 +406,20 @@ describe('the apps folder replaced', () => {
   });
 });
 
+test('an apps folder that cannot be looked into any more (a link to it now leads to a file) is read as holding no apps, without a throw', () => {
+  // (the watcher reads it again from a timer: a throw there ended the process)
+  const base = tree({ 'rel/shop/apis/hello.json': api('hello'), 'rel/shop/scripts/main.js': 'export function hello() { return 1 }' });
+  const root = path.join(base, 'apps');
+  fs.symlinkSync(path.join(base, 'rel'), root);
+  const registry = open({ root, logger: false, watch: false });
+  expect(registry.listApps()).toEqual(['shop']);
+  fs.rmSync(path.join(base, 'rel'), { recursive: true });
+  fs.writeFileSync(path.join(base, 'rel'), 'a file');
+  expect(() => registry.reload('shop')).not.toThrow();
+  expect(() => registry.reload()).not.toThrow();
+  expect(registry.listApps()).toEqual([]);
+});
+
 /** Writes release folder `name` under `base`: `apps` apps, each with API hello and a main.js answering `version`. */
 function writeRelease(base, name, version, apps) {
   const files = {};

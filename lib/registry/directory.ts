@@ -146,7 +146,7 @@ class AppTree {
    */
   load(appId: string, reloaded: boolean): void {
     const present = this.isApp(appId);
-    if (!present && isAppId(appId) && fs.lstatSync(path.join(this.root, appId), { throwIfNoEntry: false })?.isSymbolicLink()) this.linked(appId);
+    if (!present && isAppId(appId) && isLink(path.join(this.root, appId))) this.linked(appId);
     if (!present && !this.apps.has(appId)) return;
     let state: AppState | undefined;
     try {
@@ -251,6 +251,19 @@ class AppTree {
 const OPTION_KEYS = ['root', 'previewRoot', 'logger', 'debounceMs', 'watch'] as const;
 const keysMatch: Same<keyof DirectoryRegistryOptions, (typeof OPTION_KEYS)[number]> = true;
 void keysMatch;
+
+/**
+ * Whether `p` is a link. An apps folder that cannot be looked into (its permissions changed, or a
+ * link to it that now leads to a file: ENOTDIR, EACCES) has no links: its apps go, as when it
+ * cannot be listed, instead of the error ending the process from the watcher's timer.
+ */
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() === true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The stage argument of the registry's own methods: a typo (`'previw'`), or MemoryRegistry's
