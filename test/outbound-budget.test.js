@@ -92,12 +92,13 @@ describe('a call holds at most its share of the budget', () => {
     }
   });
 
-  test('a body the budget has no room for is not read: saveBodyAsFile still streams it to the file', async () => {
+  // (chunked: the host's read ahead of its first MiB finds no room either, and leaves the body to saveBodyAsFile)
+  test.each([['declared', ''], ['chunked', '&chunked=1']])('a body the budget has no room for is not read: saveBodyAsFile still streams it to the file (%s length)', async (_, chunked) => {
     const up = await upstream();
     const sandboxDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sapi-outbound-budget-'));
     const script = `export function fn(ctx) {
       const held = [1, 2].map(() => platform.http.request({ url: ctx.query.url + '/big?n=1048576' }).body.length);
-      const res = platform.http.request({ url: ctx.query.url + '/big?n=1048576' });
+      const res = platform.http.request({ url: ctx.query.url + '/big?n=1048576${chunked}' });
       let read;
       try { read = res.body.length } catch (e) { read = e.code }
       return { held, read, saved: res.saveBodyAsFile('big.bin') };

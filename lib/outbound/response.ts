@@ -116,7 +116,7 @@ export class OutboundHttpResponse implements OutboundResponse {
   /** Bytes of the body taken from `account`. */
   private held = 0;
   private discarded = false;
-  /** The start of a body of no declared length that head() read (and took from the budget), not yet passed on. */
+  /** The start of a body of no declared length that head() read (and took from the budget, but for a last chunk it had no room for), not yet passed on. */
   private ahead: Buffer[] = [];
 
   /** The answer to a HEAD, a 204 or a 304 has no body, whatever Content-Length it declares. */
@@ -144,11 +144,15 @@ export class OutboundHttpResponse implements OutboundResponse {
 
   bytes(): Promise<Buffer> {
     if (!this.buffered) {
-      // A declared length is taken before anything is read: one that does not fit leaves the body unread.
+      // A declared length is taken before anything is read, as is the part of what head() read ahead
+      // that it had no room for: one that does not fit leaves the body unread (saveTo may stream it).
       const declared = this.declaredSize;
-      if (this.state === 'unread' && declared !== undefined && declared <= this.max) {
+      let need = 0;
+      if (this.state === 'unread' && declared === undefined) need = this.ahead.reduce((n, c) => n + c.length, 0) - this.held;
+      else if (this.state === 'unread' && declared !== undefined && declared <= this.max) need = declared;
+      if (need > 0) {
         try {
-          this.take(declared);
+          this.take(need);
         } catch (err) {
           return Promise.reject(err);
         }
@@ -190,13 +194,16 @@ export class OutboundHttpResponse implements OutboundResponse {
       const onData = (chunk: Buffer) => {
         size += chunk.length;
         this.ahead.push(chunk);
+        if (size > this.max) return onFail(failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`));
+        // (a chunk the budget has no room for ends the read ahead, not the body: saveTo, outside
+        // the budget, still streams it; bytes() takes it first, and fails as it would have)
+        let refused = false;
         try {
-          if (size > this.max) throw failed(`response body from ${this.deadline.host} is larger than ${this.max} bytes`);
           this.take(chunk.length);
-        } catch (err) {
-          return onFail(err);
+        } catch {
+          refused = true;
         }
-        if (size > limit) {
+        if (refused || size > limit) {
           // the rest stays in the connection, for bytes() or saveTo
           stop();
           res.pause();
