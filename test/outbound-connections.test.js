@@ -31,6 +31,28 @@ async function serve(handler, host = '127.0.0.1', port = 0) {
   return { server, port: server.address().port, url: `http://${host}:${server.address().port}`, stats };
 }
 
+/**
+ * Resolves once a temporary file (`*.tmp`, a save under way) in folder `dir` holds bytes; rejects
+ * when `answered` (the call's answer) settles first.
+ */
+function firstBytesIn(dir, answered) {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  return new Promise((resolve, reject) => {
+    const check = setInterval(() => {
+      const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
+      if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
+        clearInterval(check);
+        resolve();
+      }
+    }, 10);
+    answered.then(
+      (r) => reject(new Error(`answered before the file had its first bytes: ${r.status} ${r.text}`)),
+      reject,
+    ).finally(() => clearInterval(check));
+  });
+}
+
 async function rejection(promise) {
   try {
     await promise;
@@ -340,16 +362,7 @@ describe('large bodies', () => {
     try {
       const answer = request(app).get('/web0/api/app1/p').query({ url: up.url });
       const done = answer.then((r) => r);
-      await new Promise((resolve, reject) => {
-        done.then((r) => reject(new Error(`answered before the file had its first bytes: ${r.status} ${r.text}`)), reject);
-        const check = setInterval(() => {
-          const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
-          if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
-            clearInterval(check);
-            resolve();
-          }
-        }, 10);
-      });
+      await firstBytesIn(dir, done);
       sendRest();
       const res = await done;
       expect(res.body).toEqual({ path: 'dl/big.bin', size: SIZE });
@@ -388,16 +401,7 @@ describe('large bodies', () => {
     const dir = path.join(sandboxDir, 'app1', 'dl');
     try {
       const done = request(app).get('/web0/api/app1/p').query({ url: `${up.url}/wait` }).then((r) => r);
-      await new Promise((resolve, reject) => {
-        done.then((r) => reject(new Error(`answered before the file had its first bytes: ${r.status} ${r.text}`)), reject);
-        const check = setInterval(() => {
-          const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
-          if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
-            clearInterval(check);
-            resolve();
-          }
-        }, 10);
-      });
+      await firstBytesIn(dir, done);
       sendRest();
       expect((await done).body).toEqual({ path: 'dl/big.bin', size: 64 * MiB });
       const saved = fs.readFileSync(path.join(dir, 'big.bin'));
@@ -526,15 +530,7 @@ describe('router.close() and saveBodyAsFile', () => {
     try {
       const answer = request(app).get('/web0/api/app1/p').query({ url: up.url }).then((r) => r, (e) => e);
       // (the temporary file holds the bytes sent so far)
-      await new Promise((resolve) => {
-        const check = setInterval(() => {
-          const tmp = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith('.tmp')) : undefined;
-          if (tmp && fs.statSync(path.join(dir, tmp)).size > 0) {
-            clearInterval(check);
-            resolve();
-          }
-        }, 10);
-      });
+      await firstBytesIn(dir, answer);
       await router.close({ force: true });
       expect(fs.readdirSync(dir)).toEqual([]);
       expect((await answer).status).toBe(503);

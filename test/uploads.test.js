@@ -60,6 +60,18 @@ const head = (name, file, type = 'application/octet-stream') =>
   `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ''}\r\n${file ? `Content-Type: ${type}\r\n` : ''}\r\n`;
 
 /** A raw POST: `write(req)` writes the body; resolves with status and parsed JSON, or the client error. */
+/** Calls `then` once the server has made a temporary file for the upload `req` sends (polled; the poll stops when `req` closes). */
+function whenUploadFileMade(tmpDir, req, then) {
+  const check = setInterval(() => {
+    const dirs = fs.readdirSync(tmpDir);
+    if (dirs.length > 0 && fs.readdirSync(path.join(tmpDir, dirs[0])).length > 0) {
+      clearInterval(check);
+      then();
+    }
+  }, 10);
+  req.once('close', () => clearInterval(check));
+}
+
 function rawPost(port, headers, write) {
   return new Promise((resolve) => {
     const req = http.request({ port, host: '127.0.0.1', path: '/web0/api/app1/p', method: 'POST', headers }, (res) => {
@@ -454,15 +466,8 @@ describe('temporary files are removed when the request ends', () => {
     const res = await rawPost(port, { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'transfer-encoding': 'chunked' }, (req) => {
       req.write(head('f', 'f.bin'));
       req.write(Buffer.alloc(256 * 1024, 1));
-      // once the server made the temp file, hang up
-      const check = setInterval(() => {
-        const dirs = fs.readdirSync(x.tmpDir);
-        if (dirs.length > 0 && fs.readdirSync(path.join(x.tmpDir, dirs[0])).length > 0) {
-          clearInterval(check);
-          req.destroy();
-        }
-      }, 10);
-      req.once('close', () => clearInterval(check)); // (answered before that: the test fails, the poll stops)
+      // once the server made the temp file, hang up (answered before that: the test fails, the poll stops)
+      whenUploadFileMade(x.tmpDir, req, () => req.destroy());
     });
     expect(res.error).toBeDefined();
     await emptied(x.tmpDir);
@@ -543,14 +548,7 @@ describe('router.close() leaves no temporary folder behind', () => {
       req.write(head('f', 'f.bin'));
       req.write(Buffer.alloc(256 * 1024, 1));
       // the client goes on sending (or stalls) for as long as the server lets it: its response never closes by itself
-      const check = setInterval(() => {
-        const dirs = fs.readdirSync(x.tmpDir);
-        if (dirs.length > 0 && fs.readdirSync(path.join(x.tmpDir, dirs[0])).length > 0) {
-          clearInterval(check);
-          hasFile();
-        }
-      }, 10);
-      req.once('close', () => clearInterval(check));
+      whenUploadFileMade(x.tmpDir, req, hasFile);
     });
     await fileMade;
     await x.router.close({ force: true });
