@@ -11,6 +11,8 @@
  *   download  express piping the SDK's GetObject body vs the router's File result `{ storagePath }` (S3FileStorage)
  *   upload    express + busboy to a file              vs the router: multipart to a temp file, then `part.save(path)`
  *   upload    express + busboy into lib-storage's Upload vs the router: temp file, then `part.saveStorage(path)` (S3FileStorage)
+ *   mirror    express: `fetch(upstream)` piped to a file vs the router: `platform.http.request({ url }).saveBodyAsFile(path)`
+ *             (the upstream, in the driver's process, serves the file with its Content-Length)
  *
  * For each: throughput (MiB/s, the whole transfer as the client sees it) and the server's RSS
  * growth (peak during the transfer less the RSS just before it, after a 1 MiB warm-up transfer;
@@ -58,6 +60,14 @@ async function serve(scenario, dir, endpoint) {
   if (scenario.startsWith('express')) {
     const busboy = require('busboy');
     if (scenario === 'express-download') app.get('/f', (req, res) => res.sendFile(fileOf(req)));
+    if (scenario === 'express-mirror') {
+      const { Readable } = require('node:stream');
+      app.get('/f', async (req, res) => {
+        const r = await fetch(req.query.url);
+        await pipeline(Readable.fromWeb(r.body), fs.createWriteStream(path.join(dir, 'out', `baseline-mirror-${Date.now()}.bin`)));
+        res.json({ ok: true });
+      });
+    }
     if (scenario === 'express-s3-download') {
       const { GetObjectCommand } = require('@aws-sdk/client-s3');
       const client = s3Client(endpoint);
@@ -92,17 +102,20 @@ async function serve(scenario, dir, endpoint) {
         bench: {
           scripts: {
             'f.js': `export function down(ctx) { return { ${s3 ? 'storagePath' : 'path'}: ctx.query.small ? 'small.bin' : 'big.bin' } }
+              export function mirror(ctx) { return platform.http.request({ url: ctx.query.url }).saveBodyAsFile('out/router-mirror-' + Date.now() + '.bin') }
               export function up(ctx) { const p = ctx.getParts()[0]; return ${s3 ? "p.saveStorage('router-up.bin')" : "p.save('out/router-up-' + Date.now() + '.bin')"} }`,
           },
           apis: [
             { path: 'down', call: { script: 'f.js', function: 'down' }, returnType: 'File' },
             { path: 'up', call: { script: 'f.js', function: 'up' }, returnType: 'JSON' },
+            { path: 'mirror', call: { script: 'f.js', function: 'mirror' }, returnType: 'JSON' },
           ],
         },
       },
     });
-    const router = createApiRouter({ registry, workers: 1, logger: false, sandboxDir: path.join(dir, 'sandbox'), storage: s3, upload: { tmpDir: dir, fileSize: '2gb' }, scriptTimeoutMs: 600_000 });
-    app.get('/f', (req, res, next) => ((req.url = req.url.replace('/f', '/bench/down')), router(req, res, next)));
+    const outbound = { allowPrivateNetworks: true, maxBodyBytes: 8 * 1024 * MiB, timeoutMs: 600_000 };
+    const router = createApiRouter({ registry, workers: 1, logger: false, sandboxDir: path.join(dir, 'sandbox'), storage: s3, upload: { tmpDir: dir, fileSize: '2gb' }, scriptTimeoutMs: 600_000, outbound });
+    app.get('/f', (req, res, next) => ((req.url = req.url.replace('/f', scenario === 'router-mirror' ? '/bench/mirror' : '/bench/down')), router(req, res, next)));
     app.post('/f', (req, res, next) => ((req.url = req.url.replace('/f', '/bench/up')), router(req, res, next)));
   }
   const server = app.listen(0, '127.0.0.1', () => process.send({ type: 'listening', port: server.address().port }));
@@ -150,6 +163,17 @@ function download(port, size, small = false) {
   });
 }
 
+/** GET /f?url= of a mirror server: it saves the file at `url` and answers 200 once saved. */
+function mirror(port, url) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: `/f?url=${encodeURIComponent(url)}` }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`mirror: ${res.statusCode} ${text}`))));
+    }).on('error', reject);
+  });
+}
+
 function upload(port, file, size) {
   const boundary = 'benchBoundary0123456789';
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
@@ -175,7 +199,7 @@ async function main() {
   const { parseSize } = require('../dist/cjs/validations.js');
   const size = parseSize(flag('size', '1gb'), '--size');
   const rounds = Number(flag('rounds', '1'));
-  const only = flag('only', 'download,upload').split(',');
+  const only = flag('only', 'download,upload,mirror').split(',');
   const dir = fs.mkdtempSync(path.join(flag('dir', os.tmpdir()), 'sapi-bench-files-'));
   const file = path.join(dir, 'sandbox', 'bench', 'big.bin');
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -196,12 +220,21 @@ async function main() {
   await seed.put('bench', 'big.bin', fs.createReadStream(file), {});
   await seed.put('bench', 'small.bin', fs.createReadStream(small), {});
   seed.destroy();
+  // the upstream the mirror servers save from: the file (or, ?small=1, the small one) with its length
+  const upstream = http.createServer((req, res) => {
+    const f = req.url.includes('small') ? small : file;
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': fs.statSync(f).size });
+    fs.createReadStream(f, { highWaterMark: MiB }).pipe(res);
+  });
+  await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const upstreamUrl = `http://127.0.0.1:${upstream.address().port}/f`;
 
   const pairs = [
     ['download', 'sandbox', 'express-download', 'router-download'],
     ['download', 'S3', 'express-s3-download', 'router-s3-download'],
     ['upload', 'sandbox', 'express-upload', 'router-upload'],
     ['upload', 'S3', 'express-s3-upload', 'router-s3-upload'],
+    ['mirror', 'sandbox', 'express-mirror', 'router-mirror'],
   ].filter((p) => only.includes(p[0]) || only.includes(`${p[0]}-${p[1].toLowerCase()}`));
   console.log(`${(size / MiB).toFixed(0)} MiB file, ${rounds} round(s), node ${process.version}, ${os.cpus().length} CPUs\n`);
   console.log('direction  store    server    MiB/s   RSS growth (MiB)');
@@ -215,7 +248,8 @@ async function main() {
           const srv = await start(['--serve', config, dir, endpoint]);
           try {
             // warm-up: one 1 MiB transfer (workers started, script compiled, connections made)
-            await (direction === 'download' ? download(srv.port, MiB, true) : upload(srv.port, small, MiB));
+            const transfer = (warm) => (direction === 'download' ? download(srv.port, warm ? MiB : size, warm) : direction === 'mirror' ? mirror(srv.port, `${upstreamUrl}${warm ? '?small=1' : ''}`) : upload(srv.port, warm ? small : file, warm ? MiB : size));
+            await transfer(true);
             // every upload writes a new file (replacing one makes ext4 flush the new one at once:
             // auto_da_alloc); earlier ones are deleted, and their written pages go to disk, now
             for (const d of [path.join(dir, 'out'), path.join(dir, 'sandbox', 'bench', 'out')]) {
@@ -223,7 +257,7 @@ async function main() {
               fs.mkdirSync(d, { recursive: true });
             }
             execFileSync('sync');
-            const m = await measure(srv.child.pid, () => (direction === 'download' ? download(srv.port, size) : upload(srv.port, file, size)));
+            const m = await measure(srv.child.pid, () => transfer(false));
             (results[config] ??= []).push(m);
           } finally {
             srv.child.kill();
@@ -240,6 +274,7 @@ async function main() {
     }
   } finally {
     s3.child.kill();
+    upstream.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
   console.log('\nrouter / express throughput (target >= 0.9) and the router\'s RSS growth (target < 64 MiB):');
