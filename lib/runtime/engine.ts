@@ -13,7 +13,11 @@ export type { ErrorDetail } from '../error-location';
 /** A script's source text, keyed by a hash of its name and text. */
 export interface ScriptSource {
   name: string;
-  /** sha1 of name + NUL + source (preview stage: NUL `preview` NUL in front): compiled modules and contexts are kept per (appId, hash). */
+  /**
+   * sha1 of name + NUL + source (preview stage: NUL `preview` NUL in front; an app whose registry
+   * answers `appGeneration`: NUL `generation <g>` NUL in front too): compiled modules and contexts
+   * are kept per (appId, hash), so an app created again under a deleted one's id gets contexts of its own.
+   */
   hash: string;
   source: string;
 }
