@@ -446,7 +446,11 @@ describe('large bodies', () => {
   test.each(['quickjs', 'vm2'])("a body larger than a script's memory can hold fails its read with 270501 naming saveBodyAsFile (%s); one that fits is read", async (engine) => {
     const MiB = 1024 * 1024;
     // 24 MiB of bytes that are no UTF-8 (each a U+FFFD): past a 64 MiB script's memory as it crosses; 8 MiB of ASCII fits
-    const up = await serve((req, res) => res.end(Buffer.alloc(req.url === '/big' ? 24 * MiB : 8 * MiB, req.url === '/big' ? 0xc8 : 0x61)));
+    const up = await serve((req, res) => {
+      if (req.url !== '/declared') return res.end(Buffer.alloc(req.url === '/big' ? 24 * MiB : 8 * MiB, req.url === '/big' ? 0xc8 : 0x61));
+      res.writeHead(200, { 'content-length': 48 * MiB });
+      res.write('a');
+    });
     const script = `export function fn(ctx) {
       const res = platform.http.request({ url: ctx.query.url });
       try { return { length: res.body.length }; } catch (e) { return { code: e.code, message: e.message }; }
@@ -457,6 +461,10 @@ describe('large bodies', () => {
       expect(big.body).toEqual({ code: 270501, message: expect.stringMatching(/^response body from 127\.0\.0\.1:\d+ is 25165824 characters: more than a script's memory \(scriptMemoryLimitMb: 64\) holds; stream it to a file with saveBodyAsFile$/) });
       const fits = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/fits` });
       expect(fits.body).toEqual({ length: 8 * MiB });
+      // a length declared past what any text of it could fit: refused at once, nothing of it read
+      // (this upstream sends a byte of its 48 MiB, then nothing)
+      const declared = await request(app).get('/web0/api/app1/p').query({ url: `${up.url}/declared` });
+      expect(declared.body).toEqual({ code: 270501, message: expect.stringMatching(/^response body from 127\.0\.0\.1:\d+ is 50331648 bytes: more than a script's memory \(scriptMemoryLimitMb: 64\) holds; stream it to a file with saveBodyAsFile$/) });
     } finally {
       await router.close();
     }

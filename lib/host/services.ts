@@ -139,7 +139,17 @@ function fitsScript(text: string, memory: { mb: number; option: string }, from: 
   if (text.length * 5 <= limit) return text;
   // eslint-disable-next-line no-control-regex
   if (text.length * (/[^\x00-\x7f]/.test(text) ? 5 : 2) <= limit) return text;
-  throw new ApiError('OUTBOUND_FAILED', `response body from ${new URL(from).host} is ${text.length} characters: more than a script's memory (${memory.option}: ${memory.mb}) holds; stream it to a file with saveBodyAsFile`);
+  throw tooLargeForScript(text.length, 'characters', memory, from);
+}
+
+/**
+ * The least a body's byte takes in a script as it crosses (fitsScript): an ASCII byte 2 bytes,
+ * three bytes of one UTF-8 character 5, so at least 1.5 a byte whatever the text.
+ */
+const MIN_CROSSING_BYTES_PER_BYTE = 1.5;
+
+function tooLargeForScript(size: number, unit: string, memory: { mb: number; option: string }, from: string): ApiError {
+  return new ApiError('OUTBOUND_FAILED', `response body from ${new URL(from).host} is ${size} ${unit}: more than a script's memory (${memory.option}: ${memory.mb}) holds; stream it to a file with saveBodyAsFile`);
 }
 
 /**
@@ -286,7 +296,12 @@ export class HostServices implements HostBridge {
     'http.body': (s, args) => {
       const res = s.response(args.id);
       const memory = s.shared.scriptMemory;
-      return memory === undefined ? res.text() : res.text().then((text) => fitsScript(text, memory, res.url));
+      if (memory === undefined) return res.text();
+      // (a length declared past what any text of it could fit is refused before it is read into memory)
+      if (res.declaredSize !== undefined && res.declaredSize * MIN_CROSSING_BYTES_PER_BYTE > memory.mb * 1024 * 1024) {
+        throw tooLargeForScript(res.declaredSize, 'bytes', memory, res.url);
+      }
+      return res.text().then((text) => fitsScript(text, memory, res.url));
     },
     // an automation's http step has read the body: the handle goes
     'http.release': (s, args) => {
