@@ -34,8 +34,8 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // The signals are the command's from the start: one that comes while the server starts, or just
-  // as its line is printed (a supervisor waiting for that line), stops it once started; before,
-  // Node.js's default ended the process by the signal, without a clean stop or exit code 0.
+  // as its line is printed (a supervisor waiting for that line), stops it once started (Node.js's
+  // default would end the process by the signal, without a clean stop or exit code 0).
   let exit!: (code: number) => void;
   const exited = new Promise<number>((resolve) => (exit = resolve));
   let signalled: NodeJS.Signals | undefined;

@@ -133,7 +133,7 @@ export class S3FileStorage implements FileStorage {
     if (typeof options === 'object' && options !== null) onlyKnownKeys(options as unknown as Record<string, unknown>, OPTION_KEYS, '');
     if (typeof options?.bucket !== 'string' || options.bucket === '') throw new ConfigError('bucket', 'S3FileStorage needs a bucket: new S3FileStorage({ bucket })');
     checkTypes(options);
-    // (they configure the client the storage makes: beside a client of yours they were silently dropped)
+    // (they configure the client the storage makes: beside a client of yours they would do nothing)
     if (options.client !== undefined) {
       for (const k of CLIENT_SETTINGS) {
         if (options[k] !== undefined) throw new ConfigError(k, 'configures the S3Client the storage makes: give either client (with its own settings) or the settings, not both');

@@ -87,9 +87,9 @@ const NOT_UTF8 = "is not UTF-8 text: it is read with U+FFFD ('�') in place of 
 
 /**
  * A file's text, read as UTF-8. A file saved as UTF-16 (a byte order mark FF FE or FE FF: Windows
- * PowerShell's `>`, some editors) is refused, naming its encoding (read as UTF-8 it was a JSON
+ * PowerShell's `>`, some editors) is refused, naming its encoding (read as UTF-8 it would be a JSON
  * error of NULs, or a script failing each call with "unexpected character"); one with bytes that
- * are not UTF-8 (Latin-1: 'café') is read as before, and `notUtf8` is told.
+ * are not UTF-8 (Latin-1: 'café') is read as UTF-8 all the same, and `notUtf8` is told.
  */
 function readText(file: string, notUtf8: () => void): string {
   let bytes: Buffer;

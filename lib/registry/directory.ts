@@ -81,7 +81,7 @@ class AppTree {
     watch: boolean,
   ) {
     // (watched first, then read: a file that changes while the apps are read, after its app was,
-    // is a change the watchers see; read first, it was seen by neither, and served stale for good)
+    // is a change the watchers see; read first, it would be seen by neither, and served stale)
     const ids = this.appIds() ?? [];
     if (watch) {
       const quiet = () => undefined;
@@ -295,7 +295,7 @@ export class DirectoryRegistry extends EventEmitter implements ApiRegistry {
       throw new ConfigError('debounceMs', `must be a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounceMs)}`);
     }
     // (adapted as the router adapts its own: a logger that throws, or whose promise rejects, loses
-    // that line; thrown from a reload the watcher's timer runs, it ended the process)
+    // that line; thrown from a reload the watcher's timer runs, it would end the process)
     const given = options.logger === false ? undefined : (options.logger ?? defaultLogger());
     const logger = given === undefined ? undefined : adaptLogger(given);
     const watch = options.watch ?? true;

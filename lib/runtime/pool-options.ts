@@ -138,7 +138,7 @@ export function resolvePoolOptions(options: PoolOptions | undefined): ResolvedPo
     idleTimeoutMs: p.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs,
     graceMs: p.graceMs ?? POOL_DEFAULTS.graceMs,
     // (adapted as the router's is: pino's shape, and a logger that throws or rejects loses that
-    // line; thrown from a worker's message, it ended the process)
+    // line; thrown from a worker's message, it would end the process)
     logger: logger === undefined ? undefined : adaptLogger(logger),
   };
 }
