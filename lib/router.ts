@@ -168,12 +168,6 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     throw new ApiError('INVALID_API_DEFINITION', message);
   }
 
-  /**
-   * Hash per (stage, app, script name), recomputed only when the source text changes. A preview
-   * source hashes with the stage in front: engines keep contexts per (app, hash), so a script the
-   * preview shows unchanged still gets a context (module state) of its own, apart from live calls.
-   * Emptied past 5,000 entries or SOURCE_CHARS characters of source (as much as a worker holds).
-   */
   /** The app's incarnation as the registry tells it (ApiRegistry.appGeneration), '' for none. */
   function generationOf(appId: string, stage: RegistryStage): string {
     if (typeof registry.appGeneration !== 'function') return '';
@@ -183,6 +177,12 @@ export function createApiRouter(options: ApiRouterOptions): ApiRouter {
     return String(g);
   }
 
+  /**
+   * Hash per (stage, app, script name), recomputed only when the source text changes. A preview
+   * source hashes with the stage in front: engines keep contexts per (app, hash), so a script the
+   * preview shows unchanged still gets a context (module state) of its own, apart from live calls.
+   * Emptied past 5,000 entries or SOURCE_CHARS characters of source (as much as a worker holds).
+   */
   function sourceOf(appId: string, name: string, source: string, stage: RegistryStage, generation: string): ScriptSource {
     const key = `${stage}\u0000${appId}\u0000${generation}\u0000${name}`;
     const cached = hashes.get(key);

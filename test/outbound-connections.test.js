@@ -508,7 +508,7 @@ describe('large bodies', () => {
       expect(res.body).toEqual({ saved: { path: 'dl/a.txt', size: 4 } });
       expect(fs.readFileSync(path.join(sandboxDir, 'app1', 'dl', 'a.txt'), 'utf8')).toBe('body');
       // an id the call does not hold: refused before any folder is made
-      const services = new HostServices({ options: { sandboxDir }, logger: undefined }, { appId: 'app1', requestId: 'r', parts: [] });
+      const services = new HostServices({ options: { sandboxDir }, logger: undefined, files: {} }, { appId: 'app1', requestId: 'r', parts: [] });
       await expect(services.call('http.saveBodyAsFile', { id: '99', path: 'never/made/x.bin' })).rejects.toThrow('That response body is no longer available');
       expect(fs.existsSync(path.join(sandboxDir, 'app1', 'never'))).toBe(false);
     } finally {

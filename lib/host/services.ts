@@ -308,16 +308,11 @@ export class HostServices implements HostBridge {
       s.release(String(args.id));
       return null;
     },
-    'http.saveBodyAsFile': (s, args) => s.writing(s.saveBody(args)),
-    'part.save': (s, args) => s.writing(s.savePartTo('part.save', s.shared.files.sandbox, args)),
-    'part.saveStorage': (s, args) => {
-      const work = s.savePartTo('part.saveStorage', s.shared.files.storage, args);
-      return s.shared.files.storage instanceof LocalFileStorage ? s.writing(work) : work;
-    },
-    'part.saveAttachment': (s, args) => {
-      const work = s.saveAttachment(args);
-      return !s.shared.options.attachments && s.shared.files.storage instanceof LocalFileStorage ? s.writing(work) : work;
-    },
+    'http.saveBodyAsFile': (s, args) => s.writing(s.shared.files.sandbox, s.saveBody(args)),
+    'part.save': (s, args) => s.writing(s.shared.files.sandbox, s.savePartTo('part.save', s.shared.files.sandbox, args)),
+    'part.saveStorage': (s, args) => s.writing(s.shared.files.storage, s.savePartTo('part.saveStorage', s.shared.files.storage, args)),
+    // (an attachments service of one's own stores them where it likes)
+    'part.saveAttachment': (s, args) => s.writing(s.shared.options.attachments ? undefined : s.shared.files.storage, s.saveAttachment(args)),
     'utils.stringToBytes': (s, args) => {
       const encoding = nativeEncoding(String(args.charset ?? 'utf-8').toLowerCase());
       if (encoding === undefined) throw Object.assign(new RangeError(`Unsupported charset '${String(args.charset)}'`), { code: undefined });
@@ -346,9 +341,9 @@ export class HostServices implements HostBridge {
     return HostServices.OPS[op as HostOp](this, args as never);
   }
 
-  /** `work` counted among the router's local writes (HostShared.writes) until it settles. */
-  private writing<T>(work: Promise<T>): Promise<T> {
-    this.shared.writes?.add(work);
+  /** `work`, a write into `target`, counted among the router's local writes (HostShared.writes) until it settles when `target` is a folder on this machine. */
+  private writing<T>(target: FileStorage | undefined, work: Promise<T>): Promise<T> {
+    if (target instanceof LocalFileStorage) this.shared.writes?.add(work);
     return work;
   }
 

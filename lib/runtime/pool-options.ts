@@ -50,13 +50,13 @@ export interface PoolOptions {
 
 export type ResolvedPoolOptions = Required<Omit<PoolOptions, 'logger'>> & { logger?: Logger };
 
-/** The keys of PoolOptions (the build fails when they and the interface drift apart). */
 /**
  * The most worker threads a pool may have: each is a thread with a heap of its own (tens of MiB),
  * started one after another (a pool of a million would never finish starting).
  */
 export const MAX_WORKERS = 1024;
 
+/** The keys of PoolOptions (the build fails when they and the interface drift apart). */
 const POOL_KEYS = ['engine', 'size', 'maxWorkers', 'memoryLimitMb', 'contextBudgetMb', 'maxConcurrentPerApp', 'maxWorkersPerApp', 'queueTimeoutMs', 'idleTimeoutMs', 'graceMs', 'logger'] as const;
 const keysMatch: Same<keyof PoolOptions, (typeof POOL_KEYS)[number]> = true;
 void keysMatch;

@@ -90,7 +90,7 @@ function setRecent<V>(map: Map<string, V>, app: string, value: V): void {
  * an engine of one's own, whose limits are its own.
  */
 export function scriptMemoryOf(engine: ScriptEngine): number | undefined {
-  return engine instanceof WorkerPool ? engine['options'].memoryLimitMb : undefined;
+  return engine instanceof WorkerPool ? engine.memoryLimitMb : undefined;
 }
 
 export class WorkerPool implements ScriptEngine {
@@ -150,6 +150,11 @@ export class WorkerPool implements ScriptEngine {
       this.readyWaiters.push({ resolve, reject });
       this.updateRefs();
     });
+  }
+
+  /** The memory one call's script may use, MiB (`memoryLimitMb`). */
+  get memoryLimitMb(): number {
+    return this.options.memoryLimitMb;
   }
 
   run(job: ScriptJob, host: HostBridge): Promise<JobResult> {

@@ -278,10 +278,6 @@ export class QuickJsDriver implements SandboxDriver {
   }
 
   /**
-   * An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a
-   * failure of the engine. The promise jobs the failed entry left are flushed.
-   */
-  /**
    * Whether a text from the host can enter a context: its UTF-8 copy (up to 3 bytes a character)
    * within one call's memory. A larger one could not be held by the call anyway, and WebAssembly
    * memory allocated past the module's cap ends in a trap, not in QuickJS's out-of-memory error.
@@ -291,6 +287,10 @@ export class QuickJsDriver implements SandboxDriver {
     return text.length * 3 <= limit || Buffer.byteLength(text) <= limit;
   }
 
+  /**
+   * An exception that escaped the adapter, as an EngineError: interrupt, out of memory, or a
+   * failure of the engine. The promise jobs the failed entry left are flushed.
+   */
   failure(err: { name: string; message: string }): EngineError {
     let e: EngineError;
     if (this.interrupted || err.message === 'interrupted') e = new EngineError('SCRIPT_TIMEOUT', 'The script timed out');
