@@ -54,10 +54,10 @@ const SLICE_APPS = 50;
 /** ...or this long, ms. */
 const SLICE_MS = 20;
 
-/** One root's apps. */
 /** The next app incarnation (appGeneration): unique in the process, so never one a router saw before. */
 let nextGeneration = 1;
 
+/** One root's apps. */
 class AppTree {
   readonly apps = new Map<string, AppState>();
   /** Each app's incarnation: a new one when its folder appears (again). */
